@@ -1,0 +1,375 @@
+//! Events from saphyr-parser into [`Node`] trees, one document at a time.
+
+use std::collections::{HashMap, HashSet};
+
+use saphyr_parser::{Event, Marker, Parser, ScalarStyle, Span, StrInput, Tag};
+
+use crate::{Node, Pos, Scalar, Style, Value};
+
+/// Bounds that keep hostile input from exhausting memory.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Largest document, in characters of source.
+    pub max_document_chars: usize,
+    /// Alias expansion may add at most this many nodes per document...
+    pub max_alias_nodes: usize,
+    /// ...unless that is no more than this multiple of the document's own nodes.
+    pub alias_ratio: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_document_chars: 64 << 20,
+            max_alias_nodes: 10_000,
+            alias_ratio: 10,
+        }
+    }
+}
+
+/// A YAML document that cannot be loaded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// The text is not valid YAML.
+    #[error("{pos}: invalid YAML: {message}")]
+    Syntax {
+        /// Where the parser stopped.
+        pos: Pos,
+        /// The parser's explanation.
+        message: String,
+    },
+    /// A mapping has the same key twice.
+    #[error("{pos}: duplicate key `{key}` (first at line {first_line}); remove one of them")]
+    DuplicateKey {
+        /// The second occurrence.
+        pos: Pos,
+        /// The key.
+        key: String,
+        /// Line of the first occurrence.
+        first_line: u32,
+    },
+    /// Aliases expand to far more nodes than the document holds (a "billion laughs" bomb).
+    #[error(
+        "{pos}: the document's aliases expand to more than {limit} nodes; \
+         refusing it as a likely alias-expansion bomb (write the values out instead)"
+    )]
+    ExcessiveAliasing {
+        /// The alias that crossed the limit.
+        pos: Pos,
+        /// The limit that was crossed.
+        limit: usize,
+    },
+    /// A document is larger than [`Limits::max_document_chars`].
+    #[error("{pos}: the document starting here is larger than {limit} characters; split it")]
+    DocumentTooLarge {
+        /// Where the document starts.
+        pos: Pos,
+        /// The limit.
+        limit: usize,
+    },
+}
+
+impl Error {
+    /// Where the problem is.
+    pub fn pos(&self) -> Pos {
+        match self {
+            Error::Syntax { pos, .. }
+            | Error::DuplicateKey { pos, .. }
+            | Error::ExcessiveAliasing { pos, .. }
+            | Error::DocumentTooLarge { pos, .. } => *pos,
+        }
+    }
+}
+
+fn pos_of(m: &Marker) -> Pos {
+    let clamp = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    Pos {
+        line: clamp(m.line()),
+        column: clamp(m.col() + 1),
+    }
+}
+
+/// Maps with more entries than this check duplicates through a hash set.
+const LINEAR_DUPLICATE_CHECK: usize = 16;
+
+enum Frame {
+    Seq {
+        node: Node,
+        anchor: usize,
+    },
+    Map {
+        node: Node,
+        anchor: usize,
+        key: Option<Node>,
+        seen: Option<HashSet<String>>,
+    },
+}
+
+/// An iterator over the documents of a YAML stream.
+pub struct Documents<'a> {
+    parser: Parser<'a, StrInput<'a>>,
+    limits: Limits,
+    done: bool,
+}
+
+/// Reads every document of `src`, stopping at the first error.
+pub fn load_all(src: &str, limits: Limits) -> Result<Vec<Node>, Error> {
+    Documents::new(src, limits).collect()
+}
+
+impl<'a> Documents<'a> {
+    /// Starts reading `src`.
+    pub fn new(src: &'a str, limits: Limits) -> Documents<'a> {
+        Documents {
+            parser: Parser::new_from_str(src),
+            limits,
+            done: false,
+        }
+    }
+
+    fn next_event(&mut self) -> Result<Option<(Event<'a>, Span)>, Error> {
+        match self.parser.next_event() {
+            None => Ok(None),
+            Some(Ok(ev)) => Ok(Some(ev)),
+            Some(Err(e)) => Err(Error::Syntax {
+                pos: pos_of(e.marker()),
+                message: e.info().to_string(),
+            }),
+        }
+    }
+
+    /// Reads events up to the end of the next document.
+    fn document(&mut self) -> Result<Option<Node>, Error> {
+        let start = loop {
+            match self.next_event()? {
+                None | Some((Event::StreamEnd, _)) => return Ok(None),
+                Some((Event::DocumentStart(_), span)) => break span.start,
+                Some(_) => continue,
+            }
+        };
+        let mut builder = Builder::new(self.limits, start);
+        loop {
+            let Some((event, span)) = self.next_event()? else {
+                return Err(Error::Syntax {
+                    pos: pos_of(&start),
+                    message: "unexpected end of input".into(),
+                });
+            };
+            if span.end.index().saturating_sub(start.index()) > self.limits.max_document_chars {
+                return Err(Error::DocumentTooLarge {
+                    pos: pos_of(&start),
+                    limit: self.limits.max_document_chars,
+                });
+            }
+            if let Event::DocumentEnd = event {
+                return Ok(Some(builder.finish()));
+            }
+            builder.event(event, &span)?;
+        }
+    }
+}
+
+impl Iterator for Documents<'_> {
+    type Item = Result<Node, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let result = self.document().transpose();
+        if !matches!(result, Some(Ok(_))) {
+            self.done = true;
+        }
+        result
+    }
+}
+
+struct Builder {
+    limits: Limits,
+    stack: Vec<Frame>,
+    root: Option<Node>,
+    anchors: HashMap<usize, Node>,
+    own_nodes: usize,
+    alias_nodes: usize,
+    start: Marker,
+}
+
+fn tag_text(tag: Option<std::borrow::Cow<'_, Tag>>) -> Option<Box<str>> {
+    let tag = tag?;
+    let text = if tag.is_yaml_core_schema() {
+        format!("!!{}", tag.suffix)
+    } else if tag.handle == "!" || tag.handle == "!!" {
+        format!("{}{}", tag.handle, tag.suffix)
+    } else {
+        format!("!<{}{}>", tag.handle, tag.suffix)
+    };
+    Some(text.into_boxed_str())
+}
+
+impl Builder {
+    fn new(limits: Limits, start: Marker) -> Builder {
+        Builder {
+            limits,
+            stack: Vec::new(),
+            root: None,
+            anchors: HashMap::new(),
+            own_nodes: 0,
+            alias_nodes: 0,
+            start,
+        }
+    }
+
+    fn finish(self) -> Node {
+        self.root.unwrap_or_else(|| Node {
+            pos: pos_of(&self.start),
+            tag: None,
+            value: Value::Scalar(Scalar {
+                text: String::new(),
+                style: Style::Plain,
+            }),
+        })
+    }
+
+    fn event(&mut self, event: Event<'_>, span: &Span) -> Result<(), Error> {
+        let pos = pos_of(&span.start);
+        match event {
+            Event::Scalar(text, style, anchor, tag) => {
+                self.own_nodes += 1;
+                let style = match style {
+                    ScalarStyle::Plain => Style::Plain,
+                    ScalarStyle::SingleQuoted => Style::SingleQuoted,
+                    ScalarStyle::DoubleQuoted => Style::DoubleQuoted,
+                    ScalarStyle::Literal => Style::Literal,
+                    ScalarStyle::Folded => Style::Folded,
+                };
+                let node = Node {
+                    pos,
+                    tag: tag_text(tag),
+                    value: Value::Scalar(Scalar {
+                        text: text.into_owned(),
+                        style,
+                    }),
+                };
+                self.complete(node, anchor)
+            }
+            Event::SequenceStart(anchor, tag) => {
+                self.own_nodes += 1;
+                let mut node = Node::seq(pos);
+                node.tag = tag_text(tag);
+                self.stack.push(Frame::Seq { node, anchor });
+                Ok(())
+            }
+            Event::MappingStart(anchor, tag) => {
+                self.own_nodes += 1;
+                let mut node = Node::map(pos);
+                node.tag = tag_text(tag);
+                self.stack.push(Frame::Map {
+                    node,
+                    anchor,
+                    key: None,
+                    seen: None,
+                });
+                Ok(())
+            }
+            Event::SequenceEnd | Event::MappingEnd => match self.stack.pop() {
+                Some(Frame::Seq { node, anchor } | Frame::Map { node, anchor, .. }) => {
+                    self.complete(node, anchor)
+                }
+                None => Ok(()),
+            },
+            Event::Alias(id) => {
+                let node = self
+                    .anchors
+                    .get(&id)
+                    .cloned()
+                    .ok_or_else(|| Error::Syntax {
+                        pos,
+                        message: "alias to an unknown anchor".into(),
+                    })?;
+                self.alias_nodes += node.count();
+                let limit = self
+                    .limits
+                    .max_alias_nodes
+                    .max(self.limits.alias_ratio.saturating_mul(self.own_nodes));
+                if self.alias_nodes > limit {
+                    return Err(Error::ExcessiveAliasing { pos, limit });
+                }
+                let mut node = node;
+                node.pos = pos;
+                self.complete(node, 0)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Attaches a finished node to its parent (or makes it the root).
+    fn complete(&mut self, node: Node, anchor: usize) -> Result<(), Error> {
+        if anchor != 0 {
+            self.anchors.insert(anchor, node.clone());
+        }
+        match self.stack.last_mut() {
+            None => {
+                self.root = Some(node);
+                Ok(())
+            }
+            Some(Frame::Seq { node: parent, .. }) => {
+                if let Value::Seq(items) = &mut parent.value {
+                    items.push(node);
+                }
+                Ok(())
+            }
+            Some(Frame::Map {
+                node: parent,
+                key,
+                seen,
+                ..
+            }) => {
+                let Some(k) = key.take() else {
+                    *key = Some(node);
+                    return Ok(());
+                };
+                if let Value::Map(entries) = &mut parent.value {
+                    check_duplicate(entries, seen, &k)?;
+                    entries.push((k, node));
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+fn check_duplicate(
+    entries: &[(Node, Node)],
+    seen: &mut Option<HashSet<String>>,
+    key: &Node,
+) -> Result<(), Error> {
+    let Some(text) = key.as_scalar().map(|s| s.text.as_str()) else {
+        return Ok(());
+    };
+    if text == "<<" {
+        return Ok(()); // merge keys may repeat
+    }
+    let duplicate = |first: &Node| Error::DuplicateKey {
+        pos: key.pos,
+        key: text.to_string(),
+        first_line: first.pos.line,
+    };
+    let same = |k: &Node| k.as_scalar().is_some_and(|s| s.text == text);
+    if entries.len() < LINEAR_DUPLICATE_CHECK {
+        return match entries.iter().find(|(k, _)| same(k)) {
+            Some((first, _)) => Err(duplicate(first)),
+            None => Ok(()),
+        };
+    }
+    let set = seen.get_or_insert_with(|| {
+        entries
+            .iter()
+            .filter_map(|(k, _)| k.as_scalar().map(|s| s.text.clone()))
+            .collect()
+    });
+    if set.insert(text.to_string()) {
+        return Ok(());
+    }
+    let first = entries.iter().find(|(k, _)| same(k)).map(|(k, _)| k);
+    Err(first.map_or_else(|| duplicate(key), duplicate))
+}
