@@ -1,0 +1,13 @@
+//! berth's pure core: the project model, image resolution and manifest
+//! transforms. It reads no files, touches no network and starts no runtime:
+//! callers hand it bytes (with the path they came from) and get values back,
+//! so the CLI and a future controller share one implementation.
+
+#![warn(missing_docs)]
+
+pub mod project;
+pub mod resolve;
+mod suggest;
+
+pub use project::{Component, ManifestSource, Project, ProjectError, PullPolicy};
+pub use resolve::{Origin, Overrides, Resolution, ResolveError, ResolvedImage};

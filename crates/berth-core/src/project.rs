@@ -1,0 +1,622 @@
+//! `berth.yaml`: the project model and its strict loader.
+//!
+//! Unknown keys are errors (with a "did you mean"), every error carries
+//! `file:line:column`, and values are parsed into their types here, once:
+//! image references become [`Reference`]s, never strings split later.
+
+use std::path::PathBuf;
+
+use berth_ref::{RefError, Reference, Repository};
+use berth_yaml::{Limits, Node, Pos};
+
+use crate::suggest::{closest, hint};
+
+/// Name of the project file.
+pub const PROJECT_FILE: &str = "berth.yaml";
+
+const TOP_KEYS: &[&str] = &[
+    "name",
+    "namespace",
+    "manifests",
+    "images",
+    "registry",
+    "imagePaths",
+];
+/// Keys of the design that later versions implement; named so the error is honest.
+const PLANNED_KEYS: &[&str] = &["configs", "caBundles", "sync"];
+const COMPONENT_KEYS: &[&str] = &["image", "env", "tagEnv", "pullPolicy", "match"];
+const REGISTRY_KEYS: &[&str] = &["env"];
+const IMAGE_PATH_KEYS: &[&str] = &["kind", "apiVersion", "path"];
+
+/// A loaded, validated `berth.yaml`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Project {
+    /// The file it came from, as given to the loader (for messages).
+    pub file: String,
+    /// The directory relative paths are resolved against.
+    pub dir: PathBuf,
+    /// `name:`.
+    pub name: String,
+    /// `namespace:`, the default namespace for cluster commands.
+    pub namespace: Option<String>,
+    /// `manifests:`, in order.
+    pub manifests: Vec<ManifestSource>,
+    /// `images:`, in file order.
+    pub components: Vec<Component>,
+    /// `registry.env`: the variable holding a registry prefix for every component.
+    pub registry_env: Option<String>,
+    /// `imagePaths:`: image fields of custom resources.
+    pub image_paths: Vec<ImagePath>,
+}
+
+/// One entry of `images:`: an image the project ships.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Component {
+    /// The key under `images:`.
+    pub name: String,
+    /// `image:`, the default reference.
+    pub image: Reference,
+    /// Where `image:` is written.
+    pub image_pos: Pos,
+    /// The full-reference override variable (`env:`, default `<NAME>_IMAGE`).
+    pub env: String,
+    /// The tag-only override variable (`tagEnv:`, default `<NAME>_TAG`).
+    pub tag_env: String,
+    /// `pullPolicy:`; `None` leaves pull policies as they are.
+    pub pull_policy: Option<PullPolicy>,
+    /// Repositories that are this component: the default's and `match:` entries.
+    pub repositories: Vec<Repository>,
+}
+
+/// `pullPolicy:` of a component.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PullPolicy {
+    /// `IfNotPresent` for digests and fixed tags, `Always` for `latest` or no tag.
+    Auto,
+    /// Kubernetes `Always`.
+    Always,
+    /// Kubernetes `IfNotPresent`.
+    IfNotPresent,
+    /// Kubernetes `Never`.
+    Never,
+}
+
+impl PullPolicy {
+    /// Parses `auto | Always | IfNotPresent | Never`.
+    pub fn parse(s: &str) -> Option<PullPolicy> {
+        match s {
+            "auto" => Some(PullPolicy::Auto),
+            "Always" => Some(PullPolicy::Always),
+            "IfNotPresent" => Some(PullPolicy::IfNotPresent),
+            "Never" => Some(PullPolicy::Never),
+            _ => None,
+        }
+    }
+
+    /// The Kubernetes value for a container running `image`.
+    pub fn for_image(self, image: &Reference) -> &'static str {
+        match self {
+            PullPolicy::Always => "Always",
+            PullPolicy::IfNotPresent => "IfNotPresent",
+            PullPolicy::Never => "Never",
+            PullPolicy::Auto if image.digest().is_some() => "IfNotPresent",
+            PullPolicy::Auto => match image.tag().map(|t| t.as_str()) {
+                None | Some("latest") => "Always",
+                Some(_) => "IfNotPresent",
+            },
+        }
+    }
+}
+
+/// One entry of `manifests:`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ManifestSource {
+    /// A file, or a directory read recursively (`*.yaml`, `*.yml`, sorted by path).
+    Path(PathBuf),
+    /// `-`: standard input.
+    Stdin,
+    /// `kustomize: DIR`: the output of `kubectl kustomize DIR`.
+    Kustomize(PathBuf),
+}
+
+/// One entry of `imagePaths:`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImagePath {
+    /// The object kind it applies to.
+    pub kind: String,
+    /// The apiVersion it applies to; any when absent.
+    pub api_version: Option<String>,
+    /// The field, as segments.
+    pub path: Vec<PathSegment>,
+}
+
+/// A step of an [`ImagePath`]: a mapping key, or every item of a list (`[]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathSegment {
+    /// Descend into a mapping key.
+    Key(String),
+    /// Descend into every item of a sequence.
+    Each,
+}
+
+/// A `berth.yaml` that cannot be used, and where.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProjectError {
+    /// Not valid YAML.
+    #[error("{file}:{source}")]
+    Yaml {
+        /// The file.
+        file: String,
+        /// The YAML error, with its position.
+        source: berth_yaml::Error,
+    },
+    /// A key that is not part of the format.
+    #[error("{file}:{pos}: unknown key `{key}` in {context}{}; valid keys: {}", hint(suggestion.as_deref()), expected.join(", "))]
+    UnknownKey {
+        /// The file.
+        file: String,
+        /// Where the key is.
+        pos: Pos,
+        /// The key.
+        key: String,
+        /// What it is inside (`the project`, `images.epp`).
+        context: String,
+        /// The closest valid key.
+        suggestion: Option<String>,
+        /// The valid keys.
+        expected: &'static [&'static str],
+    },
+    /// A section of the design this version does not implement yet.
+    #[error(
+        "{file}:{pos}: `{key}` is not supported by this version of berth yet; remove it or upgrade"
+    )]
+    NotYetSupported {
+        /// The file.
+        file: String,
+        /// Where the key is.
+        pos: Pos,
+        /// The key.
+        key: String,
+    },
+    /// A value of the wrong shape.
+    #[error("{file}:{pos}: `{key}` must be {expected}")]
+    WrongType {
+        /// The file.
+        file: String,
+        /// Where the value is.
+        pos: Pos,
+        /// The key path (`images.epp.match`).
+        key: String,
+        /// What is expected (`a string`, `a list of strings`).
+        expected: &'static str,
+    },
+    /// A required key is absent.
+    #[error("{file}:{pos}: {context} has no `{key}`; add it")]
+    Missing {
+        /// The file.
+        file: String,
+        /// Where the enclosing mapping starts.
+        pos: Pos,
+        /// The missing key.
+        key: &'static str,
+        /// What lacks it.
+        context: String,
+    },
+    /// An image reference that does not parse.
+    #[error("{file}:{pos}: `{key}`: {source}")]
+    InvalidImage {
+        /// The file.
+        file: String,
+        /// Where the reference is.
+        pos: Pos,
+        /// The key path.
+        key: String,
+        /// Why it is invalid.
+        source: RefError,
+    },
+    /// A value outside its allowed set or syntax.
+    #[error("{file}:{pos}: invalid `{key}` value `{value}`: {reason}")]
+    InvalidValue {
+        /// The file.
+        file: String,
+        /// Where the value is.
+        pos: Pos,
+        /// The key path.
+        key: String,
+        /// The value.
+        value: String,
+        /// What is allowed.
+        reason: &'static str,
+    },
+    /// Two components (or the registry) would read the same variable.
+    #[error("{file}:{pos}: variable `{var}` is used by both {first} and {second}; give one of them another `env:`/`tagEnv:`")]
+    DuplicateVariable {
+        /// The file.
+        file: String,
+        /// Where the second use is.
+        pos: Pos,
+        /// The variable.
+        var: String,
+        /// The first user.
+        first: String,
+        /// The second user.
+        second: String,
+    },
+}
+
+/// Reads `berth.yaml` text. `file` names it in messages; `dir` anchors its relative paths.
+pub fn parse(file: &str, dir: PathBuf, src: &str) -> Result<Project, ProjectError> {
+    Loader { file }.project(dir, src)
+}
+
+impl Project {
+    /// The component called `name`.
+    pub fn component(&self, name: &str) -> Option<&Component> {
+        self.components.iter().find(|c| c.name == name)
+    }
+
+    /// The component name closest to `name`, for "did you mean" hints.
+    pub fn suggest_component(&self, name: &str) -> Option<&str> {
+        closest(name, self.components.iter().map(|c| c.name.as_str()))
+    }
+}
+
+/// `<NAME>_<SUFFIX>`: upper-cased, `-` and `.` as `_`.
+pub fn default_variable(component: &str, suffix: &str) -> String {
+    let mut var: String = component
+        .chars()
+        .map(|c| match c {
+            '-' | '.' => '_',
+            c => c.to_ascii_uppercase(),
+        })
+        .collect();
+    var.push('_');
+    var.push_str(suffix);
+    var
+}
+
+fn is_variable_name(s: &str) -> bool {
+    let mut bytes = s.bytes();
+    matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+struct Loader<'a> {
+    file: &'a str,
+}
+
+impl Loader<'_> {
+    fn project(&self, dir: PathBuf, src: &str) -> Result<Project, ProjectError> {
+        let file = self.file.to_string();
+        let mut docs =
+            berth_yaml::load_all(src, Limits::default()).map_err(|source| ProjectError::Yaml {
+                file: file.clone(),
+                source,
+            })?;
+        let root = match docs.len() {
+            0 => Node::map(Pos { line: 1, column: 1 }),
+            _ => docs.swap_remove(0),
+        };
+        let root = if root.is_null() {
+            Node::map(root.pos)
+        } else {
+            root
+        };
+        let entries = self.fields(&root, "the project", TOP_KEYS)?;
+        let mut project = Project {
+            file,
+            dir,
+            name: String::new(),
+            namespace: None,
+            manifests: Vec::new(),
+            components: Vec::new(),
+            registry_env: None,
+            image_paths: Vec::new(),
+        };
+        for (key, value) in entries {
+            match key.as_str().unwrap_or_default() {
+                "name" => project.name = self.string(value, "name")?.to_string(),
+                "namespace" => {
+                    project.namespace = Some(self.string(value, "namespace")?.to_string())
+                }
+                "manifests" => project.manifests = self.manifests(value)?,
+                "images" => project.components = self.components(value)?,
+                "registry" => project.registry_env = self.registry(value)?,
+                "imagePaths" => project.image_paths = self.image_paths(value)?,
+                _ => {} // `fields` admitted only the keys above
+            }
+        }
+        if project.name.is_empty() {
+            return Err(ProjectError::Missing {
+                file: self.file.to_string(),
+                pos: root.pos,
+                key: "name",
+                context: "the project".into(),
+            });
+        }
+        self.check_variables(&project)?;
+        Ok(project)
+    }
+
+    /// The entries of a mapping whose keys must all be in `allowed`.
+    fn fields<'n>(
+        &self,
+        node: &'n Node,
+        context: &str,
+        allowed: &'static [&'static str],
+    ) -> Result<&'n [(Node, Node)], ProjectError> {
+        let entries = node
+            .as_map()
+            .ok_or_else(|| self.wrong(node, context, "a mapping"))?;
+        for (key, _) in entries {
+            let name = key.as_str().unwrap_or_default();
+            if allowed.contains(&name) {
+                continue;
+            }
+            if context == "the project" && PLANNED_KEYS.contains(&name) {
+                return Err(ProjectError::NotYetSupported {
+                    file: self.file.to_string(),
+                    pos: key.pos,
+                    key: name.to_string(),
+                });
+            }
+            return Err(ProjectError::UnknownKey {
+                file: self.file.to_string(),
+                pos: key.pos,
+                key: name.to_string(),
+                context: context.to_string(),
+                suggestion: closest(name, allowed.iter().copied()).map(str::to_string),
+                expected: allowed,
+            });
+        }
+        Ok(entries)
+    }
+
+    fn wrong(&self, node: &Node, key: &str, expected: &'static str) -> ProjectError {
+        ProjectError::WrongType {
+            file: self.file.to_string(),
+            pos: node.pos,
+            key: key.to_string(),
+            expected,
+        }
+    }
+
+    fn string<'n>(&self, node: &'n Node, key: &str) -> Result<&'n str, ProjectError> {
+        node.as_str()
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| self.wrong(node, key, "a non-empty string"))
+    }
+
+    fn variable(&self, node: &Node, key: &str) -> Result<String, ProjectError> {
+        let value = self.string(node, key)?;
+        if !is_variable_name(value) {
+            return Err(self.invalid(
+                node,
+                key,
+                value,
+                "a variable name is letters, digits and `_`, not starting with a digit",
+            ));
+        }
+        Ok(value.to_string())
+    }
+
+    fn invalid(&self, node: &Node, key: &str, value: &str, reason: &'static str) -> ProjectError {
+        ProjectError::InvalidValue {
+            file: self.file.to_string(),
+            pos: node.pos,
+            key: key.to_string(),
+            value: value.to_string(),
+            reason,
+        }
+    }
+
+    fn reference(&self, node: &Node, key: &str) -> Result<Reference, ProjectError> {
+        Reference::parse(self.string(node, key)?).map_err(|source| ProjectError::InvalidImage {
+            file: self.file.to_string(),
+            pos: node.pos,
+            key: key.to_string(),
+            source,
+        })
+    }
+
+    fn list<'n>(
+        &self,
+        node: &'n Node,
+        key: &str,
+        expected: &'static str,
+    ) -> Result<&'n [Node], ProjectError> {
+        if node.is_null() {
+            return Ok(&[]);
+        }
+        node.as_seq().ok_or_else(|| self.wrong(node, key, expected))
+    }
+
+    fn components(&self, node: &Node) -> Result<Vec<Component>, ProjectError> {
+        if node.is_null() {
+            return Ok(Vec::new());
+        }
+        let entries = node
+            .as_map()
+            .ok_or_else(|| self.wrong(node, "images", "a mapping of component names"))?;
+        entries.iter().map(|(k, v)| self.component(k, v)).collect()
+    }
+
+    fn component(&self, key: &Node, node: &Node) -> Result<Component, ProjectError> {
+        let name = self.string(key, "images")?;
+        let valid_name = name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+            && name.starts_with(|c: char| c.is_ascii_alphabetic());
+        if !valid_name {
+            return Err(self.invalid(key, "images", name, "a component name starts with a letter and has only letters, digits, `-`, `_` and `.`"));
+        }
+        let context = format!("images.{name}");
+        let entries = self.fields(node, &context, COMPONENT_KEYS)?;
+        let mut image = None;
+        let mut env = default_variable(name, "IMAGE");
+        let mut tag_env = default_variable(name, "TAG");
+        let mut pull_policy = None;
+        let mut matches = Vec::new();
+        for (k, v) in entries {
+            let key = format!("{context}.{}", k.as_str().unwrap_or_default());
+            match k.as_str().unwrap_or_default() {
+                "image" => image = Some((self.reference(v, &key)?, v.pos)),
+                "env" => env = self.variable(v, &key)?,
+                "tagEnv" => tag_env = self.variable(v, &key)?,
+                "pullPolicy" => {
+                    let text = self.string(v, &key)?;
+                    let policy = PullPolicy::parse(text).ok_or_else(|| {
+                        self.invalid(
+                            v,
+                            &key,
+                            text,
+                            "use one of auto, Always, IfNotPresent, Never",
+                        )
+                    })?;
+                    pull_policy = Some(policy);
+                }
+                "match" => {
+                    for item in self.list(v, &key, "a list of image repositories")? {
+                        matches.push(self.reference(item, &key)?.repository().clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+        let (image, image_pos) = image.ok_or_else(|| ProjectError::Missing {
+            file: self.file.to_string(),
+            pos: node.pos,
+            key: "image",
+            context: format!("component `{name}`"),
+        })?;
+        let mut repositories = vec![image.repository().clone()];
+        for repository in matches {
+            if !repositories.contains(&repository) {
+                repositories.push(repository);
+            }
+        }
+        Ok(Component {
+            name: name.to_string(),
+            image,
+            image_pos,
+            env,
+            tag_env,
+            pull_policy,
+            repositories,
+        })
+    }
+
+    fn registry(&self, node: &Node) -> Result<Option<String>, ProjectError> {
+        if node.is_null() {
+            return Ok(None);
+        }
+        let mut env = None;
+        for (k, v) in self.fields(node, "registry", REGISTRY_KEYS)? {
+            if k.as_str() == Some("env") {
+                env = Some(self.variable(v, "registry.env")?);
+            }
+        }
+        Ok(env)
+    }
+
+    fn manifests(&self, node: &Node) -> Result<Vec<ManifestSource>, ProjectError> {
+        let expected = "a list of paths, `-`, or `kustomize: DIR` entries";
+        let mut out = Vec::new();
+        for item in self.list(node, "manifests", expected)? {
+            if item.as_map().is_some() {
+                for (_, dir) in self.fields(item, "a manifests entry", &["kustomize"])? {
+                    out.push(ManifestSource::Kustomize(PathBuf::from(
+                        self.string(dir, "manifests[].kustomize")?,
+                    )));
+                }
+                continue;
+            }
+            match self.string(item, "manifests[]")? {
+                "-" => out.push(ManifestSource::Stdin),
+                path => out.push(ManifestSource::Path(PathBuf::from(path))),
+            }
+        }
+        Ok(out)
+    }
+
+    fn image_paths(&self, node: &Node) -> Result<Vec<ImagePath>, ProjectError> {
+        let mut out = Vec::new();
+        for item in self.list(node, "imagePaths", "a list of {kind, path} entries")? {
+            let entries = self.fields(item, "an imagePaths entry", IMAGE_PATH_KEYS)?;
+            let (mut kind, mut api_version, mut path) = (None, None, None);
+            for (k, v) in entries {
+                match k.as_str().unwrap_or_default() {
+                    "kind" => kind = Some(self.string(v, "imagePaths[].kind")?.to_string()),
+                    "apiVersion" => {
+                        api_version = Some(self.string(v, "imagePaths[].apiVersion")?.to_string())
+                    }
+                    "path" => {
+                        let text = self.string(v, "imagePaths[].path")?;
+                        path = Some(parse_field_path(text).ok_or_else(|| {
+                            self.invalid(v, "imagePaths[].path", text, "a dotted field path such as `spec.server.image`; `[]` walks a list (`spec.images[].ref`)")
+                        })?);
+                    }
+                    _ => {}
+                }
+            }
+            let missing = |key| ProjectError::Missing {
+                file: self.file.to_string(),
+                pos: item.pos,
+                key,
+                context: "an imagePaths entry".into(),
+            };
+            out.push(ImagePath {
+                kind: kind.ok_or_else(|| missing("kind"))?,
+                api_version,
+                path: path.ok_or_else(|| missing("path"))?,
+            });
+        }
+        Ok(out)
+    }
+
+    fn check_variables(&self, project: &Project) -> Result<(), ProjectError> {
+        let mut users: Vec<(&str, String)> = Vec::new();
+        if let Some(var) = &project.registry_env {
+            users.push((var, "`registry.env`".into()));
+        }
+        for c in &project.components {
+            for (var, role) in [(&c.env, "env"), (&c.tag_env, "tagEnv")] {
+                let who = format!("`images.{}.{role}`", c.name);
+                if let Some((_, first)) = users.iter().find(|(v, _)| *v == var.as_str()) {
+                    return Err(ProjectError::DuplicateVariable {
+                        file: self.file.to_string(),
+                        pos: c.image_pos,
+                        var: var.clone(),
+                        first: first.clone(),
+                        second: who,
+                    });
+                }
+                users.push((var, who));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `spec.containers[].image` into segments; `None` when malformed.
+pub fn parse_field_path(text: &str) -> Option<Vec<PathSegment>> {
+    let mut out = Vec::new();
+    for part in text.split('.') {
+        let (key, each) = match part.strip_suffix("[]") {
+            Some(key) => (key, true),
+            None => (part, false),
+        };
+        if key.is_empty() || key.contains(['[', ']']) {
+            return None;
+        }
+        out.push(PathSegment::Key(key.to_string()));
+        if each {
+            out.push(PathSegment::Each);
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+#[path = "project_tests.rs"]
+mod tests;

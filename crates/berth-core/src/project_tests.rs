@@ -1,0 +1,125 @@
+use std::path::PathBuf;
+
+use super::*;
+
+fn load(src: &str) -> Result<Project, ProjectError> {
+    parse("berth.yaml", PathBuf::from("/p"), src)
+}
+
+const LLM_D: &str = r#"
+name: llm-d-scheduler
+namespace: llm-d
+manifests:
+  - deploy/
+  - "-"
+  - kustomize: deploy/overlays/dev
+images:
+  epp:
+    image: ghcr.io/llm-d/llm-d-inference-scheduler:dev
+    env: EPP_IMAGE
+    tagEnv: EPP_TAG
+    pullPolicy: auto
+    match: [ghcr.io/llm-d/llm-d-inference-scheduler-dev]
+  vllm-sim:
+    image: ghcr.io/llm-d/llm-d-inference-sim:v0.3.0
+registry:
+  env: IMAGE_REGISTRY
+imagePaths:
+  - kind: LlamaStackDistribution
+    path: spec.server.distribution.image
+  - {kind: Thing, apiVersion: x/v1, path: "spec.images[].ref"}
+"#;
+
+#[test]
+fn loads_the_design_example() {
+    let p = load(LLM_D).unwrap();
+    assert_eq!(p.name, "llm-d-scheduler");
+    assert_eq!(p.namespace.as_deref(), Some("llm-d"));
+    assert_eq!(
+        p.manifests,
+        vec![
+            ManifestSource::Path("deploy/".into()),
+            ManifestSource::Stdin,
+            ManifestSource::Kustomize("deploy/overlays/dev".into())
+        ]
+    );
+    let epp = &p.components[0];
+    assert_eq!(
+        epp.image.to_string(),
+        "ghcr.io/llm-d/llm-d-inference-scheduler:dev"
+    );
+    assert_eq!(epp.pull_policy, Some(PullPolicy::Auto));
+    assert_eq!(epp.repositories.len(), 2);
+    let sim = &p.components[1];
+    assert_eq!(
+        (sim.env.as_str(), sim.tag_env.as_str()),
+        ("VLLM_SIM_IMAGE", "VLLM_SIM_TAG")
+    );
+    assert_eq!(p.registry_env.as_deref(), Some("IMAGE_REGISTRY"));
+    assert_eq!(
+        p.image_paths[1].path,
+        vec![
+            PathSegment::Key("spec".into()),
+            PathSegment::Key("images".into()),
+            PathSegment::Each,
+            PathSegment::Key("ref".into())
+        ]
+    );
+}
+
+#[test]
+fn errors_point_at_the_problem() {
+    let cases = [
+        ("name: x\nimages:\n  epp:\n    imgae: nginx\n", "berth.yaml:4:5: unknown key `imgae` in images.epp; did you mean `image`?"),
+        ("name: x\nimagez: {}\n", "berth.yaml:2:1: unknown key `imagez` in the project; did you mean `images`?"),
+        ("name: x\nconfigs: {}\n", "berth.yaml:2:1: `configs` is not supported by this version of berth yet"),
+        ("name: x\nimages:\n  epp: {env: E}\n", "berth.yaml:3:8: component `epp` has no `image`; add it"),
+        ("images: {}\n", "berth.yaml:1:1: the project has no `name`; add it"),
+        ("name: x\nimages:\n  epp:\n    image: Nginx\n", "berth.yaml:4:12: `images.epp.image`: repository name `library/Nginx` must be lowercase"),
+        ("name: x\nimages:\n  epp: {image: a, pullPolicy: always}\n", "berth.yaml:3:31: invalid `images.epp.pullPolicy` value `always`: use one of auto, Always, IfNotPresent, Never"),
+        ("name: x\nimages:\n  a: {image: a, env: X}\n  b: {image: b, env: X}\n", "berth.yaml:4:14: variable `X` is used by both `images.a.env` and `images.b.env`"),
+        ("name: x\nimages:\n  a-b: {image: a}\n  a_b: {image: b}\n", "variable `A_B_IMAGE` is used by both"),
+        ("name: x\nimages:\n  a: {image: a, env: 1X}\n", "berth.yaml:3:22: invalid `images.a.env` value `1X`"),
+        ("name: x\nimages: [a]\n", "berth.yaml:2:9: `images` must be a mapping of component names"),
+        ("name: x\nimages:\n  a: {image: a}\n  a: {image: b}\n", "berth.yaml:4:3: duplicate key `a` (first at line 3)"),
+        ("name: [x\n", "berth.yaml:"),
+        ("name: x\nimagePaths: [{kind: K, path: \"a..b\"}]\n", "invalid `imagePaths[].path` value `a..b`"),
+    ];
+    for (src, want) in cases {
+        let err = load(src).unwrap_err().to_string();
+        assert!(
+            err.starts_with(want) || err.contains(want),
+            "for {src:?}\n got: {err}\nwant: {want}"
+        );
+    }
+}
+
+#[test]
+fn empty_and_minimal_files() {
+    assert!(load("").is_err());
+    let p = load("name: x\n").unwrap();
+    assert!(p.components.is_empty() && p.registry_env.is_none());
+}
+
+#[test]
+fn auto_pull_policy() {
+    let r = |s| berth_ref::Reference::parse(s).unwrap();
+    let digest = format!("a:v1@sha256:{}", "0".repeat(64));
+    for (image, want) in [
+        ("a", "Always"),
+        ("a:latest", "Always"),
+        ("a:v1", "IfNotPresent"),
+        (digest.as_str(), "IfNotPresent"),
+    ] {
+        assert_eq!(PullPolicy::Auto.for_image(&r(image)), want, "{image}");
+    }
+    assert_eq!(PullPolicy::Never.for_image(&r("a")), "Never");
+}
+
+proptest::proptest! {
+    /// No input makes the project loader panic.
+    #[test]
+    fn loader_never_panics(src in "\\PC{0,200}|(name|images|image|env|tagEnv|registry|match|[a-z]{1,4}|:|\\{|\\}|\\[|\\]|,| |\n|-){0,60}") {
+        let _ = load(&src);
+    }
+}

@@ -1,0 +1,373 @@
+//! One resolution of every component's image, used by every command.
+//!
+//! Precedence, highest first:
+//! 1. `--image NAME=REF` (full reference);
+//! 2. the component's full-reference variable (`env:`, default `<NAME>_IMAGE`);
+//! 3. partial overrides of the default: registry (`--registry`, else the
+//!    `registry.env` variable) and tag (`--tag NAME=TAG`, else `tagEnv`);
+//! 4. `image:` in berth.yaml.
+//!
+//! A full override and a tag override that disagree are an error naming both;
+//! a full reference is never re-prefixed by a registry override. Empty
+//! variables count as unset, because Makefiles export empty variables freely.
+
+use std::fmt;
+
+use berth_ref::{RefError, Reference, RegistryPrefix, Tag};
+
+use crate::project::{Component, Project};
+use crate::suggest::hint;
+
+/// Overrides given on the command line, as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Overrides {
+    /// `--image NAME=REF`, in order.
+    pub images: Vec<(String, String)>,
+    /// `--tag NAME=TAG`, in order.
+    pub tags: Vec<(String, String)>,
+    /// `--registry PREFIX`.
+    pub registry: Option<String>,
+}
+
+/// Where a part of a resolved reference came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// `image:` of the component in berth.yaml.
+    Project {
+        /// The project file.
+        file: String,
+        /// The component.
+        component: String,
+    },
+    /// `--image NAME=REF`.
+    ImageFlag {
+        /// The component.
+        component: String,
+    },
+    /// The component's full-reference variable.
+    ImageEnv(String),
+    /// `--registry PREFIX`.
+    RegistryFlag,
+    /// The `registry.env` variable.
+    RegistryEnv(String),
+    /// `--tag NAME=TAG`.
+    TagFlag {
+        /// The component.
+        component: String,
+    },
+    /// The component's tag variable.
+    TagEnv(String),
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Project { file, component } => write!(f, "{file} (images.{component}.image)"),
+            Origin::ImageFlag { component } => write!(f, "--image {component}=…"),
+            Origin::ImageEnv(var) | Origin::RegistryEnv(var) | Origin::TagEnv(var) => {
+                write!(f, "{var} (environment)")
+            }
+            Origin::RegistryFlag => write!(f, "--registry"),
+            Origin::TagFlag { component } => write!(f, "--tag {component}=…"),
+        }
+    }
+}
+
+impl Origin {
+    /// The setting as the user wrote it: `` `EPP_TAG=b` (environment) ``, `` `--tag epp=b` ``.
+    pub fn assignment(&self, value: &str) -> String {
+        match self {
+            Origin::Project { file, component } => {
+                format!("`image: {value}` ({file}, images.{component})")
+            }
+            Origin::ImageFlag { component } => format!("`--image {component}={value}`"),
+            Origin::TagFlag { component } => format!("`--tag {component}={value}`"),
+            Origin::RegistryFlag => format!("`--registry {value}`"),
+            Origin::ImageEnv(var) | Origin::RegistryEnv(var) | Origin::TagEnv(var) => {
+                format!("`{var}={value}` (environment)")
+            }
+        }
+    }
+}
+
+/// Where each part of a resolved reference came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origins {
+    /// The registry host and any path before the last component.
+    pub registry: Origin,
+    /// The last path component (the image's own name).
+    pub name: Origin,
+    /// The tag, if there is one.
+    pub tag: Option<Origin>,
+    /// The digest, if there is one.
+    pub digest: Option<Origin>,
+}
+
+/// A component's resolved image and how it was reached.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedImage<'p> {
+    /// The component.
+    pub component: &'p Component,
+    /// The resolved reference.
+    pub reference: Reference,
+    /// The source of each part.
+    pub origins: Origins,
+    /// An override that was present but did not apply, and why.
+    pub ignored: Option<String>,
+}
+
+/// Every component's resolved image, in file order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolution<'p> {
+    /// One entry per component.
+    pub images: Vec<ResolvedImage<'p>>,
+}
+
+impl<'p> Resolution<'p> {
+    /// The resolved image of the component whose repositories include `image`'s.
+    pub fn for_image(&self, image: &Reference) -> Option<&ResolvedImage<'p>> {
+        self.images
+            .iter()
+            .find(|r| r.component.repositories.contains(image.repository()))
+    }
+}
+
+/// Why resolution failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ResolveError {
+    /// A reference, tag or prefix from some source does not parse.
+    #[error("{}: {source}", origin.assignment(value))]
+    Invalid {
+        /// Where the value came from.
+        origin: Origin,
+        /// The value as given.
+        value: String,
+        /// Why it is invalid.
+        source: RefError,
+    },
+    /// A full override and a tag override for one component disagree.
+    #[error("{0}")]
+    Conflict(Box<TagConflict>),
+    /// `--image`/`--tag` name a component the project does not have.
+    #[error("{flag} {name}=…: no component `{name}` in {file}{}", hint(suggestion.as_deref()))]
+    UnknownComponent {
+        /// `--image` or `--tag`.
+        flag: &'static str,
+        /// The name given.
+        name: String,
+        /// The project file.
+        file: String,
+        /// The closest component name.
+        suggestion: Option<String>,
+    },
+    /// The same flag names one component twice.
+    #[error("{flag} is given twice for component `{name}`; keep one")]
+    Repeated {
+        /// `--image` or `--tag`.
+        flag: &'static str,
+        /// The component.
+        name: String,
+    },
+}
+
+/// A full override and a tag override of one component that disagree.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "component `{component}`: {} and {} disagree (the full reference has {}); \
+     unset one of them or make them agree",
+    full_origin.assignment(full),
+    tag_origin.assignment(tag),
+    full_tag.as_deref().map(|t| format!("tag `{t}`")).unwrap_or_else(|| "no tag".into())
+)]
+pub struct TagConflict {
+    /// The component.
+    pub component: String,
+    /// The full reference's source.
+    pub full_origin: Origin,
+    /// The full reference as given.
+    pub full: String,
+    /// Its tag, if any.
+    pub full_tag: Option<String>,
+    /// The tag override's source.
+    pub tag_origin: Origin,
+    /// The tag override as given.
+    pub tag: String,
+}
+
+/// Resolves every component of `project`. `env` reads a variable (the CLI
+/// passes the process environment; tests pass a table).
+pub fn resolve<'p>(
+    project: &'p Project,
+    overrides: &Overrides,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Resolution<'p>, ResolveError> {
+    let env = |name: &str| env(name).filter(|v| !v.is_empty());
+    let image_flags = per_component(project, "--image", &overrides.images)?;
+    let tag_flags = per_component(project, "--tag", &overrides.tags)?;
+    let registry = match (&overrides.registry, &project.registry_env) {
+        (Some(prefix), _) => Some((Origin::RegistryFlag, prefix.clone())),
+        (None, Some(var)) => env(var).map(|v| (Origin::RegistryEnv(var.clone()), v)),
+        (None, None) => None,
+    };
+    let registry = registry
+        .map(|(origin, value)| match RegistryPrefix::parse(&value) {
+            Ok(prefix) => Ok((origin, prefix)),
+            Err(source) => Err(ResolveError::Invalid {
+                origin,
+                value,
+                source,
+            }),
+        })
+        .transpose()?;
+
+    let images = project
+        .components
+        .iter()
+        .map(|component| {
+            let name = &component.name;
+            let full = match find(&image_flags, name) {
+                Some(value) => Some((
+                    Origin::ImageFlag {
+                        component: name.clone(),
+                    },
+                    value.to_string(),
+                )),
+                None => env(&component.env).map(|v| (Origin::ImageEnv(component.env.clone()), v)),
+            };
+            let tag = match find(&tag_flags, name) {
+                Some(value) => Some((
+                    Origin::TagFlag {
+                        component: name.clone(),
+                    },
+                    value.to_string(),
+                )),
+                None => {
+                    env(&component.tag_env).map(|v| (Origin::TagEnv(component.tag_env.clone()), v))
+                }
+            };
+            resolve_one(project, component, full, tag, registry.as_ref())
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Resolution { images })
+}
+
+fn resolve_one<'p>(
+    project: &Project,
+    component: &'p Component,
+    full: Option<(Origin, String)>,
+    tag: Option<(Origin, String)>,
+    registry: Option<&(Origin, RegistryPrefix)>,
+) -> Result<ResolvedImage<'p>, ResolveError> {
+    let tag = tag
+        .map(|(origin, value)| match Tag::parse(&value) {
+            Ok(tag) => Ok((origin, value, tag)),
+            Err(source) => Err(ResolveError::Invalid {
+                origin,
+                value,
+                source,
+            }),
+        })
+        .transpose()?;
+
+    if let Some((full_origin, value)) = full {
+        let reference = Reference::parse(&value).map_err(|source| ResolveError::Invalid {
+            origin: full_origin.clone(),
+            value: value.clone(),
+            source,
+        })?;
+        if let Some((tag_origin, tag_value, wanted)) = tag {
+            if reference.tag() != Some(&wanted) {
+                return Err(ResolveError::Conflict(Box::new(TagConflict {
+                    component: component.name.clone(),
+                    full_origin,
+                    full: value,
+                    full_tag: reference.tag().map(|t| t.to_string()),
+                    tag_origin,
+                    tag: tag_value,
+                })));
+            }
+        }
+        let ignored = registry.map(|(origin, prefix)| {
+            format!("{origin} (`{prefix}`) not applied: {full_origin} gives a full reference")
+        });
+        return Ok(ResolvedImage {
+            component,
+            origins: Origins {
+                registry: full_origin.clone(),
+                name: full_origin.clone(),
+                tag: reference.tag().map(|_| full_origin.clone()),
+                digest: reference.digest().map(|_| full_origin.clone()),
+            },
+            reference,
+            ignored,
+        });
+    }
+
+    let default_origin = Origin::Project {
+        file: project.file.clone(),
+        component: component.name.clone(),
+    };
+    let mut reference = component.image.clone();
+    let mut origins = Origins {
+        registry: default_origin.clone(),
+        name: default_origin.clone(),
+        tag: reference.tag().map(|_| default_origin.clone()),
+        digest: reference.digest().map(|_| default_origin.clone()),
+    };
+    if let Some((origin, prefix)) = registry {
+        reference = reference
+            .with_prefix(prefix)
+            .map_err(|source| ResolveError::Invalid {
+                origin: origin.clone(),
+                value: prefix.to_string(),
+                source,
+            })?;
+        origins.registry = origin.clone();
+    }
+    if let Some((origin, _, tag)) = tag {
+        reference = reference.with_tag(tag);
+        origins.tag = Some(origin);
+        origins.digest = None;
+    }
+    Ok(ResolvedImage {
+        component,
+        reference,
+        origins,
+        ignored: None,
+    })
+}
+
+/// Checks that each `NAME=VALUE` flag names a component, once.
+fn per_component<'a>(
+    project: &Project,
+    flag: &'static str,
+    given: &'a [(String, String)],
+) -> Result<Vec<(&'a str, &'a str)>, ResolveError> {
+    let mut out: Vec<(&str, &str)> = Vec::new();
+    for (name, value) in given {
+        if project.component(name).is_none() {
+            return Err(ResolveError::UnknownComponent {
+                flag,
+                name: name.clone(),
+                file: project.file.clone(),
+                suggestion: project.suggest_component(name).map(str::to_string),
+            });
+        }
+        if out.iter().any(|(n, _)| n == name) {
+            return Err(ResolveError::Repeated {
+                flag,
+                name: name.clone(),
+            });
+        }
+        out.push((name, value));
+    }
+    Ok(out)
+}
+
+fn find<'a>(pairs: &[(&str, &'a str)], name: &str) -> Option<&'a str> {
+    pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+}
+
+#[cfg(test)]
+#[path = "resolve_tests.rs"]
+mod tests;

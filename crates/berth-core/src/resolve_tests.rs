@@ -1,0 +1,193 @@
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use super::*;
+use crate::project;
+
+const PROJECT: &str = r#"
+name: llm-d
+images:
+  epp:
+    image: ghcr.io/llm-d/llm-d-inference-scheduler:dev
+    env: EPP_IMAGE
+    tagEnv: EPP_TAG
+  sidecar:
+    image: ghcr.io/llm-d/llm-d-routing-sidecar:v0.2.0
+    env: SIDECAR_IMAGE
+registry:
+  env: IMAGE_REGISTRY
+"#;
+
+/// An environment as (variable, value) pairs.
+type Env<'a> = Vec<(&'a str, &'a str)>;
+
+fn project() -> Project {
+    project::parse("berth.yaml", PathBuf::from("/p"), PROJECT).unwrap()
+}
+
+fn run(
+    project: &Project,
+    env: &[(&str, &str)],
+    overrides: Overrides,
+) -> Result<Vec<String>, ResolveError> {
+    let env: HashMap<String, String> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let lookup = move |k: &str| env.get(k).cloned();
+    let r = resolve(project, &overrides, &lookup)?;
+    Ok(r.images.iter().map(|i| i.reference.to_string()).collect())
+}
+
+fn flags(images: &[(&str, &str)], tags: &[(&str, &str)], registry: Option<&str>) -> Overrides {
+    let pairs = |v: &[(&str, &str)]| {
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    };
+    Overrides {
+        images: pairs(images),
+        tags: pairs(tags),
+        registry: registry.map(str::to_string),
+    }
+}
+
+#[test]
+fn precedence_table() {
+    let p = project();
+    let none = Overrides::default();
+    let pinned = format!("quay.io/me/x:a@sha256:{}", "a".repeat(64));
+    let cases: Vec<(&str, Env, Overrides, &str)> = vec![
+        (
+            "defaults",
+            vec![],
+            none.clone(),
+            "ghcr.io/llm-d/llm-d-inference-scheduler:dev",
+        ),
+        (
+            "fork: registry + tag",
+            vec![
+                ("IMAGE_REGISTRY", "quay.io/developer-username"),
+                ("EPP_TAG", "my-feature-fix"),
+            ],
+            none.clone(),
+            "quay.io/developer-username/llm-d-inference-scheduler:my-feature-fix",
+        ),
+        (
+            "full env beats partial registry",
+            vec![
+                ("EPP_IMAGE", "quay.io/me/other:x"),
+                ("IMAGE_REGISTRY", "example.com/r"),
+            ],
+            none.clone(),
+            "quay.io/me/other:x",
+        ),
+        (
+            "--image beats env",
+            vec![("EPP_IMAGE", "quay.io/me/other:x")],
+            flags(&[("epp", "nginx:1")], &[], None),
+            "docker.io/library/nginx:1",
+        ),
+        (
+            "--registry beats registry env",
+            vec![("IMAGE_REGISTRY", "a.io/x")],
+            flags(&[], &[], Some("b.io/y")),
+            "b.io/y/llm-d-inference-scheduler:dev",
+        ),
+        (
+            "--tag beats tag env",
+            vec![("EPP_TAG", "a")],
+            flags(&[], &[("epp", "b")], None),
+            "ghcr.io/llm-d/llm-d-inference-scheduler:b",
+        ),
+        (
+            "agreeing full + tag",
+            vec![("EPP_IMAGE", "quay.io/me/x:a"), ("EPP_TAG", "a")],
+            none.clone(),
+            "quay.io/me/x:a",
+        ),
+        (
+            "empty variables are unset",
+            vec![("EPP_IMAGE", ""), ("EPP_TAG", ""), ("IMAGE_REGISTRY", "")],
+            none.clone(),
+            "ghcr.io/llm-d/llm-d-inference-scheduler:dev",
+        ),
+        (
+            "full reference keeps its digest",
+            vec![("EPP_IMAGE", pinned.as_str())],
+            none.clone(),
+            pinned.as_str(),
+        ),
+        (
+            "short names normalize",
+            vec![("EPP_IMAGE", "nginx")],
+            none.clone(),
+            "docker.io/library/nginx",
+        ),
+    ];
+    for (name, env, overrides, want) in cases {
+        let got = run(&p, &env, overrides).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(got[0], want, "{name}");
+    }
+}
+
+#[test]
+fn tag_override_drops_a_digest() {
+    let src = PROJECT.replace(":dev", &format!(":dev@sha256:{}", "b".repeat(64)));
+    let p = project::parse("berth.yaml", PathBuf::from("/p"), &src).unwrap();
+    assert_eq!(
+        run(&p, &[], Overrides::default()).unwrap()[0],
+        format!(
+            "ghcr.io/llm-d/llm-d-inference-scheduler:dev@sha256:{}",
+            "b".repeat(64)
+        )
+    );
+    assert_eq!(
+        run(&p, &[("EPP_TAG", "v2")], Overrides::default()).unwrap()[0],
+        "ghcr.io/llm-d/llm-d-inference-scheduler:v2"
+    );
+}
+
+#[test]
+fn errors_name_their_sources() {
+    let p = project();
+    let cases: Vec<(Env, Overrides, &str)> = vec![
+        (vec![("EPP_IMAGE", "quay.io/me/x:a"), ("EPP_TAG", "b")], Overrides::default(),
+            "component `epp`: `EPP_IMAGE=quay.io/me/x:a` (environment) and `EPP_TAG=b` (environment) disagree (the full reference has tag `a`)"),
+        (vec![("EPP_IMAGE", "quay.io/me/x")], flags(&[], &[("epp", "b")], None),
+            "`EPP_IMAGE=quay.io/me/x` (environment) and `--tag epp=b` disagree (the full reference has no tag)"),
+        (vec![("EPP_IMAGE", "Quay.io/Me/x")], Overrides::default(), "`EPP_IMAGE=Quay.io/Me/x` (environment): repository name `Me/x` must be lowercase"),
+        (vec![("EPP_TAG", "-bad")], Overrides::default(), "`EPP_TAG=-bad` (environment): invalid tag `-bad`"),
+        (vec![("IMAGE_REGISTRY", "quay.io/Me")], Overrides::default(), "`IMAGE_REGISTRY=quay.io/Me` (environment): invalid registry prefix"),
+        (vec![], flags(&[("ep", "x")], &[], None), "--image ep=…: no component `ep` in berth.yaml; did you mean `epp`?"),
+        (vec![], flags(&[], &[("epp", "a"), ("epp", "b")], None), "--tag is given twice for component `epp`"),
+    ];
+    for (env, overrides, want) in cases {
+        let err = run(&p, &env, overrides).unwrap_err().to_string();
+        assert!(err.contains(want), "\n got: {err}\nwant: {want}");
+    }
+}
+
+#[test]
+fn explain_records_origins_and_ignored_registry() {
+    let p = project();
+    let env: HashMap<&str, &str> = [
+        ("IMAGE_REGISTRY", "quay.io/me"),
+        ("EPP_TAG", "t"),
+        ("SIDECAR_IMAGE", "a.io/s:1"),
+    ]
+    .into();
+    let lookup = |k: &str| env.get(k).map(|v| v.to_string());
+    let r = resolve(&p, &Overrides::default(), &lookup).unwrap();
+    let epp = &r.images[0].origins;
+    assert_eq!(epp.registry, Origin::RegistryEnv("IMAGE_REGISTRY".into()));
+    assert!(matches!(epp.name, Origin::Project { .. }));
+    assert_eq!(epp.tag, Some(Origin::TagEnv("EPP_TAG".into())));
+    let sidecar = &r.images[1];
+    assert_eq!(
+        sidecar.origins.registry,
+        Origin::ImageEnv("SIDECAR_IMAGE".into())
+    );
+    assert!(sidecar.ignored.as_deref().unwrap().contains("not applied"));
+    assert_eq!(sidecar.reference.to_string(), "a.io/s:1");
+}
