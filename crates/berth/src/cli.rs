@@ -1,0 +1,121 @@
+//! Command-line surface. Doc comments here are the `--help` text.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// berth: one source of truth for which image, pull policy and configuration
+/// every container of a Kubernetes project runs.
+///
+/// Image precedence, highest first: `--image NAME=REF`; the component's
+/// full-reference variable (`<NAME>_IMAGE`); registry and tag overrides applied
+/// to the default (`--registry`/`registry.env`, `--tag`/`<NAME>_TAG`); `image:`
+/// in berth.yaml. A full override that disagrees with a tag override is an error.
+#[derive(Debug, Parser)]
+#[command(name = "berth", version, max_term_width = 100)]
+pub struct Cli {
+    /// The project file; by default `berth.yaml` in the current directory or
+    /// the nearest parent that has one.
+    #[arg(long, global = true, value_name = "FILE", env = "BERTH_PROJECT")]
+    pub project: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Parse and normalize image references (no project needed).
+    ///
+    /// Example: `berth ref nginx:1.25 --output json`. Exit status 1 if any is invalid.
+    Ref(RefArgs),
+    /// Print every component's resolved image.
+    ///
+    /// Examples: `berth images --output env`; `eval "$(berth images --output shell)"`;
+    /// `berth images --explain`.
+    Images(ImagesArgs),
+    /// Run a command with every component's image variable set to its resolved value.
+    ///
+    /// Example: `berth env -- make deploy`. The command's exit status is passed through;
+    /// 127 if it is not found, 126 if it cannot be run.
+    Env(EnvArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RefArgs {
+    /// Image references to parse.
+    #[arg(required = true, value_name = "REF")]
+    pub references: Vec<String>,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = RefFormat::Text)]
+    pub output: RefFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RefFormat {
+    /// One line per input.
+    Text,
+    /// A JSON array, one object per input, in order.
+    Json,
+}
+
+/// Overrides of the image resolution, shared by every command that resolves.
+#[derive(Debug, Args, Default)]
+pub struct ResolveArgs {
+    /// Use REF as the full image of component NAME (highest precedence). Repeatable.
+    #[arg(long = "image", value_name = "NAME=REF", value_parser = name_value)]
+    pub images: Vec<(String, String)>,
+    /// Use TAG for component NAME (replaces the default's tag and drops its digest). Repeatable.
+    #[arg(long = "tag", value_name = "NAME=TAG", value_parser = name_value)]
+    pub tags: Vec<(String, String)>,
+    /// Replace everything before the last path component of every default image,
+    /// e.g. `quay.io/me` (overrides the `registry.env` variable).
+    #[arg(long, value_name = "PREFIX")]
+    pub registry: Option<String>,
+}
+
+fn name_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((name, value)) if !name.is_empty() => Ok((name.to_string(), value.to_string())),
+        _ => Err(format!("expected NAME=VALUE, got `{s}`")),
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ImagesArgs {
+    #[command(flatten)]
+    pub resolve: ResolveArgs,
+    /// Output format; `table` on a terminal, `env` otherwise.
+    #[arg(long, short, value_enum)]
+    pub output: Option<ImagesFormat>,
+    /// Say where the registry, name, tag and digest of each image came from
+    /// (on stderr when the output format is env, shell or make).
+    #[arg(long)]
+    pub explain: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImagesFormat {
+    /// `EPP_IMAGE=ref` lines, one per component in file order.
+    Env,
+    /// `export EPP_IMAGE='ref'` lines, for `eval`.
+    Shell,
+    /// `EPP_IMAGE := ref` lines, for `include` in a Makefile.
+    Make,
+    /// A JSON array with every part and its source.
+    Json,
+    /// The same as YAML.
+    Yaml,
+    /// An aligned table for people.
+    Table,
+}
+
+#[derive(Debug, Args)]
+pub struct EnvArgs {
+    #[command(flatten)]
+    pub resolve: ResolveArgs,
+    /// The command to run and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}

@@ -1,0 +1,57 @@
+//! `berth env -- CMD`: run a command with every component's variable set.
+
+use std::io::ErrorKind;
+use std::process::Command;
+
+use anyhow::{anyhow, Result};
+use berth_core::Resolution;
+
+use crate::cli::EnvArgs;
+
+/// Exit status when the command is not found, as POSIX shells and env(1) use.
+pub const NOT_FOUND: u8 = 127;
+/// Exit status when the command exists but cannot be run.
+pub const CANNOT_RUN: u8 = 126;
+
+/// Runs the command; returns its exit status (or never returns, on Unix, once
+/// the command has replaced this process).
+pub fn run(args: &EnvArgs, resolution: &Resolution<'_>) -> Result<u8> {
+    let (program, rest) = args.command.split_first().ok_or_else(|| {
+        anyhow!("no command given; write it after `--`, e.g. `berth env -- make deploy`")
+    })?;
+    let mut command = Command::new(program);
+    command.args(rest);
+    for image in &resolution.images {
+        command.env(&image.component.env, image.reference.to_string());
+    }
+    let shown = program.to_string_lossy();
+    let failure = |e: std::io::Error| -> Result<u8> {
+        match e.kind() {
+            ErrorKind::NotFound => {
+                eprintln!(
+                    "error: berth env: command `{shown}` not found; check its spelling and PATH"
+                );
+                Ok(NOT_FOUND)
+            }
+            _ => {
+                eprintln!("error: berth env: cannot run `{shown}`: {e}");
+                Ok(CANNOT_RUN)
+            }
+        }
+    };
+    #[cfg(unix)]
+    {
+        // Replace this process, as env(1) does: signals, stdio and the exit
+        // status then belong to the command itself. `exec` returns only on failure.
+        use std::os::unix::process::CommandExt;
+        let error = command.exec();
+        failure(error)
+    }
+    #[cfg(not(unix))]
+    {
+        match command.status() {
+            Ok(status) => Ok(status.code().map_or(1, |c| c.clamp(0, 255) as u8)),
+            Err(e) => failure(e),
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! `berth images`: print every component's resolved image.
+
+use std::io::IsTerminal;
+
+use anyhow::Result;
+use berth_core::resolve::{Origin, Resolution, ResolvedImage};
+use serde_json::json;
+
+use crate::cli::{ImagesArgs, ImagesFormat};
+use crate::output::{json_to_yaml, print, table};
+
+pub fn run(args: &ImagesArgs, resolution: &Resolution<'_>) -> Result<()> {
+    let format = args.output.unwrap_or(if std::io::stdout().is_terminal() {
+        ImagesFormat::Table
+    } else {
+        ImagesFormat::Env
+    });
+    let images = &resolution.images;
+    let line = |f: &dyn Fn(&str, &str) -> String| -> String {
+        images
+            .iter()
+            .map(|i| f(&i.component.env, &i.reference.to_string()))
+            .collect()
+    };
+    let text = match format {
+        ImagesFormat::Env => line(&|var, image| format!("{var}={image}\n")),
+        ImagesFormat::Shell => line(&|var, image| format!("export {var}={}\n", shell_quote(image))),
+        ImagesFormat::Make => line(&|var, image| format!("{var} := {image}\n")),
+        ImagesFormat::Json => {
+            let mut s = serde_json::to_string_pretty(&structured(images))?;
+            s.push('\n');
+            s
+        }
+        ImagesFormat::Yaml => {
+            let mut s = String::new();
+            berth_yaml::write_document(&mut s, &json_to_yaml(&structured(images)));
+            s
+        }
+        ImagesFormat::Table => {
+            let mut rows = vec![vec![
+                "COMPONENT".into(),
+                "VARIABLE".into(),
+                "IMAGE".into(),
+                "FROM".into(),
+            ]];
+            rows.extend(images.iter().map(|i| {
+                vec![
+                    i.component.name.clone(),
+                    i.component.env.clone(),
+                    i.reference.to_string(),
+                    summary(i),
+                ]
+            }));
+            let mut s = table(&rows);
+            if args.explain {
+                s.push('\n');
+                s.push_str(&explain(images));
+            }
+            s
+        }
+    };
+    print(&text)?;
+    let machine = matches!(
+        format,
+        ImagesFormat::Env | ImagesFormat::Shell | ImagesFormat::Make
+    );
+    if args.explain && machine {
+        eprint!("{}", explain(images));
+    }
+    Ok(())
+}
+
+/// Single quotes for POSIX shells; a `'` inside becomes `'\''`.
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The distinct origins of an image's parts, most specific first.
+fn summary(image: &ResolvedImage<'_>) -> String {
+    let o = &image.origins;
+    let mut seen: Vec<String> = Vec::new();
+    for origin in [
+        Some(&o.registry),
+        Some(&o.name),
+        o.tag.as_ref(),
+        o.digest.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let text = short(origin);
+        if !seen.contains(&text) {
+            seen.push(text);
+        }
+    }
+    seen.join(" + ")
+}
+
+fn short(origin: &Origin) -> String {
+    match origin {
+        Origin::Project { file, .. } => file.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn explain(images: &[ResolvedImage<'_>]) -> String {
+    let mut out = String::new();
+    for i in images {
+        let r = &i.reference;
+        let o = &i.origins;
+        let registry = match r.path().rsplit_once('/') {
+            Some((prefix, _)) => format!("{}/{prefix}", r.domain()),
+            None => r.domain().to_string(),
+        };
+        let part =
+            |name: &str, value: Option<String>, origin: Option<&Origin>| match (value, origin) {
+                (Some(value), Some(origin)) => {
+                    vec![format!("  {name}"), value, format!("from {origin}")]
+                }
+                _ => vec![format!("  {name}"), "(none)".into()],
+            };
+        let rows = vec![
+            part("registry", Some(registry), Some(&o.registry)),
+            part(
+                "name",
+                Some(r.repository().last_component().to_string()),
+                Some(&o.name),
+            ),
+            part("tag", r.tag().map(|t| t.to_string()), o.tag.as_ref()),
+            part(
+                "digest",
+                r.digest().map(|d| d.to_string()),
+                o.digest.as_ref(),
+            ),
+        ];
+        out.push_str(&format!(
+            "{} ({}={}):\n",
+            i.component.name, i.component.env, r
+        ));
+        out.push_str(&table(&rows));
+        if let Some(note) = &i.ignored {
+            out.push_str(&format!("  note: {note}\n"));
+        }
+    }
+    out
+}
+
+fn structured(images: &[ResolvedImage<'_>]) -> serde_json::Value {
+    let origin = |o: Option<&Origin>| o.map(|o| o.to_string());
+    images
+        .iter()
+        .map(|i| {
+            let r = &i.reference;
+            json!({
+                "component": i.component.name,
+                "variable": i.component.env,
+                "image": r.to_string(),
+                "domain": r.domain(),
+                "path": r.path(),
+                "tag": r.tag().map(|t| t.as_str()),
+                "digest": r.digest().map(|d| d.to_string()),
+                "familiar": r.familiar(),
+                "sources": {
+                    "registry": origin(Some(&i.origins.registry)),
+                    "name": origin(Some(&i.origins.name)),
+                    "tag": origin(i.origins.tag.as_ref()),
+                    "digest": origin(i.origins.digest.as_ref()),
+                },
+                "note": i.ignored,
+            })
+        })
+        .collect()
+}

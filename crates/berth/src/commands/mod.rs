@@ -1,0 +1,5 @@
+//! One module per command.
+
+pub mod env;
+pub mod images;
+pub mod ref_cmd;

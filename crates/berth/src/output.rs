@@ -1,0 +1,71 @@
+//! Writing results: stdout handling and structured formats shared by commands.
+
+use std::io::Write;
+
+use anyhow::Result;
+use berth_yaml::{Node, Pos, Scalar, Style, Value};
+
+/// Writes `text` to stdout in one go (a broken pipe is handled in `main`).
+pub fn print(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// A JSON value as a YAML document, keeping key order and types.
+pub fn json_to_yaml(value: &serde_json::Value) -> Node {
+    let plain = |text: String| {
+        Value::Scalar(Scalar {
+            text,
+            style: Style::Plain,
+        })
+    };
+    let value = match value {
+        serde_json::Value::Null => plain("null".into()),
+        serde_json::Value::Bool(b) => plain(b.to_string()),
+        serde_json::Value::Number(n) => plain(n.to_string()),
+        serde_json::Value::String(s) => Value::Scalar(Scalar::string(s.clone())),
+        serde_json::Value::Array(items) => Value::Seq(items.iter().map(json_to_yaml).collect()),
+        serde_json::Value::Object(map) => Value::Map(
+            map.iter()
+                .map(|(k, v)| (Node::string(k.clone(), Pos::default()), json_to_yaml(v)))
+                .collect(),
+        ),
+    };
+    Node {
+        pos: Pos::default(),
+        tag: None,
+        value,
+    }
+}
+
+/// Pads cells to aligned columns separated by two spaces.
+pub fn table(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            line.push_str(cell);
+            if c + 1 < row.len() {
+                line.extend(std::iter::repeat_n(
+                    ' ',
+                    widths[c] - cell.chars().count() + 2,
+                ));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,42 @@
+//! Finding and reading berth.yaml: the file-system edge of the project model.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Result};
+use berth_core::project::{self, PROJECT_FILE};
+use berth_core::Project;
+
+/// Loads `--project FILE`, or the nearest `berth.yaml` upward from the current directory.
+pub fn load(explicit: Option<&Path>) -> Result<Project> {
+    let cwd =
+        std::env::current_dir().map_err(|e| anyhow!("cannot read the current directory: {e}"))?;
+    let (path, shown) = match explicit {
+        Some(path) => (path.to_path_buf(), path.display().to_string()),
+        None => discover(&cwd)?,
+    };
+    let src = std::fs::read_to_string(&path).map_err(|e| anyhow!("cannot read {shown}: {e}"))?;
+    let absolute = if path.is_absolute() {
+        path.clone()
+    } else {
+        cwd.join(&path)
+    };
+    let dir = absolute.parent().map(Path::to_path_buf).unwrap_or(cwd);
+    Ok(project::parse(&shown, dir, &src)?)
+}
+
+fn discover(cwd: &Path) -> Result<(PathBuf, String)> {
+    for dir in cwd.ancestors() {
+        let candidate = dir.join(PROJECT_FILE);
+        if candidate.is_file() {
+            let shown = match candidate.strip_prefix(cwd) {
+                Ok(relative) => relative.display().to_string(),
+                Err(_) => candidate.display().to_string(),
+            };
+            return Ok((candidate, shown));
+        }
+    }
+    Err(anyhow!(
+        "no {PROJECT_FILE} in {} or any parent directory; create one (see the README) or pass --project FILE",
+        cwd.display()
+    ))
+}

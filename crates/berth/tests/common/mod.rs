@@ -1,0 +1,66 @@
+//! Helpers shared by the CLI tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use assert_cmd::Command;
+
+/// The `berth` binary under test, with a clean environment (PATH kept) so
+/// that variables of the developer's shell never leak into a test.
+pub fn berth(dir: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("berth").expect("berth binary is built by cargo test");
+    cmd.current_dir(dir).env_clear();
+    if let Some(path) = std::env::var_os("PATH") {
+        cmd.env("PATH", path);
+    }
+    cmd
+}
+
+/// Path of the built `berth` binary, for scripts and Makefiles.
+pub fn berth_path() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("berth")
+}
+
+/// The repository's root directory.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repo root exists")
+}
+
+/// A temporary project directory holding `berth.yaml` with `content`.
+pub fn project(content: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("berth.yaml"), content).expect("write berth.yaml");
+    dir
+}
+
+/// `exit: N` then stdout then stderr, for snapshots.
+pub fn transcript(out: &Output) -> String {
+    format!(
+        "exit: {}\n--- stdout\n{}--- stderr\n{}",
+        out.status
+            .code()
+            .map_or("signal".to_string(), |c| c.to_string()),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Requires a program for a test: present → true; missing → a failure under
+/// `CI=true` (CI must install it) and a visible skip elsewhere.
+pub fn require_program(program: &str, why: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+        .unwrap_or(false);
+    if found {
+        return true;
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("`{program}` is required for {why} and CI must install it (see .ci/run)");
+    }
+    eprintln!("SKIPPED: `{program}` not found; {why} is not tested here (it is under CI=true)");
+    false
+}
