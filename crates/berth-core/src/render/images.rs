@@ -1,0 +1,176 @@
+//! Rewrites component images, and pull policies where the project asks.
+
+use std::collections::HashMap;
+
+use berth_ref::{Reference, Repository};
+use berth_yaml::{Node, Pos, Value};
+
+use super::pods::{for_each_container, for_each_pod, for_each_volume};
+use crate::project::{ImagePath, PathSegment, PullPolicy};
+use crate::resolve::Resolution;
+
+/// What a matching image becomes.
+struct Target {
+    image: String,
+    pull_policy: Option<&'static str>,
+}
+
+/// Matches images by normalized repository (so `nginx` matches
+/// `docker.io/library/nginx`; tag and digest are ignored) and rewrites them.
+pub struct ImageRewriter<'a> {
+    by_repository: HashMap<&'a Repository, usize>,
+    targets: Vec<Target>,
+    image_paths: &'a [ImagePath],
+}
+
+impl<'a> ImageRewriter<'a> {
+    /// `pull_policies[i]` is the policy of `resolution.images[i]`, if any.
+    pub fn new(
+        resolution: &'a Resolution<'a>,
+        pull_policies: &[Option<PullPolicy>],
+        image_paths: &'a [ImagePath],
+    ) -> Self {
+        let mut by_repository = HashMap::new();
+        let mut targets = Vec::with_capacity(resolution.images.len());
+        for (i, resolved) in resolution.images.iter().enumerate() {
+            for repository in &resolved.component.repositories {
+                // Earlier components win a repository two components both claim.
+                by_repository.entry(repository).or_insert(i);
+            }
+            let policy = pull_policies.get(i).copied().flatten();
+            targets.push(Target {
+                image: resolved.reference.to_string(),
+                pull_policy: policy.map(|p| p.for_image(&resolved.reference)),
+            });
+        }
+        ImageRewriter {
+            by_repository,
+            targets,
+            image_paths,
+        }
+    }
+
+    fn target(&self, image: &str) -> Option<&Target> {
+        let reference = Reference::parse(image).ok()?;
+        self.by_repository
+            .get(reference.repository())
+            .map(|&i| &self.targets[i])
+    }
+
+    /// Rewrites one object; returns how many image fields were changed or confirmed.
+    pub fn rewrite(&self, object: &mut Node, api_version: &str, kind: &str) -> usize {
+        let mut count = 0;
+        for_each_pod(object, kind, &mut |mut pod| {
+            let Some(spec) = pod.spec() else { return };
+            for_each_container(spec, &mut |container| {
+                count += self.rewrite_container(container)
+            });
+            for_each_volume(spec, &mut |volume| {
+                if let Some(source) = volume.get_mut("image") {
+                    count += self.rewrite_field(source, "reference", Some("pullPolicy"));
+                }
+            });
+        });
+        for path in self.image_paths {
+            let applies =
+                path.kind == kind && path.api_version.as_deref().is_none_or(|v| v == api_version);
+            if applies {
+                count += self.rewrite_path(object, &path.path);
+            }
+        }
+        count
+    }
+
+    fn rewrite_container(&self, container: &mut Node) -> usize {
+        self.rewrite_field(container, "image", Some("imagePullPolicy"))
+    }
+
+    /// Rewrites `holder[field]` and, when the component sets one, `holder[policy_field]`.
+    fn rewrite_field(&self, holder: &mut Node, field: &str, policy_field: Option<&str>) -> usize {
+        let Some(target) = holder
+            .get(field)
+            .and_then(Node::as_str)
+            .and_then(|s| self.target(s))
+        else {
+            return 0;
+        };
+        if let Some(node) = holder.get_mut(field) {
+            if node.as_str() != Some(target.image.as_str()) {
+                node.set_string(target.image.as_str());
+            }
+        }
+        if let (Some(policy), Some(key)) = (target.pull_policy, policy_field) {
+            set_after(holder, key, policy, field);
+        }
+        1
+    }
+
+    fn rewrite_path(&self, node: &mut Node, path: &[PathSegment]) -> usize {
+        match path {
+            [] => 0,
+            [PathSegment::Key(key)] => {
+                let Some(target) = node
+                    .get(key)
+                    .and_then(Node::as_str)
+                    .and_then(|s| self.target(s))
+                else {
+                    return 0;
+                };
+                let image = target.image.clone();
+                node.get_mut(key).map_or(0, |n| {
+                    n.set_string(image);
+                    1
+                })
+            }
+            [PathSegment::Key(key), rest @ ..] => {
+                node.get_mut(key).map_or(0, |n| self.rewrite_path(n, rest))
+            }
+            [PathSegment::Each, rest @ ..] => match &mut node.value {
+                Value::Seq(items) => items
+                    .iter_mut()
+                    .map(|item| self.rewrite_each(item, rest))
+                    .sum(),
+                _ => 0,
+            },
+        }
+    }
+
+    /// A list item at the end of a path (`images[]`) is itself the image.
+    fn rewrite_each(&self, item: &mut Node, rest: &[PathSegment]) -> usize {
+        if !rest.is_empty() {
+            return self.rewrite_path(item, rest);
+        }
+        match item.as_str().and_then(|s| self.target(s)) {
+            Some(target) => {
+                let image = target.image.clone();
+                item.set_string(image);
+                1
+            }
+            None => 0,
+        }
+    }
+}
+
+/// Sets `key: value` in a mapping, inserting a missing key right after `after`.
+fn set_after(map: &mut Node, key: &str, value: &str, after: &str) {
+    if let Some(existing) = map.get_mut(key) {
+        if existing.as_str() != Some(value) {
+            existing.set_string(value);
+        }
+        return;
+    }
+    let Some(entries) = map.as_map_mut() else {
+        return;
+    };
+    let at = entries
+        .iter()
+        .position(|(k, _)| k.as_str() == Some(after))
+        .map_or(entries.len(), |i| i + 1);
+    entries.insert(
+        at,
+        (
+            Node::string(key, Pos::default()),
+            Node::string(value, Pos::default()),
+        ),
+    );
+}

@@ -1,0 +1,240 @@
+//! Render: manifests in, manifests out, with component images resolved.
+//!
+//! Pure: the caller reads the inputs (files, stdin, `kubectl kustomize`) and
+//! writes the output. Each document is loaded, transformed and written before
+//! the next is read, so memory stays near the size of input plus output.
+
+mod images;
+pub mod pods;
+
+use std::ops::Range;
+
+use berth_yaml::{Documents, Limits, Node, Pos};
+
+use crate::project::{Project, PullPolicy};
+use crate::resolve::Resolution;
+use crate::suggest::hint;
+pub use images::ImageRewriter;
+
+/// One input stream: its name (for messages) and its text.
+#[derive(Debug, Clone)]
+pub struct Input {
+    /// A file path, `<stdin>`, or `kustomize DIR`.
+    pub name: String,
+    /// The YAML text.
+    pub text: String,
+}
+
+/// Render settings beyond the project and the resolution.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `--pull-policy NAME=POLICY`, as given.
+    pub pull_policies: Vec<(String, String)>,
+    /// Limits applied to every input document.
+    pub limits: Limits,
+}
+
+/// The rendered stream and where each object is in it.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    /// The YAML stream, `---` between objects.
+    pub yaml: String,
+    /// One entry per object, in output order.
+    pub objects: Vec<ObjectInfo>,
+    /// Image fields that matched a component.
+    pub images_matched: usize,
+}
+
+/// Identity of a rendered object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectInfo {
+    /// `apiVersion`.
+    pub api_version: String,
+    /// `kind`.
+    pub kind: String,
+    /// `metadata.name`, if any.
+    pub name: Option<String>,
+    /// `metadata.namespace`, if any.
+    pub namespace: Option<String>,
+    /// Its bytes in [`Rendered::yaml`] (without the `---` separator).
+    pub range: Range<usize>,
+}
+
+/// Why a render failed. Nothing is written when it does.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RenderError {
+    /// An input is not valid YAML (or breaks a limit).
+    #[error("{file}:{source}")]
+    Yaml {
+        /// The input.
+        file: String,
+        /// What is wrong, and where.
+        source: berth_yaml::Error,
+    },
+    /// A document lacks `apiVersion` or `kind`, or is not a mapping.
+    #[error("{file}:{pos}: not a Kubernetes object: {problem}; every document needs `apiVersion` and `kind`")]
+    NotAnObject {
+        /// The input.
+        file: String,
+        /// Where the document starts.
+        pos: Pos,
+        /// What is missing.
+        problem: &'static str,
+    },
+    /// `--pull-policy` names no component.
+    #[error("--pull-policy {name}=…: no component `{name}` in {file}{}", hint(suggestion.as_deref()))]
+    UnknownComponent {
+        /// The name given.
+        name: String,
+        /// The project file.
+        file: String,
+        /// The closest component name.
+        suggestion: Option<String>,
+    },
+    /// `--pull-policy` gives an unknown policy.
+    #[error("--pull-policy {name}={value}: use one of auto, Always, IfNotPresent, Never")]
+    InvalidPullPolicy {
+        /// The component.
+        name: String,
+        /// The value given.
+        value: String,
+    },
+}
+
+/// Renders `inputs` in order.
+pub fn render(
+    project: &Project,
+    resolution: &Resolution<'_>,
+    inputs: &[Input],
+    options: &Options,
+) -> Result<Rendered, RenderError> {
+    let policies = pull_policies(project, resolution, options)?;
+    let rewriter = ImageRewriter::new(resolution, &policies, &project.image_paths);
+    let total: usize = inputs.iter().map(|i| i.text.len()).sum();
+    let mut out = Rendered {
+        yaml: String::with_capacity(total + total / 8),
+        objects: Vec::new(),
+        images_matched: 0,
+    };
+    for input in inputs {
+        for doc in Documents::new(&input.text, options.limits) {
+            let doc = doc.map_err(|source| RenderError::Yaml {
+                file: input.name.clone(),
+                source,
+            })?;
+            if doc.is_null() {
+                continue; // empty documents are skipped
+            }
+            for mut object in expand_list(&input.name, doc)? {
+                let (api_version, kind) = identity(&input.name, &object)?;
+                out.images_matched += rewriter.rewrite(&mut object, &api_version, &kind);
+                emit(&mut out, object, api_version, kind);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The policy of each resolved image: `--pull-policy` beats `pullPolicy:`.
+fn pull_policies(
+    project: &Project,
+    resolution: &Resolution<'_>,
+    options: &Options,
+) -> Result<Vec<Option<PullPolicy>>, RenderError> {
+    let mut policies: Vec<Option<PullPolicy>> = resolution
+        .images
+        .iter()
+        .map(|i| i.component.pull_policy)
+        .collect();
+    for (name, value) in &options.pull_policies {
+        let index = resolution
+            .images
+            .iter()
+            .position(|i| &i.component.name == name)
+            .ok_or_else(|| RenderError::UnknownComponent {
+                name: name.clone(),
+                file: project.file.clone(),
+                suggestion: project.suggest_component(name).map(str::to_string),
+            })?;
+        let policy = PullPolicy::parse(value).ok_or_else(|| RenderError::InvalidPullPolicy {
+            name: name.clone(),
+            value: value.clone(),
+        })?;
+        policies[index] = Some(policy);
+    }
+    Ok(policies)
+}
+
+/// `kind: List` (and `*List` with `items`) becomes its items.
+fn expand_list(file: &str, mut doc: Node) -> Result<Vec<Node>, RenderError> {
+    let is_list = doc.get("kind").and_then(Node::as_str).is_some_and(|k| {
+        k == "List"
+            || (k.ends_with("List") && doc.get("items").is_some_and(|i| i.as_seq().is_some()))
+    });
+    if !is_list {
+        return Ok(vec![doc]);
+    }
+    let pos = doc.pos;
+    if doc.get("items").is_none_or(Node::is_null) {
+        return Ok(Vec::new());
+    }
+    match doc.get_mut("items").and_then(Node::as_seq_mut) {
+        Some(items) => Ok(std::mem::take(items)
+            .into_iter()
+            .filter(|i| !i.is_null())
+            .collect()),
+        None => Err(RenderError::NotAnObject {
+            file: file.to_string(),
+            pos,
+            problem: "a `List` whose `items` is not a list",
+        }),
+    }
+}
+
+fn identity(file: &str, object: &Node) -> Result<(String, String), RenderError> {
+    let fail = |problem| RenderError::NotAnObject {
+        file: file.to_string(),
+        pos: object.pos,
+        problem,
+    };
+    if object.as_map().is_none() {
+        return Err(fail("the document is not a mapping"));
+    }
+    let field = |key: &str, missing| {
+        object
+            .get(key)
+            .and_then(Node::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| fail(missing))
+    };
+    Ok((
+        field("apiVersion", "it has no `apiVersion`")?,
+        field("kind", "it has no `kind`")?,
+    ))
+}
+
+fn emit(out: &mut Rendered, object: Node, api_version: String, kind: String) {
+    if !out.objects.is_empty() {
+        out.yaml.push_str("---\n");
+    }
+    let start = out.yaml.len();
+    berth_yaml::write_document(&mut out.yaml, &object);
+    let metadata = object.get("metadata");
+    let text = |key: &str| {
+        metadata
+            .and_then(|m| m.get(key))
+            .and_then(Node::as_str)
+            .map(str::to_string)
+    };
+    out.objects.push(ObjectInfo {
+        api_version,
+        kind,
+        name: text("name"),
+        namespace: text("namespace"),
+        range: start..out.yaml.len(),
+    });
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

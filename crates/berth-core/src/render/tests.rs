@@ -1,0 +1,312 @@
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use super::*;
+use crate::project;
+use crate::resolve::{resolve, Overrides};
+
+const PROJECT: &str = r#"
+name: demo
+images:
+  web:
+    image: nginx:1.25
+    pullPolicy: auto
+    match: [registry.local/legacy-web]
+  api:
+    image: ghcr.io/acme/api:v1
+  tool:
+    image: ghcr.io/acme/tool:latest
+    pullPolicy: Always
+imagePaths:
+  - kind: Stack
+    path: spec.server.image
+  - kind: Stack
+    apiVersion: acme.io/v1
+    path: spec.extra[].ref
+  - kind: Stack
+    path: spec.list[]
+"#;
+
+fn run(src: &str, env: &[(&str, &str)], options: &Options) -> Result<Rendered, RenderError> {
+    let project = project::parse("berth.yaml", PathBuf::from("/p"), PROJECT).unwrap();
+    let env: HashMap<String, String> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let resolution = resolve(&project, &Overrides::default(), &|k| env.get(k).cloned()).unwrap();
+    let inputs = [Input {
+        name: "in.yaml".into(),
+        text: src.into(),
+    }];
+    render(&project, &resolution, &inputs, options)
+}
+
+fn yaml(src: &str, env: &[(&str, &str)]) -> String {
+    run(src, env, &Options::default())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .yaml
+}
+
+#[test]
+fn rewrites_every_container_list_and_sets_policy_only_where_asked() {
+    let src = "\
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - name: web
+    image: nginx
+  - name: other
+    image: busybox:1
+    imagePullPolicy: Never
+  initContainers:
+  - name: init
+    image: docker.io/library/nginx:1.20@sha256:0000000000000000000000000000000000000000000000000000000000000000
+  ephemeralContainers:
+  - name: debug
+    image: ghcr.io/acme/api:old
+    imagePullPolicy: Always
+";
+    let want = "\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+spec:
+  containers:
+  - name: web
+    image: docker.io/library/nginx:2
+    imagePullPolicy: IfNotPresent
+  - name: other
+    image: busybox:1
+    imagePullPolicy: Never
+  initContainers:
+  - name: init
+    image: docker.io/library/nginx:2
+    imagePullPolicy: IfNotPresent
+  ephemeralContainers:
+  - name: debug
+    image: ghcr.io/acme/api:v1
+    imagePullPolicy: Always
+";
+    assert_eq!(yaml(src, &[("WEB_TAG", "2")]), want);
+}
+
+#[test]
+fn match_entries_image_volumes_and_workload_kinds() {
+    let src = "\
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: c}
+spec:
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          containers:
+          - {name: a, image: 'registry.local/legacy-web:3'}
+          volumes:
+          - name: models
+            image: {reference: 'ghcr.io/acme/tool:v9'}
+          - name: cfg
+            configMap: {name: x}
+";
+    let out = yaml(src, &[]);
+    assert!(
+        out.contains("image: docker.io/library/nginx:1.25\n"),
+        "{out}"
+    );
+    assert!(out.contains("imagePullPolicy: IfNotPresent"), "{out}");
+    assert!(
+        out.contains("reference: ghcr.io/acme/tool:latest\n              pullPolicy: Always"),
+        "{out}"
+    );
+}
+
+#[test]
+fn image_paths_of_custom_resources() {
+    let src = "\
+apiVersion: acme.io/v1
+kind: Stack
+metadata: {name: s}
+spec:
+  server: {image: 'ghcr.io/acme/api:v0'}
+  extra: [{ref: nginx}, {ref: redis}]
+  list: [ghcr.io/acme/tool, redis]
+  workers:
+  - pod: {containers: [{name: w, image: ghcr.io/acme/api}]}
+---
+apiVersion: other.io/v1
+kind: Stack
+metadata: {name: s2}
+spec:
+  extra: [{ref: nginx}]
+";
+    let out = yaml(src, &[]);
+    let (first, second) = out.split_once("---\n").unwrap();
+    assert!(
+        first.contains("server:\n    image: ghcr.io/acme/api:v1\n"),
+        "{first}"
+    );
+    assert!(
+        first.contains("- ref: docker.io/library/nginx:1.25\n  - ref: redis\n"),
+        "{first}"
+    );
+    assert!(
+        first.contains("list:\n  - ghcr.io/acme/tool:latest\n  - redis\n"),
+        "{first}"
+    );
+    assert!(
+        first.contains("image: ghcr.io/acme/api:v1\n        imagePullPolicy")
+            || first.contains("name: w\n        image: ghcr.io/acme/api:v1\n"),
+        "{first}"
+    );
+    assert!(
+        second.contains("- ref: nginx\n"),
+        "apiVersion filter: {second}"
+    );
+}
+
+#[test]
+fn unresolved_containers_keep_their_policy_byte_for_byte() {
+    let src = "\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d}
+spec:
+  template:
+    spec:
+      containers:
+      - name: mine
+        image: nginx:1
+      - name: theirs
+        image: quay.io/other/x:dev
+        imagePullPolicy: Never
+      - name: theirs-no-policy
+        image: quay.io/other/y:dev
+";
+    let out = yaml(src, &[]);
+    let theirs = "      - name: theirs\n        image: quay.io/other/x:dev\n        imagePullPolicy: Never\n      - name: theirs-no-policy\n        image: quay.io/other/y:dev\n";
+    assert!(out.ends_with(theirs), "{out}");
+    assert!(out
+        .contains("image: docker.io/library/nginx:1.25\n        imagePullPolicy: IfNotPresent\n"));
+}
+
+#[test]
+fn untouched_objects_pass_through_and_output_is_deterministic() {
+    let src = "\
+# a comment
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: c, annotations: {a: 'yes', b: \"8080\"}}
+data:
+  z: last
+  a: first
+  script: |
+    echo hi
+";
+    let first = yaml(src, &[]);
+    assert_eq!(first, yaml(src, &[]));
+    let want = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  annotations:\n    a: 'yes'\n    b: \"8080\"\ndata:\n  z: last\n  a: first\n  script: |\n    echo hi\n";
+    assert_eq!(first, want);
+}
+
+#[test]
+fn lists_and_empty_documents() {
+    let src = "---\n---\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {containers: [{name: c, image: nginx}]}}\n- {apiVersion: v1, kind: Service, metadata: {name: b, namespace: n}}\n---\n";
+    let r = run(src, &[], &Options::default()).unwrap();
+    let kinds: Vec<_> = r
+        .objects
+        .iter()
+        .map(|o| (o.kind.as_str(), o.name.as_deref(), o.namespace.as_deref()))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![("Pod", Some("a"), None), ("Service", Some("b"), Some("n"))]
+    );
+    assert_eq!(r.images_matched, 1);
+    assert!(r.yaml[r.objects[1].range.clone()].starts_with("apiVersion: v1\nkind: Service"));
+}
+
+#[test]
+fn bad_documents_are_errors_with_positions() {
+    let cases = [
+        (
+            "apiVersion: v1\nkind: Pod\n---\nfoo: bar\n",
+            "in.yaml:4:1: not a Kubernetes object: it has no `apiVersion`",
+        ),
+        (
+            "apiVersion: v1\n",
+            "in.yaml:1:1: not a Kubernetes object: it has no `kind`",
+        ),
+        (
+            "- a\n- b\n",
+            "in.yaml:1:1: not a Kubernetes object: the document is not a mapping",
+        ),
+        (
+            "apiVersion: v1\nkind: List\nitems: {a: 1}\n",
+            "a `List` whose `items` is not a list",
+        ),
+        ("apiVersion: v1\nkind: Pod\nspec: [\n", "in.yaml:"),
+        (
+            "apiVersion: v1\nkind: Pod\nkind: Service\n",
+            "in.yaml:3:1: duplicate key `kind`",
+        ),
+    ];
+    for (src, want) in cases {
+        let err = run(src, &[], &Options::default()).unwrap_err().to_string();
+        assert!(
+            err.starts_with(want) || err.contains(want),
+            "\n got: {err}\nwant: {want}"
+        );
+    }
+}
+
+#[test]
+fn pull_policy_flag_overrides_and_is_checked() {
+    let src = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, image: 'ghcr.io/acme/api:v1'}]}\n";
+    let options = |pairs: &[(&str, &str)]| Options {
+        pull_policies: pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect(),
+        ..Options::default()
+    };
+    let out = run(src, &[], &options(&[("api", "Never")])).unwrap().yaml;
+    assert!(out.contains("imagePullPolicy: Never"), "{out}");
+    let err = run(src, &[], &options(&[("apj", "Never")]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("no component `apj`") && err.contains("did you mean `api`?"),
+        "{err}"
+    );
+    let err = run(src, &[], &options(&[("api", "sometimes")]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("use one of auto, Always, IfNotPresent, Never"),
+        "{err}"
+    );
+}
+
+#[test]
+fn cost_is_linear_in_the_number_of_objects() {
+    let doc = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n      containers: [{name: a, image: nginx}, {name: b, image: ghcr.io/acme/api}]\n---\n";
+    let time = |n: usize| {
+        let src = doc.repeat(n);
+        let start = std::time::Instant::now();
+        let r = run(&src, &[], &Options::default()).unwrap();
+        assert_eq!(r.objects.len(), n);
+        start.elapsed().as_secs_f64()
+    };
+    time(500); // warm up
+    let small = time(2_000);
+    let large = time(8_000);
+    // Quadratic growth would make this ~16; allow generous noise around 4.
+    assert!(
+        large / small < 8.0,
+        "2,000 objects: {small:.3}s, 8,000: {large:.3}s"
+    );
+}
