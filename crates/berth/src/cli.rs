@@ -40,6 +40,13 @@ pub enum Command {
     /// Example: `berth env -- make deploy`. The command's exit status is passed through;
     /// 127 if it is not found, 126 if it cannot be run.
     Env(EnvArgs),
+    /// Render manifests with every component's image resolved.
+    ///
+    /// Reads the project's `manifests:` (or the PATHs given; `-` is stdin) and writes a YAML
+    /// stream to stdout, or one file per object with `--out DIR`. Works as a Helm
+    /// post-renderer and after `kubectl kustomize`:
+    /// `kubectl kustomize overlays/dev | berth render - | kubectl apply -f -`.
+    Render(RenderArgs),
 }
 
 #[derive(Debug, Args)]
@@ -118,4 +125,20 @@ pub struct EnvArgs {
     /// The command to run and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    #[command(flatten)]
+    pub resolve: ResolveArgs,
+    /// Files or directories to render instead of the project's `manifests:`; `-` reads stdin.
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<String>,
+    /// Write one file per object into DIR (replaced atomically) instead of stdout.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
+    /// Set the pull policy of component NAME's containers: auto, Always, IfNotPresent or Never
+    /// (overrides `pullPolicy:`). Repeatable.
+    #[arg(long = "pull-policy", value_name = "NAME=POLICY", value_parser = name_value)]
+    pub pull_policies: Vec<(String, String)>,
 }

@@ -2,6 +2,7 @@
 
 mod cli;
 mod commands;
+mod inputs;
 mod output;
 mod project_file;
 
@@ -9,6 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use berth_core::resolve::{self, Overrides};
+use berth_core::{Project, Resolution};
 use clap::Parser;
 
 use cli::{Cli, Command, ResolveArgs};
@@ -35,18 +37,27 @@ fn run(cli: &Cli) -> Result<u8> {
         } else {
             FAILURE
         }),
-        Command::Images(args) => {
-            let project = project_file::load(cli.project.as_deref())?;
-            let resolution = resolve::resolve(&project, &overrides(&args.resolve), &env_var)?;
-            commands::images::run(args, &resolution)?;
-            Ok(0)
-        }
-        Command::Env(args) => {
-            let project = project_file::load(cli.project.as_deref())?;
-            let resolution = resolve::resolve(&project, &overrides(&args.resolve), &env_var)?;
-            commands::env::run(args, &resolution)
-        }
+        Command::Images(args) => with_resolution(cli, &args.resolve, |_, resolution| {
+            commands::images::run(args, resolution).map(|()| 0)
+        }),
+        Command::Env(args) => with_resolution(cli, &args.resolve, |_, resolution| {
+            commands::env::run(args, resolution)
+        }),
+        Command::Render(args) => with_resolution(cli, &args.resolve, |project, resolution| {
+            commands::render::run(args, project, resolution).map(|()| 0)
+        }),
     }
+}
+
+/// Loads the project and resolves its images once, for any command that needs them.
+fn with_resolution(
+    cli: &Cli,
+    args: &ResolveArgs,
+    command: impl FnOnce(&Project, &Resolution<'_>) -> Result<u8>,
+) -> Result<u8> {
+    let project = project_file::load(cli.project.as_deref())?;
+    let resolution = resolve::resolve(&project, &overrides(args), &env_var)?;
+    command(&project, &resolution)
 }
 
 fn overrides(args: &ResolveArgs) -> Overrides {

@@ -1,0 +1,136 @@
+//! `berth render`: manifests in, manifests out.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Result};
+use berth_core::render::{self, ObjectInfo, Options, RenderError, Rendered};
+use berth_core::{Project, Resolution};
+
+use crate::cli::RenderArgs;
+use crate::inputs;
+use crate::output::print;
+
+/// Marks a directory written by `berth render --out`, so berth replaces only its own output.
+const MARKER: &str = ".berth-render";
+
+pub fn run(args: &RenderArgs, project: &Project, resolution: &Resolution<'_>) -> Result<()> {
+    let inputs = inputs::gather(project, &args.paths)?;
+    let options = Options {
+        pull_policies: args.pull_policies.clone(),
+        ..Options::default()
+    };
+    let rendered = render::render(project, resolution, &inputs, &options).map_err(explain)?;
+    match &args.out {
+        None => print(&rendered.yaml),
+        Some(dir) => write_dir(dir, &rendered),
+    }
+}
+
+/// Adds a hint where a common mistake is likely.
+fn explain(error: RenderError) -> anyhow::Error {
+    match &error {
+        RenderError::NotAnObject { file, .. }
+            if file.ends_with("kustomization.yaml") || file.ends_with("kustomization.yml") =>
+        {
+            anyhow!("{error}\n  help: to render a kustomization, list it as `- kustomize: DIR` under `manifests:`")
+        }
+        _ => anyhow!(error),
+    }
+}
+
+/// One file per object, written to a temporary sibling directory that then
+/// replaces `dir` — so a failure leaves `dir` as it was.
+fn write_dir(dir: &Path, rendered: &Rendered) -> Result<()> {
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if dir.exists() && !dir.join(MARKER).exists() && std::fs::read_dir(dir)?.next().is_some() {
+        bail!(
+            "--out {}: the directory exists, is not empty and was not written by berth render; \
+             remove it or choose another directory",
+            dir.display()
+        );
+    }
+    let base = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
+    let staging = tempdir_in(&parent, &format!(".{base}.berth-tmp"))?;
+    let write = || -> Result<()> {
+        let mut used = std::collections::HashSet::new();
+        for (i, object) in rendered.objects.iter().enumerate() {
+            let mut name = file_name(i, object);
+            while !used.insert(name.clone()) {
+                name = format!("{}-{i}.yaml", name.trim_end_matches(".yaml"));
+            }
+            std::fs::write(staging.join(&name), &rendered.yaml[object.range.clone()])?;
+        }
+        std::fs::write(
+            staging.join(MARKER),
+            "written by berth render; replaced on the next run\n",
+        )?;
+        Ok(())
+    };
+    if let Err(e) = write() {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(anyhow!("cannot write {}: {e}", staging.display()));
+    }
+    let old = parent.join(format!(".{base}.berth-old"));
+    let _ = std::fs::remove_dir_all(&old);
+    if dir.exists() {
+        std::fs::rename(dir, &old).map_err(|e| anyhow!("cannot replace {}: {e}", dir.display()))?;
+    }
+    if let Err(e) = std::fs::rename(&staging, dir) {
+        let _ = std::fs::rename(&old, dir); // put the previous output back
+        return Err(anyhow!(
+            "cannot move the output into {}: {e}",
+            dir.display()
+        ));
+    }
+    let _ = std::fs::remove_dir_all(&old);
+    Ok(())
+}
+
+fn tempdir_in(parent: &Path, prefix: &str) -> Result<PathBuf> {
+    for attempt in 0..100u32 {
+        let candidate = parent.join(format!("{prefix}-{}-{attempt}", std::process::id()));
+        match std::fs::create_dir(&candidate) {
+            Ok(()) => return Ok(candidate),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(anyhow!(
+                    "cannot create a directory in {}: {e}",
+                    parent.display()
+                ))
+            }
+        }
+    }
+    bail!(
+        "cannot create a temporary directory in {}",
+        parent.display()
+    )
+}
+
+/// `0001-deployment-web.yaml`, `0002-service-ns-web.yaml`: stream order kept,
+/// so `kubectl apply -f DIR` applies in the same order.
+fn file_name(index: usize, object: &ObjectInfo) -> String {
+    let mut parts = vec![
+        format!("{:04}", index + 1),
+        object.kind.to_ascii_lowercase(),
+    ];
+    parts.extend(object.namespace.iter().cloned());
+    parts.extend(object.name.iter().cloned());
+    let joined = parts.join("-");
+    let safe: String = joined
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{safe}.yaml")
+}

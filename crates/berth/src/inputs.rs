@@ -1,0 +1,147 @@
+//! Reading render inputs: files, directories, stdin and `kubectl kustomize`.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{anyhow, bail, Result};
+use berth_core::render::Input;
+use berth_core::{ManifestSource, Project};
+
+/// Inputs named on the command line (relative to the current directory), or
+/// else the project's `manifests:` (relative to berth.yaml).
+pub fn gather(project: &Project, args: &[String]) -> Result<Vec<Input>> {
+    let sources: Vec<(ManifestSource, String)> = if args.is_empty() {
+        if project.manifests.is_empty() {
+            bail!(
+                "nothing to render: {} has no `manifests:` and no paths were given; \
+                 add `manifests: [deploy/]` or run `berth render FILE...` (`-` for stdin)",
+                project.file
+            );
+        }
+        project
+            .manifests
+            .iter()
+            .map(|m| {
+                (
+                    absolute(&project.dir, m),
+                    format!("{} `manifests:`", project.file),
+                )
+            })
+            .collect()
+    } else {
+        args.iter()
+            .map(|a| match a.as_str() {
+                "-" => (ManifestSource::Stdin, "the command line".to_string()),
+                path => (
+                    ManifestSource::Path(PathBuf::from(path)),
+                    "the command line".to_string(),
+                ),
+            })
+            .collect()
+    };
+    let mut inputs = Vec::new();
+    let mut stdin_used = false;
+    for (source, origin) in sources {
+        match source {
+            ManifestSource::Stdin if stdin_used => {
+                bail!("`-` (standard input) is given twice in {origin}")
+            }
+            ManifestSource::Stdin => {
+                stdin_used = true;
+                let mut bytes = Vec::new();
+                std::io::stdin()
+                    .read_to_end(&mut bytes)
+                    .map_err(|e| anyhow!("cannot read standard input: {e}"))?;
+                inputs.push(input("<stdin>".into(), bytes)?);
+            }
+            ManifestSource::Path(path) => read_path(&path, &origin, &mut inputs)?,
+            ManifestSource::Kustomize(dir) => inputs.push(kustomize(&dir)?),
+        }
+    }
+    Ok(inputs)
+}
+
+fn absolute(dir: &Path, source: &ManifestSource) -> ManifestSource {
+    match source {
+        ManifestSource::Path(p) => ManifestSource::Path(dir.join(p)),
+        ManifestSource::Kustomize(p) => ManifestSource::Kustomize(dir.join(p)),
+        ManifestSource::Stdin => ManifestSource::Stdin,
+    }
+}
+
+fn input(name: String, bytes: Vec<u8>) -> Result<Input> {
+    let text = String::from_utf8(bytes).map_err(|e| {
+        anyhow!(
+            "{name}: not UTF-8 text (invalid byte at offset {}); manifests must be UTF-8 YAML",
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    Ok(Input { name, text })
+}
+
+fn shown(path: &Path) -> String {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    path.strip_prefix(&cwd)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+fn read_path(path: &Path, origin: &str, inputs: &mut Vec<Input>) -> Result<()> {
+    let metadata =
+        std::fs::metadata(path).map_err(|e| anyhow!("{} (from {origin}): {e}", shown(path)))?;
+    if !metadata.is_dir() {
+        let bytes = std::fs::read(path).map_err(|e| anyhow!("cannot read {}: {e}", shown(path)))?;
+        inputs.push(input(shown(path), bytes)?);
+        return Ok(());
+    }
+    let mut files = Vec::new();
+    collect_yaml(path, &mut files)?;
+    files.sort();
+    for file in files {
+        let bytes =
+            std::fs::read(&file).map_err(|e| anyhow!("cannot read {}: {e}", shown(&file)))?;
+        inputs.push(input(shown(&file), bytes)?);
+    }
+    Ok(())
+}
+
+/// Every `*.yaml` / `*.yml` below `dir` (symbolic links to directories are not followed).
+fn collect_yaml(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let entries = std::fs::read_dir(dir).map_err(|e| anyhow!("cannot list {}: {e}", shown(dir)))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| anyhow!("cannot list {}: {e}", shown(dir)))?;
+        let path = entry.path();
+        let kind = entry
+            .file_type()
+            .map_err(|e| anyhow!("{}: {e}", shown(&path)))?;
+        if kind.is_dir() {
+            collect_yaml(&path, out)?;
+        } else if matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml")
+        ) {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// `kubectl kustomize DIR`, as one input.
+fn kustomize(dir: &Path) -> Result<Input> {
+    let name = format!("kustomize {}", shown(dir));
+    let output = Command::new("kubectl").arg("kustomize").arg(dir).output().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => anyhow!(
+            "`kustomize: {}` needs kubectl on PATH, which was not found; install kubectl or render the overlay first \
+             (`kubectl kustomize DIR | berth render -`)",
+            shown(dir)
+        ),
+        _ => anyhow!("cannot run kubectl kustomize {}: {e}", shown(dir)),
+    })?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        bail!("kubectl kustomize {} failed: {}", shown(dir), stderr.trim());
+    }
+    input(name, output.stdout)
+}

@@ -1,0 +1,282 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
+
+mod common;
+
+use std::fs;
+
+use common::{berth, project, require_program, transcript};
+
+const PROJECT: &str = "\
+name: demo
+manifests: [deploy/, extra.yaml]
+images:
+  web:
+    image: nginx:1.25
+    pullPolicy: auto
+";
+
+const DEPLOYMENT: &str = "\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  template:
+    spec:
+      containers:
+      - {name: web, image: nginx, imagePullPolicy: Always}
+      - {name: other, image: 'quay.io/x/y:dev', imagePullPolicy: Never}
+";
+
+fn setup() -> tempfile::TempDir {
+    let dir = project(PROJECT);
+    fs::create_dir_all(dir.path().join("deploy/b")).unwrap();
+    fs::write(dir.path().join("deploy/b/2-web.yaml"), DEPLOYMENT).unwrap();
+    fs::write(
+        dir.path().join("deploy/1-svc.yml"),
+        "apiVersion: v1\nkind: Service\nmetadata: {name: web}\n",
+    )
+    .unwrap();
+    fs::write(dir.path().join("deploy/notes.txt"), "not yaml: [").unwrap();
+    fs::write(
+        dir.path().join("extra.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\n",
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn renders_the_projects_manifests_in_path_order() {
+    let dir = setup();
+    let out = berth(dir.path())
+        .args(["render"])
+        .env("WEB_TAG", "1.27")
+        .output()
+        .unwrap();
+    insta::assert_snapshot!(transcript(&out));
+}
+
+#[test]
+fn stdin_to_stdout_as_a_helm_post_renderer() {
+    let dir = setup();
+    // Helm runs the post-renderer with the chart's manifests on stdin.
+    let wrapper = dir.path().join("post-render.sh");
+    fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec '{}' render -\n",
+            common::berth_path().display()
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new("sh")
+        .arg(&wrapper)
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap())
+        .stdin(fs::File::open(dir.path().join("deploy/b/2-web.yaml")).unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("  - name: web\n        image: docker.io/library/nginx:1.25\n        imagePullPolicy: IfNotPresent\n"), "{stdout}");
+    assert!(
+        stdout.contains("image: 'quay.io/x/y:dev'\n        imagePullPolicy: Never\n"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn output_is_deterministic() {
+    let dir = setup();
+    let a = berth(dir.path()).arg("render").output().unwrap();
+    let b = berth(dir.path()).arg("render").output().unwrap();
+    assert!(a.status.success());
+    assert_eq!(a.stdout, b.stdout);
+}
+
+#[test]
+fn out_dir_gets_one_file_per_object_and_is_replaced_whole() {
+    let dir = setup();
+    let out = dir.path().join("rendered");
+    berth(dir.path())
+        .args(["render", "--out", "rendered"])
+        .assert()
+        .success();
+    let mut names: Vec<String> = fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            ".berth-render",
+            "0001-service-web.yaml",
+            "0002-deployment-web.yaml",
+            "0003-configmap-extra.yaml"
+        ]
+    );
+    assert!(fs::read_to_string(out.join("0002-deployment-web.yaml"))
+        .unwrap()
+        .starts_with("apiVersion: apps/v1\n"));
+
+    // A failing render leaves the previous output exactly as it was, and no temporary files.
+    fs::write(dir.path().join("extra.yaml"), "apiVersion: v1\nkind: [\n").unwrap();
+    let failed = berth(dir.path())
+        .args(["render", "--out", "rendered"])
+        .output()
+        .unwrap();
+    assert_eq!(failed.status.code(), Some(1));
+    assert_eq!(fs::read_dir(&out).unwrap().count(), 4);
+    let leftovers: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains("berth-")
+        })
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    // Fewer objects next time: stale files do not survive.
+    fs::write(dir.path().join("extra.yaml"), "").unwrap();
+    berth(dir.path())
+        .args(["render", "--out", "rendered"])
+        .assert()
+        .success();
+    assert_eq!(fs::read_dir(&out).unwrap().count(), 3);
+}
+
+#[test]
+fn out_dir_refuses_a_foreign_directory() {
+    let dir = setup();
+    fs::create_dir(dir.path().join("mine")).unwrap();
+    fs::write(dir.path().join("mine/keep.txt"), "precious").unwrap();
+    let out = berth(dir.path())
+        .args(["render", "--out", "mine"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("was not written by berth render"));
+    assert_eq!(
+        fs::read_to_string(dir.path().join("mine/keep.txt")).unwrap(),
+        "precious"
+    );
+}
+
+#[test]
+fn bad_input_is_one_message_and_no_output() {
+    let bomb = {
+        let mut s = String::from("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..9 {
+            let p = i - 1;
+            s.push_str(&format!("a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"));
+        }
+        s
+    };
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "syntax.yaml",
+            "apiVersion: v1\nkind: Pod\nspec: {a: [}\n".into(),
+            "error: syntax.yaml:3:",
+        ),
+        (
+            "noKind.yaml",
+            "apiVersion: v1\nkind: Pod\n---\napiVersion: v1\nmetadata: {}\n".into(),
+            "error: noKind.yaml:4:1: not a Kubernetes object: it has no `kind`",
+        ),
+        ("bomb.yaml", bomb, "alias-expansion bomb"),
+        (
+            "dup.yaml",
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: a, name: b}\n".into(),
+            "error: dup.yaml:3:21: duplicate key `name`",
+        ),
+    ];
+    for (file, content, want) in cases {
+        let dir = setup();
+        fs::write(dir.path().join(file), content).unwrap();
+        let out = berth(dir.path())
+            .args(["render", "deploy/", file])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{file}: {stderr}");
+        assert!(out.stdout.is_empty(), "{file}: partial output");
+        assert!(
+            stderr.starts_with(want) || stderr.contains(want),
+            "{file}\n got: {stderr}\nwant: {want}"
+        );
+    }
+}
+
+#[test]
+fn missing_paths_and_non_utf8_input() {
+    let dir = setup();
+    let out = berth(dir.path())
+        .args(["render", "nope.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nope.yaml (from the command line)"));
+    fs::write(
+        dir.path().join("latin1.yaml"),
+        b"apiVersion: v1\nkind: ConfigMap\ndata: {a: \xe9}\n",
+    )
+    .unwrap();
+    let out = berth(dir.path())
+        .args(["render", "latin1.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("latin1.yaml: not UTF-8"));
+}
+
+#[test]
+fn kustomization_entries_run_kubectl_kustomize() {
+    if !require_program("kubectl", "`kustomize:` manifests entries") {
+        return;
+    }
+    let dir = project(
+        "name: demo\nmanifests:\n  - kustomize: overlay\nimages:\n  web: {image: 'nginx:1.25'}\n",
+    );
+    fs::create_dir(dir.path().join("overlay")).unwrap();
+    fs::write(
+        dir.path().join("overlay/kustomization.yaml"),
+        "resources: [web.yaml]\nnamePrefix: dev-\n",
+    )
+    .unwrap();
+    fs::write(dir.path().join("overlay/web.yaml"), DEPLOYMENT).unwrap();
+    let out = berth(dir.path()).arg("render").output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("name: dev-web") && stdout.contains("image: docker.io/library/nginx:1.25"),
+        "{stdout}"
+    );
+
+    // Listing a kustomization as a plain path gets a hint.
+    let out = berth(dir.path())
+        .args(["render", "overlay/"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("list it as `- kustomize: DIR`"));
+}
+
+#[test]
+fn nothing_to_render_says_how_to_fix() {
+    let dir = project("name: demo\nimages: {}\n");
+    let out = berth(dir.path()).arg("render").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("has no `manifests:`"));
+}

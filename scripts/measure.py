@@ -1,0 +1,26 @@
+#!/usr/bin/env python3
+"""Runs a command N times; prints median wall seconds and peak RSS (KiB) of that command.
+
+Usage: measure.py RUNS CMD [ARGS...]   (stdout of CMD is discarded; a failure aborts)
+Output: one line, "<median seconds> <max peak KiB>".
+Peak RSS comes from GNU time (/usr/bin/time, Debian package `time`): a forked
+Python child would report Python's own pages, copied before exec, as its peak.
+"""
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+runs, cmd = int(sys.argv[1]), sys.argv[2:]
+walls, peaks = [], []
+report = tempfile.NamedTemporaryFile(prefix="measure-", suffix=".txt")
+for _ in range(runs):
+    start = time.perf_counter()
+    status = subprocess.call(["/usr/bin/time", "-f", "%M", "-o", report.name, *cmd], stdout=subprocess.DEVNULL)
+    walls.append(time.perf_counter() - start)
+    if status != 0:
+        sys.exit(f"command failed ({status}): {' '.join(cmd)}")
+    with open(report.name) as f:
+        peaks.append(int(f.read().split()[-1]))
+print(f"{statistics.median(walls):.4f} {max(peaks)}")
