@@ -5,6 +5,7 @@
 
 #![warn(missing_docs)]
 
+pub mod configs;
 pub mod project;
 pub mod render;
 pub mod resolve;

@@ -46,11 +46,14 @@ impl Scalar {
             && matches!(self.text.as_str(), "" | "~" | "null" | "Null" | "NULL")
     }
 
-    /// A new string scalar, plain where that keeps it a string, quoted otherwise.
+    /// A new string scalar: plain where that keeps it a string, a `|` block
+    /// for multi-line text that one can carry exactly, double-quoted otherwise.
     pub fn string(text: impl Into<String>) -> Scalar {
         let text = text.into();
         let style = if crate::scalar::plain_keeps_string(&text) {
             Style::Plain
+        } else if text.contains('\n') && crate::scalar::is_literal_safe(&text) {
+            Style::Literal
         } else {
             Style::DoubleQuoted
         };

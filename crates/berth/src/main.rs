@@ -2,6 +2,7 @@
 
 mod cli;
 mod commands;
+mod fs_source;
 mod inputs;
 mod output;
 mod project_file;

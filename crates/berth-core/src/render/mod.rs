@@ -6,15 +6,18 @@
 
 mod images;
 pub mod pods;
+mod refs;
 
 use std::ops::Range;
 
 use berth_yaml::{Documents, Limits, Node, Pos};
 
+use crate::configs::Generated;
 use crate::project::{Project, PullPolicy};
 use crate::resolve::Resolution;
 use crate::suggest::hint;
 pub use images::ImageRewriter;
+pub use refs::{ConfigRewriter, CONFIG_HASH_ANNOTATION};
 
 /// One input stream: its name (for messages) and its text.
 #[derive(Debug, Clone)]
@@ -101,15 +104,18 @@ pub enum RenderError {
     },
 }
 
-/// Renders `inputs` in order.
+/// Renders `inputs` in order, after the `generated` configs (each emitted in
+/// every namespace that uses it, or once without a namespace if none does).
 pub fn render(
     project: &Project,
     resolution: &Resolution<'_>,
+    generated: &[Generated],
     inputs: &[Input],
     options: &Options,
 ) -> Result<Rendered, RenderError> {
     let policies = pull_policies(project, resolution, options)?;
     let rewriter = ImageRewriter::new(resolution, &policies, &project.image_paths);
+    let mut configs = ConfigRewriter::new(generated);
     let total: usize = inputs.iter().map(|i| i.text.len()).sum();
     let mut out = Rendered {
         yaml: String::with_capacity(total + total / 8),
@@ -128,11 +134,54 @@ pub fn render(
             for mut object in expand_list(&input.name, doc)? {
                 let (api_version, kind) = identity(&input.name, &object)?;
                 out.images_matched += rewriter.rewrite(&mut object, &api_version, &kind);
+                let namespace = object
+                    .get("metadata")
+                    .and_then(|m| m.get("namespace"))
+                    .and_then(Node::as_str)
+                    .map(str::to_string);
+                configs.rewrite(&mut object, &kind, namespace.as_deref());
                 emit(&mut out, object, api_version, kind);
             }
         }
     }
-    Ok(out)
+    Ok(prepend_generated(out, generated, &configs.used_in))
+}
+
+/// Generated objects go first, so `kubectl apply` creates them before their users.
+fn prepend_generated(
+    body: Rendered,
+    generated: &[Generated],
+    used_in: &[std::collections::BTreeSet<Option<String>>],
+) -> Rendered {
+    if generated.is_empty() {
+        return body;
+    }
+    let mut out = Rendered {
+        yaml: String::new(),
+        objects: Vec::new(),
+        images_matched: body.images_matched,
+    };
+    for (config, namespaces) in generated.iter().zip(used_in) {
+        let unused = std::collections::BTreeSet::from([None]);
+        for namespace in if namespaces.is_empty() {
+            &unused
+        } else {
+            namespaces
+        } {
+            let node = config.to_node(namespace.as_deref());
+            emit(&mut out, node, "v1".into(), config.kind.as_str().into());
+        }
+    }
+    if !body.objects.is_empty() {
+        out.yaml.push_str("---\n");
+    }
+    let shift = out.yaml.len();
+    out.yaml.push_str(&body.yaml);
+    out.objects.extend(body.objects.into_iter().map(|mut o| {
+        o.range = o.range.start + shift..o.range.end + shift;
+        o
+    }));
+    out
 }
 
 /// The policy of each resolved image: `--pull-policy` beats `pullPolicy:`.

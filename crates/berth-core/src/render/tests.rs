@@ -38,7 +38,7 @@ fn run(src: &str, env: &[(&str, &str)], options: &Options) -> Result<Rendered, R
         name: "in.yaml".into(),
         text: src.into(),
     }];
-    render(&project, &resolution, &inputs, options)
+    render(&project, &resolution, &[], &inputs, options)
 }
 
 fn yaml(src: &str, env: &[(&str, &str)]) -> String {
@@ -308,5 +308,22 @@ fn cost_is_linear_in_the_number_of_objects() {
     assert!(
         large / small < 8.0,
         "2,000 objects: {small:.3}s, 8,000: {large:.3}s"
+    );
+}
+
+#[test]
+fn oversized_documents_are_refused_by_render() {
+    let options = Options {
+        limits: berth_yaml::Limits {
+            max_document_chars: 200,
+            ..berth_yaml::Limits::default()
+        },
+        ..Options::default()
+    };
+    let src = format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a}}\n---\napiVersion: v1\nkind: ConfigMap\ndata: {{big: {}}}\n", "x".repeat(300));
+    let err = run(&src, &[], &options).unwrap_err().to_string();
+    assert!(
+        err.starts_with("in.yaml:4:") && err.contains("larger than 200 characters"),
+        "{err}"
     );
 }

@@ -7,6 +7,7 @@ use berth_core::render::{self, ObjectInfo, Options, RenderError, Rendered};
 use berth_core::{Project, Resolution};
 
 use crate::cli::RenderArgs;
+use crate::fs_source::Fs;
 use crate::inputs;
 use crate::output::print;
 
@@ -14,12 +15,14 @@ use crate::output::print;
 const MARKER: &str = ".berth-render";
 
 pub fn run(args: &RenderArgs, project: &Project, resolution: &Resolution<'_>) -> Result<()> {
+    let generated = berth_core::configs::generate_all(project, &Fs)?;
     let inputs = inputs::gather(project, &args.paths)?;
     let options = Options {
         pull_policies: args.pull_policies.clone(),
         ..Options::default()
     };
-    let rendered = render::render(project, resolution, &inputs, &options).map_err(explain)?;
+    let rendered =
+        render::render(project, resolution, &generated, &inputs, &options).map_err(explain)?;
     match &args.out {
         None => print(&rendered.yaml),
         Some(dir) => write_dir(dir, &rendered),

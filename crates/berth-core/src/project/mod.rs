@@ -11,6 +11,9 @@ use berth_yaml::{Limits, Node, Pos};
 
 use crate::suggest::{closest, hint};
 
+mod generated;
+pub use generated::{CaBundleSpec, ConfigSpec, Inject, Spanned};
+
 /// Name of the project file.
 pub const PROJECT_FILE: &str = "berth.yaml";
 
@@ -21,9 +24,11 @@ const TOP_KEYS: &[&str] = &[
     "images",
     "registry",
     "imagePaths",
+    "configs",
+    "caBundles",
 ];
 /// Keys of the design that later versions implement; named so the error is honest.
-const PLANNED_KEYS: &[&str] = &["configs", "caBundles", "sync"];
+const PLANNED_KEYS: &[&str] = &["sync"];
 const COMPONENT_KEYS: &[&str] = &["image", "env", "tagEnv", "pullPolicy", "match"];
 const REGISTRY_KEYS: &[&str] = &["env"];
 const IMAGE_PATH_KEYS: &[&str] = &["kind", "apiVersion", "path"];
@@ -47,6 +52,10 @@ pub struct Project {
     pub registry_env: Option<String>,
     /// `imagePaths:`: image fields of custom resources.
     pub image_paths: Vec<ImagePath>,
+    /// `configs:`, in file order.
+    pub configs: Vec<ConfigSpec>,
+    /// `caBundles:`, in file order.
+    pub ca_bundles: Vec<CaBundleSpec>,
 }
 
 /// One entry of `images:`: an image the project ships.
@@ -228,6 +237,20 @@ pub enum ProjectError {
         /// What is allowed.
         reason: &'static str,
     },
+    /// Two generated objects (configs, CA bundles) share a name.
+    #[error("{file}:{pos}: `{name}` is defined in both {first} and {second}; generated objects need distinct names")]
+    DuplicateName {
+        /// The file.
+        file: String,
+        /// Where the second definition is.
+        pos: Pos,
+        /// The name.
+        name: String,
+        /// The first section.
+        first: &'static str,
+        /// The second section.
+        second: &'static str,
+    },
     /// Two components (or the registry) would read the same variable.
     #[error("{file}:{pos}: variable `{var}` is used by both {first} and {second}; give one of them another `env:`/`tagEnv:`")]
     DuplicateVariable {
@@ -303,6 +326,7 @@ impl Loader<'_> {
             root
         };
         let entries = self.fields(&root, "the project", TOP_KEYS)?;
+        let mut ca_node = None;
         let mut project = Project {
             file,
             dir,
@@ -312,6 +336,8 @@ impl Loader<'_> {
             components: Vec::new(),
             registry_env: None,
             image_paths: Vec::new(),
+            configs: Vec::new(),
+            ca_bundles: Vec::new(),
         };
         for (key, value) in entries {
             match key.as_str().unwrap_or_default() {
@@ -323,6 +349,8 @@ impl Loader<'_> {
                 "images" => project.components = self.components(value)?,
                 "registry" => project.registry_env = self.registry(value)?,
                 "imagePaths" => project.image_paths = self.image_paths(value)?,
+                "configs" => project.configs = self.configs(value)?,
+                "caBundles" => ca_node = Some(value),
                 _ => {} // `fields` admitted only the keys above
             }
         }
@@ -334,7 +362,13 @@ impl Loader<'_> {
                 context: "the project".into(),
             });
         }
+        if let Some(node) = ca_node {
+            // After `images:`, whatever the key order: inject names components.
+            let names: Vec<String> = project.components.iter().map(|c| c.name.clone()).collect();
+            project.ca_bundles = self.ca_bundles(node, &names)?;
+        }
         self.check_variables(&project)?;
+        self.check_generated_names(&project)?;
         Ok(project)
     }
 
@@ -618,5 +652,4 @@ pub fn parse_field_path(text: &str) -> Option<Vec<PathSegment>> {
 }
 
 #[cfg(test)]
-#[path = "project_tests.rs"]
 mod tests;

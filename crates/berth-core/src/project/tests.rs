@@ -72,7 +72,16 @@ fn errors_point_at_the_problem() {
     let cases = [
         ("name: x\nimages:\n  epp:\n    imgae: nginx\n", "berth.yaml:4:5: unknown key `imgae` in images.epp; did you mean `image`?"),
         ("name: x\nimagez: {}\n", "berth.yaml:2:1: unknown key `imagez` in the project; did you mean `images`?"),
-        ("name: x\nconfigs: {}\n", "berth.yaml:2:1: `configs` is not supported by this version of berth yet"),
+        ("name: x\nsync: []\n", "berth.yaml:2:1: `sync` is not supported by this version of berth yet"),
+        ("name: x\nconfigs:\n  Bad_Name: {}\n", "berth.yaml:3:3: invalid `configs` value `Bad_Name`"),
+        ("name: x\nconfigs:\n  c: {filez: []}\n", "berth.yaml:3:7: unknown key `filez` in configs.c; did you mean `files`?"),
+        ("name: x\nconfigs:\n  c: {type: kubernetes.io/tls}\n", "`type:` applies to Secrets"),
+        ("name: x\nconfigs:\n  c: {secret: yes}\n", "berth.yaml:3:15: `configs.c.secret` must be `true` or `false`"),
+        ("name: x\nconfigs: {c: {}}\ncaBundles: {c: {sources: [a.pem]}}\n", "berth.yaml:3:13: `c` is defined in both configs and caBundles"),
+        ("name: x\ncaBundles: {ca: {}}\n", "CA bundle `ca` has no `sources`"),
+        ("name: x\nimages: {epp: {image: a}}\ncaBundles: {ca: {sources: [a], inject: {components: [ep]}}}\n", "unknown key `ep` in caBundles.ca.inject.components (components are the keys of `images:`); did you mean `epp`?"),
+        ("name: x\ncaBundles: {ca: {sources: [a], inject: {mountPath: /x}}}\n", "name `components:` or `containers:`"),
+        ("name: x\ncaBundles: {ca: {sources: [a], inject: {containers: [a], mountPath: rel/x}}}\n", "an absolute file path"),
         ("name: x\nimages:\n  epp: {env: E}\n", "berth.yaml:3:8: component `epp` has no `image`; add it"),
         ("images: {}\n", "berth.yaml:1:1: the project has no `name`; add it"),
         ("name: x\nimages:\n  epp:\n    image: Nginx\n", "berth.yaml:4:12: `images.epp.image`: repository name `library/Nginx` must be lowercase"),
@@ -122,4 +131,30 @@ proptest::proptest! {
     fn loader_never_panics(src in "\\PC{0,200}|(name|images|image|env|tagEnv|registry|match|[a-z]{1,4}|:|\\{|\\}|\\[|\\]|,| |\n|-){0,60}") {
         let _ = load(&src);
     }
+}
+
+#[test]
+fn configs_and_ca_bundles() {
+    let p = load("name: x\nimages: {epp: {image: a}}\ncaBundles:\n  ca:\n    sources: [certs/]\n    inject: {components: [epp], env: [SSL_CERT_FILE, REQUESTS_CA_BUNDLE]}\nconfigs:\n  a: {files: [f.yaml], literals: [\"K=V\"], envs: [e.env], schema: s.json}\n  b: {secret: true, type: kubernetes.io/tls, hash: false}\n").unwrap();
+    let a = &p.configs[0];
+    assert_eq!(
+        (
+            a.files[0].value.as_str(),
+            a.literals[0].value.as_str(),
+            a.envs[0].value.as_str()
+        ),
+        ("f.yaml", "K=V", "e.env")
+    );
+    assert!(a.immutable && a.hash && !a.secret);
+    let b = &p.configs[1];
+    assert!(
+        b.secret && !b.hash && !b.immutable,
+        "hash: false makes immutable default to false"
+    );
+    assert_eq!(b.secret_type.as_deref(), Some("kubernetes.io/tls"));
+    let ca = &p.ca_bundles[0];
+    assert_eq!(ca.key, "ca-bundle.crt");
+    let inject = ca.inject.as_ref().unwrap();
+    assert_eq!(inject.mount_path, "/etc/ssl/certs/berth/ca/ca-bundle.crt");
+    assert_eq!(inject.env, ["SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"]);
 }

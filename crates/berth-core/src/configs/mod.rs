@@ -1,0 +1,273 @@
+//! Generated, content-addressed ConfigMaps and Secrets (`configs:`).
+//!
+//! Data assembly follows kustomize's configMapGenerator: env files, then
+//! literals, then files; duplicate keys are errors; non-UTF-8 content goes to
+//! `binaryData` (a Secret holds everything base64 in `data`). The name suffix
+//! is kustomize's ([`hash`]). File contents come through [`FileSource`], so
+//! this module does no I/O of its own.
+
+pub mod hash;
+mod sources;
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use berth_yaml::{Node, Pos, Scalar, Style, Value};
+
+use crate::project::{ConfigSpec, Project};
+pub use sources::{parse_env_file, FileSource};
+
+/// ConfigMap or Secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ConfigKind {
+    /// A ConfigMap.
+    ConfigMap,
+    /// A Secret.
+    Secret,
+}
+
+impl ConfigKind {
+    /// The Kubernetes kind.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConfigKind::ConfigMap => "ConfigMap",
+            ConfigKind::Secret => "Secret",
+        }
+    }
+}
+
+/// A generated ConfigMap or Secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Generated {
+    /// The base name (`configs:` key); references to it are rewritten.
+    pub base_name: String,
+    /// The generated name: `<base>-<suffix>`, or the base with `hash: false`.
+    pub name: String,
+    /// ConfigMap or Secret.
+    pub kind: ConfigKind,
+    /// Secret type.
+    pub secret_type: Option<String>,
+    /// `data`, sorted by key (base64 for Secrets).
+    pub data: Vec<(String, String)>,
+    /// `binaryData` (base64), sorted by key.
+    pub binary_data: Vec<(String, String)>,
+    /// `immutable: true`.
+    pub immutable: bool,
+    /// Whether the name carries the content hash; if not, pods get an annotation.
+    pub hashed: bool,
+    /// SHA-256 (hex) of the content, as kustomize encodes it.
+    pub content_sha256: String,
+}
+
+/// Why a config cannot be generated. Values are never included: a config
+/// may be a Secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// A source file or directory cannot be read.
+    #[error("{file}:{pos}: {config}: cannot read `{path}`: {reason}")]
+    Read {
+        /// The project file.
+        file: String,
+        /// Where the source is named.
+        pos: Pos,
+        /// `configs.<name>`.
+        config: String,
+        /// The path as written.
+        path: String,
+        /// The operating system's explanation.
+        reason: String,
+    },
+    /// A source entry is malformed (`key=path`, `KEY=VALUE`).
+    #[error("{file}:{pos}: {config}: {reason}")]
+    Source {
+        /// The project file.
+        file: String,
+        /// Where the entry is.
+        pos: Pos,
+        /// `configs.<name>`.
+        config: String,
+        /// What is wrong and how to write it.
+        reason: String,
+    },
+    /// A line of an env file is malformed.
+    #[error("{path}:{line}: {reason} (used by {config})")]
+    EnvLine {
+        /// The env file.
+        path: String,
+        /// Its line number.
+        line: usize,
+        /// What is wrong.
+        reason: String,
+        /// `configs.<name>`.
+        config: String,
+    },
+    /// A key is not a valid ConfigMap/Secret key.
+    #[error("{file}:{pos}: {config}: invalid key `{key}`: a key is letters, digits, `-`, `_` and `.` (at most 253, not `.` or `..`)")]
+    InvalidKey {
+        /// The project file.
+        file: String,
+        /// Where the source of the key is named.
+        pos: Pos,
+        /// `configs.<name>`.
+        config: String,
+        /// The key.
+        key: String,
+    },
+    /// Two sources give the same key.
+    #[error("{file}:{pos}: {config}: key `{key}` is given twice; each key may come from one source only")]
+    DuplicateKey {
+        /// The project file.
+        file: String,
+        /// Where the second source is named.
+        pos: Pos,
+        /// `configs.<name>`.
+        config: String,
+        /// The key.
+        key: String,
+    },
+}
+
+/// ConfigMap keys: `[-._a-zA-Z0-9]+`, at most 253, not `.`/`..`, not starting with `..`.
+pub fn is_config_key(key: &str) -> bool {
+    !key.is_empty()
+        && key.len() <= 253
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && key != "."
+        && !key.starts_with("..")
+}
+
+/// Generates every `configs:` entry of the project, in file order.
+pub fn generate_all(
+    project: &Project,
+    files: &dyn FileSource,
+) -> Result<Vec<Generated>, ConfigError> {
+    project
+        .configs
+        .iter()
+        .map(|spec| generate(project, spec, files))
+        .collect()
+}
+
+/// Generates one config.
+pub fn generate(
+    project: &Project,
+    spec: &ConfigSpec,
+    files: &dyn FileSource,
+) -> Result<Generated, ConfigError> {
+    let pairs = sources::collect(project, spec, files)?;
+    let context = format!("configs.{}", spec.name);
+    let mut data: Vec<(String, String)> = Vec::new();
+    let mut binary: Vec<(String, String)> = Vec::new();
+    let mut keys = std::collections::HashSet::new();
+    let b64 = base64::engine::general_purpose::STANDARD;
+    for pair in pairs {
+        if !is_config_key(&pair.key) {
+            return Err(ConfigError::InvalidKey {
+                file: project.file.clone(),
+                pos: pair.pos,
+                config: context,
+                key: pair.key,
+            });
+        }
+        if !keys.insert(pair.key.clone()) {
+            return Err(ConfigError::DuplicateKey {
+                file: project.file.clone(),
+                pos: pair.pos,
+                config: context,
+                key: pair.key,
+            });
+        }
+        match (spec.secret, String::from_utf8(pair.value)) {
+            (true, Ok(text)) => data.push((pair.key, b64.encode(text))),
+            (true, Err(e)) => data.push((pair.key, b64.encode(e.into_bytes()))),
+            (false, Ok(text)) => data.push((pair.key, text)),
+            (false, Err(e)) => binary.push((pair.key, b64.encode(e.into_bytes()))),
+        }
+    }
+    data.sort();
+    binary.sort();
+    let kind = if spec.secret {
+        ConfigKind::Secret
+    } else {
+        ConfigKind::ConfigMap
+    };
+    let secret_type = spec
+        .secret
+        .then(|| spec.secret_type.clone().unwrap_or_else(|| "Opaque".into()));
+    let content_sha256 = hash::content_sha256(&hash::HashInput {
+        kind: kind.as_str(),
+        secret_type: secret_type.as_deref(),
+        data: &data,
+        binary_data: &binary,
+    });
+    let name = if spec.hash {
+        format!("{}-{}", spec.name, hash::suffix(&content_sha256))
+    } else {
+        spec.name.clone()
+    };
+    Ok(Generated {
+        base_name: spec.name.clone(),
+        name,
+        kind,
+        secret_type,
+        data,
+        binary_data: binary,
+        immutable: spec.immutable,
+        hashed: spec.hash,
+        content_sha256,
+    })
+}
+
+impl Generated {
+    /// The object, in `namespace` if given.
+    pub fn to_node(&self, namespace: Option<&str>) -> Node {
+        let s = |text: &str| Node::string(text, Pos::default());
+        let map = |entries: Vec<(Node, Node)>| Node {
+            pos: Pos::default(),
+            tag: None,
+            value: Value::Map(entries),
+        };
+        let mut metadata = vec![(s("name"), s(&self.name))];
+        if let Some(ns) = namespace {
+            metadata.push((s("namespace"), s(ns)));
+        }
+        let mut object = vec![
+            (s("apiVersion"), s("v1")),
+            (s("kind"), s(self.kind.as_str())),
+            (s("metadata"), map(metadata)),
+        ];
+        if let Some(t) = &self.secret_type {
+            object.push((s("type"), s(t)));
+        }
+        if self.immutable {
+            let yes = Node {
+                pos: Pos::default(),
+                tag: None,
+                value: Value::Scalar(Scalar {
+                    text: "true".into(),
+                    style: Style::Plain,
+                }),
+            };
+            object.push((s("immutable"), yes));
+        }
+        let entries =
+            |pairs: &[(String, String)]| map(pairs.iter().map(|(k, v)| (s(k), s(v))).collect());
+        if !self.data.is_empty() {
+            object.push((s("data"), entries(&self.data)));
+        }
+        if !self.binary_data.is_empty() {
+            object.push((s("binaryData"), entries(&self.binary_data)));
+        }
+        map(object)
+    }
+}
+
+/// `dir.join(path)` for a path written in berth.yaml.
+fn under(dir: &Path, written: &str) -> PathBuf {
+    dir.join(written)
+}
+
+#[cfg(test)]
+mod tests;

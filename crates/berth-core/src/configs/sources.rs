@@ -1,0 +1,206 @@
+//! Where config data comes from: env files, literals and files, in that order.
+
+use std::path::{Path, PathBuf};
+
+use berth_yaml::Pos;
+
+use super::{under, ConfigError};
+use crate::project::{ConfigSpec, Project};
+
+/// Read access to the project's files. The CLI reads the file system; tests
+/// use a table. Paths are absolute (the project directory joined in).
+pub trait FileSource {
+    /// The bytes of a regular file.
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>>;
+    /// The regular files directly inside `path` if it is a directory, else `None`.
+    fn list_dir(&self, path: &Path) -> std::io::Result<Option<Vec<PathBuf>>>;
+}
+
+/// A key, its raw value, and where its source is named.
+pub(super) struct Pair {
+    pub key: String,
+    pub value: Vec<u8>,
+    pub pos: Pos,
+}
+
+pub(super) fn collect(
+    project: &Project,
+    spec: &ConfigSpec,
+    files: &dyn FileSource,
+) -> Result<Vec<Pair>, ConfigError> {
+    let context = format!("configs.{}", spec.name);
+    let read_error = |pos: Pos, path: &str, e: std::io::Error| ConfigError::Read {
+        file: project.file.clone(),
+        pos,
+        config: context.clone(),
+        path: path.to_string(),
+        reason: e.to_string(),
+    };
+    let source_error = |pos: Pos, reason: String| ConfigError::Source {
+        file: project.file.clone(),
+        pos,
+        config: context.clone(),
+        reason,
+    };
+    let mut pairs = Vec::new();
+
+    for env in &spec.envs {
+        let bytes = files
+            .read(&under(&project.dir, &env.value))
+            .map_err(|e| read_error(env.pos, &env.value, e))?;
+        let lines = parse_env_file(&bytes).map_err(|(line, reason)| ConfigError::EnvLine {
+            path: env.value.clone(),
+            line,
+            reason,
+            config: context.clone(),
+        })?;
+        pairs.extend(lines.into_iter().map(|(key, value)| Pair {
+            key,
+            value: value.into_bytes(),
+            pos: env.pos,
+        }));
+    }
+
+    for literal in &spec.literals {
+        let (key, value) = literal
+            .value
+            .split_once('=')
+            .filter(|(k, _)| !k.is_empty())
+            .ok_or_else(|| {
+                source_error(
+                    literal.pos,
+                    "a literal is `KEY=VALUE` with a non-empty KEY".into(),
+                )
+            })?;
+        pairs.push(Pair {
+            key: key.to_string(),
+            value: remove_quotes(value).as_bytes().to_vec(),
+            pos: literal.pos,
+        });
+    }
+
+    for source in &spec.files {
+        let (key, path) =
+            parse_file_source(&source.value).map_err(|reason| source_error(source.pos, reason))?;
+        let full = under(&project.dir, path);
+        let listing = files
+            .list_dir(&full)
+            .map_err(|e| read_error(source.pos, path, e))?;
+        match (listing, key) {
+            (Some(_), Some(_)) => {
+                return Err(source_error(
+                    source.pos,
+                    format!(
+                        "`{}`: a directory adds each file under its own name and takes no key",
+                        source.value
+                    ),
+                ))
+            }
+            (Some(mut entries), None) => {
+                entries.sort();
+                for entry in entries {
+                    let name = entry
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    let value = files
+                        .read(&entry)
+                        .map_err(|e| read_error(source.pos, &entry.display().to_string(), e))?;
+                    pairs.push(Pair {
+                        key: name,
+                        value,
+                        pos: source.pos,
+                    });
+                }
+            }
+            (None, key) => {
+                let key = key.map(str::to_string).unwrap_or_else(|| base_name(path));
+                let value = files
+                    .read(&full)
+                    .map_err(|e| read_error(source.pos, path, e))?;
+                pairs.push(Pair {
+                    key,
+                    value,
+                    pos: source.pos,
+                });
+            }
+        }
+    }
+    Ok(pairs)
+}
+
+/// `path` or `key=path` (kustomize's ParseFileSource).
+fn parse_file_source(source: &str) -> Result<(Option<&str>, &str), String> {
+    match source.matches('=').count() {
+        0 => Ok((None, source)),
+        1 if source.starts_with('=') => {
+            Err(format!("`{source}`: the key is missing; write `key=path`"))
+        }
+        1 if source.ends_with('=') => {
+            Err(format!("`{source}`: the path is missing; write `key=path`"))
+        }
+        1 => Ok(source
+            .split_once('=')
+            .map(|(k, p)| (Some(k), p))
+            .unwrap_or((None, source))),
+        _ => Err(format!(
+            "`{source}`: keys and paths cannot contain `=`; write `key=path`"
+        )),
+    }
+}
+
+fn base_name(path: &str) -> String {
+    path.trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or(path)
+        .to_string()
+}
+
+/// Matching surrounding quotes are removed, as kustomize does for literals.
+fn remove_quotes(value: &str) -> &str {
+    let bytes = value.as_bytes();
+    match (bytes.first(), bytes.last()) {
+        (Some(&a), Some(&b)) if bytes.len() >= 2 && a == b && (a == b'"' || a == b'\'') => {
+            &value[1..value.len() - 1]
+        }
+        _ => value,
+    }
+}
+
+/// `KEY=VALUE` lines: a UTF-8 byte-order mark on the first line is dropped,
+/// leading white space trimmed, blank and `#` lines skipped, the value taken
+/// as is after the first `=`. `KEY` alone gives an empty value (kustomize
+/// would read the environment instead; berth keeps output independent of it).
+/// Errors are `(line number, reason)` and never contain values.
+pub fn parse_env_file(bytes: &[u8]) -> Result<Vec<(String, String)>, (usize, String)> {
+    let mut out = Vec::new();
+    for (index, raw) in bytes.split(|&b| b == b'\n').enumerate() {
+        let number = index + 1;
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let raw = if index == 0 {
+            raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw)
+        } else {
+            raw
+        };
+        let line = std::str::from_utf8(raw)
+            .map_err(|_| (number, "the line is not valid UTF-8".to_string()))?;
+        let line = line.trim_start();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (key, value) = line.split_once('=').unwrap_or((line, ""));
+        if !is_env_var_name(key) {
+            return Err((number, format!("invalid variable name `{key}`: use letters, digits, `_`, `-` and `.`, not starting with a digit")));
+        }
+        out.push((key.to_string(), value.to_string()));
+    }
+    Ok(out)
+}
+
+/// kubernetes' IsEnvVarName: `[-._a-zA-Z][-._a-zA-Z0-9]*`.
+fn is_env_var_name(key: &str) -> bool {
+    let mut bytes = key.bytes();
+    matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic() || matches!(b, b'-' | b'.' | b'_'))
+        && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
+}

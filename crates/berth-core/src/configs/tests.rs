@@ -1,0 +1,183 @@
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use super::*;
+use crate::project;
+
+/// An in-memory project tree.
+struct Table(HashMap<PathBuf, Vec<u8>>);
+
+impl Table {
+    fn new(files: &[(&str, &[u8])]) -> Table {
+        Table(
+            files
+                .iter()
+                .map(|(p, b)| (Path::new("/p").join(p), b.to_vec()))
+                .collect(),
+        )
+    }
+}
+
+impl FileSource for Table {
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        self.0
+            .get(path)
+            .cloned()
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
+    }
+    fn list_dir(&self, path: &Path) -> std::io::Result<Option<Vec<PathBuf>>> {
+        let inside: Vec<PathBuf> = self
+            .0
+            .keys()
+            .filter(|k| k.parent() == Some(path))
+            .cloned()
+            .collect();
+        Ok((!inside.is_empty()).then_some(inside))
+    }
+}
+
+fn generate_one(config: &str, files: &[(&str, &[u8])]) -> Result<Generated, ConfigError> {
+    let project = project::parse(
+        "berth.yaml",
+        PathBuf::from("/p"),
+        &format!("name: t\nconfigs:\n  c: {config}\n"),
+    )
+    .unwrap();
+    generate(&project, &project.configs[0], &Table::new(files))
+}
+
+fn data(g: &Generated) -> Vec<(&str, &str)> {
+    g.data
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect()
+}
+
+#[test]
+fn env_files_then_literals_then_files() {
+    let env = b"\xef\xbb\xbf# comment\n\n  LEVEL=debug\r\nEMPTY\nURL=http://x/?a=b\n";
+    let g = generate_one(
+        "{envs: [app.env], literals: [\"Q='quoted'\", 'D=\"dq\"', \"MIX='x\\\"\", \"EQ=a=b\"], files: [conf/app.yaml, \"renamed.txt=conf/other.txt\", dir]}",
+        &[("app.env", env), ("conf/app.yaml", b"a: 1\n"), ("conf/other.txt", b"x"), ("dir/one", b"1"), ("dir/two", b"2")],
+    )
+    .unwrap();
+    assert_eq!(
+        data(&g),
+        vec![
+            ("D", "dq"),
+            ("EMPTY", ""),
+            ("EQ", "a=b"),
+            ("LEVEL", "debug"),
+            ("MIX", "'x\""),
+            ("Q", "quoted"),
+            ("URL", "http://x/?a=b"),
+            ("app.yaml", "a: 1\n"),
+            ("one", "1"),
+            ("renamed.txt", "x"),
+            ("two", "2"),
+        ]
+    );
+    assert!(
+        g.name.starts_with("c-") && g.name.len() == 12 && g.immutable && g.binary_data.is_empty()
+    );
+}
+
+#[test]
+fn binary_content_and_secrets() {
+    let g = generate_one(
+        "{files: [blob.bin, text.txt]}",
+        &[
+            ("blob.bin", &[0xff, 0x00, 0x01]),
+            ("text.txt", "h\u{e9}".as_bytes()),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        g.binary_data,
+        vec![("blob.bin".to_string(), "/wAB".to_string())]
+    );
+    assert_eq!(data(&g), vec![("text.txt", "h\u{e9}")]);
+    let s = generate_one(
+        "{secret: true, literals: [\"password=s3cr3t\"], files: [blob.bin]}",
+        &[("blob.bin", &[0xff])],
+    )
+    .unwrap();
+    assert_eq!(s.kind, ConfigKind::Secret);
+    assert_eq!(s.secret_type.as_deref(), Some("Opaque"));
+    assert_eq!(
+        data(&s),
+        vec![("blob.bin", "/w=="), ("password", "czNjcjN0")]
+    );
+}
+
+#[test]
+fn same_data_same_name_different_data_different_name() {
+    let a = generate_one("{literals: [\"k=v\"]}", &[]).unwrap();
+    let b = generate_one("{literals: [\"k=v\"]}", &[]).unwrap();
+    let c = generate_one("{literals: [\"k=w\"]}", &[]).unwrap();
+    assert_eq!(a.name, b.name);
+    assert_ne!(a.name, c.name);
+    let unhashed = generate_one("{literals: [\"k=v\"], hash: false}", &[]).unwrap();
+    assert_eq!(unhashed.name, "c");
+    assert!(!unhashed.immutable);
+}
+
+#[test]
+fn errors_say_where_and_never_show_values() {
+    type Files<'a> = &'a [(&'a str, &'a [u8])];
+    let cases: &[(&str, Files, &str)] = &[
+        (
+            "{files: [missing.txt]}",
+            &[],
+            "berth.yaml:3:15: configs.c: cannot read `missing.txt`",
+        ),
+        (
+            "{envs: [e.env]}",
+            &[("e.env", b"OK=1\n1BAD=secret-value\n")],
+            "e.env:2: invalid variable name `1BAD`",
+        ),
+        (
+            "{envs: [e.env]}",
+            &[("e.env", b"A=\xff\n")],
+            "e.env:1: the line is not valid UTF-8",
+        ),
+        ("{literals: [\"=v\"]}", &[], "a literal is `KEY=VALUE`"),
+        ("{literals: [novalue]}", &[], "a literal is `KEY=VALUE`"),
+        ("{literals: [\"bad key=v\"]}", &[], "invalid key `bad key`"),
+        ("{literals: [\"..x=v\"]}", &[], "invalid key `..x`"),
+        (
+            "{literals: [\"k=1\", \"k=2\"]}",
+            &[],
+            "berth.yaml:3:25: configs.c: key `k` is given twice",
+        ),
+        ("{files: [\"=a\"]}", &[], "the key is missing"),
+        ("{files: [\"k=\"]}", &[], "the path is missing"),
+        ("{files: [\"a=b=c\"]}", &[], "cannot contain `=`"),
+        (
+            "{files: [\"k=dir\"]}",
+            &[("dir/x", b"1")],
+            "a directory adds each file under its own name",
+        ),
+    ];
+    for (config, files, want) in cases {
+        let err = generate_one(config, files).unwrap_err().to_string();
+        assert!(err.contains(want), "\n got: {err}\nwant: {want}");
+        assert!(!err.contains("secret-value"), "a value leaked: {err}");
+    }
+}
+
+#[test]
+fn generated_object_layout() {
+    // `n` is quoted: YAML 1.1 readers (go-yaml v2, used by kubectl) take a bare `n` for false.
+    let g = generate_one(
+        "{literals: [\"n=8080\", \"t=true\"], files: [f.txt]}",
+        &[("f.txt", b"line 1\nline 2\n")],
+    )
+    .unwrap();
+    let mut out = String::new();
+    berth_yaml::write_document(&mut out, &g.to_node(Some("ns")));
+    assert_eq!(
+        out,
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {}\n  namespace: ns\nimmutable: true\ndata:\n  f.txt: |\n    line 1\n    line 2\n  \"n\": \"8080\"\n  t: \"true\"\n", g.name)
+    );
+}

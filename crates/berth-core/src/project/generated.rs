@@ -1,0 +1,350 @@
+//! `configs:` and `caBundles:` of berth.yaml: what berth generates.
+
+use berth_yaml::{Node, Pos};
+
+use super::{Loader, ProjectError};
+use crate::suggest::closest;
+
+const CONFIG_KEYS: &[&str] = &[
+    "files",
+    "literals",
+    "envs",
+    "schema",
+    "secret",
+    "type",
+    "immutable",
+    "hash",
+];
+const CA_KEYS: &[&str] = &["sources", "key", "inject"];
+const INJECT_KEYS: &[&str] = &["components", "containers", "mountPath", "env"];
+
+/// A value with the position it was written at, for messages about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spanned<T> {
+    /// The value.
+    pub value: T,
+    /// Where it is written in berth.yaml.
+    pub pos: Pos,
+}
+
+/// One entry of `configs:`: a content-addressed ConfigMap or Secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigSpec {
+    /// The base name; the generated object is `<name>-<suffix>`.
+    pub name: String,
+    /// Where the entry is.
+    pub pos: Pos,
+    /// `files:` (`path`, `key=path`, or a directory), as written.
+    pub files: Vec<Spanned<String>>,
+    /// `literals:` (`KEY=VALUE`), as written.
+    pub literals: Vec<Spanned<String>>,
+    /// `envs:` (files of `KEY=VALUE` lines), as written.
+    pub envs: Vec<Spanned<String>>,
+    /// `schema:`: a JSON Schema every YAML/JSON file of the config must meet.
+    pub schema: Option<Spanned<String>>,
+    /// `secret: true` makes a Secret.
+    pub secret: bool,
+    /// `type:` of the Secret (default `Opaque`).
+    pub secret_type: Option<String>,
+    /// `immutable:` (default: the value of `hash`, since a name that does not
+    /// change with the content cannot hold immutable data that does).
+    pub immutable: bool,
+    /// `hash:` (default true): add the content-hash suffix to the name.
+    pub hash: bool,
+}
+
+/// One entry of `caBundles:`: PEM certificates combined into one ConfigMap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaBundleSpec {
+    /// The base name.
+    pub name: String,
+    /// Where the entry is.
+    pub pos: Pos,
+    /// `sources:`: PEM files or directories.
+    pub sources: Vec<Spanned<String>>,
+    /// `key:` in the ConfigMap (default `ca-bundle.crt`).
+    pub key: String,
+    /// `inject:`, if the bundle is mounted into containers.
+    pub inject: Option<Inject>,
+}
+
+/// `inject:` of a CA bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inject {
+    /// Containers running these components' images.
+    pub components: Vec<String>,
+    /// Containers with these names.
+    pub containers: Vec<String>,
+    /// Where the bundle file appears in the container.
+    pub mount_path: String,
+    /// Variables set to `mount_path` (default `SSL_CERT_FILE`).
+    pub env: Vec<String>,
+}
+
+/// Kubernetes object names: lowercase DNS subdomain; room is left for the suffix.
+fn is_object_name(s: &str, max: usize) -> bool {
+    !s.is_empty()
+        && s.len() <= max
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        && s.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && s.ends_with(|c: char| c.is_ascii_alphanumeric())
+}
+
+impl Loader<'_> {
+    fn bool(&self, node: &Node, key: &str) -> Result<bool, ProjectError> {
+        match node
+            .as_scalar()
+            .filter(|s| s.style == berth_yaml::Style::Plain)
+            .map(|s| s.text.as_str())
+        {
+            Some("true") => Ok(true),
+            Some("false") => Ok(false),
+            _ => Err(self.wrong(node, key, "`true` or `false`")),
+        }
+    }
+
+    fn strings(&self, node: &Node, key: &str) -> Result<Vec<Spanned<String>>, ProjectError> {
+        self.list(node, key, "a list of strings")?
+            .iter()
+            .map(|item| {
+                Ok(Spanned {
+                    value: self.string(item, key)?.to_string(),
+                    pos: item.pos,
+                })
+            })
+            .collect()
+    }
+
+    fn entry_name(&self, key: &Node, section: &str, max: usize) -> Result<String, ProjectError> {
+        let name = self.string(key, section)?;
+        if !is_object_name(name, max) {
+            return Err(ProjectError::InvalidValue {
+                file: self.file.to_string(),
+                pos: key.pos,
+                key: section.to_string(),
+                value: name.to_string(),
+                reason: "a name is lowercase letters, digits, `-` and `.`, starting and ending with a letter or digit, \
+                         short enough for the 11-character hash suffix",
+            });
+        }
+        Ok(name.to_string())
+    }
+
+    pub(super) fn configs(&self, node: &Node) -> Result<Vec<ConfigSpec>, ProjectError> {
+        if node.is_null() {
+            return Ok(Vec::new());
+        }
+        let entries = node
+            .as_map()
+            .ok_or_else(|| self.wrong(node, "configs", "a mapping of config names"))?;
+        let mut out = Vec::new();
+        for (key, value) in entries {
+            // 253 characters for an object name, minus `-` and the 10-character suffix.
+            let name = self.entry_name(key, "configs", 242)?;
+            let context = format!("configs.{name}");
+            let mut spec = ConfigSpec {
+                name,
+                pos: key.pos,
+                files: Vec::new(),
+                literals: Vec::new(),
+                envs: Vec::new(),
+                schema: None,
+                secret: false,
+                secret_type: None,
+                immutable: true,
+                hash: true,
+            };
+            let mut immutable = None;
+            for (k, v) in self.fields(value, &context, CONFIG_KEYS)? {
+                let field = format!("{context}.{}", k.as_str().unwrap_or_default());
+                match k.as_str().unwrap_or_default() {
+                    "files" => spec.files = self.strings(v, &field)?,
+                    "literals" => spec.literals = self.strings(v, &field)?,
+                    "envs" => spec.envs = self.strings(v, &field)?,
+                    "schema" => {
+                        spec.schema = Some(Spanned {
+                            value: self.string(v, &field)?.to_string(),
+                            pos: v.pos,
+                        })
+                    }
+                    "secret" => spec.secret = self.bool(v, &field)?,
+                    "type" => spec.secret_type = Some(self.string(v, &field)?.to_string()),
+                    "immutable" => immutable = Some(self.bool(v, &field)?),
+                    "hash" => spec.hash = self.bool(v, &field)?,
+                    _ => {}
+                }
+            }
+            spec.immutable = immutable.unwrap_or(spec.hash);
+            if spec.secret_type.is_some() && !spec.secret {
+                return Err(self.invalid(
+                    value,
+                    &format!("{context}.type"),
+                    spec.secret_type.as_deref().unwrap_or_default(),
+                    "`type:` applies to Secrets; add `secret: true` or remove it",
+                ));
+            }
+            out.push(spec);
+        }
+        Ok(out)
+    }
+
+    pub(super) fn ca_bundles(
+        &self,
+        node: &Node,
+        components: &[String],
+    ) -> Result<Vec<CaBundleSpec>, ProjectError> {
+        if node.is_null() {
+            return Ok(Vec::new());
+        }
+        let entries = node
+            .as_map()
+            .ok_or_else(|| self.wrong(node, "caBundles", "a mapping of bundle names"))?;
+        let mut out = Vec::new();
+        for (key, value) in entries {
+            // Also a volume name: a DNS label of at most 63 characters.
+            let name = self.entry_name(key, "caBundles", 63)?;
+            let context = format!("caBundles.{name}");
+            let mut spec = CaBundleSpec {
+                name,
+                pos: key.pos,
+                sources: Vec::new(),
+                key: "ca-bundle.crt".into(),
+                inject: None,
+            };
+            for (k, v) in self.fields(value, &context, CA_KEYS)? {
+                let field = format!("{context}.{}", k.as_str().unwrap_or_default());
+                match k.as_str().unwrap_or_default() {
+                    "sources" => spec.sources = self.strings(v, &field)?,
+                    "key" => {
+                        let key = self.string(v, &field)?;
+                        if !crate::configs::is_config_key(key) {
+                            return Err(self.invalid(
+                                v,
+                                &field,
+                                key,
+                                "a key is letters, digits, `-`, `_` and `.`",
+                            ));
+                        }
+                        spec.key = key.to_string();
+                    }
+                    "inject" => spec.inject = Some(self.inject(v, &field, components)?),
+                    _ => {}
+                }
+            }
+            if spec.sources.is_empty() {
+                return Err(ProjectError::Missing {
+                    file: self.file.to_string(),
+                    pos: key.pos,
+                    key: "sources",
+                    context: format!("CA bundle `{}`", spec.name),
+                });
+            }
+            if let Some(inject) = &mut spec.inject {
+                if inject.mount_path.is_empty() {
+                    inject.mount_path = format!("/etc/ssl/certs/berth/{}/{}", spec.name, spec.key);
+                }
+            }
+            out.push(spec);
+        }
+        Ok(out)
+    }
+
+    fn inject(
+        &self,
+        node: &Node,
+        context: &str,
+        components: &[String],
+    ) -> Result<Inject, ProjectError> {
+        let mut inject = Inject {
+            components: Vec::new(),
+            containers: Vec::new(),
+            mount_path: String::new(),
+            env: vec!["SSL_CERT_FILE".into()],
+        };
+        for (k, v) in self.fields(node, context, INJECT_KEYS)? {
+            let field = format!("{context}.{}", k.as_str().unwrap_or_default());
+            match k.as_str().unwrap_or_default() {
+                "components" => {
+                    for item in self.strings(v, &field)? {
+                        if !components.contains(&item.value) {
+                            return Err(ProjectError::UnknownKey {
+                                file: self.file.to_string(),
+                                pos: item.pos,
+                                suggestion: closest(
+                                    &item.value,
+                                    components.iter().map(String::as_str),
+                                )
+                                .map(str::to_string),
+                                key: item.value,
+                                context: format!("{field} (components are the keys of `images:`)"),
+                                expected: &[],
+                            });
+                        }
+                        inject.components.push(item.value);
+                    }
+                }
+                "containers" => {
+                    inject.containers = self
+                        .strings(v, &field)?
+                        .into_iter()
+                        .map(|s| s.value)
+                        .collect()
+                }
+                "mountPath" => {
+                    let path = self.string(v, &field)?;
+                    if !path.starts_with('/') || path.ends_with('/') {
+                        return Err(self.invalid(v, &field, path, "an absolute file path in the container, e.g. `/etc/ssl/certs/berth/ca-bundle.crt`"));
+                    }
+                    inject.mount_path = path.to_string();
+                }
+                "env" => {
+                    inject.env = Vec::new();
+                    for item in self.list(v, &field, "a list of variable names")? {
+                        inject.env.push(self.variable(item, &field)?);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if inject.components.is_empty() && inject.containers.is_empty() {
+            return Err(ProjectError::Missing {
+                file: self.file.to_string(),
+                pos: node.pos,
+                key: "components",
+                context: format!("`{context}` (name `components:` or `containers:`)"),
+            });
+        }
+        Ok(inject)
+    }
+
+    pub(super) fn check_generated_names(
+        &self,
+        project: &super::Project,
+    ) -> Result<(), ProjectError> {
+        let mut seen: Vec<(&str, &'static str)> = Vec::new();
+        let all = project
+            .configs
+            .iter()
+            .map(|c| (c.name.as_str(), c.pos, "configs"))
+            .chain(
+                project
+                    .ca_bundles
+                    .iter()
+                    .map(|b| (b.name.as_str(), b.pos, "caBundles")),
+            );
+        for (name, pos, section) in all {
+            if let Some((_, first)) = seen.iter().find(|(n, _)| *n == name) {
+                return Err(ProjectError::DuplicateName {
+                    file: self.file.to_string(),
+                    pos,
+                    name: name.to_string(),
+                    first,
+                    second: section,
+                });
+            }
+            seen.push((name, section));
+        }
+        Ok(())
+    }
+}
