@@ -47,6 +47,12 @@ pub enum Command {
     /// post-renderer and after `kubectl kustomize`:
     /// `kubectl kustomize overlays/dev | berth render - | kubectl apply -f -`.
     Render(RenderArgs),
+    /// Run every check of the project without writing anything.
+    ///
+    /// Loads berth.yaml, resolves every image, generates every config (validating typed
+    /// configs against their schemas) and CA bundle, and renders the manifests in memory.
+    /// Exit status 0 and no output when all is well; 1 with the problems on stderr otherwise.
+    Validate(RenderArgs),
 }
 
 #[derive(Debug, Args)]
@@ -141,4 +147,7 @@ pub struct RenderArgs {
     /// (overrides `pullPolicy:`). Repeatable.
     #[arg(long = "pull-policy", value_name = "NAME=POLICY", value_parser = name_value)]
     pub pull_policies: Vec<(String, String)>,
+    /// Treat expired or not-yet-valid certificates in CA bundles as errors, not warnings.
+    #[arg(long)]
+    pub strict: bool,
 }

@@ -3,6 +3,7 @@
 mod cli;
 mod commands;
 mod fs_source;
+mod generate;
 mod inputs;
 mod output;
 mod project_file;
@@ -46,6 +47,9 @@ fn run(cli: &Cli) -> Result<u8> {
         }),
         Command::Render(args) => with_resolution(cli, &args.resolve, |project, resolution| {
             commands::render::run(args, project, resolution).map(|()| 0)
+        }),
+        Command::Validate(args) => with_resolution(cli, &args.resolve, |project, resolution| {
+            commands::validate::run(args, project, resolution).map(|()| 0)
         }),
     }
 }

@@ -6,7 +6,9 @@
 //! is kustomize's ([`hash`]). File contents come through [`FileSource`], so
 //! this module does no I/O of its own.
 
+pub mod ca;
 pub mod hash;
+pub mod schema;
 mod sources;
 
 use std::path::{Path, PathBuf};
@@ -113,6 +115,9 @@ pub enum ConfigError {
         /// The key.
         key: String,
     },
+    /// A typed config fails its schema (or the schema cannot be used).
+    #[error(transparent)]
+    Schema(#[from] schema::SchemaError),
     /// Two sources give the same key.
     #[error("{file}:{pos}: {config}: key `{key}` is given twice; each key may come from one source only")]
     DuplicateKey {
@@ -157,6 +162,9 @@ pub fn generate(
     files: &dyn FileSource,
 ) -> Result<Generated, ConfigError> {
     let pairs = sources::collect(project, spec, files)?;
+    if let Some(schema) = &spec.schema {
+        check_schema(project, spec, schema, &pairs, files)?;
+    }
     let context = format!("configs.{}", spec.name);
     let mut data: Vec<(String, String)> = Vec::new();
     let mut binary: Vec<(String, String)> = Vec::new();
@@ -218,6 +226,45 @@ pub fn generate(
         hashed: spec.hash,
         content_sha256,
     })
+}
+
+/// Checks every YAML/JSON file of a config against its schema; all violations at once.
+fn check_schema(
+    project: &Project,
+    spec: &ConfigSpec,
+    schema: &crate::project::Spanned<String>,
+    pairs: &[sources::Pair],
+    files: &dyn FileSource,
+) -> Result<(), ConfigError> {
+    let path = under(&project.dir, &schema.value);
+    let checker = schema::Checker::load(
+        &schema::SchemaSource {
+            project_file: &project.file,
+            pos: schema.pos,
+            config: &spec.name,
+            written: &schema.value,
+            path: &path,
+            secret: spec.secret,
+        },
+        files,
+    )?;
+    let mut violations = Vec::new();
+    for pair in pairs {
+        let Some(shown) = &pair.file else { continue };
+        let typed = [".yaml", ".yml", ".json"]
+            .iter()
+            .any(|ext| shown.ends_with(ext));
+        if !typed {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&pair.value);
+        violations.extend(checker.check(shown, &text)?);
+    }
+    if violations.is_empty() {
+        Ok(())
+    } else {
+        Err(checker.error(violations).into())
+    }
 }
 
 impl Generated {

@@ -21,6 +21,8 @@ pub(super) struct Pair {
     pub key: String,
     pub value: Vec<u8>,
     pub pos: Pos,
+    /// The file it came from (as written, or `dir/name`), for file sources.
+    pub file: Option<String>,
 }
 
 pub(super) fn collect(
@@ -58,6 +60,7 @@ pub(super) fn collect(
             key,
             value: value.into_bytes(),
             pos: env.pos,
+            file: None,
         }));
     }
 
@@ -76,6 +79,7 @@ pub(super) fn collect(
             key: key.to_string(),
             value: remove_quotes(value).as_bytes().to_vec(),
             pos: literal.pos,
+            file: None,
         });
     }
 
@@ -103,13 +107,15 @@ pub(super) fn collect(
                         .file_name()
                         .map(|n| n.to_string_lossy().into_owned())
                         .unwrap_or_default();
+                    let shown = format!("{}/{name}", path.trim_end_matches('/'));
                     let value = files
                         .read(&entry)
-                        .map_err(|e| read_error(source.pos, &entry.display().to_string(), e))?;
+                        .map_err(|e| read_error(source.pos, &shown, e))?;
                     pairs.push(Pair {
                         key: name,
                         value,
                         pos: source.pos,
+                        file: Some(shown),
                     });
                 }
             }
@@ -122,6 +128,7 @@ pub(super) fn collect(
                     key,
                     value,
                     pos: source.pos,
+                    file: Some(path.to_string()),
                 });
             }
         }

@@ -5,6 +5,7 @@
 //! the next is read, so memory stays near the size of input plus output.
 
 mod images;
+mod inject;
 pub mod pods;
 mod refs;
 
@@ -17,6 +18,7 @@ use crate::project::{Project, PullPolicy};
 use crate::resolve::Resolution;
 use crate::suggest::hint;
 pub use images::ImageRewriter;
+pub use inject::CaInjector;
 pub use refs::{ConfigRewriter, CONFIG_HASH_ANNOTATION};
 
 /// One input stream: its name (for messages) and its text.
@@ -115,6 +117,7 @@ pub fn render(
 ) -> Result<Rendered, RenderError> {
     let policies = pull_policies(project, resolution, options)?;
     let rewriter = ImageRewriter::new(resolution, &policies, &project.image_paths);
+    let injector = CaInjector::new(project, resolution);
     let mut configs = ConfigRewriter::new(generated);
     let total: usize = inputs.iter().map(|i| i.text.len()).sum();
     let mut out = Rendered {
@@ -134,6 +137,7 @@ pub fn render(
             for mut object in expand_list(&input.name, doc)? {
                 let (api_version, kind) = identity(&input.name, &object)?;
                 out.images_matched += rewriter.rewrite(&mut object, &api_version, &kind);
+                injector.inject(&mut object, &kind);
                 let namespace = object
                     .get("metadata")
                     .and_then(|m| m.get("namespace"))

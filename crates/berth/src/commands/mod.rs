@@ -4,3 +4,4 @@ pub mod env;
 pub mod images;
 pub mod ref_cmd;
 pub mod render;
+pub mod validate;

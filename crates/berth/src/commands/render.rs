@@ -7,22 +7,30 @@ use berth_core::render::{self, ObjectInfo, Options, RenderError, Rendered};
 use berth_core::{Project, Resolution};
 
 use crate::cli::RenderArgs;
-use crate::fs_source::Fs;
+use crate::generate;
 use crate::inputs;
 use crate::output::print;
 
 /// Marks a directory written by `berth render --out`, so berth replaces only its own output.
 const MARKER: &str = ".berth-render";
 
-pub fn run(args: &RenderArgs, project: &Project, resolution: &Resolution<'_>) -> Result<()> {
-    let generated = berth_core::configs::generate_all(project, &Fs)?;
+/// Renders into memory: everything `run` checks, without writing.
+pub fn render_all(
+    args: &RenderArgs,
+    project: &Project,
+    resolution: &Resolution<'_>,
+) -> Result<Rendered> {
+    let generated = generate::all(project, args.strict)?;
     let inputs = inputs::gather(project, &args.paths)?;
     let options = Options {
         pull_policies: args.pull_policies.clone(),
         ..Options::default()
     };
-    let rendered =
-        render::render(project, resolution, &generated, &inputs, &options).map_err(explain)?;
+    render::render(project, resolution, &generated, &inputs, &options).map_err(explain)
+}
+
+pub fn run(args: &RenderArgs, project: &Project, resolution: &Resolution<'_>) -> Result<()> {
+    let rendered = render_all(args, project, resolution)?;
     match &args.out {
         None => print(&rendered.yaml),
         Some(dir) => write_dir(dir, &rendered),

@@ -1,0 +1,305 @@
+//! CA bundles: PEM certificates validated, de-duplicated, ordered and
+//! combined into one content-addressed ConfigMap.
+//!
+//! Only `CERTIFICATE` blocks that parse as X.509 are kept. Any other block
+//! (a private key above all) is an error: a trust bundle must never carry a
+//! key. Expired and not-yet-valid certificates are warnings, or errors when
+//! strict. The current time is an argument, so results are reproducible.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use base64::Engine as _;
+use berth_yaml::Pos;
+use sha2::{Digest as _, Sha256};
+use x509_parser::pem::Pem;
+
+use super::{hash, under, ConfigKind, FileSource, Generated};
+use crate::project::{CaBundleSpec, Project};
+
+/// Most bytes of PEM a bundle reads, over all its sources.
+pub const MAX_BUNDLE_BYTES: usize = 10 * 1024 * 1024;
+/// Most distinct certificates in one bundle.
+pub const MAX_CERTIFICATES: usize = 1000;
+/// Files taken from a source directory (explicitly named files may have any name).
+const PEM_EXTENSIONS: &[&str] = &["pem", "crt", "cer"];
+
+/// A built bundle and what the user should know about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaBundle {
+    /// The ConfigMap.
+    pub generated: Generated,
+    /// Distinct certificates in it.
+    pub certificates: usize,
+    /// Duplicates dropped.
+    pub duplicates: usize,
+    /// Expired or not-yet-valid certificates (errors instead when strict).
+    pub warnings: Vec<String>,
+}
+
+/// Why a bundle cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CaError {
+    /// A source cannot be read.
+    #[error("{file}:{pos}: caBundles.{bundle}: cannot read `{path}`: {reason}")]
+    Read {
+        /// The project file.
+        file: String,
+        /// Where the source is named.
+        pos: Pos,
+        /// The bundle.
+        bundle: String,
+        /// The path.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// A source holds something that is not a usable certificate.
+    #[error("{path}: {problem} (in caBundles.{bundle})")]
+    Content {
+        /// The source file.
+        path: String,
+        /// What is wrong, and how to fix it.
+        problem: String,
+        /// The bundle.
+        bundle: String,
+    },
+    /// A limit was exceeded.
+    #[error("{file}:{pos}: caBundles.{bundle}: {problem}")]
+    Limit {
+        /// The project file.
+        file: String,
+        /// Where the bundle is.
+        pos: Pos,
+        /// The bundle.
+        bundle: String,
+        /// Which limit.
+        problem: String,
+    },
+}
+
+struct Certificate {
+    subject: String,
+    fingerprint: String,
+    der: Vec<u8>,
+}
+
+/// Builds one bundle at time `now` (seconds since the Unix epoch).
+pub fn build(
+    project: &Project,
+    spec: &CaBundleSpec,
+    files: &dyn FileSource,
+    now: i64,
+    strict: bool,
+) -> Result<CaBundle, CaError> {
+    let limit = |problem: String| CaError::Limit {
+        file: project.file.clone(),
+        pos: spec.pos,
+        bundle: spec.name.clone(),
+        problem,
+    };
+    let content = |path: &str, problem: String| CaError::Content {
+        path: path.to_string(),
+        problem,
+        bundle: spec.name.clone(),
+    };
+    let mut total = 0usize;
+    let mut by_fingerprint: BTreeMap<String, Certificate> = BTreeMap::new();
+    let mut duplicates = 0;
+    let mut warnings = Vec::new();
+    for (path, pos, shown) in source_files(project, spec, files)? {
+        let bytes = files.read(&path).map_err(|e| CaError::Read {
+            file: project.file.clone(),
+            pos,
+            bundle: spec.name.clone(),
+            path: shown.clone(),
+            reason: e.to_string(),
+        })?;
+        total += bytes.len();
+        if total > MAX_BUNDLE_BYTES {
+            return Err(limit(format!(
+                "the sources hold more than {} MB of PEM; split the bundle",
+                MAX_BUNDLE_BYTES >> 20
+            )));
+        }
+        let mut found = 0;
+        for (index, block) in Pem::iter_from_buffer(&bytes).enumerate() {
+            let block = block.map_err(|e| {
+                content(
+                    &shown,
+                    format!(
+                        "PEM block {} is malformed ({e}); re-export the certificate",
+                        index + 1
+                    ),
+                )
+            })?;
+            if block.label != "CERTIFICATE" {
+                let hint = if block.label.contains("PRIVATE KEY") {
+                    "a trust bundle must never contain a key; remove the key from this file"
+                } else {
+                    "only CERTIFICATE blocks belong in a trust bundle"
+                };
+                return Err(content(
+                    &shown,
+                    format!("PEM block {} is a `{}`: {hint}", index + 1, block.label),
+                ));
+            }
+            let (_, cert) = x509_parser::parse_x509_certificate(&block.contents).map_err(|e| {
+                content(
+                    &shown,
+                    format!(
+                        "PEM block {} is not a valid X.509 certificate ({e})",
+                        index + 1
+                    ),
+                )
+            })?;
+            found += 1;
+            let subject = cert.subject().to_string();
+            let validity = cert.validity();
+            let problem = if validity.not_after.timestamp() < now {
+                Some(format!("expired on {}", validity.not_after))
+            } else if validity.not_before.timestamp() > now {
+                Some(format!("not valid until {}", validity.not_before))
+            } else {
+                None
+            };
+            if let Some(problem) = problem {
+                let message = format!(
+                    "{shown}: certificate `{subject}` is {problem} (in caBundles.{})",
+                    spec.name
+                );
+                if strict {
+                    return Err(content(&shown, format!("certificate `{subject}` is {problem}; remove it, or drop --strict to allow it")));
+                }
+                warnings.push(message);
+            }
+            let fingerprint: String = Sha256::digest(&block.contents)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            if by_fingerprint.contains_key(&fingerprint) {
+                duplicates += 1;
+                continue;
+            }
+            by_fingerprint.insert(
+                fingerprint.clone(),
+                Certificate {
+                    subject,
+                    fingerprint,
+                    der: block.contents,
+                },
+            );
+            if by_fingerprint.len() > MAX_CERTIFICATES {
+                return Err(limit(format!(
+                    "more than {MAX_CERTIFICATES} distinct certificates; split the bundle"
+                )));
+            }
+        }
+        if found == 0 {
+            return Err(content(
+                &shown,
+                "no PEM certificate found; expected `-----BEGIN CERTIFICATE-----` blocks".into(),
+            ));
+        }
+    }
+    let mut certificates: Vec<Certificate> = by_fingerprint.into_values().collect();
+    certificates.sort_by(|a, b| (&a.subject, &a.fingerprint).cmp(&(&b.subject, &b.fingerprint)));
+    let pem = encode_pem(&certificates);
+    let data = vec![(spec.key.clone(), pem)];
+    let content_sha256 = hash::content_sha256(&hash::HashInput {
+        kind: "ConfigMap",
+        secret_type: None,
+        data: &data,
+        binary_data: &[],
+    });
+    let generated = Generated {
+        base_name: spec.name.clone(),
+        name: format!("{}-{}", spec.name, hash::suffix(&content_sha256)),
+        kind: ConfigKind::ConfigMap,
+        secret_type: None,
+        data,
+        binary_data: Vec::new(),
+        immutable: true,
+        hashed: true,
+        content_sha256,
+    };
+    Ok(CaBundle {
+        generated,
+        certificates: certificates.len(),
+        duplicates,
+        warnings,
+    })
+}
+
+/// The files of a bundle's sources, in order: named files as given, directory entries sorted.
+fn source_files(
+    project: &Project,
+    spec: &CaBundleSpec,
+    files: &dyn FileSource,
+) -> Result<Vec<(PathBuf, Pos, String)>, CaError> {
+    let mut out = Vec::new();
+    for source in &spec.sources {
+        let path = under(&project.dir, &source.value);
+        let read_error = |e: std::io::Error| CaError::Read {
+            file: project.file.clone(),
+            pos: source.pos,
+            bundle: spec.name.clone(),
+            path: source.value.clone(),
+            reason: e.to_string(),
+        };
+        match files.list_dir(&path).map_err(read_error)? {
+            Some(entries) => {
+                let before = out.len();
+                let mut entries: Vec<PathBuf> = entries
+                    .into_iter()
+                    .filter(|p| {
+                        p.extension()
+                            .and_then(|e| e.to_str())
+                            .is_some_and(|e| PEM_EXTENSIONS.contains(&e))
+                    })
+                    .collect();
+                entries.sort();
+                for entry in entries {
+                    let shown = format!(
+                        "{}/{}",
+                        source.value.trim_end_matches('/'),
+                        entry
+                            .file_name()
+                            .map(|n| n.to_string_lossy())
+                            .unwrap_or_default()
+                    );
+                    out.push((entry, source.pos, shown));
+                }
+                if out.len() == before {
+                    return Err(CaError::Content {
+                        path: source.value.clone(),
+                        problem: "the directory has no *.pem, *.crt or *.cer files".into(),
+                        bundle: spec.name.clone(),
+                    });
+                }
+            }
+            None => out.push((path, source.pos, source.value.clone())),
+        }
+    }
+    Ok(out)
+}
+
+fn encode_pem(certificates: &[Certificate]) -> String {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut out = String::new();
+    for cert in certificates {
+        out.push_str("-----BEGIN CERTIFICATE-----\n");
+        let text = b64.encode(&cert.der);
+        for chunk in text.as_bytes().chunks(64) {
+            // base64 output is ASCII, so every chunk is valid UTF-8.
+            out.push_str(std::str::from_utf8(chunk).unwrap_or_default());
+            out.push('\n');
+        }
+        out.push_str("-----END CERTIFICATE-----\n");
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "ca_tests.rs"]
+mod tests;

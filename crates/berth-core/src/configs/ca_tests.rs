@@ -1,0 +1,190 @@
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use rcgen::{date_time_ymd, CertificateParams, DnType, KeyPair};
+
+use super::*;
+use crate::project;
+
+/// 2026-06-01, inside the validity of the "current" test certificates.
+const NOW: i64 = 1_780_272_000;
+
+fn cert(cn: &str, from: (i32, u8, u8), until: (i32, u8, u8)) -> (String, String) {
+    let mut params = CertificateParams::new(vec![format!("{cn}.example")]).unwrap();
+    params.distinguished_name.push(DnType::CommonName, cn);
+    params.not_before = date_time_ymd(from.0, from.1, from.2);
+    params.not_after = date_time_ymd(until.0, until.1, until.2);
+    let key = KeyPair::generate().unwrap();
+    (params.self_signed(&key).unwrap().pem(), key.serialize_pem())
+}
+
+struct Table(HashMap<PathBuf, Vec<u8>>);
+
+impl FileSource for Table {
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        self.0
+            .get(path)
+            .cloned()
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
+    }
+    fn list_dir(&self, path: &Path) -> std::io::Result<Option<Vec<PathBuf>>> {
+        let inside: Vec<PathBuf> = self
+            .0
+            .keys()
+            .filter(|k| k.parent() == Some(path))
+            .cloned()
+            .collect();
+        Ok((!inside.is_empty()).then_some(inside))
+    }
+}
+
+fn build_with(
+    sources: &str,
+    files: Vec<(&str, String)>,
+    strict: bool,
+) -> Result<CaBundle, CaError> {
+    let p = project::parse(
+        "berth.yaml",
+        PathBuf::from("/p"),
+        &format!("name: t\ncaBundles:\n  corp: {{sources: {sources}}}\n"),
+    )
+    .unwrap();
+    let table = Table(
+        files
+            .into_iter()
+            .map(|(k, v)| (Path::new("/p").join(k), v.into_bytes()))
+            .collect(),
+    );
+    build(&p, &p.ca_bundles[0], &table, NOW, strict)
+}
+
+#[test]
+fn validates_deduplicates_and_orders() {
+    let (a, _) = cert("alpha", (2024, 1, 1), (2030, 1, 1));
+    let (b, _) = cert("beta", (2024, 1, 1), (2030, 1, 1));
+    let files = vec![
+        ("certs/2.pem", format!("# beta first, with a comment\n{b}")),
+        ("certs/1.crt", format!("{a}{b}")),
+        (
+            "certs/notes.txt",
+            "ignored: not a certificate extension".into(),
+        ),
+        ("vendor.pem", a.clone()),
+    ];
+    let bundle = build_with("[certs/, vendor.pem]", files.clone(), false).unwrap();
+    assert_eq!((bundle.certificates, bundle.duplicates), (2, 2));
+    assert!(bundle.warnings.is_empty());
+    let pem = &bundle.generated.data[0].1;
+    assert_eq!(bundle.generated.data[0].0, "ca-bundle.crt");
+    assert_eq!(pem.matches("BEGIN CERTIFICATE").count(), 2);
+    assert!(bundle.generated.name.starts_with("corp-"));
+    // Order and bytes do not depend on the order of the sources.
+    let reordered = build_with("[vendor.pem, certs/]", files, false).unwrap();
+    assert_eq!(reordered.generated, bundle.generated);
+    // The bundle parses back to the same certificates.
+    let back: Vec<_> = Pem::iter_from_buffer(pem.as_bytes())
+        .map(|p| p.unwrap().contents)
+        .collect();
+    assert_eq!(back.len(), 2);
+}
+
+#[test]
+fn expired_and_future_certificates_warn_or_fail_when_strict() {
+    let (old, _) = cert("old", (2010, 1, 1), (2020, 1, 1));
+    let (future, _) = cert("future", (2030, 1, 1), (2040, 1, 1));
+    let files = vec![("a.pem", format!("{old}{future}"))];
+    let bundle = build_with("[a.pem]", files.clone(), false).unwrap();
+    assert_eq!(bundle.warnings.len(), 2);
+    assert!(
+        bundle.warnings[0].contains("`CN=old` is expired on"),
+        "{:?}",
+        bundle.warnings
+    );
+    assert!(
+        bundle.warnings[1].contains("`CN=future` is not valid until"),
+        "{:?}",
+        bundle.warnings
+    );
+    let err = build_with("[a.pem]", files, true).unwrap_err().to_string();
+    assert!(
+        err.starts_with("a.pem: certificate `CN=old` is expired") && err.contains("drop --strict"),
+        "{err}"
+    );
+}
+
+#[test]
+fn keys_garbage_and_limits_are_errors() {
+    let (good, key) = cert("good", (2024, 1, 1), (2030, 1, 1));
+    let cases = vec![
+        (
+            vec![("a.pem", format!("{good}{key}"))],
+            "a.pem: PEM block 2 is a `PRIVATE KEY`: a trust bundle must never contain a key",
+        ),
+        (
+            vec![("a.pem", "just text\n".to_string())],
+            "a.pem: no PEM certificate found",
+        ),
+        (
+            vec![(
+                "a.pem",
+                "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n"
+                    .to_string(),
+            )],
+            "a.pem: PEM block 1 is not a valid X.509 certificate",
+        ),
+        (
+            vec![(
+                "a.pem",
+                "-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n".to_string(),
+            )],
+            "a.pem: PEM block 1 is malformed",
+        ),
+        (
+            vec![(
+                "a.pem",
+                "-----BEGIN X509 CRL-----\nAAAA\n-----END X509 CRL-----\n".to_string(),
+            )],
+            "only CERTIFICATE blocks belong",
+        ),
+        (
+            vec![],
+            "berth.yaml:3:20: caBundles.corp: cannot read `a.pem`",
+        ),
+    ];
+    for (files, want) in cases {
+        let err = build_with("[a.pem]", files, false).unwrap_err().to_string();
+        assert!(err.contains(want), "\n got: {err}\nwant: {want}");
+        assert!(
+            !err.contains("BEGIN PRIVATE KEY"),
+            "never print key material: {err}"
+        );
+    }
+    let big = vec![("a.pem", "x".repeat(MAX_BUNDLE_BYTES + 1))];
+    assert!(build_with("[a.pem]", big, false)
+        .unwrap_err()
+        .to_string()
+        .contains("more than 10 MB"));
+}
+
+#[test]
+fn more_than_a_thousand_certificates_is_an_error() {
+    // One key signs them all: generating 1,001 keys would only slow the test down.
+    let key = KeyPair::generate().unwrap();
+    let mut pem = String::new();
+    for i in 0..=MAX_CERTIFICATES {
+        let mut params = CertificateParams::new(vec![]).unwrap();
+        params
+            .distinguished_name
+            .push(DnType::CommonName, format!("c{i}"));
+        params.not_before = date_time_ymd(2024, 1, 1);
+        params.not_after = date_time_ymd(2030, 1, 1);
+        pem.push_str(&params.self_signed(&key).unwrap().pem());
+    }
+    let err = build_with("[a.pem]", vec![("a.pem", pem)], false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("more than 1000 distinct certificates"),
+        "{err}"
+    );
+}

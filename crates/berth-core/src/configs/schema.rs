@@ -1,0 +1,365 @@
+//! Typed configs: each YAML/JSON file of a config is checked against the
+//! config's JSON Schema (draft 2020-12 or draft 7, from `$schema`) before
+//! anything is generated. Every violation is reported, with file, line,
+//! column and JSON pointer. `$ref` may name local files only; they are read
+//! up front through [`FileSource`], so validation never touches the network.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use berth_yaml::{Limits, Node, Pos, Style, Value as Yaml};
+use serde_json::{Map, Number, Value};
+
+use super::FileSource;
+
+/// One schema violation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// The data file.
+    pub file: String,
+    /// Where the offending value is.
+    pub pos: Pos,
+    /// JSON pointer of the offending value (`""` is the whole document).
+    pub pointer: String,
+    /// What is wrong (without the value, for Secrets).
+    pub message: String,
+}
+
+/// A typed config that fails its checks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchemaError {
+    /// The schema itself cannot be used.
+    #[error("{file}:{pos}: configs.{config}: schema `{path}`: {reason}")]
+    Schema {
+        /// The project file.
+        file: String,
+        /// Where `schema:` is.
+        pos: Pos,
+        /// The config.
+        config: String,
+        /// The schema path.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// A data file is not valid YAML/JSON.
+    #[error("{file}:{source} (a file of configs.{config}, which has a schema)")]
+    Data {
+        /// The data file.
+        file: String,
+        /// The YAML error.
+        source: berth_yaml::Error,
+        /// The config.
+        config: String,
+    },
+    /// Data files violate the schema.
+    #[error("{}", render_violations(config, schema, violations))]
+    Violations {
+        /// The config.
+        config: String,
+        /// The schema path.
+        schema: String,
+        /// Every violation, in file order.
+        violations: Vec<Violation>,
+    },
+}
+
+fn render_violations(config: &str, schema: &str, violations: &[Violation]) -> String {
+    let mut out = format!(
+        "configs.{config}: {} violation(s) of {schema}:",
+        violations.len()
+    );
+    for v in violations {
+        let pointer = if v.pointer.is_empty() {
+            "(document)"
+        } else {
+            v.pointer.as_str()
+        };
+        out.push_str(&format!(
+            "\n  {}:{}: {pointer}: {}",
+            v.file, v.pos, v.message
+        ));
+    }
+    out
+}
+
+/// A schema, ready to check files.
+pub struct Checker {
+    validator: jsonschema::Validator,
+    config: String,
+    schema: String,
+    secret: bool,
+}
+
+/// What the caller knows about the schema: where `schema:` is written and the file's path.
+pub struct SchemaSource<'a> {
+    /// The project file (for messages).
+    pub project_file: &'a str,
+    /// Where `schema:` is written.
+    pub pos: Pos,
+    /// The config's name.
+    pub config: &'a str,
+    /// The path as written.
+    pub written: &'a str,
+    /// The absolute path.
+    pub path: &'a Path,
+    /// Whether the config is a Secret (messages then omit values).
+    pub secret: bool,
+}
+
+impl Checker {
+    /// Loads the schema and every local file it refers to.
+    pub fn load(source: &SchemaSource<'_>, files: &dyn FileSource) -> Result<Checker, SchemaError> {
+        let fail = |reason: String| SchemaError::Schema {
+            file: source.project_file.to_string(),
+            pos: source.pos,
+            config: source.config.to_string(),
+            path: source.written.to_string(),
+            reason,
+        };
+        let root = read_json(files, source.path).map_err(&fail)?;
+        let mut documents = HashMap::new();
+        collect_refs(&root, source.path, files, &mut documents).map_err(&fail)?;
+        let validator = jsonschema::options()
+            .with_base_uri(file_uri(source.path))
+            .with_retriever(LocalOnly(documents))
+            .build(&root)
+            .map_err(|e| fail(format!("not a usable JSON Schema: {e}")))?;
+        Ok(Checker {
+            validator,
+            config: source.config.to_string(),
+            schema: source.written.to_string(),
+            secret: source.secret,
+        })
+    }
+
+    /// Every violation in the documents of `text` (named `file` in messages).
+    pub fn check(&self, file: &str, text: &str) -> Result<Vec<Violation>, SchemaError> {
+        let mut out = Vec::new();
+        for doc in berth_yaml::Documents::new(text, Limits::default()) {
+            let doc = doc.map_err(|source| SchemaError::Data {
+                file: file.to_string(),
+                source,
+                config: self.config.clone(),
+            })?;
+            let mut positions = HashMap::new();
+            let instance = to_json(&doc, String::new(), &mut positions);
+            for error in self.validator.iter_errors(&instance) {
+                let pointer = error.instance_path().as_str().to_string();
+                // An unexpected key is best shown where the key is written.
+                let key_pos = match error.kind() {
+                    jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
+                        unexpected.first().and_then(|key| {
+                            positions
+                                .get(&format!("{pointer}/{}{KEY_MARK}", escape(key)))
+                                .copied()
+                        })
+                    }
+                    _ => None,
+                };
+                let pos = key_pos
+                    .or_else(|| nearest(&positions, &pointer))
+                    .unwrap_or(doc.pos);
+                let message = if self.secret {
+                    let keyword = error
+                        .schema_path()
+                        .as_str()
+                        .rsplit('/')
+                        .next()
+                        .unwrap_or_default()
+                        .to_string();
+                    format!("does not satisfy `{keyword}` (value hidden: this config is a Secret)")
+                } else {
+                    error.to_string()
+                };
+                out.push(Violation {
+                    file: file.to_string(),
+                    pos,
+                    pointer,
+                    message,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Wraps violations into the error that reports them.
+    pub fn error(&self, violations: Vec<Violation>) -> SchemaError {
+        SchemaError::Violations {
+            config: self.config.clone(),
+            schema: self.schema.clone(),
+            violations,
+        }
+    }
+}
+
+/// The position of `pointer`, or of its nearest ancestor that has one.
+fn nearest(positions: &HashMap<String, Pos>, pointer: &str) -> Option<Pos> {
+    let mut current = pointer;
+    loop {
+        if let Some(pos) = positions.get(current) {
+            return Some(*pos);
+        }
+        current = &current[..current.rfind('/')?];
+    }
+}
+
+fn file_uri(path: &Path) -> String {
+    let mut uri = String::from("file://");
+    for c in path.to_string_lossy().chars() {
+        match c {
+            'A'..='Z' | 'a'..='z' | '0'..='9' | '/' | '-' | '.' | '_' | '~' => uri.push(c),
+            c => {
+                let mut buf = [0; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    uri.push_str(&format!("%{b:02X}"));
+                }
+            }
+        }
+    }
+    uri
+}
+
+/// Answers only from the files loaded up front.
+struct LocalOnly(HashMap<String, Value>);
+
+impl jsonschema::Retrieve for LocalOnly {
+    fn retrieve(
+        &self,
+        uri: &jsonschema::Uri<String>,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        let key = uri.as_str().split('#').next().unwrap_or_default();
+        self.0.get(key).cloned().ok_or_else(|| {
+            format!("`{key}` is not a local file berth loaded; $ref may name local files only")
+                .into()
+        })
+    }
+}
+
+fn read_json(files: &dyn FileSource, path: &Path) -> Result<Value, String> {
+    let bytes = files
+        .read(path)
+        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| format!("`{}` is not UTF-8", path.display()))?;
+    let doc = berth_yaml::load_all(&text, Limits::default())
+        .map_err(|e| format!("`{}`:{e}", path.display()))?
+        .into_iter()
+        .next()
+        .ok_or_else(|| format!("`{}` is empty", path.display()))?;
+    Ok(to_json(&doc, String::new(), &mut HashMap::new()))
+}
+
+/// Loads every file a `$ref` names (relative to the file it is in), transitively.
+fn collect_refs(
+    value: &Value,
+    from: &Path,
+    files: &dyn FileSource,
+    loaded: &mut HashMap<String, Value>,
+) -> Result<(), String> {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(reference)) = map.get("$ref") {
+                let target = reference.split('#').next().unwrap_or_default();
+                if target.contains("://") && !target.starts_with("file://") {
+                    return Err(format!("`$ref: {reference}` is remote; berth validates offline, so $ref may name local files only"));
+                }
+                if !target.is_empty() {
+                    let relative = target.strip_prefix("file://").unwrap_or(target);
+                    let path: PathBuf = from.parent().unwrap_or(Path::new("/")).join(relative);
+                    let uri = file_uri(&path);
+                    if let std::collections::hash_map::Entry::Vacant(slot) = loaded.entry(uri) {
+                        let doc = read_json(files, &path)?;
+                        slot.insert(doc.clone());
+                        collect_refs(&doc, &path, files, loaded)?;
+                    }
+                }
+            }
+            map.values()
+                .try_for_each(|v| collect_refs(v, from, files, loaded))
+        }
+        Value::Array(items) => items
+            .iter()
+            .try_for_each(|v| collect_refs(v, from, files, loaded)),
+        _ => Ok(()),
+    }
+}
+
+/// Marks the position of a mapping key (rather than its value) in the position table;
+/// it cannot occur in a JSON pointer, whose `~` is always escaped.
+const KEY_MARK: &str = "~k";
+
+/// A JSON-pointer reference token.
+fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// YAML as JSON (YAML 1.2 core schema types), recording each value's position
+/// by pointer, and each key's under the pointer plus [`KEY_MARK`].
+fn to_json(node: &Node, pointer: String, positions: &mut HashMap<String, Pos>) -> Value {
+    positions.insert(pointer.clone(), node.pos);
+    match &node.value {
+        Yaml::Scalar(s) if s.style == Style::Plain && node.tag.is_none() => plain_scalar(&s.text),
+        Yaml::Scalar(s) => Value::String(s.text.clone()),
+        Yaml::Seq(items) => Value::Array(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| to_json(item, format!("{pointer}/{i}"), positions))
+                .collect(),
+        ),
+        Yaml::Map(entries) => {
+            let mut map = Map::new();
+            for (k, v) in entries {
+                let key = match &k.value {
+                    Yaml::Scalar(s) => s.text.clone(),
+                    _ => "<non-scalar key>".to_string(),
+                };
+                let child = format!("{pointer}/{}", escape(&key));
+                positions.insert(format!("{child}{KEY_MARK}"), k.pos);
+                map.insert(key, to_json(v, child, positions));
+            }
+            Value::Object(map)
+        }
+    }
+}
+
+fn plain_scalar(text: &str) -> Value {
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        "true" | "True" | "TRUE" => return Value::Bool(true),
+        "false" | "False" | "FALSE" => return Value::Bool(false),
+        _ => {}
+    }
+    let digits = |s: &str, radix| !s.is_empty() && s.chars().all(|c| c.is_digit(radix));
+    let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
+    if digits(unsigned, 10) {
+        if let Ok(n) = text.parse::<i64>() {
+            return Value::Number(n.into());
+        }
+    }
+    if let Some(hex) = text.strip_prefix("0x").filter(|h| digits(h, 16)) {
+        if let Ok(n) = i64::from_str_radix(hex, 16) {
+            return Value::Number(n.into());
+        }
+    }
+    if let Some(oct) = text.strip_prefix("0o").filter(|o| digits(o, 8)) {
+        if let Ok(n) = i64::from_str_radix(oct, 8) {
+            return Value::Number(n.into());
+        }
+    }
+    let float_like = unsigned.chars().any(|c| c.is_ascii_digit())
+        && unsigned
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '-' | '+'));
+    if float_like {
+        if let Some(n) = text.parse::<f64>().ok().and_then(Number::from_f64) {
+            return Value::Number(n);
+        }
+    }
+    Value::String(text.to_string())
+}
+
+#[cfg(test)]
+#[path = "schema_tests.rs"]
+mod tests;

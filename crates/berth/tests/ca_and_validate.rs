@@ -1,0 +1,254 @@
+//! CA bundles injected into containers, `berth validate`, and secrets that
+//! never reach the terminal.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use common::{berth, project};
+use rcgen::{date_time_ymd, CertificateParams, DnType, KeyPair};
+
+fn cert(cn: &str, years: (i32, i32)) -> (String, String) {
+    let mut params = CertificateParams::new(vec![]).unwrap();
+    params.distinguished_name.push(DnType::CommonName, cn);
+    params.not_before = date_time_ymd(years.0, 1, 1);
+    params.not_after = date_time_ymd(years.1, 1, 1);
+    let key = KeyPair::generate().unwrap();
+    (params.self_signed(&key).unwrap().pem(), key.serialize_pem())
+}
+
+fn write(dir: &Path, path: &str, content: &str) {
+    let path = dir.join(path);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, content).unwrap();
+}
+
+const PROJECT: &str = "\
+name: ca
+manifests: [app.yaml]
+images:
+  epp: {image: 'ghcr.io/llm-d/epp:dev'}
+caBundles:
+  trusted-ca:
+    sources: [certs/, vendor/corp-root.pem]
+    inject:
+      components: [epp]
+      containers: [helper]
+      mountPath: /etc/ssl/certs/berth/ca-bundle.crt
+      env: [SSL_CERT_FILE, REQUESTS_CA_BUNDLE]
+";
+
+const APP: &str = "\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: epp, namespace: llm-d}
+spec:
+  template:
+    spec:
+      initContainers: [{name: helper, image: busybox}]
+      containers:
+      - name: epp
+        image: ghcr.io/llm-d/epp:old
+        env: [{name: SSL_CERT_FILE, value: /old/path}]
+      - {name: other, image: nginx}
+";
+
+fn ca_project() -> tempfile::TempDir {
+    let dir = project(PROJECT);
+    let (a, _) = cert("Corp Root", (2020, 2090));
+    let (b, _) = cert("Team CA", (2020, 2090));
+    write(dir.path(), "certs/team.pem", &format!("{b}{a}"));
+    write(dir.path(), "vendor/corp-root.pem", &a);
+    write(dir.path(), "app.yaml", APP);
+    dir
+}
+
+#[test]
+fn bundles_are_injected_into_the_chosen_containers() {
+    let dir = ca_project();
+    let out = berth(dir.path())
+        .args(["render", "--registry", "quay.io/me"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let yaml = String::from_utf8(out.stdout).unwrap();
+    // Documents are separated by lines that are exactly `---` (PEM lines end in `-----`).
+    let docs: Vec<&str> = yaml.split("\n---\n").collect();
+    let bundle = docs[0];
+    assert!(
+        bundle.starts_with("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: trusted-ca-"),
+        "{bundle}"
+    );
+    assert!(bundle.contains("  namespace: llm-d\n"));
+    assert_eq!(
+        bundle.matches("BEGIN CERTIFICATE").count(),
+        2,
+        "duplicates dropped"
+    );
+    let name = bundle
+        .lines()
+        .nth(3)
+        .unwrap()
+        .trim_start_matches("  name: ");
+    let deployment = docs[1];
+    // The epp container matched by component (after its registry moved), helper by name; other untouched.
+    assert!(deployment.contains("- name: epp\n        image: quay.io/me/epp:dev\n        env:\n        - name: SSL_CERT_FILE\n          value: /etc/ssl/certs/berth/ca-bundle.crt\n        - name: REQUESTS_CA_BUNDLE\n          value: /etc/ssl/certs/berth/ca-bundle.crt\n        volumeMounts:\n        - name: trusted-ca\n          mountPath: /etc/ssl/certs/berth/ca-bundle.crt\n          subPath: ca-bundle.crt\n          readOnly: true\n"), "{deployment}");
+    assert!(
+        deployment.contains("- name: helper\n        image: busybox\n        volumeMounts:"),
+        "{deployment}"
+    );
+    assert!(deployment.contains("- name: other\n        image: nginx\n      volumes:\n      - name: trusted-ca\n        configMap:\n          name: "), "{deployment}");
+    assert!(
+        deployment.contains(&format!("configMap:\n          name: {name}\n")),
+        "{deployment}"
+    );
+    // Rendering again gives the same bytes (injection is idempotent and ordered).
+    let again = berth(dir.path())
+        .args(["render", "--registry", "quay.io/me"])
+        .output()
+        .unwrap();
+    assert_eq!(again.stdout, yaml.as_bytes());
+}
+
+#[test]
+fn expired_certificates_warn_and_fail_under_strict() {
+    let dir = ca_project();
+    let (old, _) = cert("Old CA", (2000, 2010));
+    write(dir.path(), "certs/old.pem", &old);
+    let out = berth(dir.path()).arg("validate").output().unwrap();
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty(), "validate prints nothing on stdout");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("warning: certs/old.pem: certificate `CN=Old CA` is expired on"),
+        "{stderr}"
+    );
+    let out = berth(dir.path())
+        .args(["validate", "--strict"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("error: certs/old.pem: certificate `CN=Old CA` is expired"));
+}
+
+#[test]
+fn a_private_key_in_a_source_is_refused_without_printing_it() {
+    let dir = ca_project();
+    let (cert_pem, key_pem) = cert("Leaky", (2020, 2090));
+    write(
+        dir.path(),
+        "certs/leaky.pem",
+        &format!("{cert_pem}{key_pem}"),
+    );
+    for command in ["render", "validate"] {
+        let out = berth(dir.path()).arg(command).output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert!(out.stdout.is_empty());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("certs/leaky.pem: PEM block 2 is a `PRIVATE KEY`: a trust bundle must never contain a key"), "{stderr}");
+        let key_body = key_pem.lines().nth(1).unwrap();
+        assert!(!stderr.contains(key_body), "key material printed: {stderr}");
+    }
+}
+
+#[test]
+fn validate_checks_everything_and_writes_nothing() {
+    let dir = project(
+        "name: v
+configs:
+  settings:
+    files: [settings.yaml]
+    schema: settings.schema.json
+",
+    );
+    write(
+        dir.path(),
+        "settings.schema.json",
+        r#"{"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "properties": {"port": {"type": "integer"}}, "required": ["port"]}"#,
+    );
+    write(dir.path(), "settings.yaml", "port: 8080\n");
+    let out = berth(dir.path()).arg("validate").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty() && out.stderr.is_empty());
+
+    write(dir.path(), "settings.yaml", "port: eighty\nextra: [\n");
+    let out = berth(dir.path()).arg("validate").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).starts_with("error: settings.yaml:"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    write(dir.path(), "settings.yaml", "prt: 8080\n");
+    let out = berth(dir.path()).arg("validate").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr.contains("settings.yaml:1:1: (document): \"port\" is a required property"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("out").exists());
+}
+
+#[test]
+fn secret_values_never_reach_the_terminal() {
+    let secret = "hunter2-top-secret";
+    let dir = project(&format!(
+        "name: s
+manifests: [m.yaml]
+configs:
+  creds:
+    secret: true
+    literals: [\"password={secret}\", \"password={secret}\"]
+"
+    ));
+    write(dir.path(), "m.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: x}]}\n");
+    let mut outputs = Vec::new();
+    outputs.push(berth(dir.path()).arg("validate").output().unwrap());
+    // A bad env line in a Secret's env file.
+    write(
+        dir.path(),
+        "berth.yaml",
+        "name: s\nconfigs:\n  creds: {secret: true, envs: [s.env]}\n",
+    );
+    write(
+        dir.path(),
+        "s.env",
+        &format!("GOOD=1\n{secret}\n=oops-{secret}\n"),
+    );
+    outputs.push(berth(dir.path()).arg("validate").output().unwrap());
+    // A schema violation in a Secret's file.
+    write(
+        dir.path(),
+        "berth.yaml",
+        "name: s\nconfigs:\n  creds: {secret: true, files: [c.yaml], schema: s.json}\n",
+    );
+    write(dir.path(), "c.yaml", &format!("token: {secret}\n"));
+    write(
+        dir.path(),
+        "s.json",
+        r#"{"properties": {"token": {"type": "integer"}}}"#,
+    );
+    outputs.push(berth(dir.path()).arg("validate").output().unwrap());
+    for out in outputs {
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(1), "{all}");
+        assert!(!all.contains(secret), "a secret value was printed: {all}");
+    }
+}
