@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 pub mod configs;
+pub mod lock;
 pub mod project;
 pub mod render;
 pub mod resolve;

@@ -5,7 +5,9 @@
 //! 2. the component's full-reference variable (`env:`, default `<NAME>_IMAGE`);
 //! 3. partial overrides of the default: registry (`--registry`, else the
 //!    `registry.env` variable) and tag (`--tag NAME=TAG`, else `tagEnv`);
-//! 4. `image:` in berth.yaml.
+//! 4. `image:` in berth.yaml;
+//! 5. with `--locked`, the digest `berth.lock` records for the resulting
+//!    repository and tag (a reference that already has a digest keeps it).
 //!
 //! A full override and a tag override that disagree are an error naming both;
 //! a full reference is never re-prefixed by a registry override. Empty
@@ -27,6 +29,8 @@ pub struct Overrides {
     pub tags: Vec<(String, String)>,
     /// `--registry PREFIX`.
     pub registry: Option<String>,
+    /// `--locked`: the pins of berth.lock, applied last.
+    pub lock: Option<crate::lock::Lock>,
 }
 
 /// Where a part of a resolved reference came from.
@@ -57,6 +61,8 @@ pub enum Origin {
     },
     /// The component's tag variable.
     TagEnv(String),
+    /// berth.lock, with `--locked`.
+    Lock,
 }
 
 impl fmt::Display for Origin {
@@ -69,6 +75,7 @@ impl fmt::Display for Origin {
             }
             Origin::RegistryFlag => write!(f, "--registry"),
             Origin::TagFlag { component } => write!(f, "--tag {component}=…"),
+            Origin::Lock => write!(f, "berth.lock (--locked)"),
         }
     }
 }
@@ -86,6 +93,7 @@ impl Origin {
             Origin::ImageEnv(var) | Origin::RegistryEnv(var) | Origin::TagEnv(var) => {
                 format!("`{var}={value}` (environment)")
             }
+            Origin::Lock => format!("`{value}` (berth.lock)"),
         }
     }
 }
@@ -159,6 +167,19 @@ pub enum ResolveError {
         file: String,
         /// The closest component name.
         suggestion: Option<String>,
+    },
+    /// `--locked`, and berth.lock has no pin for the resolved image.
+    #[error(
+        "component `{component}`: berth.lock has no digest for `{image}`{}; run `berth pin` to update the lock, or drop --locked",
+        pinned.as_deref().map(|p| format!(" (it pins `{p}`)")).unwrap_or_default()
+    )]
+    NotLocked {
+        /// The component.
+        component: String,
+        /// The resolved reference.
+        image: String,
+        /// What the lock pins for the component instead, if anything.
+        pinned: Option<String>,
     },
     /// The same flag names one component twice.
     #[error("{flag} is given twice for component `{name}`; keep one")]
@@ -245,7 +266,11 @@ pub fn resolve<'p>(
                     env(&component.tag_env).map(|v| (Origin::TagEnv(component.tag_env.clone()), v))
                 }
             };
-            resolve_one(project, component, full, tag, registry.as_ref())
+            let resolved = resolve_one(project, component, full, tag, registry.as_ref())?;
+            match &overrides.lock {
+                Some(lock) => apply_lock(resolved, lock),
+                None => Ok(resolved),
+            }
         })
         .collect::<Result<_, _>>()?;
     Ok(Resolution { images })
@@ -335,6 +360,30 @@ fn resolve_one<'p>(
         origins,
         ignored: None,
     })
+}
+
+/// Step 5: the digest pinned for the resolved repository and tag.
+fn apply_lock<'p>(
+    mut image: ResolvedImage<'p>,
+    lock: &crate::lock::Lock,
+) -> Result<ResolvedImage<'p>, ResolveError> {
+    if image.reference.digest().is_some() {
+        return Ok(image); // an explicit digest is more specific than any pin
+    }
+    match lock.find(&image.reference) {
+        Some(entry) => {
+            image.reference = image.reference.with_digest(entry.digest.clone());
+            image.origins.digest = Some(Origin::Lock);
+            Ok(image)
+        }
+        None => Err(ResolveError::NotLocked {
+            component: image.component.name.clone(),
+            image: image.reference.to_string(),
+            pinned: lock
+                .for_component(&image.component.name)
+                .map(|e| e.image.to_string()),
+        }),
+    }
 }
 
 /// Checks that each `NAME=VALUE` flag names a component, once.

@@ -49,6 +49,7 @@ fn flags(images: &[(&str, &str)], tags: &[(&str, &str)], registry: Option<&str>)
         images: pairs(images),
         tags: pairs(tags),
         registry: registry.map(str::to_string),
+        lock: None,
     }
 }
 
@@ -190,4 +191,35 @@ fn explain_records_origins_and_ignored_registry() {
     );
     assert!(sidecar.ignored.as_deref().unwrap().contains("not applied"));
     assert_eq!(sidecar.reference.to_string(), "a.io/s:1");
+}
+
+#[test]
+fn locked_adds_the_pinned_digest_or_fails_clearly() {
+    let p = project();
+    let digest = format!("sha256:{}", "c".repeat(64));
+    let lock = crate::lock::Lock::parse(
+        "berth.lock",
+        &format!("version: 1\nimages:\n- {{component: epp, image: 'ghcr.io/llm-d/llm-d-inference-scheduler:dev', digest: '{digest}'}}\n- {{component: sidecar, image: 'ghcr.io/llm-d/llm-d-routing-sidecar:v0.2.0', digest: '{digest}'}}\n"),
+    )
+    .unwrap();
+    let locked = Overrides {
+        lock: Some(lock),
+        ..Overrides::default()
+    };
+    let got = run(&p, &[], locked.clone()).unwrap();
+    assert_eq!(
+        got[0],
+        format!("ghcr.io/llm-d/llm-d-inference-scheduler:dev@{digest}")
+    );
+    // A tag the lock does not pin: stale lock.
+    let err = run(&p, &[("EPP_TAG", "v2")], locked.clone())
+        .unwrap_err()
+        .to_string();
+    assert_eq!(err, "component `epp`: berth.lock has no digest for `ghcr.io/llm-d/llm-d-inference-scheduler:v2` (it pins `ghcr.io/llm-d/llm-d-inference-scheduler:dev`); run `berth pin` to update the lock, or drop --locked");
+    // An explicit digest wins over the lock.
+    let own = format!("quay.io/x/y:z@sha256:{}", "d".repeat(64));
+    assert_eq!(
+        run(&p, &[("EPP_IMAGE", own.as_str())], locked).unwrap()[0],
+        own
+    );
 }

@@ -166,6 +166,14 @@ impl Reference {
         }
     }
 
+    /// The same reference without its digest (the tag is kept).
+    pub fn without_digest(&self) -> Reference {
+        Reference {
+            digest: None,
+            ..self.clone()
+        }
+    }
+
     /// The same reference with `digest` added (the tag is kept).
     pub fn with_digest(&self, digest: Digest) -> Reference {
         Reference {

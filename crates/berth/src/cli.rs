@@ -53,6 +53,20 @@ pub enum Command {
     /// configs against their schemas) and CA bundle, and renders the manifests in memory.
     /// Exit status 0 and no output when all is well; 1 with the problems on stderr otherwise.
     Validate(RenderArgs),
+    /// Resolve every component's image to a digest and write berth.lock.
+    ///
+    /// One manifest HEAD per image, concurrently. The lock records each resolved
+    /// `repo:tag` and its digest; `--locked` makes `images`, `env` and `render` use them.
+    /// berth.lock is written atomically, left untouched when nothing changed or on failure.
+    Pin(PinArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PinArgs {
+    #[command(flatten)]
+    pub resolve: ResolveArgs,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
 }
 
 #[derive(Debug, Args)]
@@ -86,6 +100,27 @@ pub struct ResolveArgs {
     /// e.g. `quay.io/me` (overrides the `registry.env` variable).
     #[arg(long, value_name = "PREFIX")]
     pub registry: Option<String>,
+    /// Use the digests pinned in berth.lock (`repo:tag@digest`); fail if the lock has no
+    /// pin for a resolved image. Run `berth pin` to write or refresh the lock.
+    #[arg(long)]
+    pub locked: bool,
+}
+
+/// How to reach registries, for commands that do.
+#[derive(Debug, Args, Default)]
+pub struct RegistryArgs {
+    /// Reach HOST (with port, e.g. `localhost:5000`) over plain HTTP instead of TLS. Repeatable.
+    #[arg(long = "insecure-registry", value_name = "HOST")]
+    pub insecure: Vec<String>,
+    /// Pin this platform's manifest (`os/arch[/variant]`) instead of the multi-platform index.
+    #[arg(long, value_name = "OS/ARCH")]
+    pub platform: Option<String>,
+    /// Registry requests in flight at once.
+    #[arg(long, default_value_t = 16, value_name = "N")]
+    pub concurrency: usize,
+    /// Seconds to wait for a registry to connect or answer.
+    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    pub timeout: u64,
 }
 
 fn name_value(s: &str) -> Result<(String, String), String> {
@@ -150,4 +185,9 @@ pub struct RenderArgs {
     /// Treat expired or not-yet-valid certificates in CA bundles as errors, not warnings.
     #[arg(long)]
     pub strict: bool,
+    /// Pin every image to its current digest on the fly (without writing berth.lock).
+    #[arg(long, conflicts_with = "locked")]
+    pub pin: bool,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
 }

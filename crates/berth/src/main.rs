@@ -45,13 +45,35 @@ fn run(cli: &Cli) -> Result<u8> {
         Command::Env(args) => with_resolution(cli, &args.resolve, |_, resolution| {
             commands::env::run(args, resolution)
         }),
+        Command::Render(args) if args.pin => with_pins(cli, args, |project, resolution| {
+            commands::render::run(args, project, resolution).map(|()| 0)
+        }),
         Command::Render(args) => with_resolution(cli, &args.resolve, |project, resolution| {
             commands::render::run(args, project, resolution).map(|()| 0)
+        }),
+        Command::Pin(args) => with_resolution(cli, &args.resolve, |project, resolution| {
+            commands::pin::run(args, project, resolution).map(|()| 0)
+        }),
+        Command::Validate(args) if args.pin => with_pins(cli, args, |project, resolution| {
+            commands::validate::run(args, project, resolution).map(|()| 0)
         }),
         Command::Validate(args) => with_resolution(cli, &args.resolve, |project, resolution| {
             commands::validate::run(args, project, resolution).map(|()| 0)
         }),
     }
+}
+
+/// `--pin`: resolves, pins every image on the fly, then resolves again with the pins as a lock.
+fn with_pins(
+    cli: &Cli,
+    args: &cli::RenderArgs,
+    command: impl FnOnce(&Project, &Resolution<'_>) -> Result<u8>,
+) -> Result<u8> {
+    let project = project_file::load(cli.project.as_deref())?;
+    let unpinned = resolve::resolve(&project, &overrides(&args.resolve, None), &env_var)?;
+    let lock = commands::pin::pin(&args.registry, &unpinned)?;
+    let pinned = resolve::resolve(&project, &overrides(&args.resolve, Some(lock)), &env_var)?;
+    command(&project, &pinned)
 }
 
 /// Loads the project and resolves its images once, for any command that needs them.
@@ -61,15 +83,21 @@ fn with_resolution(
     command: impl FnOnce(&Project, &Resolution<'_>) -> Result<u8>,
 ) -> Result<u8> {
     let project = project_file::load(cli.project.as_deref())?;
-    let resolution = resolve::resolve(&project, &overrides(args), &env_var)?;
+    let lock = if args.locked {
+        Some(project_file::load_lock(&project)?)
+    } else {
+        None
+    };
+    let resolution = resolve::resolve(&project, &overrides(args, lock), &env_var)?;
     command(&project, &resolution)
 }
 
-fn overrides(args: &ResolveArgs) -> Overrides {
+fn overrides(args: &ResolveArgs, lock: Option<berth_core::lock::Lock>) -> Overrides {
     Overrides {
         images: args.images.clone(),
         tags: args.tags.clone(),
         registry: args.registry.clone(),
+        lock,
     }
 }
 

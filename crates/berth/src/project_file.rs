@@ -40,3 +40,21 @@ fn discover(cwd: &Path) -> Result<(PathBuf, String)> {
         cwd.display()
     ))
 }
+
+/// berth.lock next to berth.yaml, for `--locked`.
+pub fn load_lock(project: &Project) -> Result<berth_core::lock::Lock> {
+    use berth_core::lock::{Lock, LOCK_FILE};
+    let path = project.dir.join(LOCK_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(anyhow!(
+                "--locked needs {} next to {}; run `berth pin` first",
+                LOCK_FILE,
+                project.file
+            ))
+        }
+        Err(e) => return Err(anyhow!("cannot read {}: {e}", path.display())),
+    };
+    Ok(Lock::parse(&path.display().to_string(), &text)?)
+}

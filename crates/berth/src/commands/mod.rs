@@ -2,6 +2,7 @@
 
 pub mod env;
 pub mod images;
+pub mod pin;
 pub mod ref_cmd;
 pub mod render;
 pub mod validate;

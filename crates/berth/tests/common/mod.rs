@@ -6,6 +6,8 @@ use std::process::Output;
 
 use assert_cmd::Command;
 
+pub mod registry;
+
 /// The `berth` binary under test, with a clean environment (PATH kept) so
 /// that variables of the developer's shell never leak into a test.
 pub fn berth(dir: &Path) -> Command {

@@ -1,0 +1,240 @@
+//! `berth.lock`: the digest each resolved image pointed to when `berth pin` ran.
+//!
+//! A small YAML file meant to be committed and reviewed: one entry per
+//! component, sorted by component name, each with the resolved `image`
+//! (repository and tag) and its `digest`. The same pins give the same bytes,
+//! so a re-pin that changes nothing leaves the file unchanged.
+//!
+//! ```yaml
+//! # berth.lock: image digests pinned by `berth pin`. Commit it; regenerate it with `berth pin`.
+//! version: 1
+//! images:
+//! - component: epp
+//!   image: ghcr.io/llm-d/llm-d-inference-scheduler:dev
+//!   digest: sha256:0123…
+//! ```
+
+use berth_ref::{Digest, Reference};
+use berth_yaml::{Limits, Node, Pos};
+
+/// Name of the lock file, next to berth.yaml.
+pub const LOCK_FILE: &str = "berth.lock";
+const HEADER: &str = "# berth.lock: image digests pinned by `berth pin`. Commit it; regenerate it with `berth pin`.\n";
+const VERSION: &str = "1";
+
+/// A parsed lock file.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Lock {
+    /// Entries, sorted by component.
+    pub entries: Vec<LockEntry>,
+}
+
+/// One pinned image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockEntry {
+    /// The component.
+    pub component: String,
+    /// The resolved reference that was pinned (no digest).
+    pub image: Reference,
+    /// Its digest (of the index, or of one platform's manifest with `--platform`).
+    pub digest: Digest,
+    /// The platform pinned, with `--platform`.
+    pub platform: Option<String>,
+}
+
+/// A lock file that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LockError {
+    /// Not valid YAML.
+    #[error("{file}:{source}")]
+    Yaml {
+        /// The lock file.
+        file: String,
+        /// Why.
+        source: berth_yaml::Error,
+    },
+    /// Valid YAML, but not a lock file this berth understands.
+    #[error("{file}:{pos}: {problem}; regenerate the file with `berth pin`")]
+    Invalid {
+        /// The lock file.
+        file: String,
+        /// Where.
+        pos: Pos,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+impl Lock {
+    /// Parses lock file text.
+    pub fn parse(file: &str, src: &str) -> Result<Lock, LockError> {
+        let invalid = |pos: Pos, problem: String| LockError::Invalid {
+            file: file.to_string(),
+            pos,
+            problem,
+        };
+        let docs =
+            berth_yaml::load_all(src, Limits::default()).map_err(|source| LockError::Yaml {
+                file: file.to_string(),
+                source,
+            })?;
+        let Some(root) = docs.first().filter(|d| !d.is_null()) else {
+            return Ok(Lock::default());
+        };
+        let text = |node: &Node, key: &str| -> Result<String, LockError> {
+            node.get(key)
+                .and_then(Node::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| invalid(node.pos, format!("missing `{key}`")))
+        };
+        for (key, _) in root
+            .as_map()
+            .ok_or_else(|| invalid(root.pos, "expected a mapping".into()))?
+        {
+            if !matches!(key.as_str(), Some("version" | "images")) {
+                return Err(invalid(
+                    key.pos,
+                    format!("unknown key `{}`", key.as_str().unwrap_or_default()),
+                ));
+            }
+        }
+        let version = text(root, "version")?;
+        if version != VERSION {
+            return Err(invalid(root.pos, format!("lock file version `{version}` is not supported (this berth writes version {VERSION})")));
+        }
+        let mut entries = Vec::new();
+        for item in root
+            .get("images")
+            .and_then(Node::as_seq)
+            .unwrap_or_default()
+        {
+            for (key, _) in item
+                .as_map()
+                .ok_or_else(|| invalid(item.pos, "an entry must be a mapping".into()))?
+            {
+                if !matches!(
+                    key.as_str(),
+                    Some("component" | "image" | "digest" | "platform")
+                ) {
+                    return Err(invalid(
+                        key.pos,
+                        format!("unknown key `{}`", key.as_str().unwrap_or_default()),
+                    ));
+                }
+            }
+            let image_text = text(item, "image")?;
+            let image = Reference::parse(&image_text)
+                .map_err(|e| invalid(item.pos, format!("`image: {image_text}`: {e}")))?;
+            let digest_text = text(item, "digest")?;
+            let digest = Digest::parse(&digest_text)
+                .map_err(|e| invalid(item.pos, format!("`digest`: {e}")))?;
+            let platform = item
+                .get("platform")
+                .and_then(Node::as_str)
+                .map(str::to_string);
+            entries.push(LockEntry {
+                component: text(item, "component")?,
+                image,
+                digest,
+                platform,
+            });
+        }
+        Ok(Lock { entries })
+    }
+
+    /// The entry pinned for exactly this repository and tag.
+    pub fn find(&self, image: &Reference) -> Option<&LockEntry> {
+        self.entries
+            .iter()
+            .find(|e| e.image.repository() == image.repository() && e.image.tag() == image.tag())
+    }
+
+    /// The entry of a component, whatever image it pinned.
+    pub fn for_component(&self, component: &str) -> Option<&LockEntry> {
+        self.entries.iter().find(|e| e.component == component)
+    }
+
+    /// The file's text: deterministic, entries sorted by component.
+    pub fn to_yaml(&self) -> String {
+        let mut entries: Vec<&LockEntry> = self.entries.iter().collect();
+        entries.sort_by(|a, b| a.component.cmp(&b.component));
+        let mut out = format!("{HEADER}version: {VERSION}\nimages:");
+        if entries.is_empty() {
+            out.push_str(" []");
+        }
+        out.push('\n');
+        for e in entries {
+            out.push_str(&format!(
+                "- component: {}\n  image: {}\n  digest: {}\n",
+                e.component, e.image, e.digest
+            ));
+            if let Some(platform) = &e.platform {
+                out.push_str(&format!("  platform: {platform}\n"));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(component: &str, image: &str, hex: char) -> LockEntry {
+        LockEntry {
+            component: component.into(),
+            image: Reference::parse(image).unwrap(),
+            digest: Digest::parse(&format!("sha256:{}", hex.to_string().repeat(64))).unwrap(),
+            platform: None,
+        }
+    }
+
+    #[test]
+    fn roundtrips_and_is_sorted() {
+        let lock = Lock {
+            entries: vec![
+                entry("sidecar", "ghcr.io/a/s:v1", 'b'),
+                entry("epp", "ghcr.io/a/e:dev", 'a'),
+            ],
+        };
+        let text = lock.to_yaml();
+        assert!(text.starts_with("# berth.lock"));
+        assert!(text.find("component: epp").unwrap() < text.find("component: sidecar").unwrap());
+        let back = Lock::parse("berth.lock", &text).unwrap();
+        assert_eq!(back.entries.len(), 2);
+        assert_eq!(back.to_yaml(), text);
+        assert!(back
+            .find(&Reference::parse("ghcr.io/a/e:dev").unwrap())
+            .is_some());
+        assert!(back
+            .find(&Reference::parse("ghcr.io/a/e:other").unwrap())
+            .is_none());
+    }
+
+    #[test]
+    fn bad_files_say_where() {
+        let cases = [
+            (
+                "version: 2\nimages: []\n",
+                "berth.lock:1:1: lock file version `2` is not supported",
+            ),
+            (
+                "version: 1\nimagez: []\n",
+                "berth.lock:2:1: unknown key `imagez`",
+            ),
+            (
+                "version: 1\nimages:\n- {component: a, image: Bad, digest: sha256:x}\n",
+                "berth.lock:3:3: `image: Bad`",
+            ),
+            (
+                "version: 1\nimages:\n- {component: a, image: b}\n",
+                "berth.lock:3:3: missing `digest`",
+            ),
+            ("version: [\n", "berth.lock:"),
+        ];
+        for (src, want) in cases {
+            let err = Lock::parse("berth.lock", src).unwrap_err().to_string();
+            assert!(err.starts_with(want), "\n got: {err}\nwant: {want}");
+        }
+    }
+}

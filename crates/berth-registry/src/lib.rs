@@ -1,0 +1,15 @@
+//! The registry edge of berth: resolve image tags to digests over the OCI
+//! distribution API. berth's own [`berth_ref::Reference`] is converted to the
+//! client library's type only here.
+
+#![warn(missing_docs)]
+
+mod auth;
+mod client;
+mod error;
+mod pin;
+
+pub use auth::{credentials, DockerConfig};
+pub use client::{Options, Registry};
+pub use error::RegistryError;
+pub use pin::{pin_all, Pinned, Platform};

@@ -1,0 +1,172 @@
+//! Pinning: one manifest HEAD per image, concurrently with a bounded pool.
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use berth_ref::{Digest, Reference};
+use serde_json::Value;
+use tokio::sync::Semaphore;
+
+use crate::{Registry, RegistryError};
+
+/// A platform for `--platform os/arch[/variant]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Platform {
+    /// `linux`.
+    pub os: String,
+    /// `amd64`, `arm64`.
+    pub architecture: String,
+    /// `v8`, if given.
+    pub variant: Option<String>,
+}
+
+impl FromStr for Platform {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let parts: Vec<&str> = s.split('/').collect();
+        match parts.as_slice() {
+            [os, arch] if !os.is_empty() && !arch.is_empty() => Ok(Platform {
+                os: os.to_string(),
+                architecture: arch.to_string(),
+                variant: None,
+            }),
+            [os, arch, variant] if !os.is_empty() && !arch.is_empty() && !variant.is_empty() => {
+                Ok(Platform {
+                    os: os.to_string(),
+                    architecture: arch.to_string(),
+                    variant: Some(variant.to_string()),
+                })
+            }
+            _ => Err(format!(
+                "`{s}` is not a platform; write os/arch or os/arch/variant, e.g. linux/arm64"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Platform {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.os, self.architecture)?;
+        if let Some(v) = &self.variant {
+            write!(f, "/{v}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The digest of one image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pinned {
+    /// The image as given.
+    pub image: Reference,
+    /// Its digest: the index's, or with a platform that platform's manifest.
+    pub digest: Digest,
+}
+
+/// Pins every image, at most `concurrency` at a time; results in input order.
+pub async fn pin_all(
+    registry: Arc<Registry>,
+    images: Vec<Reference>,
+    platform: Option<Platform>,
+    concurrency: usize,
+) -> Vec<Result<Pinned, RegistryError>> {
+    let permits = Arc::new(Semaphore::new(concurrency.max(1)));
+    let platform = Arc::new(platform);
+    let mut tasks = tokio::task::JoinSet::new();
+    for (index, image) in images.into_iter().enumerate() {
+        let registry = Arc::clone(&registry);
+        let permits = Arc::clone(&permits);
+        let platform = Arc::clone(&platform);
+        tasks.spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            let result = match platform.as_ref() {
+                None => registry.manifest_digest(&image).await,
+                Some(platform) => platform_digest(&registry, &image, platform).await,
+            };
+            (index, result.map(|digest| Pinned { image, digest }))
+        });
+    }
+    let mut results: Vec<Option<Result<Pinned, RegistryError>>> = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        if let Ok((index, result)) = joined {
+            if results.len() <= index {
+                results.resize_with(index + 1, || None);
+            }
+            results[index] = Some(result);
+        }
+    }
+    results
+        .into_iter()
+        .map(|r| {
+            r.unwrap_or_else(|| {
+                Err(RegistryError::Other {
+                    image: String::new(),
+                    registry: String::new(),
+                    reason: "a pin task stopped unexpectedly".into(),
+                })
+            })
+        })
+        .collect()
+}
+
+/// With `--platform`: the matching entry of an index, or the manifest itself.
+async fn platform_digest(
+    registry: &Registry,
+    image: &Reference,
+    platform: &Platform,
+) -> Result<Digest, RegistryError> {
+    let (bytes, digest) = registry.manifest(image).await?;
+    let json: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let Some(manifests) = json.get("manifests").and_then(Value::as_array) else {
+        return Ok(digest); // a single-platform manifest
+    };
+    let describe = |m: &Value| {
+        let p = m.get("platform");
+        let field = |k: &str| {
+            p.and_then(|p| p.get(k))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        (
+            field("os"),
+            field("architecture"),
+            field("variant"),
+            m.get("digest")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+        )
+    };
+    let found = manifests
+        .iter()
+        .map(describe)
+        .find(|(os, arch, variant, _)| {
+            os == &platform.os
+                && arch == &platform.architecture
+                && platform.variant.as_ref().is_none_or(|v| v == variant)
+        });
+    match found {
+        Some((_, _, _, digest)) => Digest::parse(&digest).map_err(|e| RegistryError::Other {
+            image: image.to_string(),
+            registry: image.domain().to_string(),
+            reason: format!("the index lists an unusable digest `{digest}`: {e}"),
+        }),
+        None => Err(RegistryError::NoPlatform {
+            image: image.to_string(),
+            platform: platform.to_string(),
+            available: manifests
+                .iter()
+                .map(describe)
+                .map(|(os, arch, variant, _)| {
+                    if variant.is_empty() {
+                        format!("{os}/{arch}")
+                    } else {
+                        format!("{os}/{arch}/{variant}")
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+    }
+}

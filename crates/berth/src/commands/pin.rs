@@ -1,0 +1,105 @@
+//! `berth pin`: digests for every resolved image, into berth.lock.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Result};
+use berth_core::lock::{Lock, LockEntry, LOCK_FILE};
+use berth_core::{Project, Resolution};
+use berth_registry::{DockerConfig, Options, Platform, Registry};
+
+use crate::cli::{PinArgs, RegistryArgs};
+
+pub fn run(args: &PinArgs, project: &Project, resolution: &Resolution<'_>) -> Result<()> {
+    let started = Instant::now();
+    let lock = pin(&args.registry, resolution)?;
+    let path = project.dir.join(LOCK_FILE);
+    let text = lock.to_yaml();
+    let changed = std::fs::read_to_string(&path).map_or(true, |old| old != text);
+    if changed {
+        write_atomic(&path, &text)?;
+    }
+    eprintln!(
+        "pinned {} image(s) in {:.2} s; {} {}",
+        lock.entries.len(),
+        started.elapsed().as_secs_f64(),
+        LOCK_FILE,
+        if changed { "written" } else { "unchanged" }
+    );
+    Ok(())
+}
+
+/// Resolves every image of the resolution to a digest; the lock is in memory.
+pub fn pin(args: &RegistryArgs, resolution: &Resolution<'_>) -> Result<Lock> {
+    let platform: Option<Platform> = args
+        .platform
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+        .map_err(|e: String| anyhow!("--platform: {e}"))?;
+    let options = Options {
+        insecure: args.insecure.clone(),
+        timeout: Duration::from_secs(args.timeout),
+        ..Options::default()
+    };
+    let registry = Arc::new(Registry::new(options, DockerConfig::load()?));
+    // A reference that already names a digest is pinned as it is.
+    let to_fetch: Vec<_> = resolution
+        .images
+        .iter()
+        .filter(|i| i.reference.digest().is_none())
+        .map(|i| i.reference.clone())
+        .collect();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let results = runtime.block_on(berth_registry::pin_all(
+        registry,
+        to_fetch,
+        platform.clone(),
+        args.concurrency,
+    ));
+    let mut fetched = results.into_iter();
+    let mut entries = Vec::new();
+    let mut failures = Vec::new();
+    for image in &resolution.images {
+        let digest = match image.reference.digest() {
+            Some(digest) => digest.clone(),
+            None => match fetched.next() {
+                Some(Ok(pinned)) => pinned.digest,
+                Some(Err(e)) => {
+                    failures.push(e.to_string());
+                    continue;
+                }
+                None => bail!("internal error: a pin result is missing"),
+            },
+        };
+        entries.push(LockEntry {
+            component: image.component.name.clone(),
+            image: image.reference.without_digest(),
+            digest,
+            platform: platform.as_ref().map(|p| p.to_string()),
+        });
+    }
+    match failures.len() {
+        0 => Ok(Lock { entries }),
+        1 => Err(anyhow!("{}; berth.lock is unchanged", failures[0])),
+        n => Err(anyhow!(
+            "{n} images could not be pinned; berth.lock is unchanged:\n  {}",
+            failures.join("\n  ")
+        )),
+    }
+}
+
+/// Writes through a temporary file in the same directory, then renames.
+fn write_atomic(path: &Path, text: &str) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let temporary = dir.join(format!(".{LOCK_FILE}.{}.tmp", std::process::id()));
+    std::fs::write(&temporary, text)
+        .map_err(|e| anyhow!("cannot write {}: {e}", temporary.display()))?;
+    std::fs::rename(&temporary, path).map_err(|e| {
+        let _ = std::fs::remove_file(&temporary);
+        anyhow!("cannot replace {}: {e}", path.display())
+    })
+}

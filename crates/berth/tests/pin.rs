@@ -1,0 +1,415 @@
+//! `berth pin`, `berth.lock`, `--locked` and `render --pin` against a real
+//! registry, with digests checked against `skopeo inspect`.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
+
+mod common;
+
+use std::fs;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use base64::Engine as _;
+use common::registry::{free_port, Layout, TestRegistry};
+use common::{berth, project};
+
+fn project_for(registry: &TestRegistry, images: &[(&str, &str)]) -> tempfile::TempDir {
+    let mut text = String::from("name: pins\nmanifests: [app.yaml]\nimages:\n");
+    for (component, image) in images {
+        text.push_str(&format!(
+            "  {component}: {{image: '{}/{image}', pullPolicy: auto}}\n",
+            registry.host
+        ));
+    }
+    let dir = project(&text);
+    let first = images[0].1.split(':').next().unwrap();
+    fs::write(
+        dir.path().join("app.yaml"),
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  containers:\n  - {{name: a, image: '{}/{first}:old', imagePullPolicy: Always}}\n", registry.host),
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn pin_writes_the_lock_and_locked_uses_it() {
+    let Some(registry) = TestRegistry::start(None) else {
+        return;
+    };
+    let epp = registry.push(&Layout::image("epp", 2, 1000), "llm-d/epp", "dev");
+    let sidecar = registry.push(&Layout::image("sidecar", 1, 100), "llm-d/sidecar", "v1");
+    let dir = project_for(
+        &registry,
+        &[("epp", "llm-d/epp:dev"), ("sidecar", "llm-d/sidecar:v1")],
+    );
+    let insecure = ["--insecure-registry", registry.host.as_str()];
+
+    let out = berth(dir.path())
+        .arg("pin")
+        .args(insecure)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("pinned 2 image(s)"));
+    let lock = fs::read_to_string(dir.path().join("berth.lock")).unwrap();
+    let want = format!(
+        "# berth.lock: image digests pinned by `berth pin`. Commit it; regenerate it with `berth pin`.\nversion: 1\nimages:\n- component: epp\n  image: {h}/llm-d/epp:dev\n  digest: {epp}\n- component: sidecar\n  image: {h}/llm-d/sidecar:v1\n  digest: {sidecar}\n",
+        h = registry.host
+    );
+    assert_eq!(lock, want);
+
+    // Nothing changed: the file is not rewritten.
+    let modified = fs::metadata(dir.path().join("berth.lock"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let out = berth(dir.path())
+        .arg("pin")
+        .args(insecure)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("berth.lock unchanged"));
+    assert_eq!(
+        fs::metadata(dir.path().join("berth.lock"))
+            .unwrap()
+            .modified()
+            .unwrap(),
+        modified
+    );
+
+    // --locked: every consumer sees repo:tag@digest; auto pull policy becomes IfNotPresent.
+    let out = berth(dir.path())
+        .args(["images", "--locked", "-o", "env"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!(
+            "EPP_IMAGE={h}/llm-d/epp:dev@{epp}\nSIDECAR_IMAGE={h}/llm-d/sidecar:v1@{sidecar}\n",
+            h = registry.host
+        )
+    );
+    let out = berth(dir.path())
+        .args(["render", "--locked"])
+        .output()
+        .unwrap();
+    let yaml = String::from_utf8_lossy(&out.stdout);
+    // Quoted: a plain scalar starting with a digit could read as a number.
+    assert!(
+        yaml.contains(&format!(
+            "image: \"{}/llm-d/epp:dev@{epp}\"\n    imagePullPolicy: IfNotPresent",
+            registry.host
+        )),
+        "{yaml}"
+    );
+
+    // A tag the lock does not know: a clear error, not a silent unpinned image.
+    let out = berth(dir.path())
+        .args(["images", "--locked", "--tag", "epp=v2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("berth.lock has no digest for"));
+
+    // render --pin pins on the fly and writes no lock.
+    fs::remove_file(dir.path().join("berth.lock")).unwrap();
+    let out = berth(dir.path())
+        .args(["render", "--pin"])
+        .args(insecure)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("@{epp}")));
+    assert!(!dir.path().join("berth.lock").exists());
+    let out = berth(dir.path())
+        .args(["images", "--locked"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("--locked needs berth.lock next to berth.yaml; run `berth pin` first"));
+}
+
+#[test]
+fn multi_platform_images_pin_the_index_or_one_platform() {
+    let Some(registry) = TestRegistry::start(None) else {
+        return;
+    };
+    let index = registry.push(&Layout::index("multi"), "acme/multi", "v1");
+    let arm64 = registry.skopeo_digest("acme/multi:v1", Some("arm64"));
+    assert_ne!(index, arm64);
+    let dir = project_for(&registry, &[("multi", "acme/multi:v1")]);
+    let insecure = ["--insecure-registry", registry.host.as_str()];
+    berth(dir.path())
+        .arg("pin")
+        .args(insecure)
+        .assert()
+        .success();
+    assert!(fs::read_to_string(dir.path().join("berth.lock"))
+        .unwrap()
+        .contains(&format!("digest: {index}\n")));
+    berth(dir.path())
+        .args(["pin", "--platform", "linux/arm64"])
+        .args(insecure)
+        .assert()
+        .success();
+    let lock = fs::read_to_string(dir.path().join("berth.lock")).unwrap();
+    assert!(
+        lock.contains(&format!("digest: {arm64}\n  platform: linux/arm64\n")),
+        "{lock}"
+    );
+    let out = berth(dir.path())
+        .args(["pin", "--platform", "windows/amd64"])
+        .args(insecure)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(
+        "no manifest for platform `windows/amd64` in its index (it has: linux/amd64, linux/arm64)"
+    ));
+    assert!(
+        fs::read_to_string(dir.path().join("berth.lock"))
+            .unwrap()
+            .contains("linux/arm64"),
+        "lock untouched on failure"
+    );
+}
+
+#[test]
+fn credentials_come_from_the_docker_config() {
+    let Some(registry) = TestRegistry::start(Some(("berth", "s3cret"))) else {
+        return;
+    };
+    let digest = registry.push(&Layout::image("private", 1, 10), "team/private", "v1");
+    let dir = project_for(&registry, &[("private", "team/private:v1")]);
+    let insecure = ["--insecure-registry", registry.host.as_str()];
+    let docker = tempfile::tempdir().unwrap();
+
+    let out = berth(dir.path())
+        .arg("pin")
+        .args(insecure)
+        .env("DOCKER_CONFIG", docker.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "registry `{}` refused access (401 Unauthorized); log in",
+            registry.host
+        )),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("berth.lock").exists());
+
+    let auth = base64::engine::general_purpose::STANDARD.encode("berth:s3cret");
+    fs::write(
+        docker.path().join("config.json"),
+        format!(
+            r#"{{"auths": {{"{}": {{"auth": "{auth}"}}}}}}"#,
+            registry.host
+        ),
+    )
+    .unwrap();
+    let out = berth(dir.path())
+        .arg("pin")
+        .args(insecure)
+        .env("DOCKER_CONFIG", docker.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(fs::read_to_string(dir.path().join("berth.lock"))
+        .unwrap()
+        .contains(&digest));
+
+    // A credential helper that fails is named.
+    fs::write(
+        docker.path().join("config.json"),
+        format!(
+            r#"{{"credHelpers": {{"{}": "berth-test-absent"}}}}"#,
+            registry.host
+        ),
+    )
+    .unwrap();
+    let out = berth(dir.path())
+        .arg("pin")
+        .args(insecure)
+        .env("DOCKER_CONFIG", docker.path())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("credential helper `docker-credential-berth-test-absent` failed"));
+}
+
+#[test]
+fn faults_are_clear_and_leave_the_lock_untouched() {
+    let Some(registry) = TestRegistry::start(None) else {
+        return;
+    };
+    registry.push(&Layout::image("x", 1, 10), "acme/x", "v1");
+    let dir = project_for(&registry, &[("x", "acme/x:v1")]);
+    let insecure = ["--insecure-registry", registry.host.as_str()];
+    berth(dir.path())
+        .arg("pin")
+        .args(insecure)
+        .assert()
+        .success();
+    let before = fs::read_to_string(dir.path().join("berth.lock")).unwrap();
+
+    let down = format!("127.0.0.1:{}", free_port());
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (
+            vec!["--tag".into(), "x=nope".into()],
+            format!(
+                "{}/acme/x:nope: not found in registry `{}`",
+                registry.host, registry.host
+            ),
+        ),
+        (
+            vec![
+                "--image".into(),
+                format!("x={down}/acme/x:v1"),
+                "--insecure-registry".into(),
+                down.clone(),
+            ],
+            format!("{down}/acme/x:v1: cannot reach registry `{down}`"),
+        ),
+        (
+            vec![],
+            "a plain-HTTP registry needs `--insecure-registry".to_string(),
+        ),
+    ];
+    for (args, want) in cases {
+        let mut cmd = berth(dir.path());
+        cmd.arg("pin").args(&args);
+        if !args.iter().any(|a| a == "--insecure-registry") && !want.contains("plain-HTTP") {
+            cmd.args(insecure);
+        }
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(&want) && stderr.contains("berth.lock is unchanged"),
+            "\n got: {stderr}\nwant: {want}"
+        );
+        assert_eq!(
+            fs::read_to_string(dir.path().join("berth.lock")).unwrap(),
+            before
+        );
+    }
+}
+
+/// A proxy that answers 503 to the first `failures` requests, then forwards to `upstream`.
+fn flaky_proxy(upstream: String, failures: usize) -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let host = listener.local_addr().unwrap().to_string();
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let n = counter.fetch_add(1, Ordering::SeqCst);
+            if n < failures {
+                let mut client = client;
+                let mut buf = [0u8; 4096];
+                let _ = client.read(&mut buf);
+                let _ = client.write_all(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                continue;
+            }
+            let Ok(server) = TcpStream::connect(&upstream) else {
+                continue;
+            };
+            let (mut c1, mut s1) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            let (mut c2, mut s2) = (client, server);
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut c1, &mut s1);
+            });
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut s2, &mut c2);
+            });
+        }
+    });
+    (host, seen)
+}
+
+#[test]
+fn server_errors_are_retried_and_timeouts_reported() {
+    let Some(registry) = TestRegistry::start(None) else {
+        return;
+    };
+    let digest = registry.push(&Layout::image("flaky", 1, 10), "acme/flaky", "v1");
+    let (proxy, seen) = flaky_proxy(registry.host.clone(), 2);
+    let dir = project_for(&registry, &[("flaky", "acme/flaky:v1")]);
+    let out = berth(dir.path())
+        .args([
+            "pin",
+            "--image",
+            &format!("flaky={proxy}/acme/flaky:v1"),
+            "--insecure-registry",
+            &proxy,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(fs::read_to_string(dir.path().join("berth.lock"))
+        .unwrap()
+        .contains(&digest));
+    assert!(seen.load(Ordering::SeqCst) >= 3, "two 503s, then success");
+
+    // A registry that always fails: the attempts are counted in the message.
+    let (broken, _) = flaky_proxy(registry.host.clone(), usize::MAX);
+    let out = berth(dir.path())
+        .args([
+            "pin",
+            "--image",
+            &format!("flaky={broken}/acme/flaky:v1"),
+            "--insecure-registry",
+            &broken,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("failed after 4 attempts"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A server that accepts and never answers.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_host = silent.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        let held: Vec<TcpStream> = silent.incoming().flatten().collect();
+        drop(held);
+    });
+    let started = std::time::Instant::now();
+    let out = berth(dir.path())
+        .args([
+            "pin",
+            "--timeout",
+            "1",
+            "--image",
+            &format!("flaky={silent_host}/acme/flaky:v1"),
+            "--insecure-registry",
+            &silent_host,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("did not answer within 1 s"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(started.elapsed().as_secs() < 10);
+}
