@@ -13,6 +13,7 @@ use oci_client::manifest::{
     OCI_IMAGE_MEDIA_TYPE,
 };
 use oci_client::secrets::RegistryAuth;
+use oci_client::RegistryOperation;
 
 use crate::error::Status;
 use crate::{credentials, DockerConfig, RegistryError};
@@ -69,6 +70,8 @@ impl Registry {
         };
         let client = oci_client::Client::new(ClientConfig {
             protocol,
+            // berth always knows a blob's size: one streaming PUT per blob, not a PATCH per chunk.
+            use_monolithic_push: true,
             connect_timeout: Some(options.timeout),
             read_timeout: Some(options.timeout),
             ..ClientConfig::default()
@@ -115,6 +118,111 @@ impl Registry {
             })
             .await?;
         Ok((bytes.to_vec(), parse_digest(image, &digest)?))
+    }
+
+    /// Whether `target`'s repository already has the blob.
+    pub(crate) async fn blob_exists(
+        &self,
+        target: &Reference,
+        digest: &str,
+    ) -> Result<bool, RegistryError> {
+        let oci = oci_reference(target)?;
+        self.authorize(target, RegistryOperation::Pull).await?;
+        self.retry(target, || self.client.blob_exists(&oci, digest))
+            .await
+    }
+
+    /// Asks the registry to mount a blob from `source`'s repository into `target`'s
+    /// (same registry); `false` when the registry declined.
+    pub(crate) async fn mount(
+        &self,
+        target: &Reference,
+        source: &Reference,
+        digest: &str,
+    ) -> Result<bool, RegistryError> {
+        let (to, from) = (oci_reference(target)?, oci_reference(source)?);
+        self.authorize(target, RegistryOperation::Push).await?;
+        Ok(self.client.mount_blob(&to, &from, digest).await.is_ok())
+    }
+
+    /// Streams a blob from `source` to `target`, reporting bytes as they pass.
+    pub(crate) async fn copy_blob(
+        &self,
+        source: &Reference,
+        target: &Reference,
+        digest: &str,
+        size: u64,
+        on_bytes: &(dyn Fn(u64) + Send + Sync),
+    ) -> Result<(), RegistryError> {
+        use futures_util::StreamExt as _;
+        let (from, to) = (oci_reference(source)?, oci_reference(target)?);
+        self.authorize(source, RegistryOperation::Pull).await?;
+        self.authorize(target, RegistryOperation::Push).await?;
+        self.retry(target, || async {
+            let pulled = self.client.pull_blob_stream(&from, digest).await?;
+            let counted = pulled.stream.map(|chunk| {
+                chunk
+                    .inspect(|bytes| on_bytes(bytes.len() as u64))
+                    .map_err(OciDistributionError::IoError)
+            });
+            // The stream borrows `on_bytes`; oci-client wants 'static, so collect through a channel.
+            let (tx, rx) =
+                tokio::sync::mpsc::channel::<Result<bytes::Bytes, OciDistributionError>>(4);
+            let forward = async move {
+                let mut counted = std::pin::pin!(counted);
+                while let Some(item) = counted.next().await {
+                    if tx.send(item).await.is_err() {
+                        break;
+                    }
+                }
+            };
+            let receiver = tokio_stream_from(rx);
+            let (_, pushed) = tokio::join!(
+                forward,
+                self.client
+                    .push_blob_stream(&to, receiver, digest, Some(size))
+            );
+            pushed.map(|_| ())
+        })
+        .await
+    }
+
+    /// Pushes a manifest's exact bytes (so its digest is preserved).
+    pub(crate) async fn push_manifest(
+        &self,
+        target: &Reference,
+        bytes: &[u8],
+        media_type: &str,
+    ) -> Result<(), RegistryError> {
+        let to = oci_reference(target)?;
+        self.authorize(target, RegistryOperation::Push).await?;
+        let content_type = reqwest::header::HeaderValue::from_str(media_type).map_err(|e| {
+            RegistryError::Other {
+                image: target.to_string(),
+                registry: target.domain().to_string(),
+                reason: format!("unusable media type `{media_type}`: {e}"),
+            }
+        })?;
+        let body = bytes::Bytes::copy_from_slice(bytes);
+        self.retry(target, || {
+            self.client
+                .push_manifest_raw(&to, body.clone(), content_type.clone())
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// Makes sure a token for `operation` on `image`'s repository is cached.
+    async fn authorize(
+        &self,
+        image: &Reference,
+        operation: RegistryOperation,
+    ) -> Result<(), RegistryError> {
+        let oci = oci_reference(image)?;
+        let auth = self.auth(image.domain())?;
+        self.retry(image, || self.client.auth(&oci, &auth, operation))
+            .await
+            .map(|_| ())
     }
 
     /// Runs `op`, retrying 429 and 5xx answers with exponential backoff.
@@ -255,4 +363,11 @@ fn classify(
             reason: error.to_string(),
         },
     }
+}
+
+/// A stream over a channel's receiver.
+fn tokio_stream_from<T: Send + 'static>(
+    mut rx: tokio::sync::mpsc::Receiver<T>,
+) -> impl futures_util::Stream<Item = T> + Send + 'static {
+    futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }

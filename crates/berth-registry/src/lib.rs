@@ -8,8 +8,10 @@ mod auth;
 mod client;
 mod error;
 mod pin;
+mod promote;
 
 pub use auth::{credentials, DockerConfig};
 pub use client::{Options, Registry};
 pub use error::RegistryError;
 pub use pin::{pin_all, Pinned, Platform};
+pub use promote::{copy_image, Progress, Quiet, Stats};

@@ -59,6 +59,27 @@ pub enum Command {
     /// `repo:tag` and its digest; `--locked` makes `images`, `env` and `render` use them.
     /// berth.lock is written atomically, left untouched when nothing changed or on failure.
     Pin(PinArgs),
+    /// Copy every component image to another registry or prefix, digests preserved.
+    ///
+    /// `berth promote --to quay.io/team/prod` copies each resolved image (index, manifests,
+    /// config and layers) to `quay.io/team/prod/<last path component>:<tag>`. Blobs already at
+    /// the destination are not sent again; on the same registry they are mounted. With
+    /// `--locked` the sources are the digests of berth.lock.
+    Promote(PromoteArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PromoteArgs {
+    #[command(flatten)]
+    pub resolve: ResolveArgs,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+    /// The destination prefix: everything before each image's last path component.
+    #[arg(long, value_name = "PREFIX")]
+    pub to: String,
+    /// Print the copy plan (source -> destination, one line per image) and copy nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]

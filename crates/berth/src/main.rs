@@ -51,6 +51,9 @@ fn run(cli: &Cli) -> Result<u8> {
         Command::Render(args) => with_resolution(cli, &args.resolve, |project, resolution| {
             commands::render::run(args, project, resolution).map(|()| 0)
         }),
+        Command::Promote(args) => with_resolution(cli, &args.resolve, |_, resolution| {
+            commands::promote::run(args, resolution).map(|()| 0)
+        }),
         Command::Pin(args) => with_resolution(cli, &args.resolve, |project, resolution| {
             commands::pin::run(args, project, resolution).map(|()| 0)
         }),

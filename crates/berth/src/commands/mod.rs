@@ -3,6 +3,7 @@
 pub mod env;
 pub mod images;
 pub mod pin;
+pub mod promote;
 pub mod ref_cmd;
 pub mod render;
 pub mod validate;

@@ -1,0 +1,206 @@
+//! Promotion: copy an image — index, manifests, config and layer blobs — to
+//! another repository with every digest preserved. Blobs the target already
+//! has are not sent; on the same registry they are mounted across repositories.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use berth_ref::Reference;
+use serde_json::Value;
+use tokio::sync::Semaphore;
+
+use crate::{Registry, RegistryError};
+
+/// Blobs copied at once per image.
+const BLOB_CONCURRENCY: usize = 4;
+
+/// What a copy did.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Blobs streamed to the target.
+    pub blobs_sent: AtomicUsize,
+    /// Bytes streamed to the target.
+    pub bytes_sent: AtomicU64,
+    /// Blobs the target already had.
+    pub blobs_present: AtomicUsize,
+    /// Their bytes (not sent).
+    pub bytes_present: AtomicU64,
+    /// Blobs mounted from another repository of the same registry.
+    pub blobs_mounted: AtomicUsize,
+    /// Their bytes (not sent).
+    pub bytes_mounted: AtomicU64,
+    /// Manifests and indexes pushed.
+    pub manifests: AtomicUsize,
+}
+
+/// Reports progress: bytes as they stream, and the size of each blob about to be sent.
+pub trait Progress: Send + Sync {
+    /// `bytes` more bytes were sent.
+    fn sent(&self, bytes: u64);
+    /// A blob of `size` bytes is about to be sent.
+    fn expect(&self, size: u64);
+}
+
+/// No progress display.
+pub struct Quiet;
+
+impl Progress for Quiet {
+    fn sent(&self, _: u64) {}
+    fn expect(&self, _: u64) {}
+}
+
+/// Copies `source` to `target` (a tag or a digest reference), preserving digests.
+pub async fn copy_image(
+    registry: Arc<Registry>,
+    source: &Reference,
+    target: &Reference,
+    stats: Arc<Stats>,
+    progress: Arc<dyn Progress>,
+) -> Result<(), RegistryError> {
+    let (bytes, _) = registry.manifest(source).await?;
+    copy_manifest(&registry, source, target, &bytes, &stats, &progress).await?;
+    // Children and blobs are in place; now the top manifest, by tag, byte for byte.
+    let media_type = media_type(&bytes);
+    registry.push_manifest(target, &bytes, &media_type).await?;
+    stats.manifests.fetch_add(1, Ordering::Relaxed);
+    Ok(())
+}
+
+/// The manifest's media type: its own field, or what its shape says.
+fn media_type(bytes: &[u8]) -> String {
+    let json: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
+    if let Some(t) = json.get("mediaType").and_then(Value::as_str) {
+        return t.to_string();
+    }
+    if json.get("manifests").is_some() {
+        "application/vnd.oci.image.index.v1+json".into()
+    } else {
+        "application/vnd.oci.image.manifest.v1+json".into()
+    }
+}
+
+/// Copies what a manifest refers to: child manifests of an index, or the blobs of an image.
+async fn copy_manifest(
+    registry: &Arc<Registry>,
+    source: &Reference,
+    target: &Reference,
+    bytes: &[u8],
+    stats: &Arc<Stats>,
+    progress: &Arc<dyn Progress>,
+) -> Result<(), RegistryError> {
+    let json: Value = serde_json::from_slice(bytes).map_err(|e| RegistryError::Other {
+        image: source.to_string(),
+        registry: source.domain().to_string(),
+        reason: format!("the manifest is not JSON: {e}"),
+    })?;
+    let descriptor = |v: &Value| -> Option<(String, u64)> {
+        Some((
+            v.get("digest")?.as_str()?.to_string(),
+            v.get("size")?.as_u64()?,
+        ))
+    };
+    if let Some(children) = json.get("manifests").and_then(Value::as_array) {
+        for child in children.iter().filter_map(descriptor) {
+            let digest = berth_ref::Digest::parse(&child.0).map_err(|e| RegistryError::Other {
+                image: source.to_string(),
+                registry: source.domain().to_string(),
+                reason: format!("the index lists an unusable digest: {e}"),
+            })?;
+            let child_source = source.without_digest().with_digest(digest.clone());
+            let child_target = target.without_digest().with_digest(digest);
+            let (child_bytes, _) = registry.manifest(&child_source).await?;
+            Box::pin(copy_manifest(
+                registry,
+                &child_source,
+                &child_target,
+                &child_bytes,
+                stats,
+                progress,
+            ))
+            .await?;
+            registry
+                .push_manifest(&child_target, &child_bytes, &media_type(&child_bytes))
+                .await?;
+            stats.manifests.fetch_add(1, Ordering::Relaxed);
+        }
+        return Ok(());
+    }
+    let mut blobs: Vec<(String, u64)> = json
+        .get("config")
+        .and_then(descriptor)
+        .into_iter()
+        .collect();
+    blobs.extend(
+        json.get("layers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(descriptor),
+    );
+    let permits = Arc::new(Semaphore::new(BLOB_CONCURRENCY));
+    let mut tasks = tokio::task::JoinSet::new();
+    for (digest, size) in blobs {
+        let (registry, stats, progress, permits) = (
+            Arc::clone(registry),
+            Arc::clone(stats),
+            Arc::clone(progress),
+            Arc::clone(&permits),
+        );
+        let (source, target) = (source.clone(), target.clone());
+        tasks.spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            copy_blob(
+                &registry,
+                &source,
+                &target,
+                &digest,
+                size,
+                &stats,
+                progress.as_ref(),
+            )
+            .await
+        });
+    }
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok(result) => result?,
+            Err(e) => {
+                return Err(RegistryError::Other {
+                    image: source.to_string(),
+                    registry: source.domain().to_string(),
+                    reason: format!("a copy task failed: {e}"),
+                })
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn copy_blob(
+    registry: &Registry,
+    source: &Reference,
+    target: &Reference,
+    digest: &str,
+    size: u64,
+    stats: &Stats,
+    progress: &dyn Progress,
+) -> Result<(), RegistryError> {
+    if registry.blob_exists(target, digest).await? {
+        stats.blobs_present.fetch_add(1, Ordering::Relaxed);
+        stats.bytes_present.fetch_add(size, Ordering::Relaxed);
+        return Ok(());
+    }
+    let same_registry = source.domain() == target.domain() && source.path() != target.path();
+    if same_registry && registry.mount(target, source, digest).await? {
+        stats.blobs_mounted.fetch_add(1, Ordering::Relaxed);
+        stats.bytes_mounted.fetch_add(size, Ordering::Relaxed);
+        return Ok(());
+    }
+    progress.expect(size);
+    registry
+        .copy_blob(source, target, digest, size, &|n| progress.sent(n))
+        .await?;
+    stats.blobs_sent.fetch_add(1, Ordering::Relaxed);
+    stats.bytes_sent.fetch_add(size, Ordering::Relaxed);
+    Ok(())
+}

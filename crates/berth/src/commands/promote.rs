@@ -1,0 +1,117 @@
+//! `berth promote --to PREFIX`: copy every component image, digests preserved.
+
+use std::io::IsTerminal;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Result};
+use berth_core::Resolution;
+use berth_ref::{Reference, RegistryPrefix};
+use berth_registry::{copy_image, DockerConfig, Options, Progress, Quiet, Registry, Stats};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::cli::PromoteArgs;
+use crate::output::print;
+
+/// (component, source, destination) for every image.
+fn plan(
+    args: &PromoteArgs,
+    resolution: &Resolution<'_>,
+) -> Result<Vec<(String, Reference, Reference)>> {
+    let prefix = RegistryPrefix::parse(&args.to).map_err(|e| anyhow!("--to: {e}"))?;
+    resolution
+        .images
+        .iter()
+        .map(|image| {
+            let source = &image.reference;
+            let tag = source.tag().ok_or_else(|| {
+                anyhow!("component `{}`: `{source}` has no tag to promote under; give it one (`--tag {}=TAG`)", image.component.name, image.component.name)
+            })?;
+            let target = source.without_digest().with_prefix(&prefix).map_err(|e| anyhow!("--to {}: {e}", args.to))?.with_tag(tag.clone());
+            Ok((image.component.name.clone(), source.clone(), target))
+        })
+        .collect()
+}
+
+pub fn run(args: &PromoteArgs, resolution: &Resolution<'_>) -> Result<()> {
+    let copies = plan(args, resolution)?;
+    if args.dry_run {
+        let text: String = copies
+            .iter()
+            .map(|(c, s, t)| format!("{c}: {s} -> {t}\n"))
+            .collect();
+        return print(&text);
+    }
+    let started = Instant::now();
+    let options = Options {
+        insecure: args.registry.insecure.clone(),
+        timeout: Duration::from_secs(args.registry.timeout),
+        ..Options::default()
+    };
+    let registry = Arc::new(Registry::new(options, DockerConfig::load()?));
+    let stats = Arc::new(Stats::default());
+    let progress: Arc<dyn Progress> = if std::io::stderr().is_terminal() {
+        Arc::new(Bar::new())
+    } else {
+        Arc::new(Quiet)
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    for (component, source, target) in &copies {
+        runtime
+            .block_on(copy_image(
+                Arc::clone(&registry),
+                source,
+                target,
+                Arc::clone(&stats),
+                Arc::clone(&progress),
+            ))
+            .map_err(|e| anyhow!("component `{component}`: {e}"))?;
+    }
+    let mb = |n: u64| n as f64 / 1e6;
+    eprintln!(
+        "promoted {} image(s) to {} in {:.2} s: {} blob(s) sent ({:.1} MB), {} already there ({:.1} MB), {} mounted ({:.1} MB), {} manifest(s)",
+        copies.len(),
+        args.to,
+        started.elapsed().as_secs_f64(),
+        stats.blobs_sent.load(Ordering::Relaxed),
+        mb(stats.bytes_sent.load(Ordering::Relaxed)),
+        stats.blobs_present.load(Ordering::Relaxed),
+        mb(stats.bytes_present.load(Ordering::Relaxed)),
+        stats.blobs_mounted.load(Ordering::Relaxed),
+        mb(stats.bytes_mounted.load(Ordering::Relaxed)),
+        stats.manifests.load(Ordering::Relaxed),
+    );
+    Ok(())
+}
+
+/// A byte progress bar on stderr, for terminals.
+struct Bar(ProgressBar);
+
+impl Bar {
+    fn new() -> Bar {
+        let bar = ProgressBar::new(0);
+        let style =
+            ProgressStyle::with_template("{bar:30} {bytes}/{total_bytes} {bytes_per_sec} {eta}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style);
+        Bar(bar)
+    }
+}
+
+impl Progress for Bar {
+    fn sent(&self, bytes: u64) {
+        self.0.inc(bytes);
+    }
+    fn expect(&self, size: u64) {
+        self.0.inc_length(size);
+    }
+}
+
+impl Drop for Bar {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
+}
