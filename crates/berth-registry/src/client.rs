@@ -1,19 +1,26 @@
-//! A registry client: oci-client behind berth's reference type, with
-//! credentials, plain-HTTP exceptions, timeouts and retries.
+//! A registry client. oci-client does the authentication (the bearer-token
+//! flow, basic auth); berth makes the distribution API requests itself,
+//! because it needs their response headers — `Retry-After` to wait as long as
+//! the registry asks, `Docker-Content-Digest` — and to stream blobs with
+//! known sizes. oci-client exposes neither headers nor a way to wrap its calls.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use berth_ref::{Digest, Reference};
 use oci_client::client::{ClientConfig, ClientProtocol};
-use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::manifest::{
     IMAGE_MANIFEST_LIST_MEDIA_TYPE, IMAGE_MANIFEST_MEDIA_TYPE, OCI_IMAGE_INDEX_MEDIA_TYPE,
     OCI_IMAGE_MEDIA_TYPE,
 };
 use oci_client::secrets::RegistryAuth;
 use oci_client::RegistryOperation;
+use reqwest::header::{
+    HeaderMap, ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, RETRY_AFTER,
+};
+use reqwest::{Response, StatusCode};
+use sha2::{Digest as _, Sha256};
 
 use crate::error::Status;
 use crate::{credentials, DockerConfig, RegistryError};
@@ -28,6 +35,9 @@ pub const MANIFEST_TYPES: [&str; 4] = [
     IMAGE_MANIFEST_MEDIA_TYPE,
 ];
 
+/// The longest `Retry-After` berth honours; a longer one is reported, not waited for.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
 /// How to talk to registries.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -37,7 +47,7 @@ pub struct Options {
     pub timeout: Duration,
     /// Extra attempts after a 429 or 5xx answer.
     pub retries: u32,
-    /// Wait before the first retry; doubled each time.
+    /// Wait before the first retry when the registry gives no `Retry-After`; doubled each time.
     pub backoff: Duration,
 }
 
@@ -52,12 +62,37 @@ impl Default for Options {
     }
 }
 
+/// The `Authorization` a repository needs for an operation.
+#[derive(Clone)]
+enum Credential {
+    None,
+    Basic(String, String),
+    Bearer(String),
+}
+
+/// One failed attempt: worth retrying (after the registry's wait, if it gave one), or final.
+enum Attempt {
+    Retry {
+        wait: Option<Duration>,
+        error: RegistryError,
+    },
+    Fail(RegistryError),
+}
+
+impl From<RegistryError> for Attempt {
+    fn from(error: RegistryError) -> Self {
+        Attempt::Fail(error)
+    }
+}
+
 /// A registry client shared by concurrent operations.
 pub struct Registry {
-    client: oci_client::Client,
+    auth_client: oci_client::Client,
+    http: reqwest::Client,
     config: DockerConfig,
     options: Options,
-    auths: Mutex<HashMap<String, RegistryAuth>>,
+    credentials: Mutex<HashMap<String, RegistryAuth>>,
+    tokens: Mutex<HashMap<(String, String, bool), Credential>>,
 }
 
 impl Registry {
@@ -68,56 +103,88 @@ impl Registry {
         } else {
             ClientProtocol::HttpsExcept(options.insecure.clone())
         };
-        let client = oci_client::Client::new(ClientConfig {
+        let auth_client = oci_client::Client::new(ClientConfig {
             protocol,
-            // berth always knows a blob's size: one streaming PUT per blob, not a PATCH per chunk.
-            use_monolithic_push: true,
             connect_timeout: Some(options.timeout),
             read_timeout: Some(options.timeout),
             ..ClientConfig::default()
         });
+        let http = reqwest::Client::builder()
+            .connect_timeout(options.timeout)
+            .read_timeout(options.timeout)
+            .user_agent(concat!("berth/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .unwrap_or_default();
         Registry {
-            client,
+            auth_client,
+            http,
             config,
             options,
-            auths: Mutex::new(HashMap::new()),
+            credentials: Mutex::new(HashMap::new()),
+            tokens: Mutex::new(HashMap::new()),
         }
-    }
-
-    fn auth(&self, registry: &str) -> Result<RegistryAuth, RegistryError> {
-        if let Ok(cache) = self.auths.lock() {
-            if let Some(auth) = cache.get(registry) {
-                return Ok(auth.clone());
-            }
-        }
-        let auth = credentials(&self.config, registry)?;
-        if let Ok(mut cache) = self.auths.lock() {
-            cache.insert(registry.to_string(), auth.clone());
-        }
-        Ok(auth)
     }
 
     /// The digest of the manifest (or index) `image` names: one HEAD request.
     pub async fn manifest_digest(&self, image: &Reference) -> Result<Digest, RegistryError> {
-        let target = oci_reference(image)?;
-        let auth = self.auth(image.domain())?;
-        let digest = self
-            .retry(image, || self.client.fetch_manifest_digest(&target, &auth))
-            .await?;
-        parse_digest(image, &digest)
+        let url = self.url(image, &format!("manifests/{}", manifest_ref(image)));
+        let accept = MANIFEST_TYPES.join(", ");
+        self.retry(image, || async {
+            let response = self
+                .send(image, RegistryOperation::Pull, |c| {
+                    c.head(&url).header(ACCEPT, &accept)
+                })
+                .await?;
+            let response = self.expect(image, response, &[StatusCode::OK]).await?;
+            match header_digest(image, response.headers())? {
+                Some(digest) => Ok(digest),
+                // A registry may omit the header on HEAD; the body's hash is the digest.
+                None => {
+                    let response = self
+                        .send(image, RegistryOperation::Pull, |c| {
+                            c.get(&url).header(ACCEPT, &accept)
+                        })
+                        .await?;
+                    let response = self.expect(image, response, &[StatusCode::OK]).await?;
+                    let bytes = response
+                        .bytes()
+                        .await
+                        .map_err(|e| self.transport(image, e))?;
+                    Ok(digest_of(&bytes))
+                }
+            }
+        })
+        .await
     }
 
     /// The manifest (or index) `image` names, as bytes, with its digest.
     pub async fn manifest(&self, image: &Reference) -> Result<(Vec<u8>, Digest), RegistryError> {
-        let target = oci_reference(image)?;
-        let auth = self.auth(image.domain())?;
-        let (bytes, digest) = self
-            .retry(image, || {
-                self.client
-                    .pull_manifest_raw(&target, &auth, &MANIFEST_TYPES)
-            })
-            .await?;
-        Ok((bytes.to_vec(), parse_digest(image, &digest)?))
+        let url = self.url(image, &format!("manifests/{}", manifest_ref(image)));
+        let accept = MANIFEST_TYPES.join(", ");
+        self.retry(image, || async {
+            let response = self
+                .send(image, RegistryOperation::Pull, |c| {
+                    c.get(&url).header(ACCEPT, &accept)
+                })
+                .await?;
+            let response = self.expect(image, response, &[StatusCode::OK]).await?;
+            let bytes = response
+                .bytes()
+                .await
+                .map_err(|e| self.transport(image, e))?
+                .to_vec();
+            let digest = digest_of(&bytes);
+            if let Some(wanted) = image.digest() {
+                if wanted != &digest {
+                    return Err(Attempt::Fail(self.other(
+                        image,
+                        format!("the registry served content with digest {digest}, not {wanted}"),
+                    )));
+                }
+            }
+            Ok((bytes, digest))
+        })
+        .await
     }
 
     /// Whether `target`'s repository already has the blob.
@@ -126,23 +193,46 @@ impl Registry {
         target: &Reference,
         digest: &str,
     ) -> Result<bool, RegistryError> {
-        let oci = oci_reference(target)?;
-        self.authorize(target, RegistryOperation::Pull).await?;
-        self.retry(target, || self.client.blob_exists(&oci, digest))
-            .await
+        let url = self.url(target, &format!("blobs/{digest}"));
+        self.retry(target, || async {
+            let response = self
+                .send(target, RegistryOperation::Pull, |c| c.head(&url))
+                .await?;
+            match response.status() {
+                StatusCode::NOT_FOUND => Ok(false),
+                _ => self
+                    .expect(target, response, &[StatusCode::OK])
+                    .await
+                    .map(|_| true),
+            }
+        })
+        .await
     }
 
-    /// Asks the registry to mount a blob from `source`'s repository into `target`'s
-    /// (same registry); `false` when the registry declined.
+    /// Asks the registry to mount a blob from `source`'s repository into
+    /// `target`'s (same registry); `false` when it declined.
     pub(crate) async fn mount(
         &self,
         target: &Reference,
         source: &Reference,
         digest: &str,
     ) -> Result<bool, RegistryError> {
-        let (to, from) = (oci_reference(target)?, oci_reference(source)?);
-        self.authorize(target, RegistryOperation::Push).await?;
-        Ok(self.client.mount_blob(&to, &from, digest).await.is_ok())
+        let url = self.url(target, "blobs/uploads/");
+        let query = [("mount", digest), ("from", source.path())];
+        self.retry(target, || async {
+            let response = self
+                .send(target, RegistryOperation::Push, |c| {
+                    c.post(&url).query(&query).header(CONTENT_LENGTH, 0)
+                })
+                .await?;
+            match response.status() {
+                StatusCode::CREATED => Ok(true),
+                // 202: the registry opened an upload session instead; the normal upload follows.
+                StatusCode::ACCEPTED => Ok(false),
+                _ => self.expect(target, response, &[]).await.map(|_| false),
+            }
+        })
+        .await
     }
 
     /// Streams a blob from `source` to `target`, reporting bytes as they pass.
@@ -155,34 +245,61 @@ impl Registry {
         on_bytes: &(dyn Fn(u64) + Send + Sync),
     ) -> Result<(), RegistryError> {
         use futures_util::StreamExt as _;
-        let (from, to) = (oci_reference(source)?, oci_reference(target)?);
-        self.authorize(source, RegistryOperation::Pull).await?;
-        self.authorize(target, RegistryOperation::Push).await?;
+        let from = self.url(source, &format!("blobs/{digest}"));
+        let start = self.url(target, "blobs/uploads/");
         self.retry(target, || async {
-            let pulled = self.client.pull_blob_stream(&from, digest).await?;
-            let counted = pulled.stream.map(|chunk| {
-                chunk
-                    .inspect(|bytes| on_bytes(bytes.len() as u64))
-                    .map_err(OciDistributionError::IoError)
-            });
-            // The stream borrows `on_bytes`; oci-client wants 'static, so collect through a channel.
-            let (tx, rx) =
-                tokio::sync::mpsc::channel::<Result<bytes::Bytes, OciDistributionError>>(4);
+            let pulled = self
+                .send(source, RegistryOperation::Pull, |c| c.get(&from))
+                .await?;
+            let pulled = self.expect(source, pulled, &[StatusCode::OK]).await?;
+            let session = self
+                .send(target, RegistryOperation::Push, |c| {
+                    c.post(&start).header(CONTENT_LENGTH, 0)
+                })
+                .await?;
+            let session = self
+                .expect(target, session, &[StatusCode::ACCEPTED])
+                .await?;
+            let location = session
+                .headers()
+                .get(LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .ok_or_else(|| {
+                    self.other(
+                        target,
+                        "the registry opened an upload without a Location".into(),
+                    )
+                })?;
+            let put_url = upload_url(&start, location, digest);
+            // The body streams straight from the source; it cannot be replayed, so a
+            // retry starts the whole copy again.
+            let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(8);
+            let mut body_stream = pulled.bytes_stream();
             let forward = async move {
-                let mut counted = std::pin::pin!(counted);
-                while let Some(item) = counted.next().await {
+                while let Some(chunk) = body_stream.next().await {
+                    let item = chunk.map_err(std::io::Error::other);
+                    if let Ok(bytes) = &item {
+                        on_bytes(bytes.len() as u64);
+                    }
                     if tx.send(item).await.is_err() {
                         break;
                     }
                 }
             };
-            let receiver = tokio_stream_from(rx);
-            let (_, pushed) = tokio::join!(
-                forward,
-                self.client
-                    .push_blob_stream(&to, receiver, digest, Some(size))
-            );
-            pushed.map(|_| ())
+            let body = reqwest::Body::wrap_stream(futures_util::stream::poll_fn({
+                let mut rx = rx;
+                move |cx| rx.poll_recv(cx)
+            }));
+            let credential = self.credential(target, RegistryOperation::Push).await?;
+            let request = authorize(self.http.put(&put_url), &credential)
+                .header(CONTENT_TYPE, "application/octet-stream")
+                .header(CONTENT_LENGTH, size)
+                .body(body);
+            let (_, sent) = tokio::join!(forward, request.send());
+            let sent = sent.map_err(|e| self.transport(target, e))?;
+            self.expect(target, sent, &[StatusCode::CREATED])
+                .await
+                .map(|_| ())
         })
         .await
     }
@@ -194,180 +311,392 @@ impl Registry {
         bytes: &[u8],
         media_type: &str,
     ) -> Result<(), RegistryError> {
-        let to = oci_reference(target)?;
-        self.authorize(target, RegistryOperation::Push).await?;
-        let content_type = reqwest::header::HeaderValue::from_str(media_type).map_err(|e| {
-            RegistryError::Other {
-                image: target.to_string(),
-                registry: target.domain().to_string(),
-                reason: format!("unusable media type `{media_type}`: {e}"),
-            }
-        })?;
+        let url = self.url(target, &format!("manifests/{}", manifest_ref(target)));
         let body = bytes::Bytes::copy_from_slice(bytes);
-        self.retry(target, || {
-            self.client
-                .push_manifest_raw(&to, body.clone(), content_type.clone())
+        self.retry(target, || async {
+            let response = self
+                .send(target, RegistryOperation::Push, |c| {
+                    c.put(&url)
+                        .header(CONTENT_TYPE, media_type)
+                        .body(body.clone())
+                })
+                .await?;
+            self.expect(target, response, &[StatusCode::CREATED, StatusCode::OK])
+                .await
+                .map(|_| ())
         })
         .await
-        .map(|_| ())
     }
 
-    /// Makes sure a token for `operation` on `image`'s repository is cached.
-    async fn authorize(
+    /// `scheme://host/v2/<path>/<rest>`; Docker Hub's API host as oci-client resolves it.
+    fn url(&self, image: &Reference, rest: &str) -> String {
+        let host = api_host(image.domain());
+        let scheme = if self
+            .options
+            .insecure
+            .iter()
+            .any(|h| h == image.domain() || h == host)
+        {
+            "http"
+        } else {
+            "https"
+        };
+        format!("{scheme}://{host}/v2/{}/{rest}", image.path())
+    }
+
+    /// Credentials from the Docker config, cached per registry.
+    fn registry_auth(&self, registry: &str) -> Result<RegistryAuth, RegistryError> {
+        if let Some(auth) = self
+            .credentials
+            .lock()
+            .ok()
+            .and_then(|c| c.get(registry).cloned())
+        {
+            return Ok(auth);
+        }
+        let auth = credentials(&self.config, registry)?;
+        if let Ok(mut cache) = self.credentials.lock() {
+            cache.insert(registry.to_string(), auth.clone());
+        }
+        Ok(auth)
+    }
+
+    /// What to send as `Authorization` for `operation` on `image`'s repository
+    /// (oci-client runs the token flow; tokens are cached per repository).
+    async fn credential(
         &self,
         image: &Reference,
         operation: RegistryOperation,
-    ) -> Result<(), RegistryError> {
-        let oci = oci_reference(image)?;
-        let auth = self.auth(image.domain())?;
-        self.retry(image, || self.client.auth(&oci, &auth, operation))
+    ) -> Result<Credential, RegistryError> {
+        let key = (
+            image.domain().to_string(),
+            image.path().to_string(),
+            matches!(operation, RegistryOperation::Push),
+        );
+        if let Some(found) = self.tokens.lock().ok().and_then(|t| t.get(&key).cloned()) {
+            return Ok(found);
+        }
+        let auth = self.registry_auth(image.domain())?;
+        let oci: oci_client::Reference =
+            image
+                .to_string()
+                .parse()
+                .map_err(|e: oci_client::ParseError| {
+                    self.other(
+                        image,
+                        format!("the OCI client cannot address this reference: {e}"),
+                    )
+                })?;
+        let token = self
+            .auth_client
+            .auth(&oci, &auth, operation)
             .await
-            .map(|_| ())
+            .map_err(|e| match e {
+                oci_client::errors::OciDistributionError::RequestError(e) => {
+                    self.transport(image, e)
+                }
+                oci_client::errors::OciDistributionError::AuthenticationFailure(reason) => {
+                    denied(image, &format!("401 Unauthorized: {}", reason.trim()))
+                }
+                other => self.other(image, other.to_string()),
+            })?;
+        let credential = match (token, auth) {
+            (Some(token), _) => Credential::Bearer(token),
+            (None, RegistryAuth::Basic(user, password)) => Credential::Basic(user, password),
+            (None, RegistryAuth::Bearer(token)) => Credential::Bearer(token),
+            (None, RegistryAuth::Anonymous) => Credential::None,
+        };
+        if let Ok(mut tokens) = self.tokens.lock() {
+            tokens.insert(key, credential.clone());
+        }
+        Ok(credential)
     }
 
-    /// Runs `op`, retrying 429 and 5xx answers with exponential backoff.
+    /// Sends one request with credentials; a 401 with a cached token refreshes it once.
+    async fn send(
+        &self,
+        image: &Reference,
+        operation: RegistryOperation,
+        build: impl Fn(&reqwest::Client) -> reqwest::RequestBuilder,
+    ) -> Result<Response, Attempt> {
+        let credential = self.credential(image, operation).await?;
+        let response = authorize(build(&self.http), &credential)
+            .send()
+            .await
+            .map_err(|e| self.transport(image, e))?;
+        if response.status() != StatusCode::UNAUTHORIZED || matches!(credential, Credential::None) {
+            return Ok(response);
+        }
+        // An expired token: forget it, authenticate again, try once more.
+        let key = (
+            image.domain().to_string(),
+            image.path().to_string(),
+            matches!(operation, RegistryOperation::Push),
+        );
+        if let Ok(mut tokens) = self.tokens.lock() {
+            tokens.remove(&key);
+        }
+        let credential = self.credential(image, operation).await?;
+        Ok(authorize(build(&self.http), &credential)
+            .send()
+            .await
+            .map_err(|e| self.transport(image, e))?)
+    }
+
+    /// The response if its status is one of `ok`; otherwise what the status means.
+    async fn expect(
+        &self,
+        image: &Reference,
+        response: Response,
+        ok: &[StatusCode],
+    ) -> Result<Response, Attempt> {
+        let status = response.status();
+        if ok.contains(&status) {
+            return Ok(response);
+        }
+        let wait = retry_after(response.headers());
+        let body = response.text().await.unwrap_or_default();
+        let reason = format!(
+            "{status}{}",
+            envelope_message(&body)
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default()
+        );
+        Err(match status.as_u16() {
+            404 => Attempt::Fail(RegistryError::NotFound {
+                image: image.to_string(),
+                registry: image.domain().to_string(),
+            }),
+            401 | 403 => Attempt::Fail(denied(image, &reason)),
+            429 | 500..=599 => Attempt::Retry {
+                wait,
+                error: self.server(image, 1, reason),
+            },
+            _ => Attempt::Fail(self.other(image, reason)),
+        })
+    }
+
+    /// Runs `op`, retrying 429 and 5xx: after `Retry-After` when the registry
+    /// gives one (up to [`MAX_RETRY_AFTER`]), else with exponential backoff.
     async fn retry<T, F, Fut>(&self, image: &Reference, op: F) -> Result<T, RegistryError>
     where
         F: Fn() -> Fut,
-        Fut: std::future::Future<Output = Result<T, OciDistributionError>>,
+        Fut: std::future::Future<Output = Result<T, Attempt>>,
     {
-        let mut wait = self.options.backoff;
+        let mut backoff = self.options.backoff;
         let mut attempt = 1;
         loop {
             match op().await {
                 Ok(value) => return Ok(value),
-                Err(error) if attempt <= self.options.retries && retryable(&error) => {
+                Err(Attempt::Fail(error)) => return Err(error),
+                Err(Attempt::Retry { wait, error }) => {
+                    let reason = match &error {
+                        RegistryError::Server { reason, .. } => reason.clone(),
+                        other => other.to_string(),
+                    };
+                    if attempt > self.options.retries {
+                        return Err(self.server(image, attempt, reason));
+                    }
+                    let wait =
+                        match wait {
+                            Some(wait) if wait > MAX_RETRY_AFTER => return Err(self.server(
+                                image,
+                                attempt,
+                                format!(
+                                    "{reason}; it asks to retry after {} s, more than berth waits",
+                                    wait.as_secs()
+                                ),
+                            )),
+                            Some(wait) => wait,
+                            None => backoff,
+                        };
                     tokio::time::sleep(wait).await;
-                    wait *= 2;
+                    backoff *= 2;
                     attempt += 1;
                 }
-                Err(error) => return Err(classify(image, error, attempt, self.options.timeout)),
             }
+        }
+    }
+
+    fn transport(&self, image: &Reference, error: reqwest::Error) -> RegistryError {
+        let registry = image.domain().to_string();
+        if error.is_timeout() {
+            return RegistryError::Timeout {
+                image: image.to_string(),
+                registry,
+                seconds: self.options.timeout.as_secs(),
+            };
+        }
+        // The innermost cause says it best (connection refused, TLS record errors).
+        let mut reason = error.to_string();
+        let mut source = std::error::Error::source(&error);
+        while let Some(inner) = source {
+            reason = inner.to_string();
+            source = inner.source();
+        }
+        if error.is_connect() || error.is_request() {
+            RegistryError::Unreachable {
+                image: image.to_string(),
+                registry,
+                reason,
+            }
+        } else {
+            RegistryError::Other {
+                image: image.to_string(),
+                registry,
+                reason,
+            }
+        }
+    }
+
+    fn server(&self, image: &Reference, attempts: u32, reason: String) -> RegistryError {
+        RegistryError::Server {
+            image: image.to_string(),
+            registry: image.domain().to_string(),
+            attempts,
+            reason,
+        }
+    }
+
+    fn other(&self, image: &Reference, reason: String) -> RegistryError {
+        RegistryError::Other {
+            image: image.to_string(),
+            registry: image.domain().to_string(),
+            reason,
         }
     }
 }
 
-fn parse_digest(image: &Reference, text: &str) -> Result<Digest, RegistryError> {
-    Digest::parse(text).map_err(|e| RegistryError::Other {
+fn denied(image: &Reference, status: &str) -> RegistryError {
+    RegistryError::Denied {
         image: image.to_string(),
         registry: image.domain().to_string(),
-        reason: format!("the registry answered with an unusable digest `{text}`: {e}"),
+        status: Status(status.to_string()),
+    }
+}
+
+fn authorize(request: reqwest::RequestBuilder, credential: &Credential) -> reqwest::RequestBuilder {
+    match credential {
+        Credential::None => request,
+        Credential::Basic(user, password) => request.basic_auth(user, Some(password)),
+        Credential::Bearer(token) => request.header(AUTHORIZATION, format!("Bearer {token}")),
+    }
+}
+
+/// The API host of a registry (Docker Hub's is not `docker.io`).
+fn api_host(domain: &str) -> &str {
+    if domain == "docker.io" {
+        "index.docker.io"
+    } else {
+        domain
+    }
+}
+
+/// The digest when there is one, else the tag, else `latest`.
+fn manifest_ref(image: &Reference) -> String {
+    match (image.digest(), image.tag()) {
+        (Some(digest), _) => digest.to_string(),
+        (None, Some(tag)) => tag.to_string(),
+        (None, None) => "latest".into(),
+    }
+}
+
+fn digest_of(bytes: &[u8]) -> Digest {
+    let hex: String = Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    // A SHA-256 hex string is always a valid sha256 digest.
+    Digest::parse(&format!("sha256:{hex}"))
+        .unwrap_or_else(|_| unreachable!("sha256 hex is a valid digest"))
+}
+
+fn header_digest(image: &Reference, headers: &HeaderMap) -> Result<Option<Digest>, Attempt> {
+    let Some(value) = headers
+        .get("Docker-Content-Digest")
+        .and_then(|v| v.to_str().ok())
+    else {
+        return Ok(None);
+    };
+    Digest::parse(value).map(Some).map_err(|e| {
+        Attempt::Fail(RegistryError::Other {
+            image: image.to_string(),
+            registry: image.domain().to_string(),
+            reason: format!("the registry answered with an unusable digest `{value}`: {e}"),
+        })
     })
 }
 
-/// berth's reference as the client library's, through its canonical text.
-fn oci_reference(image: &Reference) -> Result<oci_client::Reference, RegistryError> {
-    image
-        .to_string()
-        .parse()
-        .map_err(|e: oci_client::ParseError| RegistryError::Other {
-            image: image.to_string(),
-            registry: image.domain().to_string(),
-            reason: format!("the OCI client cannot address this reference: {e}"),
-        })
-}
-
-fn status_of(error: &OciDistributionError) -> Option<u16> {
-    match error {
-        OciDistributionError::ServerError { code, .. } => Some(*code),
-        OciDistributionError::RequestError(e) => e.status().map(|s| s.as_u16()),
-        _ => None,
+/// `Retry-After`: seconds, or an HTTP date.
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
     }
+    let when = httpdate::parse_http_date(value).ok()?;
+    Some(
+        when.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
 }
 
-fn retryable(error: &OciDistributionError) -> bool {
-    status_of(error).is_some_and(|code| code == 429 || code >= 500)
+/// The first message of an OCI error envelope, if the body is one.
+fn envelope_message(body: &str) -> Option<String> {
+    let json: serde_json::Value = serde_json::from_str(body).ok()?;
+    let first = json.get("errors")?.as_array()?.first()?;
+    let code = first
+        .get("code")
+        .and_then(|c| c.as_str())
+        .unwrap_or_default();
+    let message = first
+        .get("message")
+        .and_then(|m| m.as_str())
+        .unwrap_or_default();
+    Some(format!("{code} {message}").trim().to_string())
 }
 
-fn classify(
-    image: &Reference,
-    error: OciDistributionError,
-    attempts: u32,
-    timeout: Duration,
-) -> RegistryError {
-    let name = image.to_string();
-    let registry = image.domain().to_string();
-    let denied = |status: &str| RegistryError::Denied {
-        image: name.clone(),
-        registry: registry.clone(),
-        status: Status(status.to_string()),
+/// The upload URL from a `Location` (absolute or relative), with the digest added.
+fn upload_url(start: &str, location: &str, digest: &str) -> String {
+    let absolute = if location.starts_with("http://") || location.starts_with("https://") {
+        location.to_string()
+    } else {
+        let origin_end = start.find("/v2/").unwrap_or(start.len());
+        format!("{}{location}", &start[..origin_end])
     };
-    match &error {
-        OciDistributionError::RequestError(e) if e.is_timeout() => {
-            return RegistryError::Timeout {
-                image: name,
-                registry,
-                seconds: timeout.as_secs(),
-            }
-        }
-        OciDistributionError::RequestError(e) if e.is_connect() => {
-            let mut reason = e.to_string();
-            let mut source = std::error::Error::source(e);
-            while let Some(inner) = source {
-                reason = inner.to_string();
-                source = inner.source();
-            }
-            return RegistryError::Unreachable {
-                image: name,
-                registry,
-                reason,
-            };
-        }
-        OciDistributionError::UnauthorizedError { .. }
-        | OciDistributionError::AuthenticationFailure(_) => return denied("401 Unauthorized"),
-        OciDistributionError::ImageManifestNotFoundError(_) => {
-            return RegistryError::NotFound {
-                image: name,
-                registry,
-            }
-        }
-        OciDistributionError::RegistryError { envelope, .. } => {
-            let codes: Vec<&OciErrorCode> = envelope.errors.iter().map(|e| &e.code).collect();
-            if codes
-                .iter()
-                .any(|c| matches!(c, OciErrorCode::ManifestUnknown | OciErrorCode::NameUnknown))
-            {
-                return RegistryError::NotFound {
-                    image: name,
-                    registry,
-                };
-            }
-            if codes
-                .iter()
-                .any(|c| matches!(c, OciErrorCode::Unauthorized))
-            {
-                return denied("401 Unauthorized");
-            }
-            if codes.iter().any(|c| matches!(c, OciErrorCode::Denied)) {
-                return denied("403 Forbidden");
-            }
-        }
-        _ => {}
-    }
-    match status_of(&error) {
-        Some(404) => RegistryError::NotFound {
-            image: name,
-            registry,
-        },
-        Some(401) => denied("401 Unauthorized"),
-        Some(403) => denied("403 Forbidden"),
-        Some(code) if code == 429 || code >= 500 => RegistryError::Server {
-            image: name,
-            registry,
-            attempts,
-            reason: error.to_string(),
-        },
-        _ => RegistryError::Other {
-            image: name,
-            registry,
-            reason: error.to_string(),
-        },
-    }
+    let separator = if absolute.contains('?') { '&' } else { '?' };
+    format!("{absolute}{separator}digest={digest}")
 }
 
-/// A stream over a channel's receiver.
-fn tokio_stream_from<T: Send + 'static>(
-    mut rx: tokio::sync::mpsc::Receiver<T>,
-) -> impl futures_util::Stream<Item = T> + Send + 'static {
-    futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_seconds_and_dates() {
+        let mut headers = HeaderMap::new();
+        headers.insert(RETRY_AFTER, "7".parse().unwrap());
+        assert_eq!(retry_after(&headers), Some(Duration::from_secs(7)));
+        let later = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(120));
+        headers.insert(RETRY_AFTER, later.parse().unwrap());
+        let wait = retry_after(&headers).unwrap();
+        assert!(
+            wait > Duration::from_secs(100) && wait <= Duration::from_secs(120),
+            "{wait:?}"
+        );
+        headers.insert(RETRY_AFTER, "soon".parse().unwrap());
+        assert_eq!(retry_after(&headers), None);
+    }
+
+    #[test]
+    fn upload_urls() {
+        let start = "http://127.0.0.1:5000/v2/a/b/blobs/uploads/";
+        assert_eq!(
+            upload_url(start, "/v2/a/b/blobs/uploads/u1?_state=x", "sha256:1"),
+            "http://127.0.0.1:5000/v2/a/b/blobs/uploads/u1?_state=x&digest=sha256:1"
+        );
+        assert_eq!(
+            upload_url(start, "https://cdn/up/u2", "sha256:2"),
+            "https://cdn/up/u2?digest=sha256:2"
+        );
+    }
 }

@@ -309,6 +309,19 @@ fn faults_are_clear_and_leave_the_lock_untouched() {
 
 /// A proxy that answers 503 to the first `failures` requests, then forwards to `upstream`.
 fn flaky_proxy(upstream: String, failures: usize) -> (String, Arc<AtomicUsize>) {
+    failing_proxy(
+        upstream,
+        failures,
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    )
+}
+
+/// A proxy that sends `answer` to the first `failures` requests, then forwards to `upstream`.
+fn failing_proxy(
+    upstream: String,
+    failures: usize,
+    answer: &'static str,
+) -> (String, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let host = listener.local_addr().unwrap().to_string();
     let seen = Arc::new(AtomicUsize::new(0));
@@ -320,7 +333,7 @@ fn flaky_proxy(upstream: String, failures: usize) -> (String, Arc<AtomicUsize>) 
                 let mut client = client;
                 let mut buf = [0u8; 4096];
                 let _ = client.read(&mut buf);
-                let _ = client.write_all(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                let _ = client.write_all(answer.as_bytes());
                 continue;
             }
             let Ok(server) = TcpStream::connect(&upstream) else {
@@ -412,4 +425,62 @@ fn server_errors_are_retried_and_timeouts_reported() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(started.elapsed().as_secs() < 10);
+}
+
+#[test]
+fn retry_after_is_honoured() {
+    let Some(registry) = TestRegistry::start(None) else {
+        return;
+    };
+    let digest = registry.push(&Layout::image("slow", 1, 10), "acme/slow", "v1");
+    let dir = project_for(&registry, &[("slow", "acme/slow:v1")]);
+    let limited = "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    // Three refusals: the first lands on the one authentication probe per repository
+    // (oci-client's `GET /v2/`), the next two on the manifest HEAD that berth retries.
+    let (proxy, _) = failing_proxy(registry.host.clone(), 3, limited);
+    let started = std::time::Instant::now();
+    let out = berth(dir.path())
+        .args([
+            "pin",
+            "--image",
+            &format!("slow={proxy}/acme/slow:v1"),
+            "--insecure-registry",
+            &proxy,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(fs::read_to_string(dir.path().join("berth.lock"))
+        .unwrap()
+        .contains(&digest));
+    // Exponential backoff alone would wait 0.25 s + 0.5 s; the registry asked for 1 s twice.
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(2),
+        "waited only {:?}",
+        started.elapsed()
+    );
+
+    let closed = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 3600\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    let (proxy, _) = failing_proxy(registry.host.clone(), usize::MAX, closed);
+    let out = berth(dir.path())
+        .args([
+            "pin",
+            "--image",
+            &format!("slow={proxy}/acme/slow:v1"),
+            "--insecure-registry",
+            &proxy,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("it asks to retry after 3600 s, more than berth waits"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

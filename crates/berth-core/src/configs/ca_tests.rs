@@ -1,9 +1,9 @@
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use rcgen::{date_time_ymd, CertificateParams, DnType, KeyPair};
 
 use super::*;
+use crate::configs::test_support::Table;
 use crate::project;
 
 /// 2026-06-01, inside the validity of the "current" test certificates.
@@ -18,26 +18,6 @@ fn cert(cn: &str, from: (i32, u8, u8), until: (i32, u8, u8)) -> (String, String)
     (params.self_signed(&key).unwrap().pem(), key.serialize_pem())
 }
 
-struct Table(HashMap<PathBuf, Vec<u8>>);
-
-impl FileSource for Table {
-    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
-        self.0
-            .get(path)
-            .cloned()
-            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
-    }
-    fn list_dir(&self, path: &Path) -> std::io::Result<Option<Vec<PathBuf>>> {
-        let inside: Vec<PathBuf> = self
-            .0
-            .keys()
-            .filter(|k| k.parent() == Some(path))
-            .cloned()
-            .collect();
-        Ok((!inside.is_empty()).then_some(inside))
-    }
-}
-
 fn build_with(
     sources: &str,
     files: Vec<(&str, String)>,
@@ -49,12 +29,7 @@ fn build_with(
         &format!("name: t\ncaBundles:\n  corp: {{sources: {sources}}}\n"),
     )
     .unwrap();
-    let table = Table(
-        files
-            .into_iter()
-            .map(|(k, v)| (Path::new("/p").join(k), v.into_bytes()))
-            .collect(),
-    );
+    let table = Table::new(files);
     build(&p, &p.ca_bundles[0], &table, NOW, strict)
 }
 

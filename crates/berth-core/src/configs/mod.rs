@@ -317,4 +317,6 @@ fn under(dir: &Path, written: &str) -> PathBuf {
 }
 
 #[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod tests;

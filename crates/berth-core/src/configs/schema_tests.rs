@@ -1,28 +1,8 @@
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use crate::configs::{generate, ConfigError, FileSource};
+use crate::configs::test_support::Table;
+use crate::configs::{generate, ConfigError};
 use crate::project;
-
-struct Table(HashMap<PathBuf, Vec<u8>>);
-
-impl FileSource for Table {
-    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
-        self.0
-            .get(path)
-            .cloned()
-            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
-    }
-    fn list_dir(&self, path: &Path) -> std::io::Result<Option<Vec<PathBuf>>> {
-        let inside: Vec<PathBuf> = self
-            .0
-            .keys()
-            .filter(|k| k.parent() == Some(path))
-            .cloned()
-            .collect();
-        Ok((!inside.is_empty()).then_some(inside))
-    }
-}
 
 const SCHEMA_2020: &str = r#"{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -47,12 +27,7 @@ fn run(config: &str, files: &[(&str, &str)]) -> Result<(), ConfigError> {
         &format!("name: t\nconfigs:\n  c: {config}\n"),
     )
     .unwrap();
-    let table = Table(
-        files
-            .iter()
-            .map(|(k, v)| (Path::new("/p").join(k), v.as_bytes().to_vec()))
-            .collect(),
-    );
+    let table = Table::new(files.iter().copied());
     generate(&p, &p.configs[0], &table).map(|_| ())
 }
 

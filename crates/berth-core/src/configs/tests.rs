@@ -1,40 +1,8 @@
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
+use super::test_support::Table;
 use super::*;
 use crate::project;
-
-/// An in-memory project tree.
-struct Table(HashMap<PathBuf, Vec<u8>>);
-
-impl Table {
-    fn new(files: &[(&str, &[u8])]) -> Table {
-        Table(
-            files
-                .iter()
-                .map(|(p, b)| (Path::new("/p").join(p), b.to_vec()))
-                .collect(),
-        )
-    }
-}
-
-impl FileSource for Table {
-    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
-        self.0
-            .get(path)
-            .cloned()
-            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
-    }
-    fn list_dir(&self, path: &Path) -> std::io::Result<Option<Vec<PathBuf>>> {
-        let inside: Vec<PathBuf> = self
-            .0
-            .keys()
-            .filter(|k| k.parent() == Some(path))
-            .cloned()
-            .collect();
-        Ok((!inside.is_empty()).then_some(inside))
-    }
-}
 
 fn generate_one(config: &str, files: &[(&str, &[u8])]) -> Result<Generated, ConfigError> {
     let project = project::parse(
@@ -43,7 +11,11 @@ fn generate_one(config: &str, files: &[(&str, &[u8])]) -> Result<Generated, Conf
         &format!("name: t\nconfigs:\n  c: {config}\n"),
     )
     .unwrap();
-    generate(&project, &project.configs[0], &Table::new(files))
+    generate(
+        &project,
+        &project.configs[0],
+        &Table::new(files.iter().copied()),
+    )
 }
 
 fn data(g: &Generated) -> Vec<(&str, &str)> {
