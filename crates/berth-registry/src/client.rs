@@ -497,19 +497,20 @@ impl Registry {
                     if attempt > self.options.retries {
                         return Err(self.server(image, attempt, reason));
                     }
-                    let wait =
-                        match wait {
-                            Some(wait) if wait > MAX_RETRY_AFTER => return Err(self.server(
+                    let wait = match wait {
+                        Some(wait) if wait > MAX_RETRY_AFTER => {
+                            return Err(self.server(
                                 image,
                                 attempt,
                                 format!(
                                     "{reason}; it asks to retry after {} s, more than berth waits",
                                     wait.as_secs()
                                 ),
-                            )),
-                            Some(wait) => wait,
-                            None => backoff,
-                        };
+                            ))
+                        }
+                        Some(wait) => wait,
+                        None => backoff,
+                    };
                     tokio::time::sleep(wait).await;
                     backoff *= 2;
                     attempt += 1;

@@ -230,6 +230,42 @@ fn credentials_come_from_the_docker_config() {
         .unwrap()
         .contains(&digest));
 
+    // A working helper, through credHelpers and through credsStore.
+    let bin = tempfile::tempdir().unwrap();
+    let helper = bin.path().join("docker-credential-berth-test");
+    fs::write(&helper, "#!/bin/sh\nread server\nprintf '{\"ServerURL\":\"%s\",\"Username\":\"berth\",\"Secret\":\"s3cret\"}' \"$server\"\n").unwrap();
+    fs::set_permissions(&helper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    for config in [
+        format!(
+            r#"{{"credHelpers": {{"{}": "berth-test"}}}}"#,
+            registry.host
+        ),
+        r#"{"credsStore": "berth-test"}"#.to_string(),
+    ] {
+        fs::remove_file(dir.path().join("berth.lock")).unwrap();
+        fs::write(docker.path().join("config.json"), &config).unwrap();
+        let out = berth(dir.path())
+            .arg("pin")
+            .args(insecure)
+            .env("DOCKER_CONFIG", docker.path())
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{config}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(fs::read_to_string(dir.path().join("berth.lock"))
+            .unwrap()
+            .contains(&digest));
+    }
+
     // A credential helper that fails is named.
     fs::write(
         docker.path().join("config.json"),
