@@ -11,7 +11,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// Image precedence, highest first: `--image NAME=REF`; the component's
 /// full-reference variable (`<NAME>_IMAGE`); registry and tag overrides applied
 /// to the default (`--registry`/`registry.env`, `--tag`/`<NAME>_TAG`); `image:`
-/// in berth.yaml. A full override that disagrees with a tag override is an error.
+/// in berth.yaml; with `--locked`, the digest pinned in berth.lock. A full
+/// override that disagrees with a tag override is an error.
 #[derive(Debug, Parser)]
 #[command(name = "berth", version, max_term_width = 100)]
 pub struct Cli {

@@ -54,6 +54,9 @@ fn run(cli: &Cli) -> Result<u8> {
         Command::Promote(args) => with_resolution(cli, &args.resolve, |_, resolution| {
             commands::promote::run(args, resolution).map(|()| 0)
         }),
+        Command::Pin(args) if args.resolve.locked => {
+            anyhow::bail!("--locked does not apply to `berth pin`, which writes the lock; run it without --locked")
+        }
         Command::Pin(args) => with_resolution(cli, &args.resolve, |project, resolution| {
             commands::pin::run(args, project, resolution).map(|()| 0)
         }),

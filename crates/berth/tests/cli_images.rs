@@ -159,3 +159,14 @@ fn broken_pipe_is_a_quiet_success() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("C0_IMAGE=r.io/c0:v1\n"));
 }
+
+#[test]
+fn pin_refuses_locked() {
+    let dir = project(PROJECT);
+    let out = berth(dir.path())
+        .args(["pin", "--locked"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--locked does not apply to `berth pin`"));
+}
