@@ -105,3 +105,44 @@ fn disagreeing_variables_stop_every_consumer() {
         check(run("make", &["-s", "print-images"], &env), "Makefile");
     }
 }
+
+#[test]
+fn the_example_renders_the_fork_and_validates() {
+    let out = berth(&example())
+        .arg("render")
+        .envs(FORK_ENV)
+        .output()
+        .unwrap();
+    insta::assert_snapshot!(common::transcript(&out));
+    berth(&example()).arg("validate").assert().success();
+}
+
+#[test]
+fn a_config_that_breaks_its_schema_is_reported() {
+    let copy = tempfile::tempdir().unwrap();
+    for file in [
+        "berth.yaml",
+        "deploy/epp.yaml",
+        "deploy/sim.yaml",
+        "config/epp-config.yaml",
+        "config/epp-config.schema.json",
+    ] {
+        let to = copy.path().join(file);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(example().join(file), to).unwrap();
+    }
+    std::fs::write(
+        copy.path().join("config/epp-config.yaml"),
+        "plugins:\n  - name: queue-scorer\n    weight: -1\n",
+    )
+    .unwrap();
+    let out = berth(copy.path()).arg("validate").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "config/epp-config.yaml:3:13: /plugins/0/weight: -1 is less than the minimum of 0"
+        ),
+        "{stderr}"
+    );
+}
