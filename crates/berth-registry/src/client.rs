@@ -127,39 +127,29 @@ impl Registry {
 
     /// The digest of the manifest (or index) `image` names: one HEAD request.
     pub async fn manifest_digest(&self, image: &Reference) -> Result<Digest, RegistryError> {
-        let url = self.url(image, &format!("manifests/{}", manifest_ref(image)));
+        let url = self.manifest_url(image);
         let accept = MANIFEST_TYPES.join(", ");
-        self.retry(image, || async {
-            let response = self
-                .send(image, RegistryOperation::Pull, |c| {
-                    c.head(&url).header(ACCEPT, &accept)
-                })
-                .await?;
-            let response = self.expect(image, response, &[StatusCode::OK]).await?;
-            match header_digest(image, response.headers())? {
-                Some(digest) => Ok(digest),
-                // A registry may omit the header on HEAD; the body's hash is the digest.
-                None => {
-                    let response = self
-                        .send(image, RegistryOperation::Pull, |c| {
-                            c.get(&url).header(ACCEPT, &accept)
-                        })
-                        .await?;
-                    let response = self.expect(image, response, &[StatusCode::OK]).await?;
-                    let bytes = response
-                        .bytes()
-                        .await
-                        .map_err(|e| self.transport(image, e))?;
-                    Ok(digest_of(&bytes))
-                }
-            }
-        })
-        .await
+        let from_header = self
+            .retry(image, || async {
+                let response = self
+                    .send(image, RegistryOperation::Pull, |c| {
+                        c.head(&url).header(ACCEPT, &accept)
+                    })
+                    .await?;
+                let response = self.expect(image, response, &[StatusCode::OK]).await?;
+                header_digest(image, response.headers())
+            })
+            .await?;
+        match from_header {
+            Some(digest) => Ok(digest),
+            // A registry may omit the header on HEAD; the content's hash is the digest.
+            None => self.manifest(image).await.map(|(_, digest)| digest),
+        }
     }
 
     /// The manifest (or index) `image` names, as bytes, with its digest.
     pub async fn manifest(&self, image: &Reference) -> Result<(Vec<u8>, Digest), RegistryError> {
-        let url = self.url(image, &format!("manifests/{}", manifest_ref(image)));
+        let url = self.manifest_url(image);
         let accept = MANIFEST_TYPES.join(", ");
         self.retry(image, || async {
             let response = self
@@ -311,7 +301,7 @@ impl Registry {
         bytes: &[u8],
         media_type: &str,
     ) -> Result<(), RegistryError> {
-        let url = self.url(target, &format!("manifests/{}", manifest_ref(target)));
+        let url = self.manifest_url(target);
         let body = bytes::Bytes::copy_from_slice(bytes);
         self.retry(target, || async {
             let response = self
@@ -342,6 +332,11 @@ impl Registry {
             "https"
         };
         format!("{scheme}://{host}/v2/{}/{rest}", image.path())
+    }
+
+    /// The manifest endpoint of `image`: by digest when it has one, else by tag.
+    fn manifest_url(&self, image: &Reference) -> String {
+        self.url(image, &format!("manifests/{}", manifest_ref(image)))
     }
 
     /// Credentials from the Docker config, cached per registry.

@@ -343,6 +343,27 @@ fn faults_are_clear_and_leave_the_lock_untouched() {
     }
 }
 
+/// `berth pin` with `component` pointed at `host/path`, reached over plain HTTP.
+fn pin_via(
+    dir: &std::path::Path,
+    component: &str,
+    host: &str,
+    path: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    berth(dir)
+        .arg("pin")
+        .args(extra)
+        .args([
+            "--image",
+            &format!("{component}={host}/{path}"),
+            "--insecure-registry",
+            host,
+        ])
+        .output()
+        .unwrap()
+}
+
 /// A proxy that answers 503 to the first `failures` requests, then forwards to `upstream`.
 fn flaky_proxy(upstream: String, failures: usize) -> (String, Arc<AtomicUsize>) {
     failing_proxy(
@@ -396,16 +417,7 @@ fn server_errors_are_retried_and_timeouts_reported() {
     let digest = registry.push(&Layout::image("flaky", 1, 10), "acme/flaky", "v1");
     let (proxy, seen) = flaky_proxy(registry.host.clone(), 2);
     let dir = project_for(&registry, &[("flaky", "acme/flaky:v1")]);
-    let out = berth(dir.path())
-        .args([
-            "pin",
-            "--image",
-            &format!("flaky={proxy}/acme/flaky:v1"),
-            "--insecure-registry",
-            &proxy,
-        ])
-        .output()
-        .unwrap();
+    let out = pin_via(dir.path(), "flaky", &proxy, "acme/flaky:v1", &[]);
     assert!(
         out.status.success(),
         "{}",
@@ -418,16 +430,7 @@ fn server_errors_are_retried_and_timeouts_reported() {
 
     // A registry that always fails: the attempts are counted in the message.
     let (broken, _) = flaky_proxy(registry.host.clone(), usize::MAX);
-    let out = berth(dir.path())
-        .args([
-            "pin",
-            "--image",
-            &format!("flaky={broken}/acme/flaky:v1"),
-            "--insecure-registry",
-            &broken,
-        ])
-        .output()
-        .unwrap();
+    let out = pin_via(dir.path(), "flaky", &broken, "acme/flaky:v1", &[]);
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("failed after 4 attempts"),
         "{}",
@@ -442,18 +445,13 @@ fn server_errors_are_retried_and_timeouts_reported() {
         drop(held);
     });
     let started = std::time::Instant::now();
-    let out = berth(dir.path())
-        .args([
-            "pin",
-            "--timeout",
-            "1",
-            "--image",
-            &format!("flaky={silent_host}/acme/flaky:v1"),
-            "--insecure-registry",
-            &silent_host,
-        ])
-        .output()
-        .unwrap();
+    let out = pin_via(
+        dir.path(),
+        "flaky",
+        &silent_host,
+        "acme/flaky:v1",
+        &["--timeout", "1"],
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("did not answer within 1 s"),
@@ -461,6 +459,29 @@ fn server_errors_are_retried_and_timeouts_reported() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(started.elapsed().as_secs() < 10);
+    let lock = fs::read_to_string(dir.path().join("berth.lock")).unwrap();
+    assert!(
+        lock.contains(&digest),
+        "the failed pin left berth.lock as it was"
+    );
+
+    // 403 Forbidden: a clear refusal naming image and registry, not retried.
+    let forbidden = "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    let (proxy, seen) = failing_proxy(registry.host.clone(), usize::MAX, forbidden);
+    let out = pin_via(dir.path(), "flaky", &proxy, "acme/flaky:v1", &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{proxy}/acme/flaky:v1: registry `{proxy}` refused access (403 Forbidden)"
+        )),
+        "{stderr}"
+    );
+    assert!(seen.load(Ordering::SeqCst) <= 3, "a 403 is not retried");
+    assert_eq!(
+        fs::read_to_string(dir.path().join("berth.lock")).unwrap(),
+        lock
+    );
 }
 
 #[test]
@@ -475,16 +496,7 @@ fn retry_after_is_honoured() {
     // (oci-client's `GET /v2/`), the next two on the manifest HEAD that berth retries.
     let (proxy, _) = failing_proxy(registry.host.clone(), 3, limited);
     let started = std::time::Instant::now();
-    let out = berth(dir.path())
-        .args([
-            "pin",
-            "--image",
-            &format!("slow={proxy}/acme/slow:v1"),
-            "--insecure-registry",
-            &proxy,
-        ])
-        .output()
-        .unwrap();
+    let out = pin_via(dir.path(), "slow", &proxy, "acme/slow:v1", &[]);
     assert!(
         out.status.success(),
         "{}",
@@ -502,16 +514,7 @@ fn retry_after_is_honoured() {
 
     let closed = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 3600\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
     let (proxy, _) = failing_proxy(registry.host.clone(), usize::MAX, closed);
-    let out = berth(dir.path())
-        .args([
-            "pin",
-            "--image",
-            &format!("slow={proxy}/acme/slow:v1"),
-            "--insecure-registry",
-            &proxy,
-        ])
-        .output()
-        .unwrap();
+    let out = pin_via(dir.path(), "slow", &proxy, "acme/slow:v1", &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&out.stderr)
