@@ -280,3 +280,27 @@ fn nothing_to_render_says_how_to_fix() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("has no `manifests:`"));
 }
+
+#[test]
+fn kustomize_entries_without_kubectl_say_what_to_do() {
+    let dir = project("name: demo\nmanifests:\n  - kustomize: overlay\nimages: {}\n");
+    fs::create_dir(dir.path().join("overlay")).unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let out = berth(dir.path())
+        .arg("render")
+        .env("PATH", empty.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("`kustomize: ")
+            && stderr.contains("needs kubectl on PATH, which was not found"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("kubectl kustomize DIR | berth render -"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}
