@@ -92,7 +92,7 @@ fn is_object_name(s: &str, max: usize) -> bool {
 }
 
 impl Loader<'_> {
-    fn bool(&self, node: &Node, key: &str) -> Result<bool, ProjectError> {
+    pub(super) fn bool(&self, node: &Node, key: &str) -> Result<bool, ProjectError> {
         match node
             .as_scalar()
             .filter(|s| s.style == berth_yaml::Style::Plain)
@@ -104,7 +104,11 @@ impl Loader<'_> {
         }
     }
 
-    fn strings(&self, node: &Node, key: &str) -> Result<Vec<Spanned<String>>, ProjectError> {
+    pub(super) fn strings(
+        &self,
+        node: &Node,
+        key: &str,
+    ) -> Result<Vec<Spanned<String>>, ProjectError> {
         self.list(node, key, "a list of strings")?
             .iter()
             .map(|item| {

@@ -12,7 +12,9 @@ use berth_yaml::{Limits, Node, Pos};
 use crate::suggest::{closest, hint};
 
 mod generated;
+mod sync;
 pub use generated::{CaBundleSpec, ConfigSpec, Inject, Spanned};
+pub use sync::{RunStep, SyncPath, SyncRule, SyncTarget};
 
 /// Name of the project file.
 pub const PROJECT_FILE: &str = "berth.yaml";
@@ -26,9 +28,8 @@ const TOP_KEYS: &[&str] = &[
     "imagePaths",
     "configs",
     "caBundles",
+    "sync",
 ];
-/// Keys of the design that later versions implement; named so the error is honest.
-const PLANNED_KEYS: &[&str] = &["sync"];
 const COMPONENT_KEYS: &[&str] = &["image", "env", "tagEnv", "pullPolicy", "match"];
 const REGISTRY_KEYS: &[&str] = &["env"];
 const IMAGE_PATH_KEYS: &[&str] = &["kind", "apiVersion", "path"];
@@ -56,6 +57,8 @@ pub struct Project {
     pub configs: Vec<ConfigSpec>,
     /// `caBundles:`, in file order.
     pub ca_bundles: Vec<CaBundleSpec>,
+    /// `sync:`, live-update rules, in file order.
+    pub sync: Vec<SyncRule>,
 }
 
 /// One entry of `images:`: an image the project ships.
@@ -174,18 +177,6 @@ pub enum ProjectError {
         suggestion: Option<String>,
         /// The valid keys.
         expected: &'static [&'static str],
-    },
-    /// A section of the design this version does not implement yet.
-    #[error(
-        "{file}:{pos}: `{key}` is not supported by this version of berth yet; remove it or upgrade"
-    )]
-    NotYetSupported {
-        /// The file.
-        file: String,
-        /// Where the key is.
-        pos: Pos,
-        /// The key.
-        key: String,
     },
     /// A value of the wrong shape.
     #[error("{file}:{pos}: `{key}` must be {expected}")]
@@ -327,6 +318,7 @@ impl Loader<'_> {
         };
         let entries = self.fields(&root, "the project", TOP_KEYS)?;
         let mut ca_node = None;
+        let mut sync_node = None;
         let mut project = Project {
             file,
             dir,
@@ -338,6 +330,7 @@ impl Loader<'_> {
             image_paths: Vec::new(),
             configs: Vec::new(),
             ca_bundles: Vec::new(),
+            sync: Vec::new(),
         };
         for (key, value) in entries {
             match key.as_str().unwrap_or_default() {
@@ -351,6 +344,7 @@ impl Loader<'_> {
                 "imagePaths" => project.image_paths = self.image_paths(value)?,
                 "configs" => project.configs = self.configs(value)?,
                 "caBundles" => ca_node = Some(value),
+                "sync" => sync_node = Some(value),
                 _ => {} // `fields` admitted only the keys above
             }
         }
@@ -362,10 +356,13 @@ impl Loader<'_> {
                 context: "the project".into(),
             });
         }
+        // After `images:`, whatever the key order: both name components.
+        let names: Vec<String> = project.components.iter().map(|c| c.name.clone()).collect();
         if let Some(node) = ca_node {
-            // After `images:`, whatever the key order: inject names components.
-            let names: Vec<String> = project.components.iter().map(|c| c.name.clone()).collect();
             project.ca_bundles = self.ca_bundles(node, &names)?;
+        }
+        if let Some(node) = sync_node {
+            project.sync = self.sync_rules(node, &names)?;
         }
         self.check_variables(&project)?;
         self.check_generated_names(&project)?;
@@ -386,13 +383,6 @@ impl Loader<'_> {
             let name = key.as_str().unwrap_or_default();
             if allowed.contains(&name) {
                 continue;
-            }
-            if context == "the project" && PLANNED_KEYS.contains(&name) {
-                return Err(ProjectError::NotYetSupported {
-                    file: self.file.to_string(),
-                    pos: key.pos,
-                    key: name.to_string(),
-                });
             }
             return Err(ProjectError::UnknownKey {
                 file: self.file.to_string(),

@@ -72,7 +72,16 @@ fn errors_point_at_the_problem() {
     let cases = [
         ("name: x\nimages:\n  epp:\n    imgae: nginx\n", "berth.yaml:4:5: unknown key `imgae` in images.epp; did you mean `image`?"),
         ("name: x\nimagez: {}\n", "berth.yaml:2:1: unknown key `imagez` in the project; did you mean `images`?"),
-        ("name: x\nsync: []\n", "berth.yaml:2:1: `sync` is not supported by this version of berth yet"),
+        ("name: x\nsync: [{name: a, paths: [{from: a, to: /a}]}]\n", "berth.yaml:2:8: sync rule `a` has no `target`"),
+        ("name: x\nsync: [{target: {container: a, image: b}, run: [{cmd: [x]}]}]\n", "berth.yaml:2:17: `sync.sync-0.target` must be a mapping with exactly one of `component`, `container` or `image`"),
+        ("name: x\nsync: [{target: {pod: a}}]\n", "berth.yaml:2:18: unknown key `pod` in sync.sync-0.target"),
+        ("name: x\nimages: {epp: {image: a}}\nsync: [{target: {component: ep}, run: [{cmd: [x]}]}]\n", "unknown key `ep` in sync.sync-0.target.component (components are the keys of `images:`); did you mean `epp`?"),
+        ("name: x\nsync: [{target: {container: a}, paths: [{from: a, to: app}]}]\n", "berth.yaml:2:55: invalid `sync.sync-0.paths.to` value `app`: an absolute path"),
+        ("name: x\nsync: [{target: {container: a}, paths: [{from: a, to: /app/../etc}]}]\n", "invalid `sync.sync-0.paths.to` value `/app/../etc`"),
+        ("name: x\nsync: [{target: {container: a}}]\n", "sync rule `sync-0` (it has neither `paths:` nor `run:`) has no `paths`"),
+        ("name: x\nsync: [{target: {container: a}, run: [{cmd: []}]}]\n", "has no `cmd`"),
+        ("name: x\nsync: [{name: a, target: {container: a}, run: [{cmd: [x]}]}, {name: a, target: {container: b}, run: [{cmd: [x]}]}]\n", "two sync rules share this name"),
+        ("name: x\nsync: [{target: {container: a}, run: [{cmd: [x]}], initalSync: false}]\n", "did you mean `initialSync`?"),
         ("name: x\nconfigs:\n  Bad_Name: {}\n", "berth.yaml:3:3: invalid `configs` value `Bad_Name`"),
         ("name: x\nconfigs:\n  c: {filez: []}\n", "berth.yaml:3:7: unknown key `filez` in configs.c; did you mean `files`?"),
         ("name: x\nconfigs:\n  c: {type: kubernetes.io/tls}\n", "`type:` applies to Secrets"),
@@ -157,4 +166,27 @@ fn configs_and_ca_bundles() {
     let inject = ca.inject.as_ref().unwrap();
     assert_eq!(inject.mount_path, "/etc/ssl/certs/berth/ca/ca-bundle.crt");
     assert_eq!(inject.env, ["SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"]);
+}
+
+#[test]
+fn sync_rules_load() {
+    let p = load(
+        "name: x\nimages: {epp: {image: ghcr.io/a/epp:dev}}\nsync:\n  - name: epp-dev\n    target: {component: epp}\n    paths:\n      - {from: bin/, to: /app/bin/}\n    ignore: [\"**/*.swp\"]\n    run:\n      - {cmd: [kill, -HUP, \"1\"], trigger: [\"bin/**\"]}\n    initialSync: false\n  - target: {image: ghcr.io/a/epp}\n    run: [{cmd: [true]}]\n",
+    )
+    .unwrap();
+    let rule = &p.sync[0];
+    assert_eq!(rule.name, "epp-dev");
+    assert_eq!(rule.target, SyncTarget::Component("epp".into()));
+    assert_eq!(
+        (rule.paths[0].from.as_str(), rule.paths[0].to.as_str()),
+        ("bin/", "/app/bin")
+    );
+    assert_eq!(rule.ignore[0].value, "**/*.swp");
+    assert_eq!(rule.run[0].cmd, ["kill", "-HUP", "1"]);
+    assert_eq!(rule.run[0].trigger[0].value, "bin/**");
+    assert!(!rule.initial_sync);
+    let exec_only = &p.sync[1];
+    assert_eq!(exec_only.name, "sync-1");
+    assert!(exec_only.paths.is_empty() && exec_only.initial_sync);
+    assert!(matches!(&exec_only.target, SyncTarget::Image(r) if r.to_string() == "ghcr.io/a/epp"));
 }
