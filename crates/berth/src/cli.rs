@@ -67,6 +67,47 @@ pub enum Command {
     /// the destination are not sent again; on the same registry they are mounted. With
     /// `--locked` the sources are the digests of berth.lock.
     Promote(PromoteArgs),
+    /// Put local files into running containers: live update without building images.
+    ///
+    /// Follows the `sync:` rules of berth.yaml (all of them, or the RULEs named). Each
+    /// update is one exec per container: deletes, a tar stream of the changed files and the
+    /// triggered `run:` steps. Images and pull policies are never touched. Without `--once`
+    /// it syncs every matching container (sending only files whose content differs), then
+    /// watches the local files until interrupted, printing one status line per update;
+    /// containers that start or restart are brought up to date before their steps run.
+    ///
+    /// Examples: `berth sync`; `berth sync --once` (CI, scripts); `berth sync epp-dev --dry-run`.
+    Sync(SyncArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SyncArgs {
+    /// Rules to run (their `name:`); all when none are given.
+    #[arg(value_name = "RULE")]
+    pub rules: Vec<String>,
+    /// Sync every matching container once (by content hash) and exit; non-zero if any failed
+    /// or no container matched a rule.
+    #[arg(long)]
+    pub once: bool,
+    /// Show what would be written, deleted and run, per container, and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Where the containers run: `podman`, `docker`, or `auto` (podman if it answers, else docker).
+    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
+    pub engine: EngineChoice,
+    /// Seconds between checks for new or restarted containers while watching.
+    #[arg(long, default_value_t = 1.0, value_name = "SECONDS")]
+    pub poll: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineChoice {
+    /// podman if it is installed and answers, otherwise docker.
+    Auto,
+    /// The podman CLI.
+    Podman,
+    /// The docker CLI.
+    Docker,
 }
 
 #[derive(Debug, Args)]

@@ -63,6 +63,10 @@ fn run(cli: &Cli) -> Result<u8> {
         Command::Validate(args) if args.pin => with_pins(cli, args, |project, resolution| {
             commands::validate::run(args, project, resolution).map(|()| 0)
         }),
+        Command::Sync(args) => {
+            let project = project_file::load(cli.project.as_deref())?;
+            commands::sync::run(args, &project)
+        }
         Command::Validate(args) => with_resolution(cli, &args.resolve, |project, resolution| {
             commands::validate::run(args, project, resolution).map(|()| 0)
         }),

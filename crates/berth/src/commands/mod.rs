@@ -6,4 +6,5 @@ pub mod pin;
 pub mod promote;
 pub mod ref_cmd;
 pub mod render;
+pub mod sync;
 pub mod validate;

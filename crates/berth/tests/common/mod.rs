@@ -6,6 +6,7 @@ use std::process::Output;
 
 use assert_cmd::Command;
 
+pub mod podman;
 pub mod registry;
 
 /// The `berth` binary under test, with a clean environment (PATH kept) so

@@ -1,0 +1,197 @@
+//! `berth sync`: live update of running containers from local files.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Result};
+use berth_core::Project;
+use berth_sync::engine::Engine;
+use berth_sync::watch::Watcher;
+use berth_sync::{Report, Session, Target};
+
+use crate::cli::{EngineChoice, SyncArgs};
+
+pub fn run(args: &SyncArgs, project: &Project) -> Result<u8> {
+    if project.sync.is_empty() {
+        bail!(
+            "{} has no `sync:` rules; add one, e.g.\n  sync:\n    - name: app\n      target: {{container: app}}\n      paths: [{{from: src/, to: /app/src/}}]",
+            project.file
+        );
+    }
+    for name in &args.rules {
+        if !project.sync.iter().any(|r| &r.name == name) {
+            let names: Vec<&str> = project.sync.iter().map(|r| r.name.as_str()).collect();
+            bail!(
+                "no sync rule named `{name}` in {}; its rules are: {}",
+                project.file,
+                names.join(", ")
+            );
+        }
+    }
+    if !(args.poll.is_finite() && args.poll > 0.0) {
+        bail!("--poll must be a positive number of seconds");
+    }
+    let target = target(args.engine)?;
+    let mut session = Session::new(project, &args.rules, target, args.dry_run)?;
+    session.scan()?;
+    warn_skipped(&mut session);
+    if args.once {
+        let containers = session.containers(true)?;
+        let reports = session.sync_containers(&containers, true, "once");
+        return Ok(if print_reports(&reports, args.dry_run) {
+            0
+        } else {
+            1
+        });
+    }
+    watch(args, &mut session)
+}
+
+fn target(choice: EngineChoice) -> Result<Box<dyn Target>> {
+    Ok(match choice {
+        EngineChoice::Podman => Box::new(Engine::new("podman")),
+        EngineChoice::Docker => Box::new(Engine::new("docker")),
+        EngineChoice::Auto => Box::new(Engine::detect().ok_or_else(|| {
+            anyhow!("neither podman nor docker answered (`podman ps`, `docker ps`); start one, or pick one with --engine to see its error")
+        })?),
+    })
+}
+
+fn watch(args: &SyncArgs, session: &mut Session) -> Result<u8> {
+    // Watch before the initial sync, so no edit made during it is lost.
+    let watcher = Watcher::new(&session.watch_roots())?;
+    let poll = Duration::from_secs_f64(args.poll);
+    let mut containers = session.containers(false)?;
+    announce_waiting(session, &containers);
+    print_reports(
+        &session.sync_containers(&containers, false, "initial"),
+        args.dry_run,
+    );
+    eprintln!("berth sync: watching for changes (Ctrl-C to stop)");
+    let mut last_poll = Instant::now();
+    loop {
+        let batch = watcher.next_batch(poll)?;
+        if last_poll.elapsed() >= poll {
+            last_poll = Instant::now();
+            match session.containers(false) {
+                Ok(now) => {
+                    containers = now;
+                    // New and restarted containers catch up before any change is sent.
+                    let reports = session.sync_containers(&containers, false, "restart");
+                    print_reports(&reports, args.dry_run);
+                }
+                Err(e) => eprintln!("berth sync: {e} (retrying)"),
+            }
+        }
+        let reports = if batch.rescan {
+            session.rescan_all(&containers)?
+        } else if batch.paths.is_empty() {
+            continue;
+        } else {
+            session.on_changes(&batch.paths, &containers)?
+        };
+        warn_skipped(session);
+        print_reports(&reports, args.dry_run);
+    }
+}
+
+fn announce_waiting(session: &Session, containers: &[Vec<berth_sync::Container>]) {
+    for ((name, target), found) in session.targets().iter().zip(containers) {
+        if found.is_empty() {
+            eprintln!(
+                "berth sync: rule `{name}`: no running container matches {target} yet; waiting"
+            );
+        }
+    }
+}
+
+fn warn_skipped(session: &mut Session) {
+    for problem in session.skipped.drain(..) {
+        eprintln!("warning: {problem}");
+    }
+}
+
+/// Prints one status line per report (stderr) and, in a dry run, the plan
+/// (stdout). Returns whether every container succeeded.
+fn print_reports(reports: &[Report], dry_run: bool) -> bool {
+    let mut ok = true;
+    let mut plan = String::new();
+    for report in reports {
+        let failed = report.outcomes.iter().filter(|o| o.result.is_err()).count();
+        ok &= failed == 0;
+        if dry_run {
+            for o in &report.outcomes {
+                plan.push_str(&format!("{} -> {}\n", report.rule, o.container.label));
+                for d in &o.update.deletes {
+                    plan.push_str(&format!("  delete {d}\n"));
+                }
+                for (path, entry) in &o.update.writes {
+                    let what = match &entry.kind {
+                        berth_sync::tree::Kind::File { size, .. } => format!("({})", bytes(*size)),
+                        berth_sync::tree::Kind::Dir { .. } => "(directory)".into(),
+                        berth_sync::tree::Kind::Symlink(t) => format!("-> {t}"),
+                    };
+                    plan.push_str(&format!("  write {path} {what}\n"));
+                }
+                for step in &o.steps {
+                    plan.push_str(&format!("  run {step}\n"));
+                }
+            }
+        }
+        eprintln!("{}", status_line(report, dry_run));
+        for o in &report.outcomes {
+            if let Err(e) = &o.result {
+                eprintln!("  error: {e}");
+            }
+        }
+    }
+    if !plan.is_empty() {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(plan.as_bytes()).and_then(|()| out.flush());
+    }
+    ok
+}
+
+/// `sync epp-dev (change): 3 written, 1 deleted, 12.4 KiB, 1 step -> 2 containers in 84 ms`.
+fn status_line(report: &Report, dry_run: bool) -> String {
+    let first = report.outcomes.first();
+    let written = first.map_or(0, |o| o.update.writes.len());
+    let deleted = first.map_or(0, |o| o.update.deletes.len());
+    let size: u64 = report
+        .outcomes
+        .iter()
+        .map(|o| o.update.bytes())
+        .max()
+        .unwrap_or(0);
+    let steps = first.map_or(0, |o| o.steps.len());
+    let failed = report.outcomes.iter().filter(|o| o.result.is_err()).count();
+    let mut line = format!(
+        "{}sync {} ({}): {written} written, {deleted} deleted, {}, {steps} step{} -> {} container{} in {} ms",
+        if dry_run { "dry run: " } else { "" },
+        report.rule,
+        report.reason,
+        bytes(size),
+        if steps == 1 { "" } else { "s" },
+        report.outcomes.len(),
+        if report.outcomes.len() == 1 { "" } else { "s" },
+        report.elapsed.as_millis()
+    );
+    if failed > 0 {
+        line.push_str(&format!(", {failed} failed"));
+    }
+    line
+}
+
+fn bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut value = n as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
