@@ -4,8 +4,8 @@
 //! stdin: a header line, delete lines (`D<path>`, flushed by `F` in chunks so
 //! no argument list grows without bound), then either `T` and a tar archive or
 //! `E`; afterwards it runs the update's triggered `run:` steps. The stream is
-//! self-delimiting (the archive is padded to whole tar records), so it works on
-//! exec transports that cannot close stdin.
+//! self-delimiting (`T<length>`, cut with `head -c` so tar sees its end), so it
+//! works on exec transports that cannot close stdin.
 
 use std::io::{self, Read, Write};
 
@@ -17,7 +17,7 @@ const MAGIC: &str = "berth-sync-1";
 /// Deletes per `rm` invocation, and bytes of paths per chunk: far below ARG_MAX.
 const DELETE_CHUNK: usize = 256;
 const DELETE_CHUNK_BYTES: usize = 64 * 1024;
-/// GNU tar reads whole 10 KiB records; pad so it never waits for more input.
+/// GNU tar reads whole 10 KiB records; the archive is padded to them.
 const RECORD: u64 = 10240;
 
 /// Exit statuses the scripts use for their own failures.
@@ -61,7 +61,10 @@ pub fn update_script(needs_tar: bool, steps: &[&[String]]) -> String {
          \x20 case \"$line\" in\n\
          \x20   D*) set -- \"$@\" \"${{line#D}}\" ;;\n\
          \x20   F) if [ $# -gt 0 ]; then rm -rf -- \"$@\" || {{ say \"rm-failed uid=$(uid)\"; exit {EXIT_RM}; }}; fi; set -- ;;\n\
-         \x20   T) tar -xf - -C / || {{ say \"tar-failed uid=$(uid)\"; exit {EXIT_TAR}; }}; break ;;\n\
+         \x20   T*) n=${{line#T}}\n\
+         \x20     if command -v head >/dev/null 2>&1; then head -c \"$n\" | tar -xf - -C /; else tar -xf - -C /; fi \\\n\
+         \x20       || {{ say \"tar-failed uid=$(uid)\"; exit {EXIT_TAR}; }}\n\
+         \x20     break ;;\n\
          \x20   E) break ;;\n\
          \x20 esac\n\
          done\n"
@@ -114,9 +117,20 @@ pub fn write_stream(update: &Update, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "E")?;
         return out.flush();
     }
-    writeln!(out, "T")?;
+    // The archive's exact length goes first, so the container can cut it off
+    // with `head -c` and tar ends without waiting for stdin to close (Kubernetes
+    // exec cannot close stdin on every server). A first pass without contents measures it.
+    let length = write_archive(update, &mut io::sink(), false)?;
+    writeln!(out, "T{length}")?;
+    write_archive(update, &mut out, true)?;
+    out.flush()
+}
+
+/// Writes the tar archive of `update.writes`, padded to whole records; returns its
+/// length. Without `contents`, file data are zeros (same length, no reads).
+fn write_archive(update: &Update, out: &mut dyn Write, contents: bool) -> io::Result<u64> {
     let mut counting = Counting {
-        inner: &mut out,
+        inner: out,
         written: 0,
     };
     {
@@ -152,10 +166,12 @@ pub fn write_stream(update: &Update, out: &mut dyn Write) -> io::Result<()> {
                     mode,
                     mtime_ns,
                 } => {
-                    let file = match std::fs::File::open(&entry.local) {
-                        Ok(file) => file,
-                        // Gone since the scan: its delete comes with the next event.
-                        Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    let file: Box<dyn Read> = match std::fs::File::open(&entry.local) {
+                        Ok(file) if contents => Box::new(file),
+                        Ok(_) => Box::new(io::empty()),
+                        // Gone since the scan: sent as zeros (the archive's length is
+                        // already announced); its delete comes with the next event.
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => Box::new(io::empty()),
                         Err(e) => return Err(e),
                     };
                     header.set_entry_type(tar::EntryType::Regular);
@@ -171,7 +187,7 @@ pub fn write_stream(update: &Update, out: &mut dyn Write) -> io::Result<()> {
     }
     let pad = (RECORD - counting.written % RECORD) % RECORD;
     io::copy(&mut io::repeat(0).take(pad), &mut counting)?;
-    out.flush()
+    Ok(counting.written)
 }
 
 /// The script that lists what the container holds below the given roots

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use berth_core::project::{SyncRule, SyncTarget};
@@ -61,7 +61,7 @@ pub struct Report {
 pub struct Session {
     dir: PathBuf,
     rules: Vec<Rule>,
-    target: Box<dyn Target>,
+    target: Arc<dyn Target>,
     dry_run: bool,
     hashes: Mutex<HashMap<PathBuf, (u64, i128, String)>>,
     /// Paths skipped as unsafe or unsendable, reported once each.
@@ -86,7 +86,7 @@ impl Session {
     pub fn new(
         project: &Project,
         only: &[String],
-        target: Box<dyn Target>,
+        target: Arc<dyn Target>,
         dry_run: bool,
     ) -> Result<Session, SyncError> {
         let dir = project.dir.clone();
@@ -188,7 +188,20 @@ impl Session {
     /// Lists the target's containers and, per rule, the ones it selects. With
     /// `require`, a rule that selects none is an error saying what runs instead.
     pub fn containers(&self, require: bool) -> Result<Vec<Vec<Container>>, SyncError> {
-        let all = self.target.list()?;
+        self.select(&self.target.list()?, require)
+    }
+
+    /// The target, for listing its containers from another thread while watching.
+    pub fn target(&self) -> Arc<dyn Target> {
+        Arc::clone(&self.target)
+    }
+
+    /// Per rule, the containers of `all` it selects (see [`Session::containers`]).
+    pub fn select(
+        &self,
+        all: &[Container],
+        require: bool,
+    ) -> Result<Vec<Vec<Container>>, SyncError> {
         let mut out = Vec::new();
         for rule in &self.rules {
             let selected: Vec<Container> = all

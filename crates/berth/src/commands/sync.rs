@@ -1,7 +1,9 @@
 //! `berth sync`: live update of running containers from local files.
 
 use std::io::Write;
-use std::time::{Duration, Instant};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
 use berth_core::Project;
@@ -47,11 +49,11 @@ pub fn run(args: &SyncArgs, project: &Project) -> Result<u8> {
     watch(args, &mut session)
 }
 
-fn target(choice: EngineChoice) -> Result<Box<dyn Target>> {
+fn target(choice: EngineChoice) -> Result<Arc<dyn Target>> {
     Ok(match choice {
-        EngineChoice::Podman => Box::new(Engine::new("podman")),
-        EngineChoice::Docker => Box::new(Engine::new("docker")),
-        EngineChoice::Auto => Box::new(Engine::detect().ok_or_else(|| {
+        EngineChoice::Podman => Arc::new(Engine::new("podman")),
+        EngineChoice::Docker => Arc::new(Engine::new("docker")),
+        EngineChoice::Auto => Arc::new(Engine::detect().ok_or_else(|| {
             anyhow!("neither podman nor docker answered (`podman ps`, `docker ps`); start one, or pick one with --engine to see its error")
         })?),
     })
@@ -67,13 +69,20 @@ fn watch(args: &SyncArgs, session: &mut Session) -> Result<u8> {
         &session.sync_containers(&containers, false, "initial"),
         args.dry_run,
     );
+    // Listing containers takes an engine round trip; a thread does it so edits never wait.
+    let (listed, lists) = mpsc::channel();
+    let target = session.target();
+    std::thread::spawn(move || loop {
+        std::thread::sleep(poll);
+        if listed.send(target.list()).is_err() {
+            return;
+        }
+    });
     eprintln!("berth sync: watching for changes (Ctrl-C to stop)");
-    let mut last_poll = Instant::now();
     loop {
         let batch = watcher.next_batch(poll)?;
-        if last_poll.elapsed() >= poll {
-            last_poll = Instant::now();
-            match session.containers(false) {
+        if let Some(list) = lists.try_iter().last() {
+            match list.and_then(|all| session.select(&all, false)) {
                 Ok(now) => {
                     containers = now;
                     // New and restarted containers catch up before any change is sent.
