@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use berth_core::project::{SyncRule, SyncTarget};
 use berth_core::Project;
+use berth_ref::Repository;
 use globset::{GlobBuilder, GlobMatcher};
 
 use crate::error::SyncError;
@@ -82,9 +83,12 @@ fn compile_glob(origin: String, pattern: &str) -> Result<GlobMatcher, SyncError>
 
 impl Session {
     /// Prepares `rules` (all of the project's when empty) against `target`.
+    /// `resolved` gives each component's resolved image repository (an override
+    /// may point elsewhere than berth.yaml): a component target matches it too.
     /// Reads `.dockerignore` from the project directory when present.
     pub fn new(
         project: &Project,
+        resolved: &[(String, Repository)],
         only: &[String],
         target: Arc<dyn Target>,
         dry_run: bool,
@@ -124,10 +128,16 @@ impl Session {
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             let selector = Selector::new(&spec.target, |name| {
-                project
+                let mut repos: Vec<Repository> = project
                     .component(name)
                     .map(|c| c.repositories.clone())
-                    .unwrap_or_default()
+                    .unwrap_or_default();
+                for (_, repo) in resolved.iter().filter(|(c, _)| c == name) {
+                    if !repos.contains(repo) {
+                        repos.push(repo.clone());
+                    }
+                }
+                repos
             });
             rules.push(Rule {
                 spec: spec.clone(),

@@ -25,7 +25,8 @@ pub struct Container {
 }
 
 /// Feeds an exec's standard input.
-pub type Input<'a> = &'a mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>;
+/// `Send`, so a target may feed it from another thread.
+pub type Input<'a> = &'a mut (dyn FnMut(&mut dyn Write) -> std::io::Result<()> + Send);
 
 /// A place with running containers: a container engine or a cluster.
 pub trait Target: Send + Sync {

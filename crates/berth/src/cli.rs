@@ -82,6 +82,8 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct SyncArgs {
+    #[command(flatten)]
+    pub resolve: ResolveArgs,
     /// Rules to run (their `name:`); all when none are given.
     #[arg(value_name = "RULE")]
     pub rules: Vec<String>,
@@ -92,9 +94,20 @@ pub struct SyncArgs {
     /// Show what would be written, deleted and run, per container, and change nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Where the containers run: `podman`, `docker`, or `auto` (podman if it answers, else docker).
+    /// Where the containers run.
     #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
     pub engine: EngineChoice,
+    /// Kubernetes: the kubeconfig file (default: `KUBECONFIG`, then `~/.kube/config`, then the
+    /// in-cluster service account).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<std::path::PathBuf>,
+    /// Kubernetes: the kubeconfig context (default: the current one).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Kubernetes: the namespace of workloads that do not set one (default: berth.yaml's
+    /// `namespace:`, then the context's).
+    #[arg(long, short = 'n', value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
     /// Seconds between checks for new or restarted containers while watching.
     #[arg(long, default_value_t = 1.0, value_name = "SECONDS")]
     pub poll: f64,
@@ -102,12 +115,15 @@ pub struct SyncArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EngineChoice {
-    /// podman if it is installed and answers, otherwise docker.
+    /// podman if it answers, else docker if it answers, else Kubernetes if a kubeconfig
+    /// (or an in-cluster service account) is found.
     Auto,
     /// The podman CLI.
     Podman,
     /// The docker CLI.
     Docker,
+    /// Pods of the project's rendered workloads (all ready replicas), through the exec API.
+    Kubernetes,
 }
 
 #[derive(Debug, Args)]

@@ -63,10 +63,9 @@ fn run(cli: &Cli) -> Result<u8> {
         Command::Validate(args) if args.pin => with_pins(cli, args, |project, resolution| {
             commands::validate::run(args, project, resolution).map(|()| 0)
         }),
-        Command::Sync(args) => {
-            let project = project_file::load(cli.project.as_deref())?;
-            commands::sync::run(args, &project)
-        }
+        Command::Sync(args) => with_resolution(cli, &args.resolve, |project, resolution| {
+            commands::sync::run(args, project, resolution)
+        }),
         Command::Validate(args) => with_resolution(cli, &args.resolve, |project, resolution| {
             commands::validate::run(args, project, resolution).map(|()| 0)
         }),

@@ -8,6 +8,7 @@ mod images;
 mod inject;
 pub mod pods;
 mod refs;
+mod workloads;
 
 use std::ops::Range;
 
@@ -20,6 +21,7 @@ use crate::suggest::hint;
 pub use images::ImageRewriter;
 pub use inject::CaInjector;
 pub use refs::{ConfigRewriter, CONFIG_HASH_ANNOTATION};
+pub use workloads::{workloads, PodSelector, Workload};
 
 /// One input stream: its name (for messages) and its text.
 #[derive(Debug, Clone)]

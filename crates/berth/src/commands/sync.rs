@@ -5,15 +5,18 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Result};
-use berth_core::Project;
+use anyhow::{bail, Result};
+use berth_core::{Project, Resolution};
+use berth_kube::{Connection, KubeTarget};
+use berth_ref::Repository;
 use berth_sync::engine::Engine;
 use berth_sync::watch::Watcher;
 use berth_sync::{Report, Session, Target};
 
-use crate::cli::{EngineChoice, SyncArgs};
+use crate::cli::{EngineChoice, RegistryArgs, RenderArgs, ResolveArgs, SyncArgs};
+use crate::commands::render::render_all;
 
-pub fn run(args: &SyncArgs, project: &Project) -> Result<u8> {
+pub fn run(args: &SyncArgs, project: &Project, resolution: &Resolution<'_>) -> Result<u8> {
     if project.sync.is_empty() {
         bail!(
             "{} has no `sync:` rules; add one, e.g.\n  sync:\n    - name: app\n      target: {{container: app}}\n      paths: [{{from: src/, to: /app/src/}}]",
@@ -33,8 +36,13 @@ pub fn run(args: &SyncArgs, project: &Project) -> Result<u8> {
     if !(args.poll.is_finite() && args.poll > 0.0) {
         bail!("--poll must be a positive number of seconds");
     }
-    let target = target(args.engine)?;
-    let mut session = Session::new(project, &args.rules, target, args.dry_run)?;
+    let target = target(args, project, resolution)?;
+    let resolved: Vec<(String, Repository)> = resolution
+        .images
+        .iter()
+        .map(|r| (r.component.name.clone(), r.reference.repository().clone()))
+        .collect();
+    let mut session = Session::new(project, &resolved, &args.rules, target, args.dry_run)?;
     session.scan()?;
     warn_skipped(&mut session);
     if args.once {
@@ -49,14 +57,64 @@ pub fn run(args: &SyncArgs, project: &Project) -> Result<u8> {
     watch(args, &mut session)
 }
 
-fn target(choice: EngineChoice) -> Result<Arc<dyn Target>> {
-    Ok(match choice {
+fn target(
+    args: &SyncArgs,
+    project: &Project,
+    resolution: &Resolution<'_>,
+) -> Result<Arc<dyn Target>> {
+    Ok(match args.engine {
         EngineChoice::Podman => Arc::new(Engine::new("podman")),
         EngineChoice::Docker => Arc::new(Engine::new("docker")),
-        EngineChoice::Auto => Arc::new(Engine::detect().ok_or_else(|| {
-            anyhow!("neither podman nor docker answered (`podman ps`, `docker ps`); start one, or pick one with --engine to see its error")
-        })?),
+        EngineChoice::Kubernetes => kubernetes(args, project, resolution)?,
+        EngineChoice::Auto => match Engine::detect() {
+            Some(engine) => Arc::new(engine),
+            None if has_cluster_config(args) => kubernetes(args, project, resolution)?,
+            None => bail!(
+                "no engine found: neither podman nor docker answered (`podman ps`, `docker ps`) and there is \
+                 no kubeconfig; start one, or name it with --engine to see its error"
+            ),
+        },
     })
+}
+
+fn has_cluster_config(args: &SyncArgs) -> bool {
+    args.kubeconfig.is_some()
+        || std::env::var_os("KUBECONFIG").is_some()
+        || std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()
+        || std::env::var_os("HOME")
+            .is_some_and(|home| std::path::Path::new(&home).join(".kube/config").is_file())
+}
+
+/// The pods of the project's rendered workloads.
+fn kubernetes(
+    args: &SyncArgs,
+    project: &Project,
+    resolution: &Resolution<'_>,
+) -> Result<Arc<dyn Target>> {
+    let render_args = RenderArgs {
+        resolve: ResolveArgs::default(),
+        paths: Vec::new(),
+        out: None,
+        pull_policies: Vec::new(),
+        strict: false,
+        pin: false,
+        registry: RegistryArgs::default(),
+    };
+    let rendered = render_all(&render_args, project, resolution)?;
+    let workloads = berth_core::render::workloads(&rendered.yaml)?;
+    if workloads.is_empty() {
+        bail!(
+            "--engine kubernetes syncs into the pods of the project's workloads, and {} renders none; \
+             list the Deployments (or other workloads) under `manifests:`",
+            project.file
+        );
+    }
+    let connection = Connection {
+        kubeconfig: args.kubeconfig.clone(),
+        context: args.context.clone(),
+        namespace: args.namespace.clone().or_else(|| project.namespace.clone()),
+    };
+    Ok(Arc::new(KubeTarget::connect(&connection, workloads)?))
 }
 
 fn watch(args: &SyncArgs, session: &mut Session) -> Result<u8> {
