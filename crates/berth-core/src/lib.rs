@@ -5,6 +5,7 @@
 
 #![warn(missing_docs)]
 
+pub mod cluster;
 pub mod configs;
 pub mod lock;
 pub mod project;

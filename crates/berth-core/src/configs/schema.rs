@@ -294,6 +294,11 @@ fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
+/// YAML as JSON (YAML 1.2 core schema types): what the API server receives.
+pub fn yaml_to_json(node: &Node) -> Value {
+    to_json(node, String::new(), &mut HashMap::new())
+}
+
 /// YAML as JSON (YAML 1.2 core schema types), recording each value's position
 /// by pointer, and each key's under the pointer plus [`KEY_MARK`].
 fn to_json(node: &Node, pointer: String, positions: &mut HashMap<String, Pos>) -> Value {
