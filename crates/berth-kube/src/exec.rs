@@ -18,7 +18,8 @@ use kube::api::{Api, AttachParams};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use crate::{explain, KubeTarget};
+use crate::error::explain;
+use crate::target::KubeTarget;
 
 /// Sends written bytes to the async side in chunks.
 struct ChannelWriter {
@@ -48,6 +49,13 @@ impl Write for ChannelWriter {
     }
 }
 
+fn engine_error(message: impl Into<String>) -> SyncError {
+    SyncError::Engine {
+        engine: "kubernetes".into(),
+        message: message.into(),
+    }
+}
+
 pub(crate) fn exec(
     target: &KubeTarget,
     container: &Container,
@@ -57,7 +65,7 @@ pub(crate) fn exec(
     let mut parts = container.id.splitn(3, '/');
     let (Some(namespace), Some(pod), Some(name)) = (parts.next(), parts.next(), parts.next())
     else {
-        return Err(crate::engine_error(format!(
+        return Err(engine_error(format!(
             "`{}` is not a namespace/pod/container ID",
             container.id
         )));
@@ -72,6 +80,7 @@ pub(crate) fn exec(
             input(&mut writer).and_then(|()| writer.flush())
         });
         let result = target
+            .cluster
             .runtime
             .block_on(run(target, namespace, pod, name, argv, rx));
         let fed = feeder
@@ -95,7 +104,7 @@ async fn run(
     argv: &[String],
     mut rx: mpsc::Receiver<Vec<u8>>,
 ) -> Result<ExecOutput, SyncError> {
-    let api: Api<Pod> = Api::namespaced(target.client.clone(), namespace);
+    let api: Api<Pod> = Api::namespaced(target.cluster.client.clone(), namespace);
     let params = AttachParams::default()
         .container(container)
         .stdin(true)
@@ -104,14 +113,14 @@ async fn run(
     let mut attached = api
         .exec(pod, argv.iter().map(String::as_str), &params)
         .await
-        .map_err(|e| explain(e, "create", "pods/exec", namespace))?;
+        .map_err(|e| SyncError::from(explain(e, "create", "pods/exec", namespace)))?;
     let (Some(mut stdin), Some(mut stdout), Some(mut stderr), Some(status)) = (
         attached.stdin(),
         attached.stdout(),
         attached.stderr(),
         attached.take_status(),
     ) else {
-        return Err(crate::engine_error("exec started without its streams"));
+        return Err(engine_error("exec started without its streams"));
     };
     let write = async move {
         let mut broken = false;
