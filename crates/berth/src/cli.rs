@@ -78,6 +78,28 @@ pub enum Command {
     ///
     /// Examples: `berth sync`; `berth sync --once` (CI, scripts); `berth sync epp-dev --dry-run`.
     Sync(SyncArgs),
+    /// Render, then server-side apply every object to the cluster and wait for the rollout.
+    ///
+    /// Field manager `berth`; objects are labelled `app.kubernetes.io/managed-by: berth` and
+    /// `berth.dev/project: <name>`; Namespaces and CRDs go first. Everything is dry-run first,
+    /// so a conflict or refusal changes nothing. Each apply is recorded in a ConfigMap
+    /// (`berth-<project>-r<N>`) for `berth rollback`. After the rollout succeeds, generated
+    /// configs and CA bundles older than the last `--keep` generations are deleted (only
+    /// objects with this project's berth labels); a failed rollout deletes nothing.
+    ///
+    /// Example: `berth apply --context kind-dev --timeout 120`.
+    Apply(ApplyArgs),
+    /// Show what `berth apply` would change, as a unified diff (coloured on a terminal).
+    ///
+    /// Each object is applied with a server-side dry run and compared with the live object.
+    /// Exit status 0 when nothing would change, 1 when something would (like `kubectl diff`),
+    /// 2 or more on errors.
+    Diff(DiffArgs),
+    /// Re-apply the previous successful generation (images and configs) and wait for it.
+    ///
+    /// Uses the records `berth apply` keeps in the cluster; the rollback is recorded as a new
+    /// apply, so a second rollback goes back further only if `--keep` allows.
+    Rollback(RollbackArgs),
 }
 
 #[derive(Debug, Args)]
@@ -97,20 +119,92 @@ pub struct SyncArgs {
     /// Where the containers run.
     #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
     pub engine: EngineChoice,
-    /// Kubernetes: the kubeconfig file (default: `KUBECONFIG`, then `~/.kube/config`, then the
-    /// in-cluster service account).
-    #[arg(long, value_name = "FILE")]
-    pub kubeconfig: Option<std::path::PathBuf>,
-    /// Kubernetes: the kubeconfig context (default: the current one).
-    #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
-    /// Kubernetes: the namespace of workloads that do not set one (default: berth.yaml's
-    /// `namespace:`, then the context's).
-    #[arg(long, short = 'n', value_name = "NAMESPACE")]
-    pub namespace: Option<String>,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     /// Seconds between checks for new or restarted containers while watching.
     #[arg(long, default_value_t = 1.0, value_name = "SECONDS")]
     pub poll: f64,
+}
+
+/// How to reach a Kubernetes cluster, as kubectl does.
+#[derive(Debug, Args, Default)]
+pub struct ClusterArgs {
+    /// The kubeconfig file (default: `KUBECONFIG`, then `~/.kube/config`, then the in-cluster
+    /// service account).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<std::path::PathBuf>,
+    /// The kubeconfig context (default: the current one).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// The namespace of objects that do not set one (default: berth.yaml's `namespace:`, then
+    /// the context's).
+    #[arg(long, short = 'n', value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+}
+
+/// What `apply` and `diff` render (as `berth render` would).
+#[derive(Debug, Args)]
+pub struct ManifestArgs {
+    /// Files or directories to apply instead of the project's `manifests:`; `-` reads stdin.
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<String>,
+    /// Set the pull policy of component NAME's containers (see `berth render`). Repeatable.
+    #[arg(long = "pull-policy", value_name = "NAME=POLICY", value_parser = name_value)]
+    pub pull_policies: Vec<(String, String)>,
+    /// Treat expired or not-yet-valid certificates in CA bundles as errors.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    #[command(flatten)]
+    pub resolve: ResolveArgs,
+    #[command(flatten)]
+    pub manifests: ManifestArgs,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    #[command(flatten)]
+    pub rollout: RolloutArgs,
+}
+
+/// Settings shared by `apply` and `rollback`.
+#[derive(Debug, Args)]
+pub struct RolloutArgs {
+    /// Take over fields that another field manager owns (server-side apply's force).
+    #[arg(long)]
+    pub force_conflicts: bool,
+    /// Generations of each generated config and CA bundle to keep (at least 1). Older ones
+    /// are deleted only after the rollout that stopped using them succeeded.
+    #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub keep: u32,
+    /// Seconds to wait for Deployments, StatefulSets, DaemonSets and Jobs to roll out.
+    #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+    pub timeout: u64,
+    /// Apply and record, but neither wait for rollouts nor delete old generations.
+    #[arg(long)]
+    pub no_wait: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    #[command(flatten)]
+    pub resolve: ResolveArgs,
+    #[command(flatten)]
+    pub manifests: ManifestArgs,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Show the result as if conflicts with other field managers were forced.
+    #[arg(long)]
+    pub force_conflicts: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RollbackArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    #[command(flatten)]
+    pub rollout: RolloutArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

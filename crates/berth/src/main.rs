@@ -27,7 +27,12 @@ fn main() -> ExitCode {
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error}");
-            ExitCode::from(FAILURE)
+            // `berth diff` exits 1 for "there are differences", so its errors are 2, as kubectl's.
+            ExitCode::from(if matches!(cli.command, Command::Diff(_)) {
+                2
+            } else {
+                FAILURE
+            })
         }
     }
 }
@@ -60,6 +65,16 @@ fn run(cli: &Cli) -> Result<u8> {
         Command::Pin(args) => with_resolution(cli, &args.resolve, |project, resolution| {
             commands::pin::run(args, project, resolution).map(|()| 0)
         }),
+        Command::Apply(args) => with_resolution(cli, &args.resolve, |project, resolution| {
+            commands::cluster::apply(args, project, resolution)
+        }),
+        Command::Diff(args) => with_resolution(cli, &args.resolve, |project, resolution| {
+            commands::cluster::diff(args, project, resolution)
+        }),
+        Command::Rollback(args) => {
+            let project = project_file::load(cli.project.as_deref())?;
+            commands::cluster::rollback(args, &project)
+        }
         Command::Validate(args) if args.pin => with_pins(cli, args, |project, resolution| {
             commands::validate::run(args, project, resolution).map(|()| 0)
         }),

@@ -1,5 +1,6 @@
 //! One module per command.
 
+pub mod cluster;
 pub mod env;
 pub mod images;
 pub mod pin;

@@ -20,13 +20,24 @@ pub fn render_all(
     project: &Project,
     resolution: &Resolution<'_>,
 ) -> Result<Rendered> {
+    render_generated(args, project, resolution).map(|(rendered, _)| rendered)
+}
+
+/// [`render_all`], also returning the generated configs and CA bundles.
+pub fn render_generated(
+    args: &RenderArgs,
+    project: &Project,
+    resolution: &Resolution<'_>,
+) -> Result<(Rendered, Vec<berth_core::configs::Generated>)> {
     let generated = generate::all(project, args.strict)?;
     let inputs = inputs::gather(project, &args.paths)?;
     let options = Options {
         pull_policies: args.pull_policies.clone(),
         ..Options::default()
     };
-    render::render(project, resolution, &generated, &inputs, &options).map_err(explain)
+    let rendered =
+        render::render(project, resolution, &generated, &inputs, &options).map_err(explain)?;
+    Ok((rendered, generated))
 }
 
 pub fn run(args: &RenderArgs, project: &Project, resolution: &Resolution<'_>) -> Result<()> {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use berth_core::{Project, Resolution};
-use berth_kube::{Connection, KubeTarget};
+use berth_kube::KubeTarget;
 use berth_ref::Repository;
 use berth_sync::engine::Engine;
 use berth_sync::watch::Watcher;
@@ -78,7 +78,7 @@ fn target(
 }
 
 fn has_cluster_config(args: &SyncArgs) -> bool {
-    args.kubeconfig.is_some()
+    args.cluster.kubeconfig.is_some()
         || std::env::var_os("KUBECONFIG").is_some()
         || std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()
         || std::env::var_os("HOME")
@@ -109,11 +109,7 @@ fn kubernetes(
             project.file
         );
     }
-    let connection = Connection {
-        kubeconfig: args.kubeconfig.clone(),
-        context: args.context.clone(),
-        namespace: args.namespace.clone().or_else(|| project.namespace.clone()),
-    };
+    let connection = crate::commands::cluster::connection(&args.cluster, project);
     Ok(Arc::new(KubeTarget::connect(&connection, workloads)?))
 }
 

@@ -23,6 +23,8 @@ use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
+use super::fake_api::query;
+
 /// A pod the fake API server reports.
 #[derive(Clone, Debug)]
 pub struct FakePod {
@@ -129,44 +131,6 @@ fn json(status: StatusCode, body: serde_json::Value) -> Response<Full<Bytes>> {
 fn status_body(code: u16, reason: &str, message: &str) -> serde_json::Value {
     serde_json::json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
         "message": message, "reason": reason, "code": code})
-}
-
-/// `%xx` and `+` decoding of a query value.
-fn decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap();
-                out.push(u8::from_str_radix(hex, 16).unwrap());
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).unwrap()
-}
-
-fn query(req: &Request<Incoming>) -> Vec<(String, String)> {
-    req.uri()
-        .query()
-        .unwrap_or_default()
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            (decode(k), decode(v))
-        })
-        .collect()
 }
 
 fn podman_instance(env: &Env, container: &str) -> String {

@@ -6,6 +6,7 @@ use std::process::Output;
 
 use assert_cmd::Command;
 
+pub mod fake_api;
 pub mod fake_kube;
 pub mod podman;
 pub mod registry;
