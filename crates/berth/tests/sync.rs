@@ -465,3 +465,63 @@ fn restarted_and_new_containers_are_resynced_before_steps_run() {
     w.wait_log("sync app (restart): 2 written");
     converges(&podman, "r2", &src, "new container", &w);
 }
+
+#[test]
+fn dockerignore_and_exec_only_rules() {
+    let Some(podman) = Podman::start() else {
+        return;
+    };
+    let dir = project(&format!(
+        "name: demo\nimages:\n  app: {{image: {IMAGE}}}\nsync:\n  - name: code\n    target: {{component: app}}\n    paths: [{{from: src/, to: /app/}}]\n  - name: reload\n    target: {{container: exec-only}}\n    run:\n      - {{cmd: [sh, -c, \"echo reloaded >> /tmp/reloads\"], trigger: [\"conf/*.toml\"]}}\n"
+    ));
+    write(
+        &dir.path().join(".dockerignore"),
+        "# build output\nsrc/target/\n**/*.log\n!src/keep.log\n",
+    );
+    write(&dir.path().join("src/main.rs"), "fn main() {}");
+    write(&dir.path().join("src/target/debug/big"), "ignored");
+    write(&dir.path().join("src/a.log"), "ignored");
+    write(&dir.path().join("src/keep.log"), "kept");
+    write(&dir.path().join("conf/app.toml"), "a = 1");
+    podman.container("exec-only", &[]);
+    let w = Watching::start(&podman, dir.path());
+    let start = std::time::Instant::now();
+    loop {
+        let tree = podman.tree("exec-only", "/app");
+        if tree.iter().any(|l| l.starts_with("main.rs"))
+            && tree.iter().any(|l| l.starts_with("keep.log"))
+        {
+            assert!(
+                !tree
+                    .iter()
+                    .any(|l| l.starts_with("target") || l.starts_with("a.log")),
+                "{tree:?}"
+            );
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{tree:?}\n{}",
+            w.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // An exec-only rule: a matching file change runs the step, with nothing synced.
+    assert!(!podman
+        .exec("exec-only", &["cat", "/tmp/reloads"])
+        .status
+        .success());
+    write(&dir.path().join("conf/app.toml"), "a = 2");
+    w.wait_log("sync reload (change): 0 written, 0 deleted, 0 B, 1 step -> 1 container");
+    let reloads = podman.exec("exec-only", &["cat", "/tmp/reloads"]);
+    assert_eq!(String::from_utf8_lossy(&reloads.stdout), "reloaded\n");
+    write(&dir.path().join("conf/notes.txt"), "not a trigger");
+    std::thread::sleep(Duration::from_millis(800));
+    let reloads = podman.exec("exec-only", &["cat", "/tmp/reloads"]);
+    assert_eq!(
+        String::from_utf8_lossy(&reloads.stdout),
+        "reloaded\n",
+        "{}",
+        w.log()
+    );
+}
