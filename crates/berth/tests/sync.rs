@@ -525,3 +525,31 @@ fn dockerignore_and_exec_only_rules() {
         w.log()
     );
 }
+
+#[test]
+fn the_docker_cli_works_too() {
+    let Some(podman) = Podman::start() else {
+        return;
+    };
+    if !common::require_program(
+        "docker",
+        "the docker engine of berth sync (through podman's Docker API)",
+    ) {
+        return;
+    }
+    let docker_host = podman.docker_host();
+    let dir = rule_project("");
+    write(&dir.path().join("src/a/b.txt"), "through docker");
+    podman.container("dockerized", &[]);
+    let out = berth(dir.path())
+        .env("DOCKER_HOST", &docker_host)
+        .args(["sync", "--once", "--engine", "docker"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("-> 1 container"), "{}", stderr(&out));
+    assert_eq!(
+        podman.tree("dockerized", "/app"),
+        local_tree(&dir.path().join("src"))
+    );
+}

@@ -37,6 +37,8 @@ const APPLETS: &[&str] = &[
 
 pub struct Podman {
     dir: tempfile::TempDir,
+    /// `podman system service`, when a test drives the docker CLI through it.
+    service: std::cell::RefCell<Option<std::process::Child>>,
 }
 
 /// An image built by [`Podman::image`].
@@ -69,7 +71,10 @@ impl Podman {
             ),
         )
         .expect("storage.conf");
-        let podman = Podman { dir };
+        let podman = Podman {
+            dir,
+            service: std::cell::RefCell::new(None),
+        };
         podman.image(IMAGE, APPLETS);
         Some(podman)
     }
@@ -156,6 +161,30 @@ impl Podman {
         assert!(status.success());
         let tar = tar.to_str().expect("UTF-8 temp path");
         self.run(&["import", "-q", "--change", "ENV=PATH=/bin", tar, name]);
+    }
+
+    /// Serves podman's Docker-compatible API on a socket (`podman system service`),
+    /// so the real docker CLI drives these containers; returns the `DOCKER_HOST` value.
+    pub fn docker_host(&self) -> String {
+        let socket = self.dir.path().join("docker.sock");
+        let url = format!("unix://{}", socket.display());
+        let child = self
+            .cmd()
+            .args(["system", "service", "--time=0", &url])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("podman system service");
+        *self.service.borrow_mut() = Some(child);
+        let start = std::time::Instant::now();
+        while !socket.exists() {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(20),
+                "podman service did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        url
     }
 
     /// Starts a container that sleeps; returns its ID.
@@ -258,6 +287,10 @@ fn which(program: &str) -> PathBuf {
 
 impl Drop for Podman {
     fn drop(&mut self) {
+        if let Some(mut service) = self.service.borrow_mut().take() {
+            let _ = service.kill();
+            let _ = service.wait();
+        }
         let _ = self.cmd().args(["rm", "-af", "-t", "0"]).output();
         // vfs layers can hold files podman made read-only; make them removable.
         let _ = Command::new("chmod")
