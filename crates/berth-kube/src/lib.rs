@@ -15,6 +15,7 @@ mod deploy;
 mod error;
 mod exec;
 mod ops;
+mod records;
 mod target;
 
 pub use connect::{Cluster, Connection};

@@ -173,6 +173,55 @@ pub fn against_remote(
     Ok(update)
 }
 
+/// Several partial updates combined: deletes before writes, later writes win.
+#[derive(Default)]
+pub struct Merged {
+    deletes: BTreeSet<String>,
+    writes: BTreeMap<String, Entry>,
+    changed: Vec<String>,
+}
+
+impl Merged {
+    /// Adds one partial update.
+    pub fn add(&mut self, part: Update) {
+        for d in part.deletes {
+            let below = format!("{d}/");
+            let dropped: Vec<String> = self
+                .writes
+                .range(d.clone()..)
+                .take_while(|(p, _)| p.starts_with(&d))
+                .filter(|(p, _)| **p == d || p.starts_with(&below))
+                .map(|(p, _)| p.clone())
+                .collect();
+            for p in dropped {
+                self.writes.remove(&p);
+            }
+            self.deletes.insert(d);
+        }
+        self.writes.extend(part.writes);
+        self.changed.extend(part.changed);
+    }
+
+    /// The combined update: deletes collapsed, writes sorted.
+    pub fn into_update(self) -> Update {
+        let mut deletes: Vec<String> = Vec::new();
+        for d in self.deletes {
+            let covered = deletes.last().is_some_and(|l| {
+                d.strip_prefix(l.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
+            });
+            if !covered {
+                deletes.push(d);
+            }
+        }
+        Update {
+            deletes,
+            writes: self.writes.into_iter().collect(),
+            changed: self.changed,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,5 +303,36 @@ mod tests {
         assert_eq!(u.deletes, ["/app/gone"]);
         let writes: Vec<&str> = u.writes.iter().map(|(p, _)| p.as_str()).collect();
         assert_eq!(writes, ["/app/changed", "/app/new"]);
+    }
+
+    #[test]
+    fn merged_updates_keep_deletes_first_and_drop_writes_under_later_deletes() {
+        let mut merged = Merged::default();
+        merged.add(Update {
+            deletes: vec!["/app/old".into()],
+            writes: vec![
+                ("/app/d/x".into(), file("d/x", 1)),
+                ("/app/new".into(), file("new", 1)),
+            ],
+            changed: vec!["d/x".into()],
+        });
+        merged.add(Update {
+            deletes: vec!["/app/d".into(), "/app/old/inner".into()],
+            writes: vec![("/app/new".into(), file("new", 2))],
+            changed: vec!["d".into()],
+        });
+        let u = merged.into_update();
+        assert_eq!(
+            u.deletes,
+            ["/app/d", "/app/old"],
+            "sorted, and /app/old/inner is covered"
+        );
+        assert_eq!(u.writes.len(), 1, "the write under /app/d is gone");
+        assert_eq!(u.writes[0].0, "/app/new");
+        assert!(
+            matches!(u.writes[0].1.kind, Kind::File { size: 2, .. }),
+            "the later write wins"
+        );
+        assert_eq!(u.changed, ["d/x", "d"]);
     }
 }

@@ -13,7 +13,7 @@ use globset::{GlobBuilder, GlobMatcher};
 
 use crate::error::SyncError;
 use crate::ignore::Ignore;
-use crate::plan::{against_remote, diff, Update};
+use crate::plan::{against_remote, diff, Merged, Update};
 use crate::protocol::{interpret, parse_manifest, update_script, write_stream, MANIFEST_SCRIPT};
 use crate::target::{Container, Selector, Target};
 use crate::tree::{hash_file, Entry, Kind, Mapping, Tree};
@@ -504,59 +504,12 @@ impl Session {
         self.on_changes(&roots, containers)
     }
 
-    /// Which rules are exec-only with `target: {container/image/component}` — for messages.
+    /// Each rule's name and target, for messages.
     pub fn targets(&self) -> Vec<(String, SyncTarget)> {
         self.rules
             .iter()
             .map(|r| (r.spec.name.clone(), r.spec.target.clone()))
             .collect()
-    }
-}
-
-/// Several partial updates combined: deletes before writes, later writes win.
-#[derive(Default)]
-struct Merged {
-    deletes: BTreeSet<String>,
-    writes: BTreeMap<String, Entry>,
-    changed: Vec<String>,
-}
-
-impl Merged {
-    fn add(&mut self, part: Update) {
-        for d in part.deletes {
-            let below = format!("{d}/");
-            let dropped: Vec<String> = self
-                .writes
-                .range(d.clone()..)
-                .take_while(|(p, _)| p.starts_with(&d))
-                .filter(|(p, _)| **p == d || p.starts_with(&below))
-                .map(|(p, _)| p.clone())
-                .collect();
-            for p in dropped {
-                self.writes.remove(&p);
-            }
-            self.deletes.insert(d);
-        }
-        self.writes.extend(part.writes);
-        self.changed.extend(part.changed);
-    }
-
-    fn into_update(self) -> Update {
-        let mut deletes: Vec<String> = Vec::new();
-        for d in self.deletes {
-            let covered = deletes.last().is_some_and(|l| {
-                d.strip_prefix(l.as_str())
-                    .is_some_and(|r| r.starts_with('/'))
-            });
-            if !covered {
-                deletes.push(d);
-            }
-        }
-        Update {
-            deletes,
-            writes: self.writes.into_iter().collect(),
-            changed: self.changed,
-        }
     }
 }
 
