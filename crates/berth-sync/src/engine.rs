@@ -9,7 +9,57 @@ use std::process::{Command, Stdio};
 
 use crate::error::SyncError;
 use crate::protocol::ExecOutput;
-use crate::target::{Container, Input, Target};
+use crate::protocol::DONE;
+use crate::target::{Container, Input, Shell, Target};
+
+/// A `podman exec -i CONTAINER sh -c SESSION_SCRIPT` kept open while watching.
+struct EngineShell {
+    child: std::process::Child,
+    stdin: std::io::BufWriter<std::process::ChildStdin>,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Shell for EngineShell {
+    fn update(&mut self, input: Input<'_>) -> Result<ExecOutput, SyncError> {
+        use std::io::BufRead;
+        let gone = |e: std::io::Error| SyncError::Io {
+            path: "<container shell>".into(),
+            source: e,
+        };
+        input(&mut self.stdin)
+            .and_then(|()| self.stdin.flush())
+            .map_err(gone)?;
+        let mut output = Vec::new();
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            if self.stdout.read_until(b'\n', &mut line).map_err(gone)? == 0 {
+                return Err(gone(std::io::ErrorKind::UnexpectedEof.into()));
+            }
+            if let Some(status) = line.strip_prefix(DONE.as_bytes()) {
+                let status = String::from_utf8_lossy(status).trim().parse().unwrap_or(-1);
+                // The shell prints a newline before the marker; it is not output.
+                if output.last() == Some(&b'\n') {
+                    output.pop();
+                }
+                return Ok(ExecOutput {
+                    status,
+                    stdout: output.clone(),
+                    stderr: output,
+                });
+            }
+            output.extend_from_slice(&line);
+        }
+    }
+}
+
+impl Drop for EngineShell {
+    fn drop(&mut self) {
+        // Closing stdin ends the shell's read loop; kill covers a hung step.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
 
 /// podman or docker.
 #[derive(Debug, Clone)]
@@ -165,6 +215,32 @@ impl Target for Engine {
             status: status.code().unwrap_or(-1),
             stdout,
             stderr,
+        })
+    }
+
+    fn open_shell(
+        &self,
+        container: &Container,
+        argv: &[String],
+    ) -> Option<Result<Box<dyn Shell>, SyncError>> {
+        let spawned = self
+            .command()
+            .args(["exec", "-i", &container.id])
+            .args(argv)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn();
+        Some(match spawned {
+            Ok(mut child) => match (child.stdin.take(), child.stdout.take()) {
+                (Some(stdin), Some(stdout)) => Ok(Box::new(EngineShell {
+                    child,
+                    stdin: std::io::BufWriter::new(stdin),
+                    stdout: std::io::BufReader::new(stdout),
+                }) as Box<dyn Shell>),
+                _ => Err(self.engine_error("exec started without pipes")),
+            },
+            Err(e) => Err(self.engine_error(format!("cannot run `{}`: {e}", self.program))),
         })
     }
 

@@ -39,23 +39,18 @@ pub fn shell_quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
 }
 
-/// The script run (as `sh -c SCRIPT`) for one update with these `run:` steps.
-pub fn update_script(needs_tar: bool, steps: &[&[String]]) -> String {
-    let mut s = String::from(
-        "set -u\n\
-         say() { printf 'berth-sync: %s\\n' \"$*\" >&2; }\n\
-         uid() { id -u 2>/dev/null || echo unknown; }\n",
-    );
-    s.push_str(&format!(
-        "IFS= read -r magic || {{ say 'stream-missing'; exit {EXIT_STREAM}; }}\n\
-         [ \"$magic\" = {MAGIC} ] || {{ say 'stream-corrupt'; exit {EXIT_STREAM}; }}\n"
-    ));
-    if needs_tar {
-        s.push_str(&format!(
-            "command -v tar >/dev/null 2>&1 || {{ say 'missing tar'; exit {EXIT_NO_TAR}; }}\n"
-        ));
-    }
-    s.push_str(&format!(
+const PRELUDE: &str = "set -u\n\
+    say() { printf 'berth-sync: %s\\n' \"$*\" >&2; }\n\
+    uid() { id -u 2>/dev/null || echo unknown; }\n";
+
+/// Checks that tar exists before anything is changed.
+fn tar_check() -> String {
+    format!("command -v tar >/dev/null 2>&1 || {{ say 'missing tar'; exit {EXIT_NO_TAR}; }}\n")
+}
+
+/// Reads delete lines, then the archive (`T<length>`) or `E`, from stdin.
+fn apply_body() -> String {
+    format!(
         "set --\n\
          while IFS= read -r line; do\n\
          \x20 case \"$line\" in\n\
@@ -68,14 +63,67 @@ pub fn update_script(needs_tar: bool, steps: &[&[String]]) -> String {
          \x20   E) break ;;\n\
          \x20 esac\n\
          done\n"
+    )
+}
+
+fn command_line(argv: &[String]) -> String {
+    argv.iter()
+        .map(|w| shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The script run (as `sh -c SCRIPT`) for one update with these `run:` steps.
+pub fn update_script(needs_tar: bool, steps: &[&[String]]) -> String {
+    let mut s = String::from(PRELUDE);
+    s.push_str(&format!(
+        "IFS= read -r magic || {{ say 'stream-missing'; exit {EXIT_STREAM}; }}\n\
+         [ \"$magic\" = {MAGIC} ] || {{ say 'stream-corrupt'; exit {EXIT_STREAM}; }}\n"
     ));
+    if needs_tar {
+        s.push_str(&tar_check());
+    }
+    s.push_str(&apply_body());
     for (index, argv) in steps.iter().enumerate() {
-        let words: Vec<String> = argv.iter().map(|w| shell_quote(w)).collect();
         s.push_str(&format!(
             "{} </dev/null || {{ say \"step-failed {index} $?\"; exit {EXIT_STEP}; }}\n",
-            words.join(" ")
+            command_line(argv)
         ));
     }
+    s
+}
+
+/// Marks the end of one update's output in a [`session_script`] shell.
+pub const DONE: &str = "@@berth-sync-done ";
+
+/// A shell that applies update after update from one stdin (a warm exec per
+/// container while watching): each frame is the magic line, a header
+/// (`<needs tar 0|1> <step index>...`, indices into `steps`) and the same
+/// stream as [`update_script`] reads; after each, it prints [`DONE`] and the
+/// status. stderr is merged into stdout so one stream carries everything in order.
+pub fn session_script(steps: &[&[String]]) -> String {
+    let mut s = String::from("exec 2>&1\n");
+    s.push_str(PRELUDE);
+    s.push_str("run_step() {\n  case \"$1\" in\n");
+    for (index, argv) in steps.iter().enumerate() {
+        s.push_str(&format!("    {index}) {} ;;\n", command_line(argv)));
+    }
+    s.push_str("    *) return 127 ;;\n  esac\n}\n");
+    s.push_str(&format!(
+        "while IFS= read -r magic; do\n\
+         \x20 [ \"$magic\" = {MAGIC} ] || {{ printf '\\n{DONE}{EXIT_STREAM}\\n'; exit {EXIT_STREAM}; }}\n\
+         \x20 IFS= read -r header\n\
+         \x20 (\n\
+         \x20   set -- $header; needs_tar=$1; shift; steps=\"$*\"\n\
+         \x20   if [ \"$needs_tar\" = 1 ]; then {}\x20   fi\n\
+         {}\
+         \x20   for i in $steps; do run_step \"$i\" </dev/null || {{ say \"step-failed $i $?\"; exit {EXIT_STEP}; }}; done\n\
+         \x20 )\n\
+         \x20 printf '\\n{DONE}%s\\n' \"$?\"\n\
+         done\n",
+        tar_check(),
+        apply_body()
+    ));
     s
 }
 
@@ -102,6 +150,20 @@ impl Write for Counting<'_> {
 pub fn write_stream(update: &Update, out: &mut dyn Write) -> io::Result<()> {
     let mut out = io::BufWriter::with_capacity(256 * 1024, out);
     writeln!(out, "{MAGIC}")?;
+    write_body(update, &mut out)
+}
+
+/// One frame for a [`session_script`] shell: `steps` are indices into its steps.
+pub fn write_frame(update: &Update, steps: &[usize], out: &mut dyn Write) -> io::Result<()> {
+    let mut out = io::BufWriter::with_capacity(256 * 1024, out);
+    writeln!(out, "{MAGIC}")?;
+    let indices: Vec<String> = steps.iter().map(ToString::to_string).collect();
+    let needs_tar = u8::from(!update.writes.is_empty());
+    writeln!(out, "{needs_tar} {}", indices.join(" "))?;
+    write_body(update, &mut out)
+}
+
+fn write_body(update: &Update, out: &mut io::BufWriter<&mut dyn Write>) -> io::Result<()> {
     let (mut count, mut bytes) = (0, 0);
     for path in &update.deletes {
         writeln!(out, "D{path}")?;
@@ -122,7 +184,7 @@ pub fn write_stream(update: &Update, out: &mut dyn Write) -> io::Result<()> {
     // exec cannot close stdin on every server). A first pass without contents measures it.
     let length = write_archive(update, &mut io::sink(), false)?;
     writeln!(out, "T{length}")?;
-    write_archive(update, &mut out, true)?;
+    write_archive(update, out, true)?;
     out.flush()
 }
 
@@ -433,5 +495,78 @@ mod tests {
             "c: run step `kill -HUP 1` failed with exit 3:\nboom"
         );
         assert!(interpret("c", &out(0, ""), &[], "").is_ok());
+    }
+
+    /// The scripts run by the host's `sh` with its `tar` and `head`, extracting
+    /// under a temp directory (container paths are absolute; here they point there).
+    #[test]
+    fn session_shell_applies_frame_after_frame() {
+        use crate::tree::{Entry, Kind};
+        use std::io::{BufRead, BufReader};
+        use std::process::{Command, Stdio};
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let local = root.join("local.txt");
+        std::fs::write(&local, "hello").unwrap();
+        let target = |name: &str| format!("{}/out/{name}", root.display());
+        let file = Entry {
+            kind: Kind::File {
+                size: 5,
+                mode: 0o755,
+                mtime_ns: 0,
+            },
+            local: local.clone(),
+            rel: "local.txt".into(),
+        };
+        let marker = target("step-ran");
+        let steps: Vec<Vec<String>> = vec![
+            vec!["touch".into(), marker.clone()],
+            vec!["sh".into(), "-c".into(), "echo failing; exit 3".into()],
+        ];
+        let steps: Vec<&[String]> = steps.iter().map(Vec::as_slice).collect();
+        let mut child = Command::new("sh")
+            .args(["-c", &session_script(&steps)])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut frame = |update: &Update, steps: &[usize]| -> (i32, String) {
+            write_frame(update, steps, &mut stdin).unwrap();
+            let mut output = String::new();
+            loop {
+                let mut line = String::new();
+                assert!(
+                    stdout.read_line(&mut line).unwrap() > 0,
+                    "shell ended: {output}"
+                );
+                if let Some(status) = line.strip_prefix(DONE) {
+                    return (status.trim().parse().unwrap(), output);
+                }
+                output.push_str(&line);
+            }
+        };
+        let write = Update {
+            writes: vec![(target("a/b.txt"), file.clone())],
+            ..Update::default()
+        };
+        assert_eq!(frame(&write, &[0]).0, 0);
+        assert_eq!(std::fs::read_to_string(target("a/b.txt")).unwrap(), "hello");
+        assert!(std::path::Path::new(&marker).exists());
+        // Same shell, next frame: a delete and a failing step.
+        let delete = Update {
+            deletes: vec![target("a")],
+            ..Update::default()
+        };
+        let (status, output) = frame(&delete, &[1]);
+        assert_eq!(status, 95, "{output}");
+        assert!(
+            output.contains("failing") && output.contains("berth-sync: step-failed 1 3"),
+            "{output}"
+        );
+        assert!(!std::path::Path::new(&target("a")).exists());
+        drop(stdin);
+        assert!(child.wait().unwrap().success());
     }
 }

@@ -14,8 +14,11 @@ use globset::{GlobBuilder, GlobMatcher};
 use crate::error::SyncError;
 use crate::ignore::Ignore;
 use crate::plan::{against_remote, diff, Merged, Update};
-use crate::protocol::{interpret, parse_manifest, update_script, write_stream, MANIFEST_SCRIPT};
-use crate::target::{Container, Selector, Target};
+use crate::protocol::{
+    interpret, parse_manifest, session_script, update_script, write_frame, write_stream,
+    MANIFEST_SCRIPT,
+};
+use crate::target::{Container, Selector, Shell, Target};
 use crate::tree::{hash_file, Entry, Kind, Mapping, Tree};
 
 /// One rule at run time.
@@ -65,6 +68,9 @@ pub struct Session {
     target: Arc<dyn Target>,
     dry_run: bool,
     hashes: Mutex<HashMap<PathBuf, (u64, i128, String)>>,
+    /// Warm shells by rule, container ID and instance (see [`Session::keep_shells`]).
+    shells: Mutex<HashMap<String, Box<dyn Shell>>>,
+    warm: bool,
     /// Paths skipped as unsafe or unsendable, reported once each.
     pub skipped: Vec<SyncError>,
 }
@@ -155,6 +161,8 @@ impl Session {
             target,
             dry_run,
             hashes: Mutex::new(HashMap::new()),
+            shells: Mutex::new(HashMap::new()),
+            warm: false,
             skipped: Vec::new(),
         })
     }
@@ -251,8 +259,16 @@ impl Session {
                 .iter()
                 .filter(|c| force || rule.instances.get(&c.id) != Some(&c.instance))
                 .collect();
-            // Forget containers that are gone.
+            // Forget containers that are gone, and shells of instances that ended.
             let live: BTreeSet<&String> = selected.iter().map(|c| &c.id).collect();
+            let current: BTreeSet<String> = selected
+                .iter()
+                .map(|c| format!("{}\0{}\0{}", rule.spec.name, c.id, c.instance))
+                .collect();
+            let prefix = format!("{}\0", rule.spec.name);
+            if let Ok(mut shells) = self.shells.lock() {
+                shells.retain(|key, _| !key.starts_with(&prefix) || current.contains(key));
+            }
             let instances = rule
                 .instances
                 .iter()
@@ -381,14 +397,17 @@ impl Session {
 
     /// Sends one update (and its triggered steps) to one container in one exec.
     fn send(&self, rule: &Rule, container: &Container, update: Update) -> Outcome {
-        let steps: Vec<&[String]> = self
-            .triggered(rule, &update.changed)
-            .into_iter()
-            .map(|i| rule.spec.run[i].cmd.as_slice())
+        let indices = self.triggered(rule, &update.changed);
+        let steps: Vec<&[String]> = indices
+            .iter()
+            .map(|&i| rule.spec.run[i].cmd.as_slice())
             .collect();
         let step_names = steps.iter().map(|s| s.join(" ")).collect();
+        let warm = || self.send_warm(rule, container, &update, &indices);
         let result = if self.dry_run || (update.is_empty() && steps.is_empty()) {
             Ok(())
+        } else if let Some(result) = self.warm.then(warm).flatten() {
+            result
         } else {
             let script = update_script(!update.writes.is_empty(), &steps);
             let argv = vec!["sh".to_string(), "-c".to_string(), script];
@@ -404,6 +423,49 @@ impl Session {
             steps: step_names,
             result,
         }
+    }
+
+    /// Sends an update over the container's warm shell, opening one if needed.
+    /// `None` when there is no shell or it broke: the caller falls back to an exec.
+    fn send_warm(
+        &self,
+        rule: &Rule,
+        container: &Container,
+        update: &Update,
+        indices: &[usize],
+    ) -> Option<Result<(), SyncError>> {
+        let key = format!(
+            "{}\0{}\0{}",
+            rule.spec.name, container.id, container.instance
+        );
+        let taken = self.shells.lock().ok()?.remove(&key);
+        let all: Vec<&[String]> = rule.spec.run.iter().map(|s| s.cmd.as_slice()).collect();
+        let mut shell = match taken {
+            Some(shell) => shell,
+            None => {
+                let argv = vec!["sh".into(), "-c".into(), session_script(&all)];
+                self.target.open_shell(container, &argv)?.ok()?
+            }
+        };
+        // A broken shell (the container stopped, or has no sh) is dropped here.
+        let out = shell
+            .update(&mut |w| write_frame(update, indices, w))
+            .ok()?;
+        if let Ok(mut shells) = self.shells.lock() {
+            shells.insert(key, shell);
+        }
+        Some(interpret(
+            &container.label,
+            &out,
+            &all,
+            &self.target.fallback_hint(),
+        ))
+    }
+
+    /// Keeps a warm shell per container for updates while watching (targets
+    /// that support it: podman, docker), instead of one exec per update.
+    pub fn keep_shells(&mut self, warm: bool) {
+        self.warm = warm;
     }
 
     /// Applies changed local paths: rescans them, and sends each rule's

@@ -43,6 +43,23 @@ pub trait Target: Send + Sync {
     ) -> Result<ExecOutput, SyncError>;
     /// What to do when the container lacks `sh` or `tar`.
     fn fallback_hint(&self) -> String;
+    /// Starts `argv` (a [`crate::protocol::session_script`] shell) in `container` and
+    /// keeps it open for update after update; `None` when the target has no such
+    /// channel (each update is then one exec).
+    fn open_shell(
+        &self,
+        _container: &Container,
+        _argv: &[String],
+    ) -> Option<Result<Box<dyn Shell>, SyncError>> {
+        None
+    }
+}
+
+/// A warm shell in a container: one frame in, its output and status back.
+pub trait Shell: Send {
+    /// Writes one frame with `input` and reads until the shell reports the status.
+    /// An error means the shell is gone (the container stopped or restarted).
+    fn update(&mut self, input: Input<'_>) -> Result<ExecOutput, SyncError>;
 }
 
 /// A rule's `target:`, resolved to something that can be tested against a container.

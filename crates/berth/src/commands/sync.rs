@@ -114,6 +114,8 @@ fn kubernetes(
 }
 
 fn watch(args: &SyncArgs, session: &mut Session) -> Result<u8> {
+    // A warm shell per container (podman, docker): no exec per update while watching.
+    session.keep_shells(true);
     // Watch before the initial sync, so no edit made during it is lost.
     let watcher = Watcher::new(&session.watch_roots())?;
     let poll = Duration::from_secs_f64(args.poll);
