@@ -381,15 +381,18 @@ impl Session {
         Ok(hex)
     }
 
-    fn triggered(&self, rule: &Rule, changed: &[String]) -> Vec<usize> {
-        if changed.is_empty() {
-            return Vec::new();
-        }
+    /// The steps an update runs: a step without `trigger:` runs when the update sends
+    /// something; one with triggers when a changed local path (sent or not) matches.
+    fn triggered(&self, rule: &Rule, update: &Update) -> Vec<usize> {
         rule.triggers
             .iter()
             .enumerate()
-            .filter(|(_, globs)| {
-                globs.is_empty() || changed.iter().any(|c| globs.iter().any(|g| g.is_match(c)))
+            .filter(|(_, globs)| match globs.is_empty() {
+                true => !update.is_empty(),
+                false => update
+                    .changed
+                    .iter()
+                    .any(|c| globs.iter().any(|g| g.is_match(c))),
             })
             .map(|(i, _)| i)
             .collect()
@@ -397,7 +400,7 @@ impl Session {
 
     /// Sends one update (and its triggered steps) to one container in one exec.
     fn send(&self, rule: &Rule, container: &Container, update: Update) -> Outcome {
-        let indices = self.triggered(rule, &update.changed);
+        let indices = self.triggered(rule, &update);
         let steps: Vec<&[String]> = indices
             .iter()
             .map(|&i| rule.spec.run[i].cmd.as_slice())
@@ -481,7 +484,7 @@ impl Session {
             let update = self.rescan(index, paths)?;
             let this = &*self;
             let rule = &this.rules[index];
-            if update.is_empty() && this.triggered(rule, &update.changed).is_empty() {
+            if update.is_empty() && this.triggered(rule, &update).is_empty() {
                 continue;
             }
             let outcomes = std::thread::scope(|scope| {

@@ -472,7 +472,7 @@ fn dockerignore_and_exec_only_rules() {
         return;
     };
     let dir = project(&format!(
-        "name: demo\nimages:\n  app: {{image: {IMAGE}}}\nsync:\n  - name: code\n    target: {{component: app}}\n    paths: [{{from: src/, to: /app/}}]\n  - name: reload\n    target: {{container: exec-only}}\n    run:\n      - {{cmd: [sh, -c, \"echo reloaded >> /tmp/reloads\"], trigger: [\"conf/*.toml\"]}}\n"
+        "name: demo\nimages:\n  app: {{image: {IMAGE}}}\nsync:\n  - name: code\n    target: {{component: app}}\n    paths: [{{from: src/, to: /app/}}]\n    run: [{{cmd: [sh, -c, \"echo code >> /tmp/code-steps\"]}}]\n  - name: reload\n    target: {{container: exec-only}}\n    run:\n      - {{cmd: [sh, -c, \"echo reloaded >> /tmp/reloads\"], trigger: [\"conf/*.toml\"]}}\n"
     ));
     write(
         &dir.path().join(".dockerignore"),
@@ -521,6 +521,14 @@ fn dockerignore_and_exec_only_rules() {
     assert_eq!(
         String::from_utf8_lossy(&reloads.stdout),
         "reloaded\n",
+        "{}",
+        w.log()
+    );
+    // The other rule's untriggered step ran for its initial sync only, not for conf/ edits.
+    let code = podman.exec("exec-only", &["cat", "/tmp/code-steps"]);
+    assert_eq!(
+        String::from_utf8_lossy(&code.stdout),
+        "code\n",
         "{}",
         w.log()
     );
