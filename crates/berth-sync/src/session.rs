@@ -33,7 +33,12 @@ struct Rule {
     tree: Tree,
     /// Container ID → instance (start time, restarts) last synced.
     instances: BTreeMap<String, String>,
+    /// Containers whose catch-up failed, and when to try again (not every poll).
+    retry_at: BTreeMap<String, Instant>,
 }
+
+/// How long a container whose catch-up failed is left alone before the next try.
+const RETRY_AFTER: Duration = Duration::from_secs(10);
 
 /// What happened to one container in one update.
 #[derive(Debug)]
@@ -153,6 +158,7 @@ impl Session {
                 selector,
                 tree: Tree::new(),
                 instances: BTreeMap::new(),
+                retry_at: BTreeMap::new(),
             });
         }
         Ok(Session {
@@ -255,9 +261,11 @@ impl Session {
         let mut reports = Vec::new();
         for (index, selected) in containers.iter().enumerate() {
             let rule = &self.rules[index];
+            let now = Instant::now();
             let fresh: Vec<&Container> = selected
                 .iter()
                 .filter(|c| force || rule.instances.get(&c.id) != Some(&c.instance))
+                .filter(|c| force || rule.retry_at.get(&c.id).is_none_or(|at| *at <= now))
                 .collect();
             // Forget containers that are gone, and shells of instances that ended.
             let live: BTreeSet<&String> = selected.iter().map(|c| &c.id).collect();
@@ -293,12 +301,22 @@ impl Session {
                 Vec::new()
             };
             let mut instances: BTreeMap<String, String> = instances;
+            let mut retry_at: BTreeMap<String, Instant> = rule
+                .retry_at
+                .iter()
+                .filter(|(id, _)| live.contains(id))
+                .map(|(k, v)| (k.clone(), *v))
+                .collect();
             for outcome in &outcomes {
-                if outcome.result.is_ok() {
-                    instances.insert(
-                        outcome.container.id.clone(),
-                        outcome.container.instance.clone(),
-                    );
+                let id = outcome.container.id.clone();
+                match outcome.result {
+                    Ok(()) => {
+                        retry_at.remove(&id);
+                        instances.insert(id, outcome.container.instance.clone());
+                    }
+                    Err(_) => {
+                        retry_at.insert(id, Instant::now() + RETRY_AFTER);
+                    }
                 }
             }
             if !(force || rule.spec.initial_sync) {
@@ -306,6 +324,7 @@ impl Session {
                     instances.insert(c.id.clone(), c.instance.clone());
                 }
             }
+            self.rules[index].retry_at = retry_at;
             self.rules[index].instances = instances;
             reports.push(Report {
                 rule: self.rules[index].spec.name.clone(),
@@ -580,4 +599,67 @@ impl Session {
 
 fn relative(dir: &Path, path: &Path) -> Option<String> {
     path.strip_prefix(dir).ok()?.to_str().map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::ExecOutput;
+    use crate::target::Input;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// One container whose every exec fails, counting execs.
+    struct Failing(Arc<AtomicUsize>);
+
+    impl Target for Failing {
+        fn describe(&self) -> String {
+            "fake".into()
+        }
+        fn list(&self) -> Result<Vec<Container>, SyncError> {
+            Ok(vec![Container {
+                id: "c1".into(),
+                name: "web".into(),
+                image: "x".into(),
+                instance: "c1/1".into(),
+                label: "fake:web".into(),
+            }])
+        }
+        fn exec(&self, _: &Container, _: &[String], _: Input<'_>) -> Result<ExecOutput, SyncError> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Ok(ExecOutput {
+                status: 1,
+                stdout: Vec::new(),
+                stderr: b"boom".to_vec(),
+            })
+        }
+        fn fallback_hint(&self) -> String {
+            String::new()
+        }
+    }
+
+    #[test]
+    fn a_failed_catch_up_is_retried_after_a_pause_not_every_poll() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("src")).unwrap();
+        let project = berth_core::project::parse(
+            "berth.yaml",
+            dir.path().to_path_buf(),
+            "name: x\nsync:\n  - target: {container: web}\n    paths: [{from: src/, to: /app/}]\n",
+        )
+        .unwrap();
+        let execs = Arc::new(AtomicUsize::new(0));
+        let mut session =
+            Session::new(&project, &[], &[], Arc::new(Failing(execs.clone())), false).unwrap();
+        session.scan().unwrap();
+        let containers = session.containers(true).unwrap();
+        let first = session.sync_containers(&containers, false, "initial");
+        assert!(first[0].outcomes[0].result.is_err());
+        assert_eq!(execs.load(Ordering::SeqCst), 1);
+        let second = session.sync_containers(&containers, false, "restart");
+        assert!(second.is_empty(), "left alone until the pause is over");
+        assert_eq!(execs.load(Ordering::SeqCst), 1);
+        // --once (force) always tries.
+        session.sync_containers(&containers, true, "once");
+        assert_eq!(execs.load(Ordering::SeqCst), 2);
+    }
 }
