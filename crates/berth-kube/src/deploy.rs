@@ -139,17 +139,21 @@ impl Cluster {
     /// next to the live object.
     pub fn diff(&self, desired: &Desired, force: bool) -> Result<Vec<Change>, ClusterError> {
         let mut changes = Vec::new();
-        for (object, body) in self.prepare(desired)? {
+        let objects = self.prepare(desired)?;
+        for (object, body) in objects.iter().cloned() {
             let live = self.get(&object).or_else(|e| match e {
                 ClusterError::UnknownKind { .. } => Ok(None),
                 e => Err(e),
             })?;
-            let merged = match self.apply(&object, &body, force, true) {
-                Ok(merged) => merged,
-                // Its CRD is part of this apply: it would be created as written.
-                Err(ClusterError::UnknownKind { .. }) => body.clone(),
-                Err(e) => return Err(e),
-            };
+            let merged =
+                match self.apply(&object, &body, force, true) {
+                    Ok(merged) => merged,
+                    // Its CRD or Namespace is part of this apply: it would be created as written.
+                    Err(
+                        ClusterError::UnknownKind { .. } | ClusterError::NamespaceMissing { .. },
+                    ) if created_here(&objects, &object) => body.clone(),
+                    Err(e) => return Err(e),
+                };
             changes.push(Change {
                 object,
                 live: live.map(normalise),
@@ -172,7 +176,9 @@ impl Cluster {
         for (object, body) in &objects {
             match self.apply(object, body, options.force, true) {
                 Ok(_) => {}
-                Err(ClusterError::UnknownKind { .. }) if defined_here(&objects, object) => {}
+                // Its CRD or Namespace comes first in this apply.
+                Err(ClusterError::UnknownKind { .. } | ClusterError::NamespaceMissing { .. })
+                    if created_here(&objects, object) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -306,12 +312,14 @@ impl Cluster {
     }
 }
 
-fn defined_here(objects: &[(ObjectRef, Value)], object: &ObjectRef) -> bool {
+/// Whether what `object` needs — its kind's CRD, its Namespace — is itself in this apply.
+fn created_here(objects: &[(ObjectRef, Value)], object: &ObjectRef) -> bool {
     let group = object.api_version.split_once('/').map_or("", |(g, _)| g);
     objects.iter().any(|(o, body)| {
-        o.kind == "CustomResourceDefinition"
+        (o.kind == "CustomResourceDefinition"
             && text(body, &["spec", "group"]) == Some(group)
-            && text(body, &["spec", "names", "kind"]) == Some(object.kind.as_str())
+            && text(body, &["spec", "names", "kind"]) == Some(object.kind.as_str()))
+            || (o.kind == "Namespace" && object.namespace.as_deref() == Some(o.name.as_str()))
     })
 }
 

@@ -37,6 +37,14 @@ pub enum ClusterError {
         /// `(field path, manager)`.
         conflicts: Vec<(String, String)>,
     },
+    /// The object's namespace does not exist (yet).
+    #[error("{action}: {message}; create the namespace first, or add it to the manifests")]
+    NamespaceMissing {
+        /// What berth was doing.
+        action: String,
+        /// The server's message.
+        message: String,
+    },
     /// Any other API error.
     #[error("{action}: {message}")]
     Api {

@@ -140,6 +140,14 @@ impl Cluster {
                     conflicts,
                 })
             }
+            Err(kube::Error::Api(status))
+                if status.code == 404 && status.message.starts_with("namespaces ") =>
+            {
+                Err(ClusterError::NamespaceMissing {
+                    action: format!("apply {object}"),
+                    message: status.message.clone(),
+                })
+            }
             Err(e) => Err(explain(
                 e,
                 "patch",

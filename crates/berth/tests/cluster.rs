@@ -287,6 +287,15 @@ fn crds_and_namespaces_first_and_namespace_precedence() {
          apiVersion: v1\nkind: Namespace\nmetadata: {name: shop-ns}\n",
     )
     .unwrap();
+    // Before anything exists, diff shows everything as new (its CRD and Namespace come with it).
+    let diff = s.run(&["diff"]);
+    assert_eq!(diff.status.code(), Some(1), "{}", stderr(&diff));
+    let text = String::from_utf8_lossy(&diff.stdout);
+    assert!(
+        text.contains("+++ merged/Widget/shop-ns/w")
+            && text.contains("+++ merged/Namespace/shop-ns"),
+        "{text}"
+    );
     let out = s.run(&["apply"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let log = s.api.log();

@@ -24,6 +24,9 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 
+/// Namespaces that exist from the start (others must be applied).
+const PRESENT_NAMESPACES: &[&str] = &["default", "dev", "elsewhere"];
+
 /// A kind the fake serves.
 #[derive(Clone, Debug)]
 struct KindDef {
@@ -435,7 +438,7 @@ async fn handle(
                     },
                     value,
                 ),
-                Err(conflict) => respond(StatusCode::CONFLICT, conflict),
+                Err((code, body)) => respond(code, body),
             }
         }
         _ => respond(
@@ -588,7 +591,24 @@ fn apply(
     manager: &str,
     force: bool,
     dry_run: bool,
-) -> Result<(Value, bool), Value> {
+) -> Result<(Value, bool), (StatusCode, Value)> {
+    // The NamespaceLifecycle admission: namespaced objects need their namespace.
+    let namespace_exists = PRESENT_NAMESPACES.contains(&namespace)
+        || state.objects.contains_key(&(
+            "namespaces".to_string(),
+            String::new(),
+            namespace.to_string(),
+        ));
+    if def.namespaced && !namespace_exists {
+        return Err((
+            StatusCode::NOT_FOUND,
+            status(
+                404,
+                "NotFound",
+                &format!("namespaces \"{namespace}\" not found"),
+            ),
+        ));
+    }
     let key = (def.plural.clone(), namespace.to_string(), name.to_string());
     let existing = state.objects.get(&key).cloned();
     let created = existing.is_none();
@@ -619,10 +639,11 @@ fn apply(
         }
     }
     if !conflicts.is_empty() && !force {
-        return Err(
+        return Err((
+            StatusCode::CONFLICT,
             json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "code": 409, "reason": "Conflict",
             "message": format!("Apply failed with {} conflict(s)", conflicts.len()), "details": {"causes": conflicts}}),
-        );
+        ));
     }
     let before = stored.value.clone();
     // Fields this manager applied before and no longer does go, unless someone else owns them.
