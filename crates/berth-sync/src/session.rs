@@ -326,6 +326,9 @@ impl Session {
             }
             self.rules[index].retry_at = retry_at;
             self.rules[index].instances = instances;
+            if self.rules[index].mappings.is_empty() {
+                continue; // an exec-only rule has nothing to catch up on
+            }
             reports.push(Report {
                 rule: self.rules[index].spec.name.clone(),
                 reason,
