@@ -23,6 +23,16 @@ pub enum SyncError {
         /// Why it is invalid.
         reason: String,
     },
+    /// A `paths:` entry whose `from` does not exist.
+    #[error("{origin}: sync rule `{rule}`: `from: {from}` does not exist; create it or correct the path (relative to the project directory)")]
+    MissingSource {
+        /// `file:line:column` of the entry.
+        origin: String,
+        /// The rule's name.
+        rule: String,
+        /// `from` as written.
+        from: String,
+    },
     /// No running container matches a rule.
     #[error("sync rule `{rule}`: no running container matches {looked_for} on {engine}; found {}",
         if found.is_empty() { "no running containers".to_string() } else { found.join(", ") })]

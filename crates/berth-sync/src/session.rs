@@ -126,7 +126,20 @@ impl Session {
             let mappings = spec
                 .paths
                 .iter()
-                .map(|p| Mapping::new(&dir, &p.from, &p.to, p.into_dir))
+                .map(|p| {
+                    Mapping::new(&dir, &p.from, &p.to, p.into_dir).map_err(|e| match e {
+                        SyncError::Io { source, .. }
+                            if source.kind() == std::io::ErrorKind::NotFound =>
+                        {
+                            SyncError::MissingSource {
+                                origin: format!("{}:{}", project.file, p.pos),
+                                rule: spec.name.clone(),
+                                from: p.from.clone(),
+                            }
+                        }
+                        e => e,
+                    })
+                })
                 .collect::<Result<Vec<_>, _>>()?;
             let triggers = spec
                 .run

@@ -281,6 +281,17 @@ fn engine_missing_and_no_rules_are_clear() {
         "{}",
         stderr(&out)
     );
+    let missing = project(
+        "name: demo\nsync:\n  - name: web\n    target: {container: web}\n    paths:\n      - {from: nowhere/, to: /app/}\n",
+    );
+    let out = berth(missing.path())
+        .args(["sync", "--once"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        stderr(&out),
+        "error: berth.yaml:6:9: sync rule `web`: `from: nowhere/` does not exist; create it or correct the path (relative to the project directory)\n"
+    );
     let out = berth(dir.path())
         .args(["sync", "nope", "--once"])
         .output()
