@@ -285,7 +285,7 @@ fn engine_missing_and_no_rules_are_clear() {
         "name: demo\nsync:\n  - name: web\n    target: {container: web}\n    paths:\n      - {from: nowhere/, to: /app/}\n",
     );
     let out = berth(missing.path())
-        .args(["sync", "--once"])
+        .args(["sync", "--once", "--engine", "podman"])
         .output()
         .unwrap();
     assert_eq!(
