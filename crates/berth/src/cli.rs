@@ -70,10 +70,11 @@ pub enum Command {
     /// Put local files into running containers: live update without building images.
     ///
     /// Follows the `sync:` rules of berth.yaml (all of them, or the RULEs named). Each
-    /// update is one exec per container: deletes, a tar stream of the changed files and the
-    /// triggered `run:` steps. Images and pull policies are never touched. Without `--once`
-    /// it syncs every matching container (sending only files whose content differs), then
-    /// watches the local files until interrupted, printing one status line per update;
+    /// update is one stream per container: deletes, a tar stream of the changed files and the
+    /// triggered `run:` steps, over one exec (or, while watching podman/docker containers, a
+    /// shell kept open per container). Images and pull policies are never touched. Without
+    /// `--once` it syncs every matching container (sending only files whose content differs),
+    /// then watches the local files until interrupted, printing one status line per update;
     /// containers that start or restart are brought up to date before their steps run.
     ///
     /// Examples: `berth sync`; `berth sync --once` (CI, scripts); `berth sync epp-dev --dry-run`.
