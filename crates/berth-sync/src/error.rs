@@ -94,6 +94,14 @@ pub enum SyncError {
         /// How it escapes.
         reason: String,
     },
+    /// A local path the update stream cannot carry.
+    #[error("{}: not sent: {reason}", local.display())]
+    Unsendable {
+        /// The local path.
+        local: PathBuf,
+        /// Why.
+        reason: &'static str,
+    },
     /// The update failed in the container for another reason.
     #[error("{container}: update failed (exit {status}): {stderr}")]
     Exec {

@@ -186,11 +186,6 @@ impl Session {
         })
     }
 
-    /// The rules' names, in order.
-    pub fn rule_names(&self) -> Vec<String> {
-        self.rules.iter().map(|r| r.spec.name.clone()).collect()
-    }
-
     /// Local directories (and files' parents) to watch, and the project directory
     /// when a step's trigger may name files outside every `paths:` entry.
     pub fn watch_roots(&self) -> Vec<(PathBuf, bool)> {

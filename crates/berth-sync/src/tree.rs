@@ -152,16 +152,21 @@ impl Mapping {
             return Ok(());
         }
         if container.contains('\n') || rel.contains('\n') {
-            skipped.push(SyncError::Escape {
+            skipped.push(SyncError::Unsendable {
                 local: start.to_path_buf(),
-                to: self.to.clone(),
-                reason: "its name contains a newline".into(),
+                reason: "its name contains a newline, which the update stream cannot carry",
             });
             return Ok(());
         }
         let kind = if meta.file_type().is_symlink() {
             let target = std::fs::read_link(start).map_err(SyncError::io(start))?;
-            let target = target.to_str().unwrap_or_default().to_string();
+            let Some(target) = target.to_str().map(str::to_string) else {
+                skipped.push(SyncError::Unsendable {
+                    local: start.to_path_buf(),
+                    reason: "it is a symlink whose target is not UTF-8",
+                });
+                return Ok(());
+            };
             if let Some(reason) = self.link_escapes(&container, &target) {
                 skipped.push(SyncError::Escape {
                     local: start.to_path_buf(),
@@ -180,10 +185,9 @@ impl Mapping {
             children.sort();
             for child in children {
                 if child.to_str().is_none() {
-                    skipped.push(SyncError::Escape {
+                    skipped.push(SyncError::Unsendable {
                         local: child,
-                        to: self.to.clone(),
-                        reason: "its name is not UTF-8".into(),
+                        reason: "its name is not UTF-8",
                     });
                     continue;
                 }
@@ -276,6 +280,7 @@ mod tests {
         std::os::unix::fs::symlink("../../etc", src.join("out")).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", src.join("abs")).unwrap();
         std::fs::write(src.join("x.swp"), "").unwrap();
+        std::fs::write(src.join("new\nline"), "").unwrap();
         let m = Mapping::new(dir.path(), "src/", "/app", false).unwrap();
         let mut ignore = Ignore::default();
         ignore.add("t", "**/*.swp").unwrap();
@@ -302,7 +307,10 @@ mod tests {
         ));
         assert_eq!(tree["/app/sub/link"].kind, Kind::Symlink("../a.txt".into()));
         assert_eq!(tree["/app/sub/run.sh"].rel, "src/sub/run.sh");
-        assert_eq!(skipped.len(), 2, "{skipped:?}");
+        assert_eq!(skipped.len(), 3, "{skipped:?}");
+        assert!(skipped.iter().any(|e| e.to_string().ends_with(
+            "not sent: its name contains a newline, which the update stream cannot carry"
+        )));
         assert_eq!(m.rel_of("/app/sub/x").as_deref(), Some("src/sub/x"));
         assert_eq!(m.rel_of("/application"), None);
     }
