@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod configs;
 pub mod lock;
 pub mod project;
+pub mod redact;
 pub mod render;
 pub mod resolve;
 mod suggest;

@@ -1,14 +1,15 @@
-//! `berth apply`, `diff` and `rollback` against the in-memory API server of
-//! `common/fake_api.rs` (the real berth binary and kube-rs client over HTTP).
+//! `berth apply`, `diff` and `rollback` against a real control plane
+//! (`common/testenv.rs`: kube-apiserver, etcd, controller-manager, scheduler and
+//! kwok nodes), each test in a namespace of its own.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::Path;
 
-use common::fake_api::{Behaviour, FakeApi};
+use common::testenv::{plane, Namespace};
 use common::{berth, project};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 const DEPLOY: &str = "apiVersion: apps/v1
 kind: Deployment
@@ -32,34 +33,40 @@ spec:
   ports: [{port: 80}]
 ";
 
+/// A pod template no node can take: the rollout never finishes, and a Deployment
+/// with a 2 s progress deadline reports ProgressDeadlineExceeded.
+const NOWHERE: &str = "      nodeSelector: {berth.dev/test: nowhere}\n";
+
 struct Setup {
-    api: FakeApi,
+    ns: Namespace,
     dir: tempfile::TempDir,
-    kubeconfig: PathBuf,
 }
 
-fn setup(namespace_line: &str) -> Setup {
-    let api = FakeApi::start();
+fn setup(prefix: &str, namespace_line: &str) -> Option<Setup> {
+    let ns = plane()?.namespace(prefix);
     let dir = project(&format!(
         "name: shop\n{namespace_line}manifests: [deploy.yaml]\nimages:\n  web: {{image: ghcr.io/acme/web:v1}}\nconfigs:\n  web-config:\n    literals: [\"LEVEL=one\"]\n"
     ));
     std::fs::write(dir.path().join("deploy.yaml"), DEPLOY).unwrap();
-    let kubeconfig = api.kubeconfig(dir.path());
-    Setup {
-        api,
-        dir,
-        kubeconfig,
-    }
+    Some(Setup { ns, dir })
 }
 
 impl Setup {
     fn run(&self, args: &[&str]) -> std::process::Output {
+        self.run_with(&self.ns.kubeconfig, args)
+    }
+
+    fn run_with(&self, kubeconfig: &Path, args: &[&str]) -> std::process::Output {
         berth(self.dir.path())
             .args(args)
             .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
+            .arg(kubeconfig)
             .output()
             .unwrap()
+    }
+
+    fn manifests(&self, text: &str) {
+        std::fs::write(self.dir.path().join("deploy.yaml"), text).unwrap();
     }
 
     fn level(&self, level: &str) {
@@ -74,24 +81,26 @@ impl Setup {
         .unwrap();
     }
 
-    fn config_names(&self, namespace: &str) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .api
-            .objects("configmaps", namespace)
-            .iter()
-            .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+    fn config_names(&self) -> Vec<String> {
+        self.ns
+            .names("configmaps")
+            .into_iter()
             .filter(|n| n.starts_with("web-config"))
-            .collect();
-        names.sort();
-        names
+            .collect()
     }
 
     fn deployment_config(&self) -> String {
-        let d = self.api.object("deployments", "dev", "web").unwrap();
+        let d = self.ns.get("deployments", "web").unwrap();
         d["spec"]["template"]["spec"]["containers"][0]["envFrom"][0]["configMapRef"]["name"]
             .as_str()
             .unwrap()
             .to_string()
+    }
+
+    fn record(&self, sequence: u32) -> Value {
+        self.ns
+            .get("secrets", &format!("berth-shop-r{sequence}"))
+            .unwrap()
     }
 }
 
@@ -99,85 +108,110 @@ fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-fn record(api: &FakeApi, sequence: u32) -> Value {
-    api.object("secrets", "dev", &format!("berth-shop-r{sequence}"))
-        .unwrap()
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The `applied …` lines of berth's log, in order.
+fn applied(log: &str) -> Vec<String> {
+    log.lines()
+        .filter_map(|l| l.trim().strip_prefix("applied "))
+        .map(|l| l.split(" (namespace").next().unwrap().to_string())
+        .collect()
 }
 
 #[test]
 fn apply_labels_records_waits_and_is_idempotent() {
-    let s = setup("");
+    let Some(s) = setup("apply", "") else { return };
+    let ns = &s.ns.name;
     let out = s.run(&["apply"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let log = stderr(&out);
     assert!(
-        log.contains("applied Deployment/web (namespace dev)"),
+        log.contains(&format!("applied Deployment/web (namespace {ns})")),
         "{log}"
     );
     assert!(
-        log.contains("rolled out Deployment/web (namespace dev)"),
+        log.contains(&format!("rolled out Deployment/web (namespace {ns})")),
         "{log}"
     );
     assert!(log.contains("recorded as Secret berth-shop-r1"), "{log}");
-    // Namespace from the kubeconfig context; labels on everything; the generated name in use.
-    for (plural, name) in [("deployments", "web"), ("services", "web")] {
-        let object = s.api.object(plural, "dev", name).unwrap();
+    // The kubeconfig context's namespace; labels on everything; the generated name in use.
+    for (resource, name) in [("deployments", "web"), ("services", "web")] {
+        let object = s.ns.get(resource, name).unwrap();
         assert_eq!(
             object["metadata"]["labels"]["app.kubernetes.io/managed-by"],
             "berth"
         );
         assert_eq!(object["metadata"]["labels"]["berth.dev/project"], "shop");
+        let managers: Vec<&str> = object["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["operation"] == "Apply")
+            .map(|m| m["manager"].as_str().unwrap())
+            .collect();
+        assert_eq!(managers, ["berth"], "server-side apply as `berth`");
     }
     let config = s.deployment_config();
     assert!(
         config.starts_with("web-config-") && config.len() == "web-config-".len() + 10,
         "{config}"
     );
-    let cm = s.api.object("configmaps", "dev", &config).unwrap();
+    let cm = s.ns.get("configmaps", &config).unwrap();
     assert_eq!(cm["metadata"]["labels"]["berth.dev/config"], "web-config");
+    assert_eq!(cm["immutable"], true);
     assert_eq!(
-        record(&s.api, 1)["metadata"]["annotations"]["berth.dev/status"],
+        s.record(1)["metadata"]["annotations"]["berth.dev/status"],
         "succeeded"
     );
     assert_eq!(
-        s.api.log()[..3],
+        applied(&log),
         [
-            "ConfigMap/".to_string() + &config,
+            format!("ConfigMap/{config}"),
             "Deployment/web".into(),
             "Service/web".into()
         ]
     );
+    let deployment = s.ns.get("deployments", "web").unwrap();
+    assert_eq!(deployment["status"]["readyReplicas"], 1, "kwok ran the pod");
 
     // Again: nothing changes (same resourceVersions), and diff agrees.
-    let version = |api: &FakeApi| {
-        api.object("deployments", "dev", "web").unwrap()["metadata"]["resourceVersion"].clone()
+    let version = |resource: &str, name: &str| {
+        s.ns.get(resource, name).unwrap()["metadata"]["resourceVersion"].clone()
     };
-    let before = version(&s.api);
+    let before = (version("deployments", "web"), version("services", "web"));
     let again = s.run(&["apply"]);
     assert!(again.status.success(), "{}", stderr(&again));
-    assert_eq!(version(&s.api), before);
+    assert_eq!(
+        (version("deployments", "web"), version("services", "web")),
+        before
+    );
     let diff = s.run(&["diff"]);
     assert_eq!(
         diff.status.code(),
         Some(0),
         "{}{}",
-        String::from_utf8_lossy(&diff.stdout),
+        stdout(&diff),
         stderr(&diff)
     );
-    assert!(diff.stdout.is_empty());
+    assert!(diff.stdout.is_empty(), "{}", stdout(&diff));
 }
 
 #[test]
 fn diff_shows_what_apply_would_change_and_changes_nothing() {
-    let s = setup("");
+    let Some(s) = setup("diff", "") else { return };
+    let ns = &s.ns.name;
     assert!(s.run(&["apply"]).status.success());
     let old = s.deployment_config();
     s.level("two");
     let out = s.run(&["diff"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = stdout(&out);
     assert!(
-        text.contains("--- live/Deployment/dev/web\n+++ merged/Deployment/dev/web\n"),
+        text.contains(&format!(
+            "--- live/Deployment/{ns}/web\n+++ merged/Deployment/{ns}/web\n"
+        )),
         "{text}"
     );
     assert!(
@@ -186,22 +220,31 @@ fn diff_shows_what_apply_would_change_and_changes_nothing() {
     );
     assert!(text.contains("+            name: web-config-"), "{text}");
     assert!(
-        text.contains("+++ merged/ConfigMap/dev/web-config-"),
+        text.contains(&format!("+++ merged/ConfigMap/{ns}/web-config-")),
         "a new generation appears whole: {text}"
     );
     assert!(text.contains("+  LEVEL: two"), "{text}");
+    assert!(
+        !text.contains("generation:") && !text.contains("managedFields"),
+        "server bookkeeping is not shown: {text}"
+    );
     assert!(!text.contains("\x1b["), "no colour when not on a terminal");
     assert_eq!(s.deployment_config(), old, "diff applied nothing");
-    assert_eq!(s.config_names("dev").len(), 1);
+    assert_eq!(s.config_names().len(), 1);
 }
 
 #[test]
 fn old_generations_go_only_after_success_and_only_berths_own() {
-    let s = setup("");
+    let Some(s) = setup("generations", "") else {
+        return;
+    };
+    let ns = &s.ns.name;
     // Look-alikes that are not this project's: no labels, and another project's.
-    s.api.apply_as("kubectl", "configmaps", "dev", json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web-config-handmade"}}));
-    s.api.apply_as("kubectl", "configmaps", "dev", json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "web-config-other", "labels": {"app.kubernetes.io/managed-by": "berth", "berth.dev/project": "other", "berth.dev/config": "web-config"}}}));
+    s.ns.apply_as(
+        "kubectl",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config-handmade}\n",
+    );
+    s.ns.apply_as("kubectl", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config-other\n  labels: {app.kubernetes.io/managed-by: berth, berth.dev/project: other, berth.dev/config: web-config}\n");
     let mut generations = Vec::new();
     for level in ["one", "two", "three"] {
         s.level(level);
@@ -217,23 +260,39 @@ fn old_generations_go_only_after_success_and_only_berths_own() {
         "web-config-other".into(),
     ];
     expected.sort();
-    assert_eq!(s.config_names("dev"), expected);
+    assert_eq!(s.config_names(), expected);
 
-    // A failed rollout deletes nothing and is recorded as failed.
-    s.api.behave("web", Behaviour::Stuck);
+    // A failed rollout (no node takes the new pod; the progress deadline passes)
+    // deletes nothing and is recorded as failed.
+    s.manifests(
+        &DEPLOY
+            .replace(
+                "  replicas: 1\n",
+                "  replicas: 1\n  progressDeadlineSeconds: 2\n",
+            )
+            .replace(
+                "    spec:\n      containers:",
+                &format!("    spec:\n{NOWHERE}      containers:"),
+            ),
+    );
     s.level("four");
-    let out = s.run(&["apply"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("error: rollout of Deployment/web (namespace dev): failed: ProgressDeadlineExceeded: ReplicaSet \"web-7c9f\" has timed out progressing.; nothing was deleted"), "{}", stderr(&out));
-    let names = s.config_names("dev");
+    let out = s.run(&["apply", "--timeout", "60"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "error: rollout of Deployment/web (namespace {ns}): failed: ProgressDeadlineExceeded: ReplicaSet \"web-"
+        )) && stderr(&out).contains("has timed out progressing.; nothing was deleted"),
+        "{}",
+        stderr(&out)
+    );
+    let names = s.config_names();
     assert_eq!(names.len(), 5, "every generation kept: {names:?}");
     assert_eq!(
-        record(&s.api, 4)["metadata"]["annotations"]["berth.dev/status"],
+        s.record(4)["metadata"]["annotations"]["berth.dev/status"],
         "failed"
     );
 
     // Rollback goes to the last good apply (r3), waits, and records itself.
-    s.api.behave("web", Behaviour::Healthy);
     let out = s.run(&["rollback"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
@@ -242,7 +301,14 @@ fn old_generations_go_only_after_success_and_only_berths_own() {
         stderr(&out)
     );
     assert_eq!(s.deployment_config(), generations[2]);
-    let r5 = record(&s.api, 5);
+    let deployment = s.ns.get("deployments", "web").unwrap();
+    assert!(
+        deployment["spec"]["template"]["spec"]
+            .get("nodeSelector")
+            .is_none(),
+        "r3's pod template is back: {deployment}"
+    );
+    let r5 = s.record(5);
     assert_eq!(r5["metadata"]["annotations"]["berth.dev/rollback-of"], "3");
     assert_eq!(
         r5["metadata"]["annotations"]["berth.dev/status"],
@@ -256,76 +322,270 @@ fn old_generations_go_only_after_success_and_only_berths_own() {
 
 #[test]
 fn conflicts_are_reported_and_nothing_is_applied() {
-    let s = setup("");
-    s.api.apply_as("kubectl-edit", "deployments", "dev", json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": {"replicas": 5}}));
+    let Some(s) = setup("conflicts", "") else {
+        return;
+    };
+    let ns = &s.ns.name;
+    // Someone else owns spec.replicas (kubectl apply --server-side --field-manager=other).
+    s.ns.apply_as(
+        "other",
+        &DEPLOY
+            .split("---")
+            .next()
+            .unwrap()
+            .replace("replicas: 1", "replicas: 3")
+            .replace("web-config", "hand-made"),
+    );
     let out = s.run(&["apply"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        stderr(&out),
-        "error: Deployment/web (namespace dev): apply conflicts with other field managers:\n  .spec.replicas (owned by kubectl-edit)\n  help: these fields were set by someone else; re-run with --force-conflicts to take them over, or remove them from the manifests\n"
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let log = stderr(&out);
+    assert!(
+        log.starts_with(&format!(
+            "error: Deployment/web (namespace {ns}): apply conflicts with other field managers:\n"
+        )),
+        "{log}"
+    );
+    assert!(log.contains("  .spec.replicas (owned by other)\n"), "{log}");
+    assert!(
+        log.ends_with("  help: these fields were set by someone else; re-run with --force-conflicts to take them over, or remove them from the manifests\n"),
+        "{log}"
     );
     assert!(
-        s.api.object("services", "dev", "web").is_none(),
+        s.ns.get("services", "web").is_none(),
         "the dry run stopped everything"
     );
+    assert!(s.config_names().is_empty());
     let out = s.run(&["apply", "--force-conflicts"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
-        s.api.object("deployments", "dev", "web").unwrap()["spec"]["replicas"],
+        s.ns.get("deployments", "web").unwrap()["spec"]["replicas"],
         1
     );
 }
 
 #[test]
 fn crds_and_namespaces_first_and_namespace_precedence() {
-    let s = setup("namespace: shop-ns\n");
-    std::fs::write(
-        s.dir.path().join("deploy.yaml"),
-        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {size: 3}\n---\n\
-         apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\n\
-         spec: {group: example.com, scope: Namespaced, names: {kind: Widget, plural: widgets}, versions: [{name: v1, served: true, storage: true}]}\n---\n\
-         apiVersion: v1\nkind: Namespace\nmetadata: {name: shop-ns}\n",
-    )
-    .unwrap();
+    let Some(plane) = plane() else { return };
+    let own = format!("shop-ns-{}", std::process::id());
+    let s = setup("crds", &format!("namespace: {own}\n")).unwrap();
+    let group = format!("g{}.example.com", std::process::id());
+    s.manifests(&format!(
+        "apiVersion: {group}/v1\nkind: Widget\nmetadata: {{name: w}}\nspec: {{size: 3}}\n---\n\
+         apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: widgets.{group}}}\n\
+         spec:\n  group: {group}\n  scope: Namespaced\n  names: {{kind: Widget, plural: widgets}}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema: {{openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}}}\n---\n\
+         apiVersion: v1\nkind: Namespace\nmetadata: {{name: {own}}}\n",
+    ));
     // Before anything exists, diff shows everything as new (its CRD and Namespace come with it).
     let diff = s.run(&["diff"]);
     assert_eq!(diff.status.code(), Some(1), "{}", stderr(&diff));
-    let text = String::from_utf8_lossy(&diff.stdout);
+    let text = stdout(&diff);
     assert!(
-        text.contains("+++ merged/Widget/shop-ns/w")
-            && text.contains("+++ merged/Namespace/shop-ns"),
+        text.contains(&format!("+++ merged/Widget/{own}/w"))
+            && text.contains(&format!("+++ merged/Namespace/{own}")),
         "{text}"
     );
     let out = s.run(&["apply"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let log = s.api.log();
-    let config = format!("ConfigMap/{}", s.config_names("shop-ns")[0]);
+    let order = applied(&stderr(&out));
     assert_eq!(
-        log[..3],
+        order[..2],
         [
-            "Namespace/shop-ns",
-            "CustomResourceDefinition/widgets.example.com",
-            config.as_str()
+            format!("Namespace/{own}"),
+            format!("CustomResourceDefinition/widgets.{group}"),
         ]
     );
+    assert!(order[2].starts_with("ConfigMap/web-config-"), "{order:?}");
     assert!(
-        s.api.object("widgets", "shop-ns", "w").is_some(),
+        s.ns.get_in(&own, &format!("widgets.{group}"), "w")
+            .is_some(),
         "berth.yaml's namespace"
     );
     // --namespace wins over berth.yaml.
-    let out = s.run(&["apply", "-n", "elsewhere"]);
+    let elsewhere = plane.namespace("elsewhere");
+    let out = s.run(&["apply", "-n", &elsewhere.name]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(s.api.object("widgets", "elsewhere", "w").is_some());
+    assert!(elsewhere.get(&format!("widgets.{group}"), "w").is_some());
+    plane.ok(&["delete", "namespace", &own, "--wait=false"]);
+    plane.ok(&["delete", "crd", &format!("widgets.{group}"), "--wait=false"]);
+}
+
+#[test]
+fn statefulsets_daemonsets_and_jobs_are_waited_for() {
+    let Some(s) = setup("workloads", "") else {
+        return;
+    };
+    let ns = &s.ns.name;
+    s.manifests(
+        "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec:\n  replicas: 2\n  serviceName: db\n  selector: {matchLabels: {app: db}}\n  template:\n    metadata: {labels: {app: db}}\n    spec:\n      containers: [{name: db, image: ghcr.io/acme/web:v1}]\n---\n\
+         apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent}\nspec:\n  selector: {matchLabels: {app: agent}}\n  template:\n    metadata: {labels: {app: agent}}\n    spec:\n      containers: [{name: agent, image: ghcr.io/acme/web:v1}]\n---\n\
+         apiVersion: batch/v1\nkind: Job\nmetadata: {name: migrate}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: migrate, image: ghcr.io/acme/web:v1}]\n",
+    );
+    let out = s.run(&["apply", "--timeout", "60"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let log = stderr(&out);
+    for workload in ["StatefulSet/db", "DaemonSet/agent", "Job/migrate"] {
+        assert!(
+            log.contains(&format!("rolled out {workload} (namespace {ns})")),
+            "{log}"
+        );
+    }
+    assert_eq!(
+        s.ns.get("statefulsets", "db").unwrap()["status"]["readyReplicas"],
+        2
+    );
+    assert_eq!(
+        s.ns.get("daemonsets", "agent").unwrap()["status"]["numberReady"],
+        2,
+        "one pod on each of the two kwok nodes"
+    );
+    assert_eq!(
+        s.ns.get("jobs", "migrate").unwrap()["status"]["succeeded"],
+        1
+    );
+
+    // A StatefulSet whose new pods no node takes: the wait times out, naming its state.
+    s.manifests(
+        "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec:\n  replicas: 2\n  serviceName: db\n  selector: {matchLabels: {app: db}}\n  template:\n    metadata: {labels: {app: db}}\n    spec:\n      nodeSelector: {berth.dev/test: nowhere}\n      containers: [{name: db, image: ghcr.io/acme/web:v2}]\n",
+    );
+    let out = s.run(&["apply", "--timeout", "3"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "error: rollout of StatefulSet/db (namespace {ns}): timed out after 3 s"
+        )),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_rollout_that_does_not_finish_times_out() {
+    let Some(s) = setup("timeout", "") else {
+        return;
+    };
+    let ns = &s.ns.name;
+    s.manifests(&DEPLOY.replace(
+        "    spec:\n      containers:",
+        &format!("    spec:\n{NOWHERE}      containers:"),
+    ));
+    let out = s.run(&["apply", "--timeout", "2"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains(&format!("error: rollout of Deployment/web (namespace {ns}): timed out after 2 s: 0 of 1 updated replicas available; nothing was deleted")), "{}", stderr(&out));
+    // --no-wait applies and records without waiting.
+    let out = s.run(&["apply", "--no-wait"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("rolled out"));
+}
+
+#[test]
+fn immutable_configs_are_replaced_by_name_never_edited() {
+    let Some(s) = setup("immutable", "") else {
+        return;
+    };
+    // The real API server refuses data changes to an immutable ConfigMap; berth never
+    // makes one, because the changed data has a new name.
+    assert!(s.run(&["apply"]).status.success());
+    let first = s.deployment_config();
+    let edit = s.ns.kubectl(&[
+        "patch",
+        "configmap",
+        &first,
+        "--type=merge",
+        "-p",
+        r#"{"data":{"LEVEL":"edited"}}"#,
+    ]);
+    assert!(!edit.status.success(), "the server keeps it immutable");
+    assert!(
+        String::from_utf8_lossy(&edit.stderr).contains("field is immutable"),
+        "{}",
+        String::from_utf8_lossy(&edit.stderr)
+    );
+    s.level("two");
+    let out = s.run(&["apply"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_ne!(s.deployment_config(), first);
+}
+
+#[test]
+fn secrets_are_masked_in_diff_and_records_are_secrets() {
+    let Some(s) = setup("secrets", "") else {
+        return;
+    };
+    // A Secret first created by `kubectl apply` (client-side) carries its old data in
+    // clear in the last-applied-configuration annotation.
+    let db = |password: &str| {
+        format!("apiVersion: v1\nkind: Secret\nmetadata: {{name: db}}\nstringData: {{PASSWORD: {password}}}\n")
+    };
+    let out = s.ns.plane.kubectl_with(
+        &s.ns.kubeconfig,
+        &["apply", "-f", "-"],
+        Some(&db("old-pa55word")),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let path = s.dir.path().join("berth.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        format!("{text}  web-secret:\n    secret: true\n    literals: [\"TOKEN=s3cret-one\"]\n"),
+    )
+    .unwrap();
+    // berth takes the Secret over: its labels land beside the annotation, so the
+    // annotation is in the diff's context.
+    s.manifests(&format!("{DEPLOY}---\n{}", db("new-pa55word")));
+    let first = s.run(&["diff"]);
+    assert_eq!(first.status.code(), Some(1), "{}", stderr(&first));
+    let first_diff = stdout(&first);
+    assert!(
+        first_diff.contains("kubectl.kubernetes.io/last-applied-configuration: \"***\""),
+        "the annotation is named, its value masked: {first_diff}"
+    );
+    let out = s.run(&["apply", "--force-conflicts"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    std::fs::write(
+        &path,
+        format!("{text}  web-secret:\n    secret: true\n    literals: [\"TOKEN=s3cret-two\"]\n"),
+    )
+    .unwrap();
+    s.manifests(&format!("{DEPLOY}---\n{}", db("newer-pa55word")));
+    let out = s.run(&["diff"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let diff = stdout(&out);
+    assert!(
+        diff.contains("+  TOKEN: '*** (after)'") || diff.contains("+  TOKEN: \"*** (after)\""),
+        "{diff}"
+    );
+    assert!(diff.contains("+  PASSWORD: \"*** (after)\""), "{diff}");
+    let diff = format!("{first_diff}{diff}");
+    use base64::Engine as _;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    for leaked in [
+        "s3cret".to_string(),
+        b64("s3cret-one"),
+        b64("s3cret-two"),
+        "pa55word".into(),
+        b64("old-pa55word"),
+        b64("new-pa55word"),
+        b64("newer-pa55word"),
+    ] {
+        for (channel, text) in [("stdout", &diff), ("stderr", &stderr(&out))] {
+            assert!(
+                !text.contains(&leaked),
+                "secret value `{leaked}` printed on {channel}: {text}"
+            );
+        }
+    }
+    let record = s.record(1);
+    assert_eq!(record["kind"], "Secret");
+    assert_eq!(record["type"], "berth.dev/apply-record");
 }
 
 #[test]
 fn cluster_errors_are_clear() {
-    let s = setup("");
-    std::fs::write(
-        s.dir.path().join("deploy.yaml"),
-        "apiVersion: example.com/v1\nkind: Frobnicator\nmetadata: {name: f}\n",
-    )
-    .unwrap();
+    let Some(s) = setup("errors", "") else {
+        return;
+    };
+    let ns = &s.ns.name;
+    s.manifests("apiVersion: example.com/v1\nkind: Frobnicator\nmetadata: {name: f}\n");
     let out = s.run(&["apply"]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(stderr(&out), "error: unknown kind `Frobnicator` (apiVersion `example.com/v1`): the cluster does not serve it; install its CRD first, or check the apiVersion\n");
@@ -337,16 +597,26 @@ fn cluster_errors_are_clear() {
         stderr(&diff)
     );
 
-    std::fs::write(s.dir.path().join("deploy.yaml"), DEPLOY).unwrap();
-    s.api.forbid("patch", "deployments");
-    let out = s.run(&["apply"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).starts_with("error: forbidden: RBAC does not allow `patch` on `deployments.apps` in namespace `dev`"), "{}", stderr(&out));
+    // A user bound to a namespaced Role that may read but not write deployments.
+    s.manifests(DEPLOY);
+    let restricted = restricted_user(&s.ns);
+    let out = s.run_with(&restricted, &["apply"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with(&format!(
+            "error: forbidden: RBAC does not allow `patch` on `configmaps` in namespace `{ns}`"
+        )),
+        "{}",
+        stderr(&out)
+    );
+    assert!(s.ns.get("deployments", "web").is_none());
 
     let out = s.run(&["rollback"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr(&out).contains("no earlier successful apply is recorded in namespace `dev`"),
+        stderr(&out).contains(&format!(
+            "no earlier successful apply is recorded in namespace `{ns}`"
+        )),
         "{}",
         stderr(&out)
     );
@@ -355,13 +625,13 @@ fn cluster_errors_are_clear() {
     let port = closed.local_addr().unwrap().port();
     drop(closed);
     let elsewhere = tempfile::tempdir().unwrap();
-    let unreachable =
-        common::fake_kube::write_kubeconfig(elsewhere.path(), &format!("http://127.0.0.1:{port}"));
-    let out = berth(s.dir.path())
-        .args(["apply", "--kubeconfig"])
-        .arg(&unreachable)
-        .output()
-        .unwrap();
+    let unreachable = elsewhere.path().join("kubeconfig");
+    std::fs::write(
+        &unreachable,
+        format!("apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{port}'}}}}]\nusers: [{{name: u, user: {{}}}}]\ncontexts: [{{name: c, context: {{cluster: c, user: u, namespace: dev}}}}]\ncurrent-context: c\n"),
+    )
+    .unwrap();
+    let out = s.run_with(&unreachable, &["apply"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).contains("cannot reach the API server"),
@@ -370,55 +640,49 @@ fn cluster_errors_are_clear() {
     );
 }
 
-#[test]
-fn a_rollout_that_does_not_finish_times_out() {
-    let s = setup("");
-    s.api.behave("web", Behaviour::Slow);
-    let out = s.run(&["apply", "--timeout", "1"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("error: rollout of Deployment/web (namespace dev): timed out after 1 s: 0 of 1 new replicas updated; nothing was deleted"), "{}", stderr(&out));
-    // --no-wait applies and records without waiting.
-    let out = s.run(&["apply", "--no-wait"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(!stderr(&out).contains("rolled out"));
-}
-
-#[test]
-fn secrets_are_masked_in_diff_and_records_are_secrets() {
-    let s = setup("");
-    let path = s.dir.path().join("berth.yaml");
-    let text = std::fs::read_to_string(&path).unwrap();
-    std::fs::write(
-        &path,
-        format!("{text}  web-secret:\n    secret: true\n    literals: [\"TOKEN=s3cret-one\"]\n"),
-    )
-    .unwrap();
-    assert!(s.run(&["apply"]).status.success());
-    std::fs::write(
-        &path,
-        format!("{text}  web-secret:\n    secret: true\n    literals: [\"TOKEN=s3cret-two\"]\n"),
-    )
-    .unwrap();
-    let out = s.run(&["diff"]);
-    assert_eq!(out.status.code(), Some(1));
-    let diff = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        diff.contains("+  TOKEN: '*** (after)'") || diff.contains("+  TOKEN: \"*** (after)\""),
-        "{diff}"
-    );
-    for leaked in ["s3cret", "czNjcmV0"] {
-        assert!(!diff.contains(leaked), "secret value printed: {diff}");
+/// A kubeconfig for ServiceAccount `reader` of `ns`, whose Role may get, list and
+/// watch everything in the namespace but change nothing.
+fn restricted_user(ns: &Namespace) -> std::path::PathBuf {
+    ns.ok(&["create", "serviceaccount", "reader"]);
+    ns.ok(&[
+        "create",
+        "role",
+        "reader",
+        "--verb=get,list,watch",
+        "--resource=configmaps,secrets,deployments.apps,services",
+    ]);
+    ns.ok(&[
+        "create",
+        "rolebinding",
+        "reader",
+        "--role=reader",
+        &format!("--serviceaccount={}:reader", ns.name),
+    ]);
+    let token = ns.ok(&["create", "token", "reader", "--duration=10m"]);
+    let path = ns.kubeconfig.with_file_name("reader-kubeconfig");
+    std::fs::copy(&ns.kubeconfig, &path).unwrap();
+    for args in [
+        vec![
+            "config",
+            "set-credentials",
+            "reader",
+            "--token",
+            token.trim(),
+        ],
+        vec!["config", "set-context", "--current", "--user", "reader"],
+    ] {
+        let out = ns.plane.kubectl_with(&path, &args, None);
+        assert!(out.status.success(), "{}", stderr(&out));
     }
-    let record = record(&s.api, 1);
-    assert_eq!(record["kind"], "Secret");
-    assert_eq!(record["type"], "berth.dev/apply-record");
+    path
 }
 
 #[test]
 fn no_cluster_configuration_is_clear() {
-    let s = setup("");
+    let dir = project("name: shop\nmanifests: [deploy.yaml]\n");
+    std::fs::write(dir.path().join("deploy.yaml"), DEPLOY).unwrap();
     let home = tempfile::tempdir().unwrap();
-    let out = berth(s.dir.path())
+    let out = berth(dir.path())
         .env("HOME", home.path())
         .arg("apply")
         .output()
@@ -431,52 +695,40 @@ fn no_cluster_configuration_is_clear() {
     );
 }
 
-/// Opt-in: `BERTH_TEST_CLUSTER=1` with `KUBECONFIG` pointing at a disposable cluster
-/// (kind or k3d; see the README). Applies a busybox Deployment with a generated config
-/// into namespace `berth-apply-test`, changes the config, checks diff, apply and
-/// rollback, then deletes the namespace.
 #[test]
-#[ignore = "opt-in: needs a real cluster; run with BERTH_TEST_CLUSTER=1, KUBECONFIG and -- --ignored"]
-fn real_cluster_apply_diff_rollback() {
-    if std::env::var("BERTH_TEST_CLUSTER").as_deref() != Ok("1")
-        || std::env::var_os("KUBECONFIG").is_none()
-    {
-        panic!("opt-in test run without its cluster: set BERTH_TEST_CLUSTER=1 and KUBECONFIG to apply to a real cluster");
-    }
-    let ns = "berth-apply-test";
-    let kubectl = |args: &[&str]| {
-        std::process::Command::new("kubectl")
-            .args(args)
-            .output()
-            .unwrap()
+fn fields_removed_from_the_manifests_leave_the_cluster() {
+    let Some(s) = setup("prune-fields", "") else {
+        return;
     };
-    let _ = kubectl(&["delete", "namespace", ns, "--wait"]);
-    assert!(kubectl(&["create", "namespace", ns]).status.success());
-    let dir = project(&format!(
-        "name: shop\nnamespace: {ns}\nmanifests: [deploy.yaml]\nimages:\n  web: {{image: docker.io/library/busybox:1.36}}\nconfigs:\n  web-config:\n    literals: [\"LEVEL=one\"]\n"
-    ));
-    let deploy = DEPLOY.replace(
-        "ghcr.io/acme/web:v1",
-        "docker.io/library/busybox:1.36\n          command: [sleep, \"3600\"]",
+    // Server-side apply keys these lists by mountPath, containerPort+protocol and
+    // name: removing an entry berth applied removes it from the live object.
+    let full = DEPLOY.replace(
+        "          envFrom: [{configMapRef: {name: web-config}}]\n",
+        "          envFrom: [{configMapRef: {name: web-config}}]\n          env: [{name: A, value: a}, {name: B, value: b}]\n          ports: [{containerPort: 80}, {containerPort: 81, protocol: UDP}]\n          volumeMounts: [{name: v, mountPath: /a}, {name: v, mountPath: /b}]\n      volumes: [{name: v, emptyDir: {}}]\n",
     );
-    std::fs::write(dir.path().join("deploy.yaml"), deploy).unwrap();
-    let run = |args: &[&str]| {
-        berth(dir.path())
-            .env("KUBECONFIG", std::env::var_os("KUBECONFIG").unwrap())
-            .args(args)
-            .output()
-            .unwrap()
-    };
-    let out = run(&["apply", "--timeout", "180"]);
+    s.manifests(&full);
+    let out = s.run(&["apply"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(run(&["diff"]).status.code(), Some(0));
-    let path = dir.path().join("berth.yaml");
-    let text = std::fs::read_to_string(&path)
-        .unwrap()
-        .replace("LEVEL=one", "LEVEL=two");
-    std::fs::write(&path, text).unwrap();
-    assert_eq!(run(&["diff"]).status.code(), Some(1));
-    assert!(run(&["apply", "--timeout", "180"]).status.success());
-    assert!(run(&["rollback", "--timeout", "180"]).status.success());
-    let _ = kubectl(&["delete", "namespace", ns, "--wait=false"]);
+    s.manifests(
+        &full
+            .replace(", {name: B, value: b}", "")
+            .replace(", {containerPort: 81, protocol: UDP}", "")
+            .replace(", {name: v, mountPath: /b}", ""),
+    );
+    let out = s.run(&["apply"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let live = s.ns.get("deployments", "web").unwrap();
+    let container = &live["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(
+        container["env"],
+        serde_json::json!([{"name": "A", "value": "a"}])
+    );
+    assert_eq!(
+        container["ports"],
+        serde_json::json!([{"containerPort": 80, "protocol": "TCP"}])
+    );
+    assert_eq!(
+        container["volumeMounts"],
+        serde_json::json!([{"name": "v", "mountPath": "/a"}])
+    );
 }

@@ -1,158 +1,227 @@
-//! `berth sync --engine kubernetes`: pods of the project's rendered workloads,
-//! reached through kube-rs's exec client. No API server runs here, so a local
-//! fake serves the pod list and the exec websocket, backed by real podman
-//! containers (see `common/fake_kube.rs`); an opt-in test uses a real cluster.
+//! `berth sync --engine kubernetes` through a real control plane
+//! (`common/testenv.rs`): pods of the project's rendered workloads are found through
+//! kube-apiserver, and exec goes berth → kube-apiserver → kwok (playing the kubelet)
+//! → `sh` and `tar`, which kwok's `ClusterExec` runs as local processes. So a sync
+//! into `to: /some/dir` lands in that directory on this machine, which the tests
+//! read back; every replica writes the same directory, and a `run` step appends a
+//! line per container to tell them apart.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::fake_kube::{write_kubeconfig, FakeKube, FakePod};
-use common::podman::{local_tree, Podman, IMAGE};
+use common::podman::local_tree;
+use common::testenv::{plane, Namespace};
 use common::{berth, project};
 
-const DEPLOYMENT: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: app, image: IMAGE}]\n";
+const IMAGE: &str = "ghcr.io/acme/app:v1";
 
-fn kube_project() -> tempfile::TempDir {
+fn deployment(replicas: u32) -> String {
+    format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web}}\nspec:\n  replicas: {replicas}\n  selector: {{matchLabels: {{app: web}}}}\n  template:\n    metadata: {{labels: {{app: web}}}}\n    spec:\n      containers: [{{name: app, image: {IMAGE}}}]\n")
+}
+
+struct Setup {
+    ns: Namespace,
+    dir: tempfile::TempDir,
+    /// Where the containers' `/app` lands (kwok runs exec on this machine).
+    target: tempfile::TempDir,
+}
+
+fn setup(prefix: &str) -> Option<Setup> {
+    let ns = plane()?.namespace(prefix);
+    let target = tempfile::tempdir().unwrap();
+    let to = target.path().join("app");
+    let runs = target.path().join("runs");
     let dir = project(&format!(
-        "name: demo\nnamespace: dev\nmanifests: [deploy.yaml]\nimages:\n  app: {{image: {IMAGE}}}\nsync:\n  - name: app\n    target: {{component: app}}\n    paths: [{{from: src/, to: /app/}}]\n    run: [{{cmd: [touch, /tmp/reloaded]}}]\n"
+        "name: demo\nmanifests: [deploy.yaml]\nimages:\n  app: {{image: {IMAGE}}}\nsync:\n  - name: app\n    target: {{component: app}}\n    paths: [{{from: src/, to: {}/}}]\n    run: [{{cmd: [sh, -c, \"echo ran >> {}\"]}}]\n",
+        to.display(),
+        runs.display()
     ));
-    std::fs::write(
-        dir.path().join("deploy.yaml"),
-        DEPLOYMENT.replace("IMAGE", IMAGE),
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("deploy.yaml"), deployment(2)).unwrap();
     std::fs::create_dir_all(dir.path().join("src/sub")).unwrap();
     std::fs::write(dir.path().join("src/a.txt"), "a").unwrap();
     std::fs::write(dir.path().join("src/sub/b.txt"), "b").unwrap();
-    dir
+    std::fs::set_permissions(
+        dir.path().join("src/a.txt"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    Some(Setup { ns, dir, target })
 }
 
-fn pod(name: &str, backing: &str, ready: bool) -> FakePod {
-    FakePod {
-        namespace: "dev".into(),
-        name: name.into(),
-        labels: BTreeMap::from([("app".to_string(), "web".to_string())]),
-        containers: vec![("app".into(), IMAGE.into(), backing.into())],
-        ready,
+impl Setup {
+    fn sync(&self, kubeconfig: &Path) -> std::process::Output {
+        berth(self.dir.path())
+            .args(["sync", "--once", "--engine", "kubernetes", "--kubeconfig"])
+            .arg(kubeconfig)
+            .output()
+            .unwrap()
+    }
+
+    fn runs(&self) -> usize {
+        std::fs::read_to_string(self.target.path().join("runs"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    }
+
+    /// Applies the workload with kubectl and waits for its rollout.
+    fn deploy(&self) {
+        let out = self.ns.plane.kubectl_with(
+            &self.ns.kubeconfig,
+            &["apply", "-f", "-"],
+            Some(&deployment(2)),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.ns
+            .ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
     }
 }
 
-fn sync(dir: &Path, kubeconfig: &Path) -> std::process::Output {
-    berth(dir)
-        .args(["sync", "--once", "--engine", "kubernetes", "--kubeconfig"])
-        .arg(kubeconfig)
-        .output()
-        .unwrap()
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[test]
 fn every_ready_replica_is_synced_through_exec() {
-    let Some(podman) = Podman::start() else {
-        return;
-    };
-    for name in ["replica-a", "replica-b", "not-ready"] {
-        podman.container(name, &[]);
-    }
-    let kube = FakeKube::start(podman.env().to_vec());
-    kube.add_pod(pod("web-5d9f-a", "replica-a", true));
-    kube.add_pod(pod("web-5d9f-b", "replica-b", true));
-    kube.add_pod(pod("web-5d9f-c", "not-ready", false));
-    let dir = kube_project();
-    let kubeconfig = kube.kubeconfig(dir.path());
+    let Some(s) = setup("sync") else { return };
+    s.deploy();
+    // A pod with the workload's labels that no node takes: Pending, never Ready, left alone.
+    let pending = format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: web-pending, labels: {{app: web}}}}\nspec:\n  nodeSelector: {{berth.dev/test: nowhere}}\n  containers: [{{name: app, image: {IMAGE}}}]\n");
+    let out =
+        s.ns.plane
+            .kubectl_with(&s.ns.kubeconfig, &["apply", "-f", "-"], Some(&pending));
+    assert!(out.status.success(), "{}", stderr(&out));
 
-    let out = sync(dir.path(), &kubeconfig);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let out = s.sync(&s.ns.kubeconfig);
+    let log = stderr(&out);
+    assert!(out.status.success(), "{log}");
     assert!(
-        stderr.contains("sync app (once): 3 written, 0 deleted, 2 B, 1 step -> 2 containers in"),
-        "{stderr}"
+        log.contains("sync app (once): 3 written, 0 deleted, 2 B, 1 step -> 2 containers in"),
+        "{log}"
     );
-    let local = local_tree(&dir.path().join("src"));
-    for replica in ["replica-a", "replica-b"] {
-        assert_eq!(podman.tree(replica, "/app"), local, "{replica}");
-        assert!(podman
-            .exec(replica, &["cat", "/tmp/reloaded"])
-            .status
-            .success());
-    }
-    assert!(
-        podman.tree("not-ready", "/app").is_empty(),
-        "a pod that is not Ready is left alone"
+    assert_eq!(
+        local_tree(&s.target.path().join("app")),
+        local_tree(&s.dir.path().join("src")),
+        "files, directories and the exec bit arrived"
     );
+    assert_eq!(s.runs(), 2, "the step ran once in each Ready replica");
 
     // Unchanged: the hash comparison runs through exec too, and nothing is sent.
-    let again = sync(dir.path(), &kubeconfig);
-    assert!(String::from_utf8_lossy(&again.stderr)
-        .contains("0 written, 0 deleted, 0 B, 0 steps -> 2 containers"));
+    let again = s.sync(&s.ns.kubeconfig);
+    assert!(
+        stderr(&again).contains("0 written, 0 deleted, 0 B, 0 steps -> 2 containers"),
+        "{}",
+        stderr(&again)
+    );
+    // A local change reaches both replicas; a deleted file is deleted.
+    std::fs::write(s.dir.path().join("src/a.txt"), "changed").unwrap();
+    std::fs::remove_file(s.dir.path().join("src/sub/b.txt")).unwrap();
+    let out = s.sync(&s.ns.kubeconfig);
+    assert!(
+        stderr(&out).contains("1 written, 1 deleted"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        local_tree(&s.target.path().join("app")),
+        local_tree(&s.dir.path().join("src"))
+    );
 }
 
 #[test]
 fn cluster_errors_are_clear() {
-    // No pod runs, so no podman is needed behind the fake API server.
-    let kube = FakeKube::start(Vec::new());
-    let dir = kube_project();
-    let kubeconfig = kube.kubeconfig(dir.path());
-
+    let Some(s) = setup("sync-errors") else {
+        return;
+    };
+    let ns = &s.ns.name;
     // No pods: what was looked for, where, and that nothing runs.
-    let out = sync(dir.path(), &kubeconfig);
+    let out = s.sync(&s.ns.kubeconfig);
     assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.starts_with("error: sync rule `app`: no running container matches component `app` (image repository localhost/berth-busybox) on kubernetes (http://127.0.0.1:"), "{stderr}");
+    let log = stderr(&out);
+    assert!(log.starts_with("error: sync rule `app`: no running container matches component `app` (image repository ghcr.io/acme/app) on kubernetes (https://127.0.0.1:"), "{log}");
+    assert!(log.contains(&format!("namespace {ns})")), "{log}");
     assert!(
-        stderr.trim_end().ends_with("found no running containers"),
-        "{stderr}"
+        log.trim_end().ends_with("found no running containers"),
+        "{log}"
     );
 
-    // RBAC refusal names the verb, resource and namespace.
-    kube.forbid(true);
-    let out = sync(dir.path(), &kubeconfig);
+    // RBAC refusal names the verb, resource and namespace: a ServiceAccount with no Role.
+    s.ns.ok(&["create", "serviceaccount", "nobody"]);
+    let token = s.ns.ok(&["create", "token", "nobody", "--duration=10m"]);
+    let nobody = s.ns.kubeconfig.with_file_name("nobody-kubeconfig");
+    std::fs::copy(&s.ns.kubeconfig, &nobody).unwrap();
+    for args in [
+        vec![
+            "config",
+            "set-credentials",
+            "nobody",
+            "--token",
+            token.trim(),
+        ],
+        vec!["config", "set-context", "--current", "--user", "nobody"],
+    ] {
+        let out = s.ns.plane.kubectl_with(&nobody, &args, None);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let out = s.sync(&nobody);
     assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.starts_with(
-            "error: kubernetes: forbidden: RBAC does not allow `list` on `pods` in namespace `dev`"
-        ),
-        "{stderr}"
+        stderr(&out).starts_with(&format!(
+            "error: kubernetes: forbidden: RBAC does not allow `list` on `pods` in namespace `{ns}`"
+        )),
+        "{}",
+        stderr(&out)
     );
 
     // Unreachable API server.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = closed.local_addr().unwrap().port();
     drop(closed);
-    let unreachable = write_kubeconfig(
-        &dir.path().join("src/sub"),
-        &format!("http://127.0.0.1:{port}"),
-    );
-    let out = sync(dir.path(), &unreachable);
+    let unreachable = s.target.path().join("unreachable-kubeconfig");
+    std::fs::write(
+        &unreachable,
+        format!("apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{port}'}}}}]\nusers: [{{name: u, user: {{}}}}]\ncontexts: [{{name: c, context: {{cluster: c, user: u, namespace: dev}}}}]\ncurrent-context: c\n"),
+    )
+    .unwrap();
+    let out = s.sync(&unreachable);
     assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("cannot reach the API server"), "{stderr}");
+    assert!(
+        stderr(&out).contains("cannot reach the API server"),
+        "{}",
+        stderr(&out)
+    );
 
     // No configuration at all.
     let home = tempfile::tempdir().unwrap();
-    let out = berth(dir.path())
+    let out = berth(s.dir.path())
         .env("HOME", home.path())
         .args(["sync", "--once", "--engine", "kubernetes"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let log = stderr(&out);
     assert!(
-        stderr.starts_with("error: kubernetes: no cluster configuration"),
-        "{stderr}"
+        log.starts_with("error: kubernetes: no cluster configuration"),
+        "{log}"
     );
     assert!(
-        stderr.contains("set KUBECONFIG, pass --kubeconfig, or run inside a pod"),
-        "{stderr}"
+        log.contains("set KUBECONFIG, pass --kubeconfig, or run inside a pod"),
+        "{log}"
     );
 }
 
 #[test]
 fn no_workloads_in_the_manifests_is_an_error() {
-    let dir = kube_project();
+    let dir = project(&format!(
+        "name: demo\nmanifests: [deploy.yaml]\nimages:\n  app: {{image: {IMAGE}}}\nsync:\n  - target: {{component: app}}\n    paths: [{{from: src/, to: /app/}}]\n"
+    ));
+    std::fs::create_dir(dir.path().join("src")).unwrap();
     std::fs::write(
         dir.path().join("deploy.yaml"),
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
@@ -163,76 +232,5 @@ fn no_workloads_in_the_manifests_is_an_error() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: --engine kubernetes syncs into the pods of the project's workloads, and berth.yaml renders none"));
-}
-
-/// Opt-in: `BERTH_TEST_CLUSTER=1` with `KUBECONFIG` pointing at a disposable cluster
-/// (kind or k3d; see the README). Creates namespace `berth-sync-test`, a busybox
-/// Deployment with two replicas, syncs into both, checks through `kubectl exec`,
-/// and deletes the namespace.
-#[test]
-#[ignore = "opt-in: needs a real cluster; run with BERTH_TEST_CLUSTER=1, KUBECONFIG and -- --ignored"]
-fn real_cluster_sync() {
-    if std::env::var("BERTH_TEST_CLUSTER").as_deref() != Ok("1")
-        || std::env::var_os("KUBECONFIG").is_none()
-    {
-        panic!("opt-in test run without its cluster: set BERTH_TEST_CLUSTER=1 and KUBECONFIG to sync into a real cluster");
-    }
-    let kubectl = |args: &[&str]| {
-        let out = std::process::Command::new("kubectl")
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "kubectl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    let ns = "berth-sync-test";
-    let _ = std::process::Command::new("kubectl")
-        .args(["delete", "namespace", ns, "--wait"])
-        .output();
-    kubectl(&["create", "namespace", ns]);
-    let dir = project(&format!(
-        "name: demo\nnamespace: {ns}\nmanifests: [deploy.yaml]\nimages:\n  app: {{image: docker.io/library/busybox:1.36}}\nsync:\n  - target: {{component: app}}\n    paths: [{{from: src/, to: /tmp/app/}}]\n"
-    ));
-    let deploy = DEPLOYMENT
-        .replace("IMAGE", "docker.io/library/busybox:1.36")
-        .replace(
-            "image: docker.io/library/busybox:1.36}",
-            "image: docker.io/library/busybox:1.36, command: [sleep, \"3600\"]}",
-        )
-        .replace("spec:\n  selector", "spec:\n  replicas: 2\n  selector");
-    std::fs::write(dir.path().join("deploy.yaml"), &deploy).unwrap();
-    std::fs::create_dir(dir.path().join("src")).unwrap();
-    std::fs::write(dir.path().join("src/hello.txt"), "hello from berth").unwrap();
-    let manifest = dir.path().join("deploy.yaml");
-    kubectl(&["apply", "-n", ns, "-f", manifest.to_str().unwrap()]);
-    kubectl(&[
-        "rollout",
-        "status",
-        "-n",
-        ns,
-        "deployment/web",
-        "--timeout=180s",
-    ]);
-    let out = berth(dir.path())
-        .env("KUBECONFIG", std::env::var_os("KUBECONFIG").unwrap())
-        .args(["sync", "--once", "--engine", "kubernetes"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    for pod in kubectl(&["get", "pods", "-n", ns, "-l", "app=web", "-o", "name"]).lines() {
-        assert_eq!(
-            kubectl(&["exec", "-n", ns, pod, "--", "cat", "/tmp/app/hello.txt"]),
-            "hello from berth"
-        );
-    }
-    kubectl(&["delete", "namespace", ns, "--wait=false"]);
+    assert!(stderr(&out).starts_with("error: --engine kubernetes syncs into the pods of the project's workloads, and berth.yaml renders none"), "{}", stderr(&out));
 }

@@ -162,7 +162,7 @@ pub fn diff(args: &DiffArgs, project: &Project, resolution: &Resolution<'_>) -> 
     let mut out = String::new();
     for mut change in cluster.diff(&desired, args.force_conflicts)? {
         if change.object.kind == "Secret" {
-            mask_secret(change.live.as_mut(), &mut change.merged);
+            berth_core::redact::mask_secret_pair(change.live.as_mut(), &mut change.merged);
         }
         let before = change.live.as_ref().map(to_yaml).unwrap_or_default();
         let after = to_yaml(&change.merged);
@@ -191,43 +191,6 @@ pub fn diff(args: &DiffArgs, project: &Project, resolution: &Resolution<'_>) -> 
     }
     print(&out)?;
     Ok(if out.is_empty() { 0 } else { 1 })
-}
-
-/// Secret values never reach the output: each becomes `***`, marked
-/// `(before)`/`(after)` where it changes (as `kubectl diff` does).
-fn mask_secret(live: Option<&mut serde_json::Value>, merged: &mut serde_json::Value) {
-    let old = live
-        .as_ref()
-        .and_then(|l| l.get("data"))
-        .cloned()
-        .unwrap_or_default();
-    let new = merged.get("data").cloned().unwrap_or_default();
-    let mask = |value: &mut serde_json::Value, other: &serde_json::Value, marker: &str| {
-        if let Some(map) = value
-            .get_mut("data")
-            .and_then(serde_json::Value::as_object_mut)
-        {
-            for (key, v) in map.iter_mut() {
-                let same = other.get(key) == Some(&*v);
-                *v = serde_json::Value::String(if same {
-                    "***".into()
-                } else {
-                    format!("*** ({marker})")
-                });
-            }
-        }
-        if let Some(map) = value
-            .get_mut("stringData")
-            .and_then(serde_json::Value::as_object_mut)
-        {
-            map.values_mut()
-                .for_each(|v| *v = serde_json::Value::String("***".into()));
-        }
-    };
-    if let Some(live) = live {
-        mask(live, &new, "before");
-    }
-    mask(merged, &old, "after");
 }
 
 fn to_yaml(value: &serde_json::Value) -> String {

@@ -6,10 +6,9 @@ use std::process::Output;
 
 use assert_cmd::Command;
 
-pub mod fake_api;
-pub mod fake_kube;
 pub mod podman;
 pub mod registry;
+pub mod testenv;
 
 /// The `berth` binary under test, with a clean environment (PATH kept) so
 /// that variables of the developer's shell never leak into a test.

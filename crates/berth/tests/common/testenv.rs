@@ -1,0 +1,271 @@
+//! The real control plane for cluster tests (`scripts/testenv`): kube-apiserver,
+//! etcd, controller-manager, scheduler and kwok nodes built from Go modules.
+//!
+//! Which cluster, in order:
+//! - `BERTH_TEST_KUBECONFIG`: any cluster (the testenv `.ci/run` starts, kind, k3d…);
+//!   `BERTH_TEST_KUBECTL` names the kubectl to drive it (default: testenv's, else PATH's).
+//! - otherwise `scripts/testenv up target/testenv`, which builds the plane (once; cached)
+//!   and starts it, or reuses the one already running there. It keeps running after the
+//!   tests, for the next run; `scripts/testenv down target/testenv` stops it.
+//!
+//! Without Go (nothing to build the plane with) the cluster tests fail under `CI=true`
+//! and print a visible SKIPPED elsewhere. Each test works in a namespace of its own,
+//! so every test of every binary shares one plane.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use super::repo_root;
+
+/// A running cluster and the kubectl that drives it.
+#[derive(Debug)]
+pub struct Plane {
+    /// Admin kubeconfig.
+    pub kubeconfig: PathBuf,
+    /// kubectl matching the server's version.
+    pub kubectl: PathBuf,
+}
+
+static PLANE: OnceLock<Result<Plane, String>> = OnceLock::new();
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+fn start() -> Result<Plane, String> {
+    if let Some(kubeconfig) = std::env::var_os("BERTH_TEST_KUBECONFIG") {
+        let kubectl = std::env::var_os("BERTH_TEST_KUBECTL")
+            .map(PathBuf::from)
+            .or_else(testenv_kubectl)
+            .unwrap_or_else(|| PathBuf::from("kubectl"));
+        return Ok(Plane {
+            kubeconfig: kubeconfig.into(),
+            kubectl,
+        });
+    }
+    if !super::require_program("go", "the cluster tests' control plane (scripts/testenv)") {
+        return Err("no Go toolchain".into());
+    }
+    let dir = repo_root().join("target/testenv");
+    eprintln!(
+        "starting the test control plane: scripts/testenv up {} (the first build takes minutes)",
+        dir.display()
+    );
+    let out = Command::new(repo_root().join("scripts/testenv"))
+        .arg("up")
+        .arg(&dir)
+        .output()
+        .map_err(|e| format!("cannot run scripts/testenv: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let Some(kubeconfig) = stdout
+        .lines()
+        .last()
+        .and_then(|l| l.strip_prefix("export KUBECONFIG="))
+    else {
+        return Err(format!(
+            "scripts/testenv up failed:\n{}{}",
+            stdout,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    };
+    Ok(Plane {
+        kubeconfig: kubeconfig.into(),
+        kubectl: testenv_kubectl().ok_or("scripts/testenv build printed no directory")?,
+    })
+}
+
+fn testenv_kubectl() -> Option<PathBuf> {
+    let out = Command::new(repo_root().join("scripts/testenv"))
+        .arg("build")
+        .output()
+        .ok()?;
+    let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let kubectl = Path::new(&dir).join("kubectl");
+    (out.status.success() && kubectl.is_file()).then_some(kubectl)
+}
+
+/// The shared plane, or `None` (after a visible SKIPPED) where it cannot run here.
+/// Under `CI=true` a plane that cannot start is a failure.
+pub fn plane() -> Option<&'static Plane> {
+    match PLANE.get_or_init(start) {
+        Ok(plane) => Some(plane),
+        Err(why) if in_ci() => panic!("the test control plane did not start: {why}"),
+        Err(why) => {
+            eprintln!("SKIPPED: no test control plane ({why})");
+            None
+        }
+    }
+}
+
+/// A namespace of one test, deleted when dropped, with a kubeconfig whose
+/// context defaults to it.
+pub struct Namespace {
+    /// The plane it lives in.
+    pub plane: &'static Plane,
+    /// Its name.
+    pub name: String,
+    /// Admin kubeconfig defaulting to this namespace.
+    pub kubeconfig: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+impl Plane {
+    /// Runs kubectl against the plane with the admin kubeconfig.
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        self.kubectl_with(&self.kubeconfig, args, None)
+    }
+
+    /// Runs kubectl with `kubeconfig`, optionally feeding `stdin`.
+    pub fn kubectl_with(&self, kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> Output {
+        use std::io::Write as _;
+        let mut child = Command::new(&self.kubectl)
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("kubectl runs");
+        let mut input = child.stdin.take().expect("piped stdin");
+        input
+            .write_all(stdin.unwrap_or_default().as_bytes())
+            .expect("write kubectl's stdin");
+        drop(input);
+        child.wait_with_output().expect("kubectl finishes")
+    }
+
+    /// kubectl that must succeed; its stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A fresh namespace named `<prefix>-<pid>-<n>`.
+    pub fn namespace(&'static self, prefix: &str) -> Namespace {
+        let name = format!(
+            "{prefix}-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        self.ok(&["create", "namespace", &name]);
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        std::fs::copy(&self.kubeconfig, &kubeconfig).expect("copy the kubeconfig");
+        let out = self.kubectl_with(
+            &kubeconfig,
+            &["config", "set-context", "--current", "--namespace", &name],
+            None,
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Namespace {
+            plane: self,
+            name,
+            kubeconfig,
+            _dir: dir,
+        }
+    }
+}
+
+impl Namespace {
+    /// Runs kubectl in this namespace.
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        self.plane.kubectl_with(&self.kubeconfig, args, None)
+    }
+
+    /// kubectl in this namespace that must succeed; its stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `kubectl apply --server-side -f -` of `manifest` as field manager `manager`.
+    pub fn apply_as(&self, manager: &str, manifest: &str) {
+        let out = self.plane.kubectl_with(
+            &self.kubeconfig,
+            &[
+                "apply",
+                "--server-side",
+                "--field-manager",
+                manager,
+                "-f",
+                "-",
+            ],
+            Some(manifest),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// One object as JSON, or `None` when it does not exist.
+    pub fn get(&self, resource: &str, name: &str) -> Option<Value> {
+        self.get_in(&self.name, resource, name)
+    }
+
+    /// One object of namespace `namespace` as JSON, or `None`.
+    pub fn get_in(&self, namespace: &str, resource: &str, name: &str) -> Option<Value> {
+        let out = self.kubectl(&[
+            "get",
+            resource,
+            name,
+            "-n",
+            namespace,
+            "-o",
+            "json",
+            "--show-managed-fields",
+        ]);
+        if !out.status.success() {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains("NotFound"),
+                "kubectl get {resource} {name}: {stderr}"
+            );
+            return None;
+        }
+        Some(serde_json::from_slice(&out.stdout).expect("kubectl prints JSON"))
+    }
+
+    /// Names of the objects of `resource` in this namespace, sorted.
+    pub fn names(&self, resource: &str) -> Vec<String> {
+        let out = self.ok(&[
+            "get",
+            resource,
+            "-o",
+            "jsonpath={range .items[*]}{.metadata.name}{\"\\n\"}{end}",
+        ]);
+        let mut names: Vec<String> = out.lines().map(str::to_string).collect();
+        names.sort();
+        names
+    }
+}
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        let _ = self
+            .plane
+            .kubectl(&["delete", "namespace", &self.name, "--wait=false"]);
+    }
+}
