@@ -1,10 +1,21 @@
 //! Reaching the cluster the way kubectl does.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::discovery::ApiResource;
 
 use crate::error::ClusterError;
+
+/// How long one API request may take before berth reports a [`ClusterError::Timeout`].
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `(apiVersion, kind)` → the resource serving it and whether it is namespaced;
+/// `None`: the cluster does not serve it.
+pub(crate) type KindCache = HashMap<(String, String), Option<(ApiResource, bool)>>;
 
 /// How to reach the cluster.
 #[derive(Debug, Clone, Default)]
@@ -17,71 +28,107 @@ pub struct Connection {
     pub namespace: Option<String>,
 }
 
-/// A connected client with its own runtime, for blocking callers.
+/// A client for one cluster and a default namespace. It holds no runtime: its
+/// methods are async and run on the caller's (the CLI starts one; the
+/// controller runs inside its own).
 pub struct Cluster {
-    pub(crate) runtime: tokio::runtime::Runtime,
     pub(crate) client: kube::Client,
     /// The namespace for objects that do not name one.
     pub namespace: String,
+    /// The API server's URL, for messages.
+    pub server: String,
     /// `kubernetes (context X, https://..., namespace N)`, for messages.
     pub describe: String,
-    pub(crate) kinds: std::sync::Mutex<crate::ops::KindCache>,
+    /// `(apiVersion, kind)` → resource and whether it is namespaced; `None`: not served.
+    pub(crate) kinds: Mutex<KindCache>,
+    /// How long one request may take.
+    pub request_timeout: Duration,
+}
+
+fn config_error(
+    message: String,
+    source: impl std::error::Error + Send + Sync + 'static,
+) -> ClusterError {
+    ClusterError::Config {
+        message,
+        source: Some(Box::new(source)),
+    }
 }
 
 impl Cluster {
     /// Reads the configuration and builds a client (no request is made yet).
-    pub fn connect(connection: &Connection) -> Result<Self, ClusterError> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .map_err(|e| ClusterError::Config(format!("cannot start the async runtime: {e}")))?;
+    pub async fn connect(connection: &Connection) -> Result<Self, ClusterError> {
         let options = KubeConfigOptions {
             context: connection.context.clone(),
             ..KubeConfigOptions::default()
         };
-        let config = runtime.block_on(async {
-            match &connection.kubeconfig {
-                Some(path) => {
-                    let file = Kubeconfig::read_from(path).map_err(|e| {
-                        ClusterError::Config(format!("cannot read kubeconfig {}: {e}", path.display()))
-                    })?;
-                    kube::Config::from_custom_kubeconfig(file, &options)
-                        .await
-                        .map_err(|e| ClusterError::Config(format!("{}: {e}", path.display())))
-                }
-                None if connection.context.is_some() => kube::Config::from_kubeconfig(&options)
+        let config = match &connection.kubeconfig {
+            Some(path) => {
+                let file = Kubeconfig::read_from(path).map_err(|e| {
+                    config_error(format!("cannot read kubeconfig {}: {e}", path.display()), e)
+                })?;
+                kube::Config::from_custom_kubeconfig(file, &options)
                     .await
-                    .map_err(|e| ClusterError::Config(format!("kubeconfig: {e}"))),
-                None => kube::Config::infer().await.map_err(|e| {
-                    ClusterError::Config(format!(
-                        "no cluster configuration ({e}); set KUBECONFIG, pass --kubeconfig, or run inside a pod"
-                    ))
-                }),
+                    .map_err(|e| config_error(format!("{}: {e}", path.display()), e))?
             }
-        })?;
+            None if connection.context.is_some() => kube::Config::from_kubeconfig(&options)
+                .await
+                .map_err(|e| config_error(format!("kubeconfig: {e}"), e))?,
+            None => kube::Config::infer().await.map_err(|e| {
+                config_error(
+                    format!(
+                        "no cluster configuration ({e}); set KUBECONFIG, pass --kubeconfig, or run inside a pod"
+                    ),
+                    e,
+                )
+            })?,
+        };
         let namespace = connection
             .namespace
             .clone()
             .unwrap_or_else(|| config.default_namespace.clone());
-        let describe = format!(
-            "kubernetes ({}{}, namespace {namespace})",
-            connection
-                .context
-                .as_deref()
-                .map(|c| format!("context {c}, "))
-                .unwrap_or_default(),
-            config.cluster_url
-        );
-        let client = runtime
-            .block_on(async { kube::Client::try_from(config) })
-            .map_err(|e| ClusterError::Config(format!("cannot create a client: {e}")))?;
-        Ok(Cluster {
-            runtime,
+        let server = config.cluster_url.to_string();
+        let context = connection
+            .context
+            .as_deref()
+            .map(|c| format!("context {c}, "))
+            .unwrap_or_default();
+        let describe = format!("kubernetes ({context}{server}, namespace {namespace})");
+        let client = kube::Client::try_from(config)
+            .map_err(|e| config_error(format!("cannot create a client for {server}: {e}"), e))?;
+        let mut cluster = Cluster::new(client, namespace, server);
+        cluster.describe = describe;
+        Ok(cluster)
+    }
+
+    /// A cluster over an existing client (the controller's, or a test's mock
+    /// transport); `server` names it in messages.
+    pub fn new(
+        client: kube::Client,
+        namespace: impl Into<String>,
+        server: impl Into<String>,
+    ) -> Self {
+        let namespace = namespace.into();
+        let server = server.into();
+        Cluster {
             client,
+            describe: format!("kubernetes ({server}, namespace {namespace})"),
             namespace,
-            describe,
-            kinds: std::sync::Mutex::new(crate::ops::KindCache::default()),
-        })
+            server,
+            kinds: Mutex::new(HashMap::new()),
+            request_timeout: REQUEST_TIMEOUT,
+        }
+    }
+
+    /// The same cluster with another default namespace (discovery is not shared).
+    pub fn in_namespace(&self, namespace: &str) -> Self {
+        let mut other = Cluster::new(self.client.clone(), namespace, self.server.clone());
+        other.request_timeout = self.request_timeout;
+        other
+    }
+
+    /// The underlying client.
+    pub fn client(&self) -> &kube::Client {
+        &self.client
     }
 }

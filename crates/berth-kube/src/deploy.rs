@@ -1,36 +1,35 @@
 //! `berth apply`, `diff` and `rollback` against a cluster: server-side apply
 //! (a dry run of everything first, so a conflict or refusal changes nothing),
 //! a record of each apply, rollout waits, and clean-up of config generations
-//! that only ever deletes berth's own objects, and only after success.
-//! Records and clean-up live in `records.rs`.
+//! that only ever deletes berth's own objects, and only after success. The
+//! decisions (plan, records, rollout state) are berth-core's; this file carries
+//! them out, many requests at a time. Records and clean-up live in `records.rs`.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use berth_core::cluster::{apply_rank, has_rollout, label, rollout_status, Rollout};
-use serde_json::{json, Value};
+use berth_core::cluster::{
+    created_by, has_rollout, kinds_to_discover, plan, rollout_status, Desired, ObjectRef, Planned,
+    Rollout,
+};
+use futures_util::stream::{self, StreamExt, TryStreamExt};
+use serde_json::Value;
 
 use crate::connect::Cluster;
 use crate::error::ClusterError;
-use crate::ops::ObjectRef;
+
+/// Requests in flight at once: enough to hide the round trip, few enough that
+/// a shared API server's priority and fairness never queues berth.
+pub const CONCURRENCY: usize = 16;
 
 /// Secrets hold at most 1 MiB; the record's manifest (base64) must fit.
 const RECORD_LIMIT: usize = (1024 * 1024 - 16 * 1024) / 4 * 3;
 
-/// What a project wants in the cluster.
-#[derive(Debug, Clone)]
-pub struct Desired {
-    /// The project's `name:` (labels, record names).
-    pub project: String,
-    /// Rendered objects, in render order.
-    pub objects: Vec<Value>,
-    /// Generated object name → its base name (`configs:`/`caBundles:` key).
-    pub generated: BTreeMap<String, String>,
-}
-
 /// Settings of an apply.
 #[derive(Debug, Clone)]
 pub struct ApplyOptions {
+    /// The field manager (`berth`; the controller's is `berth-controller`).
+    pub manager: String,
     /// Take over fields other managers own.
     pub force: bool,
     /// Generations of each generated config to keep.
@@ -39,11 +38,14 @@ pub struct ApplyOptions {
     pub wait: Option<Duration>,
 }
 
-/// What happened during an apply, for the CLI to show.
+/// What happened during an apply, for the caller to show.
 #[derive(Debug, Clone)]
 pub enum Event {
     /// An object was applied.
     Applied(ObjectRef),
+    /// The objects are exactly those of this successful apply record: they were
+    /// re-applied (correcting any drift) without a new record.
+    Unchanged(String),
     /// Rollout state of every workload still being waited for.
     Waiting(Vec<(ObjectRef, String)>),
     /// A workload finished its rollout.
@@ -65,131 +67,173 @@ pub struct Change {
     pub merged: Value,
 }
 
-pub(crate) fn text<'v>(v: &'v Value, path: &[&str]) -> Option<&'v str> {
-    path.iter()
-        .try_fold(v, |v, k| v.get(k))
-        .and_then(Value::as_str)
+/// Where one workload's rollout stands.
+#[derive(Debug, Clone)]
+pub struct RolloutState {
+    /// The workload.
+    pub object: ObjectRef,
+    /// Its state, as `kubectl rollout status` would judge it.
+    pub rollout: Rollout,
 }
 
 impl Cluster {
-    /// Labels, namespaces and orders the objects; returns each with its reference.
-    fn prepare(&self, desired: &Desired) -> Result<Vec<(ObjectRef, Value)>, ClusterError> {
-        let crd_kinds: Vec<(String, String)> = desired
-            .objects
-            .iter()
-            .filter(|o| text(o, &["kind"]) == Some("CustomResourceDefinition"))
-            .filter_map(|o| {
-                Some((
-                    text(o, &["spec", "group"])?.to_string(),
-                    text(o, &["spec", "names", "kind"])?.to_string(),
-                ))
+    /// The apply plan: discovery of every kind not defined here, then berth-core's plan.
+    pub async fn plan(&self, desired: &Desired) -> Result<Vec<Planned>, ClusterError> {
+        let kinds = kinds_to_discover(desired);
+        let found: Vec<Option<bool>> = stream::iter(&kinds)
+            .map(|(api_version, kind)| async move {
+                Ok::<_, ClusterError>(
+                    self.resource(api_version, kind)
+                        .await?
+                        .map(|(_, namespaced)| namespaced),
+                )
             })
+            .buffered(CONCURRENCY)
+            .try_collect()
+            .await?;
+        let scopes: BTreeMap<(String, String), bool> = kinds
+            .into_iter()
+            .zip(found)
+            .filter_map(|(k, namespaced)| Some((k, namespaced?)))
             .collect();
-        let mut out = Vec::new();
-        for object in &desired.objects {
-            let mut body = object.clone();
-            let (Some(api_version), Some(kind), Some(name)) = (
-                text(&body, &["apiVersion"]).map(str::to_string),
-                text(&body, &["kind"]).map(str::to_string),
-                text(&body, &["metadata", "name"]).map(str::to_string),
-            ) else {
-                continue; // render guarantees these; a List wrapper has no name
-            };
-            let config = desired
-                .generated
-                .get(&name)
-                .filter(|_| matches!(kind.as_str(), "ConfigMap" | "Secret"));
-            label(&mut body, &desired.project, config.map(String::as_str));
-            let group = api_version.split_once('/').map_or("", |(g, _)| g);
-            // Kinds defined by a CRD in this apply are namespaced unless it says otherwise.
-            let namespaced = match crd_kinds.iter().find(|(g, k)| g == group && *k == kind) {
-                Some(_) => {
-                    desired
-                        .objects
-                        .iter()
-                        .find(|o| text(o, &["spec", "names", "kind"]) == Some(kind.as_str()))
-                        .and_then(|o| text(o, &["spec", "scope"]))
-                        != Some("Cluster")
+        Ok(plan(desired, &self.namespace, &scopes)?)
+    }
+
+    /// A server-side dry-run apply of every object, in plan order; a missing CRD or
+    /// Namespace that the plan itself creates is expected (`None` for that object).
+    async fn dry_run(
+        &self,
+        objects: &[Planned],
+        options: &ApplyOptions,
+    ) -> Result<Vec<Option<Value>>, ClusterError> {
+        stream::iter(objects)
+            .map(|p| async move {
+                match self
+                    .apply(&p.object, &p.body, &options.manager, options.force, true)
+                    .await
+                {
+                    Ok(merged) => Ok(Some(merged)),
+                    Err(ClusterError::Plan(_) | ClusterError::NamespaceMissing { .. })
+                        if created_by(objects, &p.object) =>
+                    {
+                        Ok(None)
+                    }
+                    Err(e) => Err(e),
                 }
-                None => self.is_namespaced(&api_version, &kind)?,
-            };
-            let namespace = if namespaced {
-                let ns = text(&body, &["metadata", "namespace"])
-                    .map_or_else(|| self.namespace.clone(), str::to_string);
-                body["metadata"]["namespace"] = json!(ns);
-                Some(ns)
-            } else {
-                None
-            };
-            out.push((
-                ObjectRef {
-                    api_version,
-                    kind,
-                    name,
-                    namespace,
-                },
-                body,
-            ));
-        }
-        out.sort_by_key(|(r, _)| apply_rank(&r.kind));
-        Ok(out)
+            })
+            .buffered(CONCURRENCY)
+            .try_collect()
+            .await
     }
 
     /// What `berth apply` would change: a server-side dry-run apply of every object
     /// next to the live object.
-    pub fn diff(&self, desired: &Desired, force: bool) -> Result<Vec<Change>, ClusterError> {
-        let mut changes = Vec::new();
-        let objects = self.prepare(desired)?;
-        for (object, body) in objects.iter().cloned() {
-            let live = self.get(&object).or_else(|e| match e {
-                ClusterError::UnknownKind { .. } => Ok(None),
-                e => Err(e),
-            })?;
-            let merged =
-                match self.apply(&object, &body, force, true) {
-                    Ok(merged) => merged,
-                    // Its CRD or Namespace is part of this apply: it would be created as written.
-                    Err(
-                        ClusterError::UnknownKind { .. } | ClusterError::NamespaceMissing { .. },
-                    ) if created_here(&objects, &object) => body.clone(),
+    pub async fn diff(
+        &self,
+        desired: &Desired,
+        manager: &str,
+        force: bool,
+    ) -> Result<Vec<Change>, ClusterError> {
+        let objects = self.plan(desired).await?;
+        stream::iter(&objects)
+            .map(|p| async {
+                let live = match self.get(&p.object).await {
+                    Ok(live) => live,
+                    Err(ClusterError::Plan(_)) => None,
                     Err(e) => return Err(e),
                 };
-            changes.push(Change {
-                object,
-                live: live.map(normalise),
-                merged: normalise(merged),
-            });
+                let merged = match self.apply(&p.object, &p.body, manager, force, true).await {
+                    Ok(merged) => merged,
+                    // Its CRD or Namespace is part of this apply: it would be created as written.
+                    Err(ClusterError::Plan(_) | ClusterError::NamespaceMissing { .. })
+                        if created_by(&objects, &p.object) =>
+                    {
+                        p.body.clone()
+                    }
+                    Err(e) => return Err(e),
+                };
+                Ok(Change {
+                    object: p.object.clone(),
+                    live: live.map(normalise),
+                    merged: normalise(merged),
+                })
+            })
+            .buffered(CONCURRENCY)
+            .try_collect()
+            .await
+    }
+
+    /// Applies `objects` in plan order: Namespaces and CRDs one rank at a time (CRDs
+    /// waited on until Established), everything in a rank concurrently.
+    async fn apply_all(
+        &self,
+        objects: &[Planned],
+        options: &ApplyOptions,
+        events: &mut (dyn FnMut(Event) + Send),
+    ) -> Result<(), ClusterError> {
+        let mut rest = objects;
+        while let Some(first) = rest.first() {
+            let rank = berth_core::cluster::apply_rank(&first.object.kind);
+            let split = rest
+                .iter()
+                .position(|p| berth_core::cluster::apply_rank(&p.object.kind) != rank)
+                .unwrap_or(rest.len());
+            let (batch, later) = rest.split_at(split);
+            let mut applied = stream::iter(batch)
+                .map(|p| async move {
+                    self.apply(&p.object, &p.body, &options.manager, options.force, false)
+                        .await
+                        .map(|_| p)
+                })
+                .buffered(CONCURRENCY);
+            while let Some(p) = applied.next().await {
+                let p = p?;
+                if p.object.kind == "CustomResourceDefinition" {
+                    self.wait_established(&p.object).await?;
+                }
+                events(Event::Applied(p.object.clone()));
+            }
+            if batch
+                .iter()
+                .any(|p| p.object.kind == "CustomResourceDefinition")
+            {
+                self.forget_kinds();
+            }
+            rest = later;
         }
-        Ok(changes)
+        Ok(())
     }
 
     /// Applies `desired`, records it, waits for rollouts and cleans up old generations.
-    pub fn deploy(
+    /// When the objects are exactly those of the last successful apply, the dry run,
+    /// the record and the clean-up are skipped: they were all done for that apply.
+    pub async fn deploy(
         &self,
         desired: &Desired,
         options: &ApplyOptions,
         rollback_of: Option<u64>,
-        events: &mut dyn FnMut(Event),
+        events: &mut (dyn FnMut(Event) + Send),
     ) -> Result<(), ClusterError> {
-        let objects = self.prepare(desired)?;
-        // A dry run of everything first: conflicts, refusals and invalid objects change nothing.
-        for (object, body) in &objects {
-            match self.apply(object, body, options.force, true) {
-                Ok(_) => {}
-                // Its CRD or Namespace comes first in this apply.
-                Err(ClusterError::UnknownKind { .. } | ClusterError::NamespaceMissing { .. })
-                    if created_here(&objects, object) => {}
-                Err(e) => return Err(e),
+        let objects = self.plan(desired).await?;
+        let manifest = serde_json::to_string(&objects.iter().map(|p| &p.body).collect::<Vec<_>>())
+            .unwrap_or_default();
+        let records = self.records(&desired.project).await?;
+        if rollback_of.is_none() {
+            if let Some(same) = records.unchanged(&manifest) {
+                events(Event::Unchanged(
+                    self.record_name(&desired.project, same.record.sequence),
+                ));
+                self.apply_all(&objects, options, events).await?;
+                if let Some(timeout) = options.wait {
+                    self.wait_rollouts(&objects, timeout, events).await?;
+                }
+                return Ok(());
             }
         }
-        let manifest =
-            serde_json::to_string(&objects.iter().map(|(_, body)| body).collect::<Vec<_>>())
-                .map_err(|e| ClusterError::Api {
-                    action: "record the apply".into(),
-                    message: e.to_string(),
-                })?;
+        // A dry run of everything first: conflicts, refusals and invalid objects change nothing.
+        self.dry_run(&objects, options).await?;
         if manifest.len() > RECORD_LIMIT {
-            return Err(ClusterError::Api {
+            return Err(ClusterError::Record {
                 action: "record the apply".into(),
                 message: format!(
                     "the rendered objects take {} bytes, more than a Secret holds (1 MiB); split the project",
@@ -197,32 +241,32 @@ impl Cluster {
                 ),
             });
         }
-        for (object, body) in &objects {
-            self.apply(object, body, options.force, false)?;
-            if object.kind == "CustomResourceDefinition" {
-                self.wait_established(object)?;
-                self.forget_kinds();
-            }
-            events(Event::Applied(object.clone()));
-        }
-        let records = self.records(&desired.project)?;
-        let sequence = records.iter().map(|r| r.record.sequence).max().unwrap_or(0) + 1;
+        self.apply_all(&objects, options, events).await?;
+        let sequence = records.next_sequence();
         let configs: BTreeMap<String, String> = objects
             .iter()
-            .filter_map(|(o, _)| {
+            .filter_map(|p| {
                 desired
                     .generated
-                    .get(&o.name)
-                    .map(|b| (b.clone(), o.name.clone()))
+                    .get(&p.object.name)
+                    .map(|b| (b.clone(), p.object.name.clone()))
             })
             .collect();
-        let record =
-            self.write_record(&desired.project, sequence, &configs, &manifest, rollback_of)?;
+        let record = self
+            .write_record(
+                &desired.project,
+                sequence,
+                &configs,
+                &manifest,
+                rollback_of,
+                &options.manager,
+            )
+            .await?;
         events(Event::Recorded(record.name.clone()));
         let Some(timeout) = options.wait else {
             return Ok(());
         };
-        let outcome = self.wait_rollouts(&objects, timeout, events);
+        let outcome = self.wait_rollouts(&objects, timeout, events).await;
         self.set_record_status(
             &record,
             if outcome.is_ok() {
@@ -230,15 +274,18 @@ impl Cluster {
             } else {
                 "failed"
             },
-        )?;
+        )
+        .await?;
         outcome?;
         self.clean_up(&desired.project, options.keep, &objects, events)
+            .await
     }
 
-    fn wait_established(&self, crd: &ObjectRef) -> Result<(), ClusterError> {
-        let deadline = Instant::now() + Duration::from_secs(60);
+    async fn wait_established(&self, crd: &ObjectRef) -> Result<(), ClusterError> {
+        let after = Duration::from_secs(60);
+        let deadline = Instant::now() + after;
         loop {
-            let established = self.get(crd)?.is_some_and(|live| {
+            let established = self.get(crd).await?.is_some_and(|live| {
                 live.pointer("/status/conditions")
                     .and_then(Value::as_array)
                     .is_some_and(|cs| {
@@ -250,77 +297,86 @@ impl Cluster {
                 return Ok(());
             }
             if Instant::now() > deadline {
-                return Err(ClusterError::Api {
-                    action: format!("wait for {crd}"),
-                    message: "not Established after 60 s".into(),
+                return Err(ClusterError::NotEstablished {
+                    object: Box::new(crd.clone()),
+                    after,
                 });
             }
-            std::thread::sleep(Duration::from_millis(500));
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
-    fn wait_rollouts(
+    /// One look at the rollout of every workload in `objects` (concurrently).
+    pub async fn rollout_states(
         &self,
-        objects: &[(ObjectRef, Value)],
+        objects: &[&ObjectRef],
+    ) -> Result<Vec<RolloutState>, ClusterError> {
+        stream::iter(objects)
+            .map(|object| async move {
+                let live = self.get(object).await?.unwrap_or(Value::Null);
+                Ok(RolloutState {
+                    object: (*object).clone(),
+                    rollout: rollout_status(&object.kind, &live),
+                })
+            })
+            .buffered(CONCURRENCY)
+            .try_collect()
+            .await
+    }
+
+    /// Waits until every workload of `objects` has rolled out, one fails, or `timeout`
+    /// passes. Polls quickly at first (most rollouts of unchanged or small workloads
+    /// are done at once) and backs off to once a second.
+    pub async fn wait_rollouts(
+        &self,
+        objects: &[Planned],
         timeout: Duration,
-        events: &mut dyn FnMut(Event),
+        events: &mut (dyn FnMut(Event) + Send),
     ) -> Result<(), ClusterError> {
         let deadline = Instant::now() + timeout;
         let mut pending: Vec<&ObjectRef> = objects
             .iter()
-            .map(|(o, _)| o)
+            .map(|p| &p.object)
             .filter(|o| has_rollout(&o.kind))
             .collect();
-        let mut last: Vec<(ObjectRef, String)> = Vec::new();
+        let mut interval = Duration::from_millis(50);
         while !pending.is_empty() {
             let mut still = Vec::new();
-            last.clear();
-            for object in pending {
-                let live = self.get(object)?.unwrap_or(Value::Null);
-                match rollout_status(&object.kind, &live) {
-                    Rollout::Done => events(Event::RolledOut(object.clone())),
-                    Rollout::Failed(why) => {
-                        return Err(ClusterError::Api {
-                            action: format!("rollout of {object}"),
-                            message: format!("failed: {why}; nothing was deleted, `berth rollback` re-applies the previous generation"),
+            let mut waiting = Vec::new();
+            for state in self.rollout_states(&pending).await? {
+                match state.rollout {
+                    Rollout::Done => events(Event::RolledOut(state.object)),
+                    Rollout::Failed(reason) => {
+                        return Err(ClusterError::RolloutFailed {
+                            object: Box::new(state.object),
+                            reason,
                         })
                     }
-                    Rollout::Progressing(how) => {
-                        last.push((object.clone(), how));
-                        still.push(object);
-                    }
+                    Rollout::Progressing(how) => waiting.push((state.object, how)),
                 }
+            }
+            for (object, _) in &waiting {
+                still.extend(pending.iter().find(|p| **p == object));
             }
             pending = still;
             if pending.is_empty() {
                 break;
             }
-            events(Event::Waiting(last.clone()));
-            if Instant::now() >= deadline {
-                let (object, how) = &last[0];
-                return Err(ClusterError::Api {
-                    action: format!("rollout of {object}"),
-                    message: format!(
-                        "timed out after {} s: {how}; nothing was deleted",
-                        timeout.as_secs()
-                    ),
+            events(Event::Waiting(waiting.clone()));
+            let now = Instant::now();
+            if now >= deadline {
+                let (object, state) = waiting.swap_remove(0);
+                return Err(ClusterError::RolloutTimeout {
+                    object: Box::new(object),
+                    after: timeout,
+                    state,
                 });
             }
-            std::thread::sleep(Duration::from_millis(500).min(deadline - Instant::now()));
+            tokio::time::sleep(interval.min(deadline - now)).await;
+            interval = (interval * 2).min(Duration::from_secs(1));
         }
         Ok(())
     }
-}
-
-/// Whether what `object` needs — its kind's CRD, its Namespace — is itself in this apply.
-fn created_here(objects: &[(ObjectRef, Value)], object: &ObjectRef) -> bool {
-    let group = object.api_version.split_once('/').map_or("", |(g, _)| g);
-    objects.iter().any(|(o, body)| {
-        (o.kind == "CustomResourceDefinition"
-            && text(body, &["spec", "group"]) == Some(group)
-            && text(body, &["spec", "names", "kind"]) == Some(object.kind.as_str()))
-            || (o.kind == "Namespace" && object.namespace.as_deref() == Some(o.name.as_str()))
-    })
 }
 
 /// Drops what changes on every write and says nothing about the desired state.

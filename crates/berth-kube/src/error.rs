@@ -1,14 +1,34 @@
-//! Cluster failures, each one line that says what to do.
+//! Cluster failures, typed so a caller can tell a timeout from an RBAC refusal
+//! (the controller's status conditions do), each displayed as one line that
+//! says what to do. The client error stays attached as the source.
+
+use std::time::Duration;
+
+use berth_core::cluster::{ObjectRef, PlanError};
 
 /// A failure talking to the cluster.
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
     /// No usable kubeconfig or in-cluster configuration.
-    #[error("{0}")]
-    Config(String),
+    #[error("{message}")]
+    Config {
+        /// What is wrong and how to fix it.
+        message: String,
+        /// The client's error, when there is one.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
     /// The API server did not answer.
-    #[error("cannot reach the API server ({0}); is the cluster up and the kubeconfig current?")]
-    Unreachable(String),
+    #[error("cannot reach the API server at {server} ({cause}); is the cluster up and the kubeconfig current?")]
+    Unreachable {
+        /// The server URL from the kubeconfig.
+        server: String,
+        /// The innermost cause (`Connection refused (os error 111)`).
+        cause: String,
+        /// The client's error.
+        #[source]
+        source: Box<kube::Error>,
+    },
     /// RBAC refused a request.
     #[error("forbidden: RBAC does not allow `{verb}` on `{resource}` in namespace `{namespace}` ({message})")]
     Forbidden {
@@ -21,56 +41,108 @@ pub enum ClusterError {
         /// The server's message.
         message: String,
     },
-    /// The cluster does not serve a kind.
-    #[error("unknown kind `{kind}` (apiVersion `{api_version}`): the cluster does not serve it; install its CRD first, or check the apiVersion")]
-    UnknownKind {
-        /// `apiVersion` as written.
-        api_version: String,
-        /// `kind`.
-        kind: String,
-    },
+    /// The objects cannot be planned (a kind the cluster does not serve).
+    #[error(transparent)]
+    Plan(#[from] PlanError),
     /// Server-side apply found fields another manager owns.
     #[error("{object}: apply conflicts with other field managers:\n{}\n  help: these fields were set by someone else; re-run with --force-conflicts to take them over, or remove them from the manifests", conflicts.iter().map(|(field, manager)| format!("  {field} (owned by {manager})")).collect::<Vec<_>>().join("\n"))]
     Conflict {
-        /// `Kind/namespace/name`.
-        object: String,
+        /// The object.
+        object: Box<ObjectRef>,
         /// `(field path, manager)`.
         conflicts: Vec<(String, String)>,
     },
     /// The object's namespace does not exist (yet).
-    #[error("{action}: {message}; create the namespace first, or add it to the manifests")]
+    #[error("apply {object}: {message}; create the namespace first, or add it to the manifests")]
     NamespaceMissing {
+        /// The object.
+        object: Box<ObjectRef>,
+        /// The server's message.
+        message: String,
+    },
+    /// The server refused an object as invalid (422, 400).
+    #[error("{action}: {message}")]
+    Invalid {
         /// What berth was doing.
         action: String,
-        /// The server's message.
+        /// The server's message (which field, why).
+        message: String,
+    },
+    /// A request got no answer in time.
+    #[error("{action}: the API server did not answer within {} s; is it overloaded, or the connection stalled?", after.as_secs())]
+    Timeout {
+        /// What berth was doing.
+        action: String,
+        /// How long berth waited.
+        after: Duration,
+    },
+    /// A workload's rollout reported that it will not finish.
+    #[error("rollout of {object}: failed: {reason}; nothing was deleted, `berth rollback` re-applies the previous generation")]
+    RolloutFailed {
+        /// The workload.
+        object: Box<ObjectRef>,
+        /// The failing condition's reason and message.
+        reason: String,
+    },
+    /// A workload's rollout did not finish within the timeout.
+    #[error("rollout of {object}: timed out after {} s: {state}; nothing was deleted", after.as_secs())]
+    RolloutTimeout {
+        /// The workload.
+        object: Box<ObjectRef>,
+        /// The timeout.
+        after: Duration,
+        /// Where the rollout stood.
+        state: String,
+    },
+    /// A CRD applied here did not become Established.
+    #[error("{object} is not Established after {} s; check `kubectl describe` for its conditions", after.as_secs())]
+    NotEstablished {
+        /// The CRD.
+        object: Box<ObjectRef>,
+        /// How long berth waited.
+        after: Duration,
+    },
+    /// berth's apply records: too large, unreadable, or nothing to roll back to.
+    #[error("{action}: {message}")]
+    Record {
+        /// What berth was doing.
+        action: String,
+        /// What is wrong and what to do.
         message: String,
     },
     /// Any other API error.
     #[error("{action}: {message}")]
     Api {
-        /// What berth was doing (`patch deployments.apps/web in namespace dev`).
+        /// What berth was doing (`patch deployments.apps in namespace dev`).
         action: String,
+        /// The HTTP status, when the server answered.
+        code: Option<u16>,
         /// The server's message.
         message: String,
+        /// The client's error.
+        #[source]
+        source: Box<kube::Error>,
     },
 }
 
-impl From<ClusterError> for berth_sync::SyncError {
-    fn from(e: ClusterError) -> Self {
-        berth_sync::SyncError::Engine {
-            engine: "kubernetes".into(),
-            message: e.to_string(),
-        }
+/// The innermost cause of an error chain, for one-line messages.
+pub(crate) fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = error;
+    while let Some(next) = current.source() {
+        current = next;
     }
+    current.to_string()
 }
 
-/// Turns a client error into a [`ClusterError`].
+/// Turns a client error from `verb` on `resource` in `namespace` into a [`ClusterError`].
 pub(crate) fn explain(
     error: kube::Error,
+    server: &str,
     verb: &str,
     resource: &str,
     namespace: &str,
 ) -> ClusterError {
+    let action = format!("{verb} {resource} in namespace `{namespace}`");
     match &error {
         kube::Error::Api(status) if status.code == 403 => ClusterError::Forbidden {
             verb: verb.into(),
@@ -78,16 +150,33 @@ pub(crate) fn explain(
             namespace: namespace.into(),
             message: status.message.clone(),
         },
-        kube::Error::HyperError(_) | kube::Error::Service(_) => {
-            ClusterError::Unreachable(error.to_string())
-        }
-        kube::Error::Api(status) => ClusterError::Api {
-            action: format!("{verb} {resource} in namespace `{namespace}`"),
+        kube::Error::Api(status) if matches!(status.code, 400 | 422) => ClusterError::Invalid {
+            action,
             message: status.message.clone(),
         },
+        kube::Error::Api(status) => ClusterError::Api {
+            action,
+            code: Some(status.code),
+            message: status.message.clone(),
+            source: Box::new(error),
+        },
+        kube::Error::HyperError(_) | kube::Error::Service(_) => ClusterError::Unreachable {
+            server: server.into(),
+            cause: root_cause(&error),
+            source: Box::new(error),
+        },
+        kube::Error::Auth(_) => ClusterError::Config {
+            message: format!(
+                "cannot authenticate to {server}: {}; check the kubeconfig's user (token, certificate or credential plugin)",
+                root_cause(&error)
+            ),
+            source: Some(Box::new(error)),
+        },
         _ => ClusterError::Api {
-            action: format!("{verb} {resource} in namespace `{namespace}`"),
-            message: error.to_string(),
+            action,
+            code: None,
+            message: root_cause(&error),
+            source: Box::new(error),
         },
     }
 }

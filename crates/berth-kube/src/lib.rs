@@ -1,7 +1,11 @@
 //! berth's cluster edge: connecting as kubectl does, server-side apply with
-//! rollout waits and safe clean-up (`berth apply`, `diff`, `rollback`), and the
-//! pods of a project's workloads as a [`berth_sync::Target`] (exec over
-//! kube-rs's websocket client).
+//! rollout waits and safe clean-up (`berth apply`, `diff`, `rollback`, and the
+//! controller), and the pods and exec `berth sync` uses.
+//!
+//! Async over a [`kube::Client`] with no runtime of its own: the CLI starts one,
+//! the controller runs in its own. What to apply, in which order, what to keep
+//! and what to roll back to is decided by `berth_core::cluster`; this crate sends
+//! the requests, many at a time, each bounded by a timeout.
 //!
 //! The connection follows kubectl: `--kubeconfig` or `KUBECONFIG` or
 //! `~/.kube/config`, else the in-cluster service account; `--context` picks a
@@ -15,11 +19,12 @@ mod deploy;
 mod error;
 mod exec;
 mod ops;
+mod pods;
 mod records;
-mod target;
 
-pub use connect::{Cluster, Connection};
-pub use deploy::{ApplyOptions, Change, Desired, Event};
+pub use berth_core::cluster::{Desired, ObjectRef};
+pub use connect::{Cluster, Connection, REQUEST_TIMEOUT};
+pub use deploy::{ApplyOptions, Change, Event, RolloutState, CONCURRENCY};
 pub use error::ClusterError;
-pub use ops::ObjectRef;
-pub use target::KubeTarget;
+pub use exec::ExecOutput;
+pub use pods::is_ready;

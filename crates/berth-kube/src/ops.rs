@@ -1,8 +1,10 @@
 //! Dynamic object operations: any kind the cluster serves, found by discovery
 //! (one resource-list request per group version, cached), as JSON values.
+//! Every request is bounded by the cluster's request timeout.
 
-use std::collections::HashMap;
+use std::future::Future;
 
+use berth_core::cluster::ObjectRef;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::{pinned_kind, ApiResource, Scope};
@@ -11,84 +13,77 @@ use serde_json::Value;
 use crate::connect::Cluster;
 use crate::error::{explain, ClusterError};
 
-/// `(apiVersion, kind)` → the resource and whether it is namespaced.
-#[derive(Default)]
-pub(crate) struct KindCache {
-    map: HashMap<(String, String), (ApiResource, bool)>,
-}
-
-/// Identity of an object: what berth prints and looks up by.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ObjectRef {
-    /// `apiVersion`.
-    pub api_version: String,
-    /// `kind`.
-    pub kind: String,
-    /// `metadata.name`.
-    pub name: String,
-    /// The namespace it lives in (`None` for cluster-scoped objects).
-    pub namespace: Option<String>,
-}
-
-impl std::fmt::Display for ObjectRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.namespace {
-            Some(ns) => write!(f, "{}/{} (namespace {ns})", self.kind, self.name),
-            None => write!(f, "{}/{}", self.kind, self.name),
-        }
-    }
-}
-
 impl Cluster {
-    /// The resource serving `kind` of `api_version`, and whether it is namespaced.
-    pub fn resource(
+    /// Runs one request, or reports a timeout naming `action`.
+    pub(crate) async fn timed<T>(
+        &self,
+        action: impl FnOnce() -> String,
+        request: impl Future<Output = Result<T, ClusterError>>,
+    ) -> Result<T, ClusterError> {
+        tokio::time::timeout(self.request_timeout, request)
+            .await
+            .unwrap_or_else(|_| {
+                Err(ClusterError::Timeout {
+                    action: action(),
+                    after: self.request_timeout,
+                })
+            })
+    }
+
+    /// The resource serving `kind` of `api_version` and whether it is namespaced;
+    /// `None` when the cluster does not serve it.
+    pub async fn resource(
         &self,
         api_version: &str,
         kind: &str,
-    ) -> Result<(ApiResource, bool), ClusterError> {
+    ) -> Result<Option<(ApiResource, bool)>, ClusterError> {
         let key = (api_version.to_string(), kind.to_string());
-        if let Some(found) = self
-            .kinds
-            .lock()
-            .ok()
-            .and_then(|c| c.map.get(&key).cloned())
-        {
+        if let Some(found) = self.kinds.lock().ok().and_then(|c| c.get(&key).cloned()) {
             return Ok(found);
         }
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
         let gvk = GroupVersionKind::gvk(group, version, kind);
-        let unknown = || ClusterError::UnknownKind {
-            api_version: api_version.into(),
-            kind: kind.into(),
-        };
-        let found = match self.runtime.block_on(pinned_kind(&self.client, &gvk)) {
-            Ok((resource, caps)) => (resource, caps.scope == Scope::Namespaced),
-            Err(kube::Error::Discovery(_)) => return Err(unknown()),
-            Err(kube::Error::Api(status)) if status.code == 404 => return Err(unknown()),
-            Err(e) => {
-                return Err(explain(
-                    e,
-                    "get",
-                    &format!("the {api_version} API"),
-                    "<cluster>",
-                ))
-            }
-        };
+        let discovered = self
+            .timed(|| format!("discover the {api_version} API"), async {
+                match pinned_kind(&self.client, &gvk).await {
+                    Ok((resource, caps)) => Ok(Some((resource, caps.scope == Scope::Namespaced))),
+                    Err(kube::Error::Discovery(_)) => Ok(None),
+                    Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+                    Err(e) => Err(explain(
+                        e,
+                        &self.server,
+                        "get",
+                        &format!("the {api_version} API"),
+                        "<cluster>",
+                    )),
+                }
+            })
+            .await?;
         if let Ok(mut cache) = self.kinds.lock() {
-            cache.map.insert(key, found.clone());
+            cache.insert(key, discovered.clone());
         }
-        Ok(found)
+        Ok(discovered)
     }
 
     /// Forgets discovered kinds (after CRDs are applied, new kinds appear).
     pub fn forget_kinds(&self) {
         if let Ok(mut cache) = self.kinds.lock() {
-            cache.map.clear();
+            cache.clear();
         }
     }
 
-    fn api(&self, object: &ObjectRef) -> Result<(Api<DynamicObject>, ApiResource), ClusterError> {
-        let (resource, namespaced) = self.resource(&object.api_version, &object.kind)?;
+    async fn api(
+        &self,
+        object: &ObjectRef,
+    ) -> Result<(Api<DynamicObject>, ApiResource), ClusterError> {
+        let Some((resource, namespaced)) = self.resource(&object.api_version, &object.kind).await?
+        else {
+            return Err(berth_core::cluster::PlanError::UnknownKind {
+                api_version: object.api_version.clone(),
+                kind: object.kind.clone(),
+            }
+            .into());
+        };
         let api = match (&object.namespace, namespaced) {
             (Some(ns), true) => Api::namespaced_with(self.client.clone(), ns, &resource),
             (None, true) => Api::namespaced_with(self.client.clone(), &self.namespace, &resource),
@@ -97,33 +92,44 @@ impl Cluster {
         Ok((api, resource))
     }
 
-    /// Whether `kind` is namespaced (for defaulting namespaces before apply).
-    pub fn is_namespaced(&self, api_version: &str, kind: &str) -> Result<bool, ClusterError> {
-        self.resource(api_version, kind)
-            .map(|(_, namespaced)| namespaced)
+    fn explain(
+        &self,
+        error: kube::Error,
+        verb: &str,
+        resource: &ApiResource,
+        object: &ObjectRef,
+    ) -> ClusterError {
+        explain(
+            error,
+            &self.server,
+            verb,
+            &plural(resource),
+            &namespace_of(object),
+        )
     }
 
-    /// Server-side apply with field manager `berth`; returns the object as the server has
-    /// it (or would, with `dry_run`). A conflict lists the fields and their managers.
-    pub fn apply(
+    /// Server-side apply as field manager `manager`; returns the object as the
+    /// server has it (or would, with `dry_run`). A conflict lists the fields and
+    /// their managers.
+    pub async fn apply(
         &self,
         object: &ObjectRef,
         body: &Value,
+        manager: &str,
         force: bool,
         dry_run: bool,
     ) -> Result<Value, ClusterError> {
-        let (api, resource) = self.api(object)?;
-        let mut params = PatchParams::apply(berth_core::cluster::FIELD_MANAGER);
+        let (api, resource) = self.api(object).await?;
+        let mut params = PatchParams::apply(manager);
         params.force = force;
         params.dry_run = dry_run;
         let result = self
-            .runtime
-            .block_on(api.patch(&object.name, &params, &Patch::Apply(body)));
+            .timed(|| format!("apply {object}"), async {
+                Ok(api.patch(&object.name, &params, &Patch::Apply(body)).await)
+            })
+            .await?;
         match result {
-            Ok(applied) => serde_json::to_value(applied).map_err(|e| ClusterError::Api {
-                action: format!("apply {object}"),
-                message: e.to_string(),
-            }),
+            Ok(applied) => Ok(to_value(applied)),
             Err(kube::Error::Api(status)) if status.code == 409 => {
                 let conflicts = status
                     .details
@@ -136,7 +142,7 @@ impl Cluster {
                     })
                     .unwrap_or_default();
                 Err(ClusterError::Conflict {
-                    object: object.to_string(),
+                    object: Box::new(object.clone()),
                     conflicts,
                 })
             }
@@ -144,52 +150,28 @@ impl Cluster {
                 if status.code == 404 && status.message.starts_with("namespaces ") =>
             {
                 Err(ClusterError::NamespaceMissing {
-                    action: format!("apply {object}"),
+                    object: Box::new(object.clone()),
                     message: status.message.clone(),
                 })
             }
-            Err(e) => Err(explain(
-                e,
-                "patch",
-                &plural(&resource),
-                &namespace_of(object),
-            )),
+            Err(e) => Err(self.explain(e, "patch", &resource, object)),
         }
     }
 
-    /// A forced apply under another field manager (berth's bookkeeping fields).
-    pub(crate) fn apply_as(
-        &self,
-        object: &ObjectRef,
-        body: &Value,
-        manager: &str,
-    ) -> Result<(), ClusterError> {
-        let (api, resource) = self.api(object)?;
-        let params = PatchParams::apply(manager).force();
-        self.runtime
-            .block_on(api.patch(&object.name, &params, &Patch::Apply(body)))
-            .map(|_| ())
-            .map_err(|e| explain(e, "patch", &plural(&resource), &namespace_of(object)))
-    }
-
     /// The live object, if it exists.
-    pub fn get(&self, object: &ObjectRef) -> Result<Option<Value>, ClusterError> {
-        let (api, resource) = self.api(object)?;
+    pub async fn get(&self, object: &ObjectRef) -> Result<Option<Value>, ClusterError> {
+        let (api, resource) = self.api(object).await?;
         let found = self
-            .runtime
-            .block_on(api.get_opt(&object.name))
-            .map_err(|e| explain(e, "get", &plural(&resource), &namespace_of(object)))?;
-        found
-            .map(serde_json::to_value)
-            .transpose()
-            .map_err(|e| ClusterError::Api {
-                action: format!("get {object}"),
-                message: e.to_string(),
+            .timed(|| format!("get {object}"), async {
+                Ok(api.get_opt(&object.name).await)
             })
+            .await?
+            .map_err(|e| self.explain(e, "get", &resource, object))?;
+        Ok(found.map(to_value))
     }
 
     /// Objects of a kind in `namespace` matching a label selector.
-    pub fn list(
+    pub async fn list(
         &self,
         api_version: &str,
         kind: &str,
@@ -202,38 +184,36 @@ impl Cluster {
             name: String::new(),
             namespace: Some(namespace.into()),
         };
-        let (api, resource) = self.api(&probe)?;
+        let (api, resource) = self.api(&probe).await?;
         let list = self
-            .runtime
-            .block_on(api.list(&ListParams::default().labels(selector)))
-            .map_err(|e| explain(e, "list", &plural(&resource), namespace))?;
-        list.items
-            .into_iter()
-            .map(serde_json::to_value)
-            .collect::<Result<_, _>>()
-            .map_err(|e| ClusterError::Api {
-                action: format!("list {kind}"),
-                message: e.to_string(),
-            })
+            .timed(
+                || format!("list {kind} in namespace `{namespace}`"),
+                async { Ok(api.list(&ListParams::default().labels(selector)).await) },
+            )
+            .await?
+            .map_err(|e| self.explain(e, "list", &resource, &probe))?;
+        Ok(list.items.into_iter().map(to_value).collect())
     }
 
-    /// Deletes an object (gone already counts as done).
-    pub fn delete(&self, object: &ObjectRef) -> Result<(), ClusterError> {
-        let (api, resource) = self.api(object)?;
-        match self
-            .runtime
-            .block_on(api.delete(&object.name, &DeleteParams::default()))
-        {
+    /// Deletes an object; one that is already gone is fine.
+    pub async fn delete(&self, object: &ObjectRef) -> Result<(), ClusterError> {
+        let (api, resource) = self.api(object).await?;
+        let result = self
+            .timed(|| format!("delete {object}"), async {
+                Ok(api.delete(&object.name, &DeleteParams::default()).await)
+            })
+            .await?;
+        match result {
             Ok(_) => Ok(()),
             Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
-            Err(e) => Err(explain(
-                e,
-                "delete",
-                &plural(&resource),
-                &namespace_of(object),
-            )),
+            Err(e) => Err(self.explain(e, "delete", &resource, object)),
         }
     }
+}
+
+fn to_value(object: DynamicObject) -> Value {
+    // A DynamicObject is JSON to begin with; serialising it cannot fail.
+    serde_json::to_value(object).unwrap_or(Value::Null)
 }
 
 fn plural(resource: &ApiResource) -> String {

@@ -9,20 +9,32 @@ use std::collections::BTreeMap;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use berth_core::cluster::{
-    project_selector, stale_generations, Record, CONFIG_LABEL, MANAGED_BY, PROJECT_LABEL,
-    RECORD_LABEL,
+    project_selector, stale_generations, Desired, ObjectRef, Planned, Record, RecordInfo, Records,
+    CONFIG_LABEL, MANAGED_BY, PROJECT_LABEL, RECORD_LABEL,
 };
 use serde_json::{json, Value};
 
 use crate::connect::Cluster;
-use crate::deploy::{text, Desired, Event};
+use crate::deploy::Event;
 use crate::error::ClusterError;
-use crate::ops::ObjectRef;
+
+fn text<'v>(v: &'v Value, path: &[&str]) -> Option<&'v str> {
+    path.iter()
+        .try_fold(v, |v, k| v.get(k))
+        .and_then(Value::as_str)
+}
 
 const STATUS_ANNOTATION: &str = "berth.dev/status";
 const ROLLBACK_ANNOTATION: &str = "berth.dev/rollback-of";
+/// The field manager of record bookkeeping (the status annotation), so the
+/// record's content stays owned by the apply's manager.
+const STATUS_MANAGER: &str = "berth-status";
 
 impl Cluster {
+    pub(crate) fn record_name(&self, project: &str, sequence: u64) -> String {
+        format!("berth-{project}-r{sequence}")
+    }
+
     pub(crate) fn record_ref(&self, name: &str) -> ObjectRef {
         ObjectRef {
             api_version: "v1".into(),
@@ -32,10 +44,12 @@ impl Cluster {
         }
     }
 
-    /// The project's apply records, oldest first.
-    pub(crate) fn records(&self, project: &str) -> Result<Vec<Stored>, ClusterError> {
+    /// The project's apply records, with the objects each applied.
+    pub async fn records(&self, project: &str) -> Result<Records, ClusterError> {
         let selector = format!("{},{RECORD_LABEL}=true", project_selector(project));
-        let items = self.list("v1", "Secret", &self.namespace, &selector)?;
+        let items = self
+            .list("v1", "Secret", &self.namespace, &selector)
+            .await?;
         let mut out = Vec::new();
         for item in items {
             let Some(sequence) = secret_text(&item, "sequence").and_then(|s| s.parse().ok()) else {
@@ -49,26 +63,26 @@ impl Cluster {
                     .and_then(Value::as_str)
                     .map(str::to_string)
             };
-            out.push(Stored {
+            out.push(RecordInfo {
                 record: Record { sequence, configs },
                 succeeded: annotation(STATUS_ANNOTATION).as_deref() == Some("succeeded"),
                 rollback_of: annotation(ROLLBACK_ANNOTATION).and_then(|s| s.parse().ok()),
-                item,
+                manifest: secret_text(&item, "objects"),
             });
         }
-        out.sort_by_key(|r| r.record.sequence);
-        Ok(out)
+        Ok(Records::new(out))
     }
 
-    pub(crate) fn write_record(
+    pub(crate) async fn write_record(
         &self,
         project: &str,
         sequence: u64,
         configs: &BTreeMap<String, String>,
         manifest: &str,
         rollback_of: Option<u64>,
+        manager: &str,
     ) -> Result<ObjectRef, ClusterError> {
-        let object = self.record_ref(&format!("berth-{project}-r{sequence}"));
+        let object = self.record_ref(&self.record_name(project, sequence));
         let mut annotations = json!({ STATUS_ANNOTATION: "pending" });
         if let Some(of) = rollback_of {
             annotations[ROLLBACK_ANNOTATION] = json!(of.to_string());
@@ -86,11 +100,11 @@ impl Cluster {
                 "objects": BASE64.encode(manifest),
             }
         });
-        self.apply(&object, &body, true, false)?;
+        self.apply(&object, &body, manager, true, false).await?;
         Ok(object)
     }
 
-    pub(crate) fn set_record_status(
+    pub(crate) async fn set_record_status(
         &self,
         record: &ObjectRef,
         status: &str,
@@ -99,36 +113,24 @@ impl Cluster {
             "apiVersion": "v1", "kind": "Secret",
             "metadata": {"name": record.name, "namespace": record.namespace, "annotations": { STATUS_ANNOTATION: status }}
         });
-        // A separate field manager: the record's content stays owned by `berth`.
-        self.apply_as(record, &body, "berth-status")
+        self.apply(record, &body, STATUS_MANAGER, true, false)
+            .await
+            .map(|_| ())
     }
 
     /// Deletes generated objects no kept record uses, and records older than the kept ones.
-    pub(crate) fn clean_up(
+    pub async fn clean_up(
         &self,
         project: &str,
         keep: usize,
-        objects: &[(ObjectRef, Value)],
-        events: &mut dyn FnMut(Event),
+        objects: &[Planned],
+        events: &mut (dyn FnMut(Event) + Send),
     ) -> Result<(), ClusterError> {
-        let records = self.records(project)?;
-        // Kept: the last `keep` successful applies (rollbacks do not count: they repeat
-        // an older apply) and every record since, so rollback can walk back `keep` steps.
-        let oldest_kept = records
-            .iter()
-            .rev()
-            .filter(|r| r.succeeded && r.rollback_of.is_none())
-            .take(keep.max(1))
-            .last()
-            .map_or(0, |r| r.record.sequence);
-        let kept: Vec<Record> = records
-            .iter()
-            .filter(|r| r.succeeded && r.record.sequence >= oldest_kept)
-            .map(|r| r.record.clone())
-            .collect();
+        let records = self.records(project).await?;
+        let kept = records.kept(keep);
         let mut namespaces: Vec<String> = objects
             .iter()
-            .filter_map(|(o, _)| o.namespace.clone())
+            .filter_map(|p| p.object.namespace.clone())
             .collect();
         namespaces.push(self.namespace.clone());
         namespaces.sort();
@@ -136,7 +138,7 @@ impl Cluster {
         let selector = format!("{},{CONFIG_LABEL}", project_selector(project));
         for namespace in &namespaces {
             for kind in ["ConfigMap", "Secret"] {
-                let live = self.list("v1", kind, namespace, &selector)?;
+                let live = self.list("v1", kind, namespace, &selector).await?;
                 let existing: Vec<(String, String)> = live
                     .iter()
                     .filter_map(|o| {
@@ -153,37 +155,26 @@ impl Cluster {
                         name,
                         namespace: Some(namespace.clone()),
                     };
-                    self.delete(&object)?;
+                    self.delete(&object).await?;
                     events(Event::Deleted(object));
                 }
             }
         }
         // Older records are beyond what rollback may reach.
-        for stale in records.iter().filter(|r| r.record.sequence < oldest_kept) {
-            let object =
-                self.record_ref(text(&stale.item, &["metadata", "name"]).unwrap_or_default());
-            self.delete(&object)?;
+        for stale in records.stale(keep) {
+            let object = self.record_ref(&self.record_name(project, stale.record.sequence));
+            self.delete(&object).await?;
             events(Event::Deleted(object));
         }
         Ok(())
     }
 
-    /// The objects of the apply before the current one, for `berth rollback`: the
-    /// newest successful apply older than the one running now. The one running now
-    /// is the newest record if it succeeded (for a rollback, the apply it repeated);
-    /// after a failed apply, the newest successful one is rolled back to.
-    pub fn previous(&self, project: &str) -> Result<(u64, Desired), ClusterError> {
-        let records = self.records(project)?;
-        let current = records
-            .last()
-            .filter(|r| r.succeeded)
-            .map(|r| r.rollback_of.unwrap_or(r.record.sequence));
-        let target = records
-            .iter()
-            .rev()
-            .find(|r| r.succeeded && current.is_none_or(|c| r.record.sequence < c));
-        let Some(Stored { record, item, .. }) = target else {
-            return Err(ClusterError::Api {
+    /// The objects of the apply before the current one, for `berth rollback`
+    /// (berth-core's [`Records::rollback_target`] decides which).
+    pub async fn previous(&self, project: &str) -> Result<(u64, Desired), ClusterError> {
+        let records = self.records(project).await?;
+        let Some(target) = records.rollback_target() else {
+            return Err(ClusterError::Record {
                 action: format!("rollback of project `{project}`"),
                 message: format!(
                     "no earlier successful apply is recorded in namespace `{}` (berth keeps --keep generations; 1 keeps none to go back to)",
@@ -191,19 +182,23 @@ impl Cluster {
                 ),
             });
         };
-        let objects: Vec<Value> = secret_text(item, "objects")
-            .and_then(|s| serde_json::from_str(&s).ok())
-            .ok_or_else(|| ClusterError::Api {
-                action: format!("read record r{}", record.sequence),
+        let sequence = target.record.sequence;
+        let objects: Vec<Value> = target
+            .manifest
+            .as_deref()
+            .and_then(|s| serde_json::from_str(s).ok())
+            .ok_or_else(|| ClusterError::Record {
+                action: format!("read record r{sequence}"),
                 message: "its objects cannot be read; re-apply with `berth apply`".into(),
             })?;
-        let generated = record
+        let generated = target
+            .record
             .configs
             .iter()
             .map(|(b, n)| (n.clone(), b.clone()))
             .collect();
         Ok((
-            record.sequence,
+            sequence,
             Desired {
                 project: project.to_string(),
                 objects,
@@ -217,13 +212,4 @@ impl Cluster {
 fn secret_text(secret: &Value, key: &str) -> Option<String> {
     let encoded = secret.get("data")?.get(key)?.as_str()?;
     String::from_utf8(BASE64.decode(encoded).ok()?).ok()
-}
-
-/// An apply record as read back from the cluster.
-pub(crate) struct Stored {
-    pub(crate) record: Record,
-    succeeded: bool,
-    /// The sequence this apply re-applied, for rollbacks.
-    rollback_of: Option<u64>,
-    item: Value,
 }

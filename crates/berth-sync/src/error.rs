@@ -54,6 +54,14 @@ pub enum SyncError {
         /// What failed and how to fix it.
         message: String,
     },
+    /// The cluster refused or failed a request (its typed error is the source:
+    /// `berth_kube::ClusterError` tells a timeout from an RBAC refusal).
+    #[error("kubernetes: {source}")]
+    Cluster {
+        /// The cluster layer's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The container lacks a program the update needs.
     #[error("{container}: the container has no `{program}`, which berth sync needs to {purpose}; {fallback}")]
     MissingProgram {

@@ -5,7 +5,7 @@
 //! difference (against the last snapshot, or against a container's content
 //! hashes after a restart), [`protocol`] turns it into one exec's stdin
 //! stream, [`target`] abstracts where containers run ([`engine`] for
-//! podman/docker; Kubernetes lives in `berth-kube`), [`watch`] debounces file
+//! podman/docker; [`kube`] for Kubernetes pods, behind the `kube` feature), [`watch`] debounces file
 //! events and [`session`] ties them together.
 
 #![warn(missing_docs)]
@@ -13,6 +13,8 @@
 pub mod engine;
 pub mod error;
 pub mod ignore;
+#[cfg(feature = "kube")]
+pub mod kube;
 pub mod plan;
 pub mod protocol;
 pub mod session;

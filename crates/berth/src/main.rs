@@ -7,6 +7,7 @@ mod generate;
 mod inputs;
 mod output;
 mod project_file;
+mod runtime;
 
 use std::process::ExitCode;
 

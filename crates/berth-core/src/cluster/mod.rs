@@ -2,6 +2,14 @@
 //! owns objects by, the order objects are applied in, when a rollout is done
 //! (the conditions `kubectl rollout status` uses), and which old config
 //! generations may go. No client, no I/O: objects are JSON values.
+//! `plan` turns rendered objects into what is applied, `history` decides what
+//! the apply records keep and what rollback goes back to.
+
+mod history;
+mod plan;
+
+pub use history::{RecordInfo, Records};
+pub use plan::{created_by, kinds_to_discover, plan, Desired, ObjectRef, PlanError, Planned};
 
 use std::collections::{BTreeMap, BTreeSet};
 

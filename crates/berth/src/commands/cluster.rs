@@ -6,6 +6,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
+use berth_core::cluster::FIELD_MANAGER;
 use berth_core::configs::schema::yaml_to_json;
 use berth_core::{Project, Resolution};
 use berth_kube::{ApplyOptions, Cluster, Connection, Desired, Event};
@@ -61,6 +62,7 @@ fn desired(args: &ManifestArgs, project: &Project, resolution: &Resolution<'_>) 
 
 fn options(args: &RolloutArgs) -> ApplyOptions {
     ApplyOptions {
+        manager: FIELD_MANAGER.into(),
         force: args.force_conflicts,
         keep: args.keep as usize,
         wait: (!args.no_wait).then(|| Duration::from_secs(args.timeout)),
@@ -97,6 +99,9 @@ impl Progress {
         match event {
             Event::Applied(object) => self.line(format!("applied {object}")),
             Event::Recorded(name) => self.line(format!("recorded as Secret {name}")),
+            Event::Unchanged(name) => self.line(format!(
+                "unchanged since the last successful apply (Secret {name}): re-applied, no new record"
+            )),
             Event::RolledOut(object) => self.line(format!("rolled out {object}")),
             Event::Deleted(object) => self.line(format!("deleted old generation {object}")),
             Event::Waiting(states) => {
@@ -123,16 +128,18 @@ impl Progress {
     }
 }
 
-fn deploy(
+async fn deploy(
     cluster: &Cluster,
     desired: &Desired,
     args: &RolloutArgs,
     rollback_of: Option<u64>,
 ) -> Result<u8> {
     let mut progress = Progress::new();
-    let result = cluster.deploy(desired, &options(args), rollback_of, &mut |e| {
-        progress.event(e)
-    });
+    let result = cluster
+        .deploy(desired, &options(args), rollback_of, &mut |e| {
+            progress.event(e)
+        })
+        .await;
     progress.finish();
     result?;
     Ok(0)
@@ -140,27 +147,39 @@ fn deploy(
 
 pub fn apply(args: &ApplyArgs, project: &Project, resolution: &Resolution<'_>) -> Result<u8> {
     let desired = desired(&args.manifests, project, resolution)?;
-    let cluster = Cluster::connect(&connection(&args.cluster, project))?;
-    deploy(&cluster, &desired, &args.rollout, None)
+    let connection = connection(&args.cluster, project);
+    crate::runtime::get()?.block_on(async {
+        let cluster = Cluster::connect(&connection).await?;
+        deploy(&cluster, &desired, &args.rollout, None).await
+    })
 }
 
 pub fn rollback(args: &RollbackArgs, project: &Project) -> Result<u8> {
-    let cluster = Cluster::connect(&connection(&args.cluster, project))?;
-    let (sequence, desired) = cluster.previous(&project.name)?;
-    eprintln!(
-        "rolling back to apply r{sequence} of project `{}`",
-        project.name
-    );
-    deploy(&cluster, &desired, &args.rollout, Some(sequence))
+    let connection = connection(&args.cluster, project);
+    crate::runtime::get()?.block_on(async {
+        let cluster = Cluster::connect(&connection).await?;
+        let (sequence, desired) = cluster.previous(&project.name).await?;
+        eprintln!(
+            "rolling back to apply r{sequence} of project `{}`",
+            project.name
+        );
+        deploy(&cluster, &desired, &args.rollout, Some(sequence)).await
+    })
 }
 
 /// Exit 0 without differences, 1 with (errors exit 2; see `main`).
 pub fn diff(args: &DiffArgs, project: &Project, resolution: &Resolution<'_>) -> Result<u8> {
     let desired = desired(&args.manifests, project, resolution)?;
-    let cluster = Cluster::connect(&connection(&args.cluster, project))?;
+    let connection = connection(&args.cluster, project);
+    let changes = crate::runtime::get()?.block_on(async {
+        let cluster = Cluster::connect(&connection).await?;
+        cluster
+            .diff(&desired, FIELD_MANAGER, args.force_conflicts)
+            .await
+    })?;
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let mut out = String::new();
-    for mut change in cluster.diff(&desired, args.force_conflicts)? {
+    for mut change in changes {
         if change.object.kind == "Secret" {
             berth_core::redact::mask_secret_pair(change.live.as_mut(), &mut change.merged);
         }
@@ -169,10 +188,7 @@ pub fn diff(args: &DiffArgs, project: &Project, resolution: &Resolution<'_>) -> 
         if before == after {
             continue;
         }
-        let path = match &change.object.namespace {
-            Some(ns) => format!("{}/{ns}/{}", change.object.kind, change.object.name),
-            None => format!("{}/{}", change.object.kind, change.object.name),
-        };
+        let path = change.object.path();
         let text = similar::TextDiff::from_lines(&before, &after)
             .unified_diff()
             .context_radius(3)

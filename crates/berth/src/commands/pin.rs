@@ -51,9 +51,7 @@ pub fn pin(args: &RegistryArgs, resolution: &Resolution<'_>) -> Result<Lock> {
         .filter(|i| i.reference.digest().is_none())
         .map(|i| i.reference.clone())
         .collect();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let runtime = crate::runtime::get()?;
     let results = runtime.block_on(berth_registry::pin_all(
         registry,
         to_fetch,

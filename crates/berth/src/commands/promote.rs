@@ -56,9 +56,7 @@ pub fn run(args: &PromoteArgs, resolution: &Resolution<'_>) -> Result<()> {
     } else {
         Arc::new(Quiet)
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let runtime = crate::runtime::get()?;
     for (component, source, target) in &copies {
         runtime
             .block_on(copy_image(

@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use berth_core::{Project, Resolution};
-use berth_kube::KubeTarget;
+use berth_kube::Cluster;
 use berth_ref::Repository;
 use berth_sync::engine::Engine;
+use berth_sync::kube::KubeTarget;
 use berth_sync::watch::Watcher;
 use berth_sync::{Report, Session, Target};
 
@@ -110,7 +111,17 @@ fn kubernetes(
         );
     }
     let connection = crate::commands::cluster::connection(&args.cluster, project);
-    Ok(Arc::new(KubeTarget::connect(&connection, workloads)?))
+    let runtime = crate::runtime::get()?;
+    let cluster = runtime
+        .block_on(Cluster::connect(&connection))
+        .map_err(|e| berth_sync::SyncError::Cluster {
+            source: Box::new(e),
+        })?;
+    Ok(Arc::new(KubeTarget::new(
+        runtime.handle().clone(),
+        cluster,
+        workloads,
+    )))
 }
 
 fn watch(args: &SyncArgs, session: &mut Session) -> Result<u8> {

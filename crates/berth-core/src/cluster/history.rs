@@ -1,0 +1,175 @@
+//! Apply records as decisions: the next sequence number, whether an apply
+//! repeats the last good one, which records (and so which config generations)
+//! are kept, and which apply a rollback goes back to.
+
+use super::Record;
+
+/// One apply record as read back from the cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordInfo {
+    /// Sequence and the config generations it used.
+    pub record: Record,
+    /// Its rollout finished (`berth.dev/status: succeeded`).
+    pub succeeded: bool,
+    /// For a rollback: the sequence it re-applied.
+    pub rollback_of: Option<u64>,
+    /// The applied objects as recorded (JSON text), when readable.
+    pub manifest: Option<String>,
+}
+
+/// A project's records, oldest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Records(Vec<RecordInfo>);
+
+impl Records {
+    /// Sorts `records` by sequence.
+    pub fn new(mut records: Vec<RecordInfo>) -> Self {
+        records.sort_by_key(|r| r.record.sequence);
+        Records(records)
+    }
+
+    /// The records, oldest first.
+    pub fn all(&self) -> &[RecordInfo] {
+        &self.0
+    }
+
+    /// The sequence number of the next apply.
+    pub fn next_sequence(&self) -> u64 {
+        self.0.last().map_or(0, |r| r.record.sequence) + 1
+    }
+
+    /// The newest record, when it succeeded and applied exactly `manifest`: an
+    /// apply of the same objects changes nothing berth knows of.
+    pub fn unchanged(&self, manifest: &str) -> Option<&RecordInfo> {
+        self.0
+            .last()
+            .filter(|r| r.succeeded && r.manifest.as_deref() == Some(manifest))
+    }
+
+    /// The oldest sequence kept: that of the `keep`-th newest successful apply
+    /// (rollbacks do not count, they repeat an older apply), so rollback can walk
+    /// back `keep` steps. Everything older may go; 0 when nothing succeeded.
+    pub fn oldest_kept(&self, keep: usize) -> u64 {
+        self.0
+            .iter()
+            .rev()
+            .filter(|r| r.succeeded && r.rollback_of.is_none())
+            .take(keep.max(1))
+            .last()
+            .map_or(0, |r| r.record.sequence)
+    }
+
+    /// The successful records from [`Records::oldest_kept`] on: whose config
+    /// generations stay.
+    pub fn kept(&self, keep: usize) -> Vec<Record> {
+        let oldest = self.oldest_kept(keep);
+        self.0
+            .iter()
+            .filter(|r| r.succeeded && r.record.sequence >= oldest)
+            .map(|r| r.record.clone())
+            .collect()
+    }
+
+    /// Records older than what is kept.
+    pub fn stale(&self, keep: usize) -> impl Iterator<Item = &RecordInfo> {
+        let oldest = self.oldest_kept(keep);
+        self.0.iter().filter(move |r| r.record.sequence < oldest)
+    }
+
+    /// What `berth rollback` re-applies: the newest successful apply older than
+    /// the one running now. The one running now is the newest record if it
+    /// succeeded (for a rollback, the apply it repeated); after a failed apply,
+    /// the newest successful one is the target.
+    pub fn rollback_target(&self) -> Option<&RecordInfo> {
+        let current = self
+            .0
+            .last()
+            .filter(|r| r.succeeded)
+            .map(|r| r.rollback_of.unwrap_or(r.record.sequence));
+        self.0
+            .iter()
+            .rev()
+            .find(|r| r.succeeded && current.is_none_or(|c| r.record.sequence < c))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn info(sequence: u64, succeeded: bool, rollback_of: Option<u64>) -> RecordInfo {
+        RecordInfo {
+            record: Record {
+                sequence,
+                configs: BTreeMap::from([("c".to_string(), format!("c-{sequence}"))]),
+            },
+            succeeded,
+            rollback_of,
+            manifest: Some(format!("objects of r{}", rollback_of.unwrap_or(sequence))),
+        }
+    }
+
+    #[test]
+    fn keep_counts_successful_applies_not_rollbacks() {
+        let r = Records::new(vec![
+            info(4, false, None),
+            info(1, true, None),
+            info(2, true, None),
+            info(3, true, None),
+            info(5, true, Some(3)),
+        ]);
+        assert_eq!(r.next_sequence(), 6);
+        assert_eq!(r.oldest_kept(2), 2);
+        let kept: Vec<u64> = r.kept(2).iter().map(|r| r.sequence).collect();
+        assert_eq!(kept, [2, 3, 5], "failed r4 is not kept");
+        let stale: Vec<u64> = r.stale(2).map(|r| r.record.sequence).collect();
+        assert_eq!(stale, [1]);
+        assert_eq!(r.oldest_kept(0), 3, "keep 0 keeps the current one");
+        assert_eq!(Records::default().oldest_kept(2), 0);
+    }
+
+    #[test]
+    fn rollback_walks_back_past_what_is_running() {
+        // r3 runs: back to r2.
+        let r = Records::new(vec![
+            info(1, true, None),
+            info(2, true, None),
+            info(3, true, None),
+        ]);
+        assert_eq!(r.rollback_target().map(|t| t.record.sequence), Some(2));
+        // r4 failed: back to r3, the last good one.
+        let r = Records::new(vec![
+            info(2, true, None),
+            info(3, true, None),
+            info(4, false, None),
+        ]);
+        assert_eq!(r.rollback_target().map(|t| t.record.sequence), Some(3));
+        // r5 repeated r3: the next rollback goes to r2.
+        let r = Records::new(vec![
+            info(2, true, None),
+            info(3, true, None),
+            info(4, false, None),
+            info(5, true, Some(3)),
+        ]);
+        assert_eq!(r.rollback_target().map(|t| t.record.sequence), Some(2));
+        // Only one good apply: nothing to go back to.
+        let r = Records::new(vec![info(1, true, None)]);
+        assert_eq!(r.rollback_target(), None);
+    }
+
+    #[test]
+    fn unchanged_means_the_newest_record_succeeded_with_the_same_objects() {
+        let r = Records::new(vec![info(1, true, None), info(2, true, None)]);
+        assert_eq!(
+            r.unchanged("objects of r2").map(|r| r.record.sequence),
+            Some(2)
+        );
+        assert!(r.unchanged("objects of r1").is_none());
+        let failed = Records::new(vec![info(1, true, None), info(2, false, None)]);
+        assert!(
+            failed.unchanged("objects of r2").is_none(),
+            "a failed rollout is retried"
+        );
+    }
+}

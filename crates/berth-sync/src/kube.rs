@@ -1,0 +1,176 @@
+//! The pods of a project's rendered workloads as a [`Target`]: the blocking
+//! sync engine over berth-kube's async calls, run on the caller's runtime
+//! through a [`tokio::runtime::Handle`] (the engine's threads are not the
+//! runtime's, so `block_on` there is sound).
+
+use std::io::{self, Write};
+
+use berth_core::render::Workload;
+use berth_kube::{Cluster, ClusterError};
+use tokio::runtime::Handle;
+use tokio::sync::mpsc;
+
+use crate::protocol::ExecOutput;
+use crate::target::Input;
+use crate::{Container, SyncError, Target};
+
+/// Pods of a project's workloads in a cluster.
+pub struct KubeTarget {
+    runtime: Handle,
+    cluster: Cluster,
+    workloads: Vec<Workload>,
+}
+
+impl KubeTarget {
+    /// A target over `cluster`, running its requests on `runtime`.
+    pub fn new(runtime: Handle, cluster: Cluster, workloads: Vec<Workload>) -> Self {
+        KubeTarget {
+            runtime,
+            cluster,
+            workloads,
+        }
+    }
+}
+
+fn cluster_error(error: ClusterError) -> SyncError {
+    SyncError::Cluster {
+        source: Box::new(error),
+    }
+}
+
+fn engine_error(message: impl Into<String>) -> SyncError {
+    SyncError::Engine {
+        engine: "kubernetes".into(),
+        message: message.into(),
+    }
+}
+
+/// Sends written bytes to the async side in chunks.
+struct ChannelWriter {
+    tx: mpsc::Sender<Vec<u8>>,
+    buf: Vec<u8>,
+}
+
+const CHUNK: usize = 64 * 1024;
+
+impl Write for ChannelWriter {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= CHUNK {
+            self.flush()?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let chunk = std::mem::take(&mut self.buf);
+        self.tx
+            .blocking_send(chunk)
+            .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))
+    }
+}
+
+impl Target for KubeTarget {
+    fn describe(&self) -> String {
+        self.cluster.describe.clone()
+    }
+
+    fn list(&self) -> Result<Vec<Container>, SyncError> {
+        let mut out: Vec<Container> = Vec::new();
+        for workload in &self.workloads {
+            let (namespace, pods) = self
+                .runtime
+                .block_on(self.cluster.pods(workload))
+                .map_err(cluster_error)?;
+            for pod in pods.iter().filter(|p| berth_kube::is_ready(p)) {
+                let Some(pod_name) = pod.metadata.name.as_deref() else {
+                    continue;
+                };
+                let statuses = pod
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.container_statuses.clone())
+                    .unwrap_or_default();
+                for container in pod.spec.iter().flat_map(|s| &s.containers) {
+                    let Some(status) = statuses.iter().find(|s| s.name == container.name) else {
+                        continue;
+                    };
+                    if !status.ready {
+                        continue;
+                    }
+                    let id = format!("{namespace}/{pod_name}/{}", container.name);
+                    if out.iter().any(|c| c.id == id) {
+                        continue; // two workloads selecting the same pod
+                    }
+                    out.push(Container {
+                        id,
+                        name: container.name.clone(),
+                        image: container.image.clone().unwrap_or_default(),
+                        instance: format!(
+                            "{}/{}",
+                            status.container_id.as_deref().unwrap_or_default(),
+                            status.restart_count
+                        ),
+                        label: format!("pod/{pod_name}/{}", container.name),
+                    });
+                }
+            }
+        }
+        out.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(out)
+    }
+
+    fn exec(
+        &self,
+        container: &Container,
+        argv: &[String],
+        input: Input<'_>,
+    ) -> Result<ExecOutput, SyncError> {
+        let mut parts = container.id.splitn(3, '/');
+        let (Some(namespace), Some(pod), Some(name)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return Err(engine_error(format!(
+                "`{}` is not a namespace/pod/container ID",
+                container.id
+            )));
+        };
+        let (tx, rx) = mpsc::channel::<Vec<u8>>(8);
+        std::thread::scope(|scope| {
+            // The update stream is written by blocking code reading local files.
+            let feeder = scope.spawn(move || {
+                let mut writer = ChannelWriter {
+                    tx,
+                    buf: Vec::new(),
+                };
+                input(&mut writer).and_then(|()| writer.flush())
+            });
+            let result = self
+                .runtime
+                .block_on(self.cluster.exec(namespace, pod, name, argv, rx));
+            let fed = feeder
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the update stream writer panicked")));
+            match fed {
+                // The command ended before reading everything; its status says why.
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
+                Err(e) => return Err(SyncError::io("<update stream>")(e)),
+                Ok(()) => {}
+            }
+            let output = result.map_err(cluster_error)?;
+            Ok(ExecOutput {
+                status: output.status,
+                stdout: output.stdout,
+                stderr: output.stderr,
+            })
+        })
+    }
+
+    fn fallback_hint(&self) -> String {
+        "add it to the image (busybox provides sh, tar, find and sha256sum), or run a sidecar that \
+         has them, share the directory through an emptyDir volume, and sync into the sidecar"
+            .into()
+    }
+}
