@@ -20,17 +20,72 @@ use berth_ref::{RefError, Reference, RegistryPrefix, Tag};
 use crate::project::{Component, Project};
 use crate::suggest::hint;
 
-/// Overrides given on the command line, as written.
+/// Overrides of the default references, as the caller was given them (the
+/// CLI's flags, a controller's custom resource).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Overrides {
-    /// `--image NAME=REF`, in order.
+    /// Full references by component, in order (the CLI's `--image NAME=REF`).
     pub images: Vec<(String, String)>,
-    /// `--tag NAME=TAG`, in order.
+    /// Tags by component, in order (`--tag NAME=TAG`).
     pub tags: Vec<(String, String)>,
-    /// `--registry PREFIX`.
+    /// A registry prefix for every component (`--registry PREFIX`).
     pub registry: Option<String>,
-    /// `--locked`: the pins of berth.lock, applied last.
+    /// The pins of a lock, applied last (`--locked`).
     pub lock: Option<crate::lock::Lock>,
+    /// How messages name these sources.
+    pub names: SourceNames,
+}
+
+/// How the caller's override sources are named in messages, so the core never
+/// speaks the CLI's language to a controller's users. In each template
+/// `{component}` stands for the component's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceNames {
+    /// A full reference: `--image {component}=`.
+    pub image: String,
+    /// A tag: `--tag {component}=`.
+    pub tag: String,
+    /// The registry prefix: `--registry `.
+    pub registry: String,
+    /// The lock: `berth.lock (--locked)`.
+    pub lock: String,
+}
+
+impl Default for SourceNames {
+    /// Names that fit any caller.
+    fn default() -> Self {
+        SourceNames {
+            image: "image override {component}=".into(),
+            tag: "tag override {component}=".into(),
+            registry: "registry override ".into(),
+            lock: "lock".into(),
+        }
+    }
+}
+
+/// An override as its source names it: a template and the component.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Given {
+    template: String,
+    component: String,
+}
+
+impl Given {
+    fn new(template: &str, component: &str) -> Self {
+        Given {
+            template: template.to_string(),
+            component: component.to_string(),
+        }
+    }
+
+    fn with(&self, value: &str) -> String {
+        format!(
+            "{}{value}",
+            self.template.replace("{component}", &self.component)
+        )
+        .trim_end()
+        .to_string()
+    }
 }
 
 /// Where a part of a resolved reference came from.
@@ -43,39 +98,31 @@ pub enum Origin {
         /// The component.
         component: String,
     },
-    /// `--image NAME=REF`.
-    ImageFlag {
-        /// The component.
-        component: String,
-    },
+    /// A full-reference override the caller gave.
+    Image(Given),
     /// The component's full-reference variable.
     ImageEnv(String),
-    /// `--registry PREFIX`.
-    RegistryFlag,
+    /// The registry override the caller gave.
+    Registry(Given),
     /// The `registry.env` variable.
     RegistryEnv(String),
-    /// `--tag NAME=TAG`.
-    TagFlag {
-        /// The component.
-        component: String,
-    },
+    /// A tag override the caller gave.
+    Tag(Given),
     /// The component's tag variable.
     TagEnv(String),
-    /// berth.lock, with `--locked`.
-    Lock,
+    /// The lock.
+    Lock(Given),
 }
 
 impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Origin::Project { file, component } => write!(f, "{file} (images.{component}.image)"),
-            Origin::ImageFlag { component } => write!(f, "--image {component}=…"),
+            Origin::Image(given) | Origin::Tag(given) => write!(f, "{}", given.with("…")),
+            Origin::Registry(given) | Origin::Lock(given) => write!(f, "{}", given.with("")),
             Origin::ImageEnv(var) | Origin::RegistryEnv(var) | Origin::TagEnv(var) => {
                 write!(f, "{var} (environment)")
             }
-            Origin::RegistryFlag => write!(f, "--registry"),
-            Origin::TagFlag { component } => write!(f, "--tag {component}=…"),
-            Origin::Lock => write!(f, "berth.lock (--locked)"),
         }
     }
 }
@@ -87,13 +134,13 @@ impl Origin {
             Origin::Project { file, component } => {
                 format!("`image: {value}` ({file}, images.{component})")
             }
-            Origin::ImageFlag { component } => format!("`--image {component}={value}`"),
-            Origin::TagFlag { component } => format!("`--tag {component}={value}`"),
-            Origin::RegistryFlag => format!("`--registry {value}`"),
+            Origin::Image(given) | Origin::Tag(given) | Origin::Registry(given) => {
+                format!("`{}`", given.with(value))
+            }
             Origin::ImageEnv(var) | Origin::RegistryEnv(var) | Origin::TagEnv(var) => {
                 format!("`{var}={value}` (environment)")
             }
-            Origin::Lock => format!("`{value}` (berth.lock)"),
+            Origin::Lock(given) => format!("`{value}` ({})", given.with("")),
         }
     }
 }
@@ -156,11 +203,11 @@ pub enum ResolveError {
     /// A full override and a tag override for one component disagree.
     #[error("{0}")]
     Conflict(Box<TagConflict>),
-    /// `--image`/`--tag` name a component the project does not have.
-    #[error("{flag} {name}=…: no component `{name}` in {file}{}", hint(suggestion.as_deref()))]
+    /// An image or tag override names a component the project does not have.
+    #[error("{source_name}: no component `{name}` in {file}{}", hint(suggestion.as_deref()))]
     UnknownComponent {
-        /// `--image` or `--tag`.
-        flag: &'static str,
+        /// The override as its source names it (`--image web=…`).
+        source_name: String,
         /// The name given.
         name: String,
         /// The project file.
@@ -181,11 +228,11 @@ pub enum ResolveError {
         /// What the lock pins for the component instead, if anything.
         pinned: Option<String>,
     },
-    /// The same flag names one component twice.
-    #[error("{flag} is given twice for component `{name}`; keep one")]
+    /// One source overrides a component twice.
+    #[error("{source_name} is given twice for component `{name}`; keep one")]
     Repeated {
-        /// `--image` or `--tag`.
-        flag: &'static str,
+        /// The source (`--image`).
+        source_name: String,
         /// The component.
         name: String,
     },
@@ -223,10 +270,13 @@ pub fn resolve<'p>(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Resolution<'p>, ResolveError> {
     let env = |name: &str| env(name).filter(|v| !v.is_empty());
-    let image_flags = per_component(project, "--image", &overrides.images)?;
-    let tag_flags = per_component(project, "--tag", &overrides.tags)?;
+    let image_flags = per_component(project, &overrides.names.image, &overrides.images)?;
+    let tag_flags = per_component(project, &overrides.names.tag, &overrides.tags)?;
     let registry = match (&overrides.registry, &project.registry_env) {
-        (Some(prefix), _) => Some((Origin::RegistryFlag, prefix.clone())),
+        (Some(prefix), _) => Some((
+            Origin::Registry(Given::new(&overrides.names.registry, "")),
+            prefix.clone(),
+        )),
         (None, Some(var)) => env(var).map(|v| (Origin::RegistryEnv(var.clone()), v)),
         (None, None) => None,
     };
@@ -248,18 +298,14 @@ pub fn resolve<'p>(
             let name = &component.name;
             let full = match find(&image_flags, name) {
                 Some(value) => Some((
-                    Origin::ImageFlag {
-                        component: name.clone(),
-                    },
+                    Origin::Image(Given::new(&overrides.names.image, name)),
                     value.to_string(),
                 )),
                 None => env(&component.env).map(|v| (Origin::ImageEnv(component.env.clone()), v)),
             };
             let tag = match find(&tag_flags, name) {
                 Some(value) => Some((
-                    Origin::TagFlag {
-                        component: name.clone(),
-                    },
+                    Origin::Tag(Given::new(&overrides.names.tag, name)),
                     value.to_string(),
                 )),
                 None => {
@@ -268,7 +314,7 @@ pub fn resolve<'p>(
             };
             let resolved = resolve_one(project, component, full, tag, registry.as_ref())?;
             match &overrides.lock {
-                Some(lock) => apply_lock(resolved, lock),
+                Some(lock) => apply_lock(resolved, lock, &overrides.names),
                 None => Ok(resolved),
             }
         })
@@ -366,6 +412,7 @@ fn resolve_one<'p>(
 fn apply_lock<'p>(
     mut image: ResolvedImage<'p>,
     lock: &crate::lock::Lock,
+    names: &SourceNames,
 ) -> Result<ResolvedImage<'p>, ResolveError> {
     if image.reference.digest().is_some() {
         return Ok(image); // an explicit digest is more specific than any pin
@@ -373,7 +420,7 @@ fn apply_lock<'p>(
     match lock.find(&image.reference) {
         Some(entry) => {
             image.reference = image.reference.with_digest(entry.digest.clone());
-            image.origins.digest = Some(Origin::Lock);
+            image.origins.digest = Some(Origin::Lock(Given::new(&names.lock, "")));
             Ok(image)
         }
         None => Err(ResolveError::NotLocked {
@@ -389,14 +436,14 @@ fn apply_lock<'p>(
 /// Checks that each `NAME=VALUE` flag names a component, once.
 fn per_component<'a>(
     project: &Project,
-    flag: &'static str,
+    template: &str,
     given: &'a [(String, String)],
 ) -> Result<Vec<(&'a str, &'a str)>, ResolveError> {
     let mut out: Vec<(&str, &str)> = Vec::new();
     for (name, value) in given {
         if project.component(name).is_none() {
             return Err(ResolveError::UnknownComponent {
-                flag,
+                source_name: Given::new(template, name).with("…"),
                 name: name.clone(),
                 file: project.file.clone(),
                 suggestion: project.suggest_component(name).map(str::to_string),
@@ -404,7 +451,13 @@ fn per_component<'a>(
         }
         if out.iter().any(|(n, _)| n == name) {
             return Err(ResolveError::Repeated {
-                flag,
+                // The source without the component: `--image`.
+                source_name: template
+                    .split("{component}")
+                    .next()
+                    .unwrap_or(template)
+                    .trim()
+                    .to_string(),
                 name: name.clone(),
             });
         }

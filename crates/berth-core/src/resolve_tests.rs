@@ -50,7 +50,47 @@ fn flags(images: &[(&str, &str)], tags: &[(&str, &str)], registry: Option<&str>)
         tags: pairs(tags),
         registry: registry.map(str::to_string),
         lock: None,
+        names: cli_names(),
     }
+}
+
+/// The names the CLI gives its flags.
+fn cli_names() -> SourceNames {
+    SourceNames {
+        image: "--image {component}=".into(),
+        tag: "--tag {component}=".into(),
+        registry: "--registry ".into(),
+        lock: "berth.lock (--locked)".into(),
+    }
+}
+
+#[test]
+fn messages_name_the_callers_sources() {
+    // A controller names its custom resource's fields, not the CLI's flags.
+    let p = project();
+    let names = SourceNames {
+        image: "spec.images.{component}.image: ".into(),
+        tag: "spec.images.{component}.tag: ".into(),
+        registry: "spec.registry: ".into(),
+        lock: "status.images".into(),
+    };
+    let overrides = Overrides {
+        images: vec![("epp".into(), "quay.io/me/x:a".into())],
+        tags: vec![("epp".into(), "b".into())],
+        names,
+        ..Overrides::default()
+    };
+    let err = resolve(&p, &overrides, &|_| None).unwrap_err().to_string();
+    assert_eq!(err, "component `epp`: `spec.images.epp.image: quay.io/me/x:a` and `spec.images.epp.tag: b` disagree (the full reference has tag `a`); unset one of them or make them agree");
+    let unknown = Overrides {
+        images: vec![("nope".into(), "x".into())],
+        ..Overrides::default()
+    };
+    let err = resolve(&p, &unknown, &|_| None).unwrap_err().to_string();
+    assert!(
+        err.starts_with("image override nope=…: no component `nope`"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -204,6 +244,7 @@ fn locked_adds_the_pinned_digest_or_fails_clearly() {
     .unwrap();
     let locked = Overrides {
         lock: Some(lock),
+        names: cli_names(),
         ..Overrides::default()
     };
     let got = run(&p, &[], locked.clone()).unwrap();

@@ -8,6 +8,7 @@ mod inputs;
 mod output;
 mod project_file;
 mod runtime;
+mod settings;
 
 use std::process::ExitCode;
 
@@ -40,50 +41,68 @@ fn main() -> ExitCode {
 
 fn run(cli: &Cli) -> Result<u8> {
     match &cli.command {
-        Command::Ref(args) => Ok(if commands::ref_cmd::run(args)? {
+        Command::Ref(args) => Ok(if commands::ref_cmd::run(&args.into())? {
             0
         } else {
             FAILURE
         }),
         Command::Images(args) => with_resolution(cli, &args.resolve, |_, resolution| {
-            commands::images::run(args, resolution).map(|()| 0)
+            commands::images::run(&args.into(), resolution).map(|()| 0)
         }),
         Command::Env(args) => with_resolution(cli, &args.resolve, |_, resolution| {
-            commands::env::run(args, resolution)
+            commands::env::run(settings::env_command(args), resolution)
         }),
         Command::Render(args) if args.pin => with_pins(cli, args, |project, resolution| {
-            commands::render::run(args, project, resolution).map(|()| 0)
+            commands::render::run(&args.into(), project, resolution).map(|()| 0)
         }),
         Command::Render(args) => with_resolution(cli, &args.resolve, |project, resolution| {
-            commands::render::run(args, project, resolution).map(|()| 0)
+            commands::render::run(&args.into(), project, resolution).map(|()| 0)
         }),
-        Command::Promote(args) => with_resolution(cli, &args.resolve, |_, resolution| {
-            commands::promote::run(args, resolution).map(|()| 0)
-        }),
+        Command::Promote(args) => {
+            let promote = settings::Promote::resolve(args)?;
+            with_resolution(cli, &args.resolve, |_, resolution| {
+                commands::promote::run(&promote, resolution).map(|()| 0)
+            })
+        }
         Command::Pin(args) if args.resolve.locked => {
             anyhow::bail!("--locked does not apply to `berth pin`, which writes the lock; run it without --locked")
         }
-        Command::Pin(args) => with_resolution(cli, &args.resolve, |project, resolution| {
-            commands::pin::run(args, project, resolution).map(|()| 0)
-        }),
+        Command::Pin(args) => {
+            let registry = settings::Registry::resolve(&args.registry)?;
+            with_resolution(cli, &args.resolve, |project, resolution| {
+                commands::pin::run(&registry, project, resolution).map(|()| 0)
+            })
+        }
         Command::Apply(args) => with_resolution(cli, &args.resolve, |project, resolution| {
-            commands::cluster::apply(args, project, resolution)
+            commands::cluster::apply(
+                &settings::Cluster::apply(args, project),
+                project,
+                resolution,
+            )
         }),
         Command::Diff(args) => with_resolution(cli, &args.resolve, |project, resolution| {
-            commands::cluster::diff(args, project, resolution)
+            commands::cluster::diff(&settings::Cluster::diff(args, project), project, resolution)
         }),
         Command::Rollback(args) => {
             let project = project_file::load(cli.project.as_deref())?;
-            commands::cluster::rollback(args, &project)
+            commands::cluster::rollback(
+                &settings::connection(&args.cluster, &project),
+                &settings::rollout(&args.rollout),
+                &project,
+            )
         }
         Command::Validate(args) if args.pin => with_pins(cli, args, |project, resolution| {
-            commands::validate::run(args, project, resolution).map(|()| 0)
+            commands::validate::run(&settings::validate(args)?, project, resolution).map(|()| 0)
         }),
         Command::Sync(args) => with_resolution(cli, &args.resolve, |project, resolution| {
-            commands::sync::run(args, project, resolution)
+            commands::sync::run(
+                &settings::Sync::resolve(args, project)?,
+                project,
+                resolution,
+            )
         }),
         Command::Validate(args) => with_resolution(cli, &args.resolve, |project, resolution| {
-            commands::validate::run(args, project, resolution).map(|()| 0)
+            commands::validate::run(&settings::validate(args)?, project, resolution).map(|()| 0)
         }),
     }
 }
@@ -96,7 +115,7 @@ fn with_pins(
 ) -> Result<u8> {
     let project = project_file::load(cli.project.as_deref())?;
     let unpinned = resolve::resolve(&project, &overrides(&args.resolve, None), &env_var)?;
-    let lock = commands::pin::pin(&args.registry, &unpinned)?;
+    let lock = commands::pin::pin(&settings::Registry::resolve(&args.registry)?, &unpinned)?;
     let pinned = resolve::resolve(&project, &overrides(&args.resolve, Some(lock)), &env_var)?;
     command(&project, &pinned)
 }
@@ -118,12 +137,7 @@ fn with_resolution(
 }
 
 fn overrides(args: &ResolveArgs, lock: Option<berth_core::lock::Lock>) -> Overrides {
-    Overrides {
-        images: args.images.clone(),
-        tags: args.tags.clone(),
-        registry: args.registry.clone(),
-        lock,
-    }
+    settings::overrides(args, lock)
 }
 
 /// The process environment, as the resolver reads it. A value that is not

@@ -35,6 +35,8 @@ pub struct CaBundle {
     pub duplicates: usize,
     /// Expired or not-yet-valid certificates (errors instead when strict).
     pub warnings: Vec<String>,
+    /// The earliest `notAfter` of its certificates (seconds since the Unix epoch).
+    pub first_expiry: Option<i64>,
 }
 
 /// Why a bundle cannot be built.
@@ -84,49 +86,64 @@ struct Certificate {
     der: Vec<u8>,
 }
 
-/// Builds one bundle at time `now` (seconds since the Unix epoch).
-pub fn build(
-    project: &Project,
-    spec: &CaBundleSpec,
-    files: &dyn FileSource,
+/// Why a bundle cannot be made from its sources' bytes ([`from_pem`]); the
+/// project-file path ([`build`]) and the controller each say where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PemError {
+    /// A source holds something that is not a usable certificate.
+    #[error("{source_name}: {problem}")]
+    Content {
+        /// How the source is named (a file, `configMap/x key ca.crt`, `inline`).
+        source_name: String,
+        /// What is wrong, and how to fix it.
+        problem: String,
+    },
+    /// A limit was exceeded.
+    #[error("{0}")]
+    Limit(String),
+}
+
+/// A bundle's shape: its name and the key the PEM goes under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundleShape {
+    /// The bundle's base name.
+    pub name: String,
+    /// The data key (`ca-bundle.crt` by default).
+    pub key: String,
+    /// Whether the name carries the content hash.
+    pub hash: bool,
+}
+
+/// Builds a bundle from `(source name, PEM bytes)` pairs at time `now` (seconds
+/// since the Unix epoch): the entry point for callers that do not read files
+/// (the controller reads ConfigMaps).
+pub fn from_pem(
+    shape: &BundleShape,
+    sources: &[(String, Vec<u8>)],
     now: i64,
     strict: bool,
-) -> Result<CaBundle, CaError> {
-    let limit = |problem: String| CaError::Limit {
-        file: project.file.clone(),
-        pos: spec.pos,
-        bundle: spec.name.clone(),
+) -> Result<CaBundle, PemError> {
+    let total: usize = sources.iter().map(|(_, b)| b.len()).sum();
+    if total > MAX_BUNDLE_BYTES {
+        return Err(PemError::Limit(format!(
+            "the sources hold more than {} MB of PEM; split the bundle",
+            MAX_BUNDLE_BYTES >> 20
+        )));
+    }
+    let content = |shown: &str, problem: String| PemError::Content {
+        source_name: shown.to_string(),
         problem,
     };
-    let content = |path: &str, problem: String| CaError::Content {
-        path: path.to_string(),
-        problem,
-        bundle: spec.name.clone(),
-    };
-    let mut total = 0usize;
     let mut by_fingerprint: BTreeMap<String, Certificate> = BTreeMap::new();
     let mut duplicates = 0;
     let mut warnings = Vec::new();
-    for (path, pos, shown) in source_files(project, spec, files)? {
-        let bytes = files.read(&path).map_err(|e| CaError::Read {
-            file: project.file.clone(),
-            pos,
-            bundle: spec.name.clone(),
-            path: shown.clone(),
-            reason: e.to_string(),
-        })?;
-        total += bytes.len();
-        if total > MAX_BUNDLE_BYTES {
-            return Err(limit(format!(
-                "the sources hold more than {} MB of PEM; split the bundle",
-                MAX_BUNDLE_BYTES >> 20
-            )));
-        }
+    let mut first_expiry: Option<i64> = None;
+    for (shown, bytes) in sources {
         let mut found = 0;
-        for (index, block) in Pem::iter_from_buffer(&bytes).enumerate() {
+        for (index, block) in Pem::iter_from_buffer(bytes).enumerate() {
             let block = block.map_err(|e| {
                 content(
-                    &shown,
+                    shown,
                     format!(
                         "PEM block {} is malformed ({e}); re-export the certificate",
                         index + 1
@@ -140,13 +157,13 @@ pub fn build(
                     "only CERTIFICATE blocks belong in a trust bundle"
                 };
                 return Err(content(
-                    &shown,
+                    shown,
                     format!("PEM block {} is a `{}`: {hint}", index + 1, block.label),
                 ));
             }
             let (_, cert) = x509_parser::parse_x509_certificate(&block.contents).map_err(|e| {
                 content(
-                    &shown,
+                    shown,
                     format!(
                         "PEM block {} is not a valid X.509 certificate ({e})",
                         index + 1
@@ -164,14 +181,10 @@ pub fn build(
                 None
             };
             if let Some(problem) = problem {
-                let message = format!(
-                    "{shown}: certificate `{subject}` is {problem} (in caBundles.{})",
-                    spec.name
-                );
                 if strict {
-                    return Err(content(&shown, format!("certificate `{subject}` is {problem}; remove it, or drop --strict to allow it")));
+                    return Err(content(shown, format!("certificate `{subject}` is {problem}; remove it, or drop --strict to allow it")));
                 }
-                warnings.push(message);
+                warnings.push(format!("{shown}: certificate `{subject}` is {problem}"));
             }
             let fingerprint: String = Sha256::digest(&block.contents)
                 .iter()
@@ -181,6 +194,8 @@ pub fn build(
                 duplicates += 1;
                 continue;
             }
+            let expiry = validity.not_after.timestamp();
+            first_expiry = Some(first_expiry.map_or(expiry, |e| e.min(expiry)));
             by_fingerprint.insert(
                 fingerprint.clone(),
                 Certificate {
@@ -190,14 +205,14 @@ pub fn build(
                 },
             );
             if by_fingerprint.len() > MAX_CERTIFICATES {
-                return Err(limit(format!(
+                return Err(PemError::Limit(format!(
                     "more than {MAX_CERTIFICATES} distinct certificates; split the bundle"
                 )));
             }
         }
         if found == 0 {
             return Err(content(
-                &shown,
+                shown,
                 "no PEM certificate found; expected `-----BEGIN CERTIFICATE-----` blocks".into(),
             ));
         }
@@ -205,22 +220,27 @@ pub fn build(
     let mut certificates: Vec<Certificate> = by_fingerprint.into_values().collect();
     certificates.sort_by(|a, b| (&a.subject, &a.fingerprint).cmp(&(&b.subject, &b.fingerprint)));
     let pem = encode_pem(&certificates);
-    let data = vec![(spec.key.clone(), pem)];
+    let data = vec![(shape.key.clone(), pem)];
     let content_sha256 = hash::content_sha256(&hash::HashInput {
         kind: "ConfigMap",
         secret_type: None,
         data: &data,
         binary_data: &[],
     });
+    let name = if shape.hash {
+        format!("{}-{}", shape.name, hash::suffix(&content_sha256))
+    } else {
+        shape.name.clone()
+    };
     let generated = Generated {
-        base_name: spec.name.clone(),
-        name: format!("{}-{}", spec.name, hash::suffix(&content_sha256)),
+        base_name: shape.name.clone(),
+        name,
         kind: ConfigKind::ConfigMap,
         secret_type: None,
         data,
         binary_data: Vec::new(),
-        immutable: true,
-        hashed: true,
+        immutable: shape.hash,
+        hashed: shape.hash,
         content_sha256,
     };
     Ok(CaBundle {
@@ -228,7 +248,65 @@ pub fn build(
         certificates: certificates.len(),
         duplicates,
         warnings,
+        first_expiry,
     })
+}
+
+/// Builds one of the project's bundles at time `now` (seconds since the Unix
+/// epoch), reading its sources through `files`.
+pub fn build(
+    project: &Project,
+    spec: &CaBundleSpec,
+    files: &dyn FileSource,
+    now: i64,
+    strict: bool,
+) -> Result<CaBundle, CaError> {
+    let limit = |problem: String| CaError::Limit {
+        file: project.file.clone(),
+        pos: spec.pos,
+        bundle: spec.name.clone(),
+        problem,
+    };
+    let mut total = 0usize;
+    let mut sources = Vec::new();
+    for (path, pos, shown) in source_files(project, spec, files)? {
+        let bytes = files.read(&path).map_err(|e| CaError::Read {
+            file: project.file.clone(),
+            pos,
+            bundle: spec.name.clone(),
+            path: shown.clone(),
+            reason: e.to_string(),
+        })?;
+        // Checked as the sources are read, so a huge source stops the reading.
+        total += bytes.len();
+        if total > MAX_BUNDLE_BYTES {
+            return Err(limit(format!(
+                "the sources hold more than {} MB of PEM; split the bundle",
+                MAX_BUNDLE_BYTES >> 20
+            )));
+        }
+        sources.push((shown, bytes));
+    }
+    let shape = BundleShape {
+        name: spec.name.clone(),
+        key: spec.key.clone(),
+        hash: true,
+    };
+    let mut bundle = from_pem(&shape, &sources, now, strict).map_err(|e| match e {
+        PemError::Content {
+            source_name,
+            problem,
+        } => CaError::Content {
+            path: source_name,
+            problem,
+            bundle: spec.name.clone(),
+        },
+        PemError::Limit(problem) => limit(problem),
+    })?;
+    for warning in &mut bundle.warnings {
+        warning.push_str(&format!(" (in caBundles.{})", spec.name));
+    }
+    Ok(bundle)
 }
 
 /// The files of a bundle's sources, in order: named files as given, directory entries sorted.

@@ -163,3 +163,56 @@ fn more_than_a_thousand_certificates_is_an_error() {
         "{err}"
     );
 }
+
+#[test]
+fn bundles_from_bytes_name_their_sources_and_the_first_expiry() {
+    let (a, _) = cert("alpha", (2024, 1, 1), (2031, 1, 1));
+    let (b, key) = cert("beta", (2024, 1, 1), (2029, 3, 1));
+    let shape = BundleShape {
+        name: "trusted-ca".into(),
+        key: "ca-bundle.crt".into(),
+        hash: true,
+    };
+    let sources = vec![
+        (
+            "configMap/platform-ca key ca-bundle.crt".to_string(),
+            format!("{a}{b}").into_bytes(),
+        ),
+        ("inline".to_string(), b.clone().into_bytes()),
+    ];
+    let bundle = from_pem(&shape, &sources, NOW, false).unwrap();
+    assert_eq!((bundle.certificates, bundle.duplicates), (2, 1));
+    assert_eq!(
+        bundle.first_expiry,
+        Some(1_867_017_600),
+        "2029-03-01, beta's"
+    );
+    // The same certificates from files give the same object, name included.
+    let from_files = build_with(
+        "[a.pem, b.pem]",
+        vec![("a.pem", a.clone()), ("b.pem", b.clone())],
+        false,
+    )
+    .unwrap();
+    assert_eq!(
+        from_files.generated.data, bundle.generated.data,
+        "the same PEM whatever the source"
+    );
+    let unhashed = from_pem(
+        &BundleShape {
+            hash: false,
+            ..shape.clone()
+        },
+        &sources,
+        NOW,
+        false,
+    )
+    .unwrap();
+    assert_eq!(unhashed.generated.name, "trusted-ca");
+    let with_key = vec![("inline".to_string(), format!("{a}{key}").into_bytes())];
+    let err = from_pem(&shape, &with_key, NOW, false).unwrap_err();
+    assert!(
+        matches!(&err, PemError::Content { source_name, problem } if source_name == "inline" && problem.contains("must never contain a key")),
+        "{err}"
+    );
+}

@@ -155,7 +155,88 @@ pub fn generate_all(
         .collect()
 }
 
-/// Generates one config.
+/// What a generated config is, apart from its data: the entry point for
+/// callers whose data does not come from project files (the controller reads
+/// ConfigMaps and typed data from its custom resource).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigShape {
+    /// The base name; the generated name is `<name>-<suffix>` when `hash`.
+    pub name: String,
+    /// ConfigMap or Secret.
+    pub kind: ConfigKind,
+    /// The Secret type (`Opaque` when `None`); ignored for ConfigMaps.
+    pub secret_type: Option<String>,
+    /// Whether the name carries the content hash.
+    pub hash: bool,
+    /// `immutable: true`.
+    pub immutable: bool,
+}
+
+/// A key [`from_entries`] refuses. Values are never included.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EntryError {
+    /// Not a valid ConfigMap/Secret key.
+    #[error("invalid key `{0}`: a key is letters, digits, `-`, `_` and `.` (at most 253, not `.` or `..`)")]
+    InvalidKey(String),
+    /// Given twice.
+    #[error("key `{0}` is given twice; each key may come from one source only")]
+    DuplicateKey(String),
+}
+
+/// Builds a config from `(key, bytes)` entries: UTF-8 values go to `data`,
+/// others to `binaryData` (everything base64 in a Secret's `data`), sorted, with
+/// kustomize's name suffix. On a bad key, its index among `entries` and why.
+pub fn from_entries(
+    shape: &ConfigShape,
+    entries: impl IntoIterator<Item = (String, Vec<u8>)>,
+) -> Result<Generated, (usize, EntryError)> {
+    let mut data: Vec<(String, String)> = Vec::new();
+    let mut binary: Vec<(String, String)> = Vec::new();
+    let mut keys = std::collections::HashSet::new();
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let secret = shape.kind == ConfigKind::Secret;
+    for (index, (key, value)) in entries.into_iter().enumerate() {
+        if !is_config_key(&key) {
+            return Err((index, EntryError::InvalidKey(key)));
+        }
+        if !keys.insert(key.clone()) {
+            return Err((index, EntryError::DuplicateKey(key)));
+        }
+        match (secret, String::from_utf8(value)) {
+            (true, Ok(text)) => data.push((key, b64.encode(text))),
+            (true, Err(e)) => data.push((key, b64.encode(e.into_bytes()))),
+            (false, Ok(text)) => data.push((key, text)),
+            (false, Err(e)) => binary.push((key, b64.encode(e.into_bytes()))),
+        }
+    }
+    data.sort();
+    binary.sort();
+    let secret_type = secret.then(|| shape.secret_type.clone().unwrap_or_else(|| "Opaque".into()));
+    let content_sha256 = hash::content_sha256(&hash::HashInput {
+        kind: shape.kind.as_str(),
+        secret_type: secret_type.as_deref(),
+        data: &data,
+        binary_data: &binary,
+    });
+    let name = if shape.hash {
+        format!("{}-{}", shape.name, hash::suffix(&content_sha256))
+    } else {
+        shape.name.clone()
+    };
+    Ok(Generated {
+        base_name: shape.name.clone(),
+        name,
+        kind: shape.kind,
+        secret_type,
+        data,
+        binary_data: binary,
+        immutable: shape.immutable,
+        hashed: shape.hash,
+        content_sha256,
+    })
+}
+
+/// Generates one of the project's configs, reading its sources through `files`.
 pub fn generate(
     project: &Project,
     spec: &ConfigSpec,
@@ -165,66 +246,38 @@ pub fn generate(
     if let Some(schema) = &spec.schema {
         check_schema(project, spec, schema, &pairs, files)?;
     }
-    let context = format!("configs.{}", spec.name);
-    let mut data: Vec<(String, String)> = Vec::new();
-    let mut binary: Vec<(String, String)> = Vec::new();
-    let mut keys = std::collections::HashSet::new();
-    let b64 = base64::engine::general_purpose::STANDARD;
-    for pair in pairs {
-        if !is_config_key(&pair.key) {
-            return Err(ConfigError::InvalidKey {
-                file: project.file.clone(),
-                pos: pair.pos,
-                config: context,
-                key: pair.key,
-            });
-        }
-        if !keys.insert(pair.key.clone()) {
-            return Err(ConfigError::DuplicateKey {
-                file: project.file.clone(),
-                pos: pair.pos,
-                config: context,
-                key: pair.key,
-            });
-        }
-        match (spec.secret, String::from_utf8(pair.value)) {
-            (true, Ok(text)) => data.push((pair.key, b64.encode(text))),
-            (true, Err(e)) => data.push((pair.key, b64.encode(e.into_bytes()))),
-            (false, Ok(text)) => data.push((pair.key, text)),
-            (false, Err(e)) => binary.push((pair.key, b64.encode(e.into_bytes()))),
-        }
-    }
-    data.sort();
-    binary.sort();
-    let kind = if spec.secret {
-        ConfigKind::Secret
-    } else {
-        ConfigKind::ConfigMap
-    };
-    let secret_type = spec
-        .secret
-        .then(|| spec.secret_type.clone().unwrap_or_else(|| "Opaque".into()));
-    let content_sha256 = hash::content_sha256(&hash::HashInput {
-        kind: kind.as_str(),
-        secret_type: secret_type.as_deref(),
-        data: &data,
-        binary_data: &binary,
-    });
-    let name = if spec.hash {
-        format!("{}-{}", spec.name, hash::suffix(&content_sha256))
-    } else {
-        spec.name.clone()
-    };
-    Ok(Generated {
-        base_name: spec.name.clone(),
-        name,
-        kind,
-        secret_type,
-        data,
-        binary_data: binary,
+    let shape = ConfigShape {
+        name: spec.name.clone(),
+        kind: if spec.secret {
+            ConfigKind::Secret
+        } else {
+            ConfigKind::ConfigMap
+        },
+        secret_type: spec.secret_type.clone(),
+        hash: spec.hash,
         immutable: spec.immutable,
-        hashed: spec.hash,
-        content_sha256,
+    };
+    let positions: Vec<Pos> = pairs.iter().map(|p| p.pos).collect();
+    from_entries(&shape, pairs.into_iter().map(|p| (p.key, p.value))).map_err(|(index, error)| {
+        let (file, pos, config) = (
+            project.file.clone(),
+            positions[index],
+            format!("configs.{}", spec.name),
+        );
+        match error {
+            EntryError::InvalidKey(key) => ConfigError::InvalidKey {
+                file,
+                pos,
+                config,
+                key,
+            },
+            EntryError::DuplicateKey(key) => ConfigError::DuplicateKey {
+                file,
+                pos,
+                config,
+                key,
+            },
+        }
     })
 }
 

@@ -153,3 +153,36 @@ fn generated_object_layout() {
         format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {}\n  namespace: ns\nimmutable: true\ndata:\n  f.txt: |\n    line 1\n    line 2\n  \"n\": \"8080\"\n  t: \"true\"\n", g.name)
     );
 }
+
+#[test]
+fn data_from_anywhere_gets_the_name_the_files_give() {
+    let from_files = generate_one(
+        "{files: [run.yaml], secret: true}",
+        &[("run.yaml", b"version: 2\n")],
+    )
+    .unwrap();
+    let shape = ConfigShape {
+        name: "c".into(),
+        kind: ConfigKind::Secret,
+        secret_type: None,
+        hash: true,
+        immutable: true,
+    };
+    let from_data =
+        from_entries(&shape, [("run.yaml".to_string(), b"version: 2\n".to_vec())]).unwrap();
+    assert_eq!(from_data, from_files);
+    assert_eq!(
+        from_entries(
+            &shape,
+            [
+                ("a".to_string(), Vec::new()),
+                ("a".to_string(), b"x".to_vec())
+            ]
+        ),
+        Err((1, EntryError::DuplicateKey("a".into())))
+    );
+    assert_eq!(
+        from_entries(&shape, [("no/slash".to_string(), Vec::new())]),
+        Err((0, EntryError::InvalidKey("no/slash".into())))
+    );
+}

@@ -35,8 +35,11 @@ pub struct Input {
 /// Render settings beyond the project and the resolution.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// `--pull-policy NAME=POLICY`, as given.
+    /// Pull policies by component, as given (the CLI's `--pull-policy NAME=POLICY`).
     pub pull_policies: Vec<(String, String)>,
+    /// How messages name that source, `{component}` standing for the component's
+    /// name (the CLI: `--pull-policy {component}=`); empty: `pull policy override {component}=`.
+    pub pull_policy_source: String,
     /// Limits applied to every input document.
     pub limits: Limits,
 }
@@ -88,9 +91,11 @@ pub enum RenderError {
         /// What is missing.
         problem: &'static str,
     },
-    /// `--pull-policy` names no component.
-    #[error("--pull-policy {name}=…: no component `{name}` in {file}{}", hint(suggestion.as_deref()))]
+    /// A pull-policy override names no component.
+    #[error("{source_name}…: no component `{name}` in {file}{}", hint(suggestion.as_deref()))]
     UnknownComponent {
+        /// The override as its source names it (`--pull-policy web=`).
+        source_name: String,
         /// The name given.
         name: String,
         /// The project file.
@@ -98,9 +103,11 @@ pub enum RenderError {
         /// The closest component name.
         suggestion: Option<String>,
     },
-    /// `--pull-policy` gives an unknown policy.
-    #[error("--pull-policy {name}={value}: use one of auto, Always, IfNotPresent, Never")]
+    /// A pull-policy override gives an unknown policy.
+    #[error("{source_name}{value}: use one of auto, Always, IfNotPresent, Never")]
     InvalidPullPolicy {
+        /// The override as its source names it (`--pull-policy web=`).
+        source_name: String,
         /// The component.
         name: String,
         /// The value given.
@@ -109,7 +116,9 @@ pub enum RenderError {
 }
 
 /// Renders `inputs` in order, after the `generated` configs (each emitted in
-/// every namespace that uses it, or once without a namespace if none does).
+/// every namespace that uses it, or once without a namespace if none does), as
+/// one YAML stream: the text edge of [`render_objects`], written object by object
+/// so memory stays near the size of the output.
 pub fn render(
     project: &Project,
     resolution: &Resolution<'_>,
@@ -117,16 +126,80 @@ pub fn render(
     inputs: &[Input],
     options: &Options,
 ) -> Result<Rendered, RenderError> {
-    let policies = pull_policies(project, resolution, options)?;
-    let rewriter = ImageRewriter::new(resolution, &policies, &project.image_paths);
-    let injector = CaInjector::new(project, resolution);
-    let mut configs = ConfigRewriter::new(generated);
     let total: usize = inputs.iter().map(|i| i.text.len()).sum();
     let mut out = Rendered {
         yaml: String::with_capacity(total + total / 8),
         objects: Vec::new(),
         images_matched: 0,
     };
+    let (matched, used_in) = transform(
+        project,
+        resolution,
+        generated,
+        inputs,
+        options,
+        &mut |object, api_version, kind| emit(&mut out, object, api_version, kind),
+    )?;
+    out.images_matched = matched;
+    Ok(prepend_generated(out, generated, &used_in))
+}
+
+/// The rendered objects as YAML trees, generated configs first: what `apply` and
+/// the controller send, with no text in between.
+#[derive(Debug, Clone)]
+pub struct RenderedObjects {
+    /// The objects, in output order.
+    pub objects: Vec<Node>,
+    /// Image fields that matched a component.
+    pub images_matched: usize,
+}
+
+/// [`render`], returning the objects instead of text.
+pub fn render_objects(
+    project: &Project,
+    resolution: &Resolution<'_>,
+    generated: &[Generated],
+    inputs: &[Input],
+    options: &Options,
+) -> Result<RenderedObjects, RenderError> {
+    let mut body = Vec::new();
+    let (images_matched, used_in) = transform(
+        project,
+        resolution,
+        generated,
+        inputs,
+        options,
+        &mut |object, _, _| body.push(object),
+    )?;
+    let mut objects: Vec<Node> = generated_objects(generated, &used_in)
+        .map(|(node, _)| node)
+        .collect();
+    objects.extend(body);
+    Ok(RenderedObjects {
+        objects,
+        images_matched,
+    })
+}
+
+/// The namespaces that use one generated config (`None`: an object without one).
+type UsedIn = std::collections::BTreeSet<Option<String>>;
+
+/// Each input object transformed (images, pull policies, CA injection, config
+/// references), handed to `each` with its apiVersion and kind. Returns the image
+/// fields matched and, per generated config, the namespaces that use it.
+fn transform(
+    project: &Project,
+    resolution: &Resolution<'_>,
+    generated: &[Generated],
+    inputs: &[Input],
+    options: &Options,
+    each: &mut dyn FnMut(Node, String, String),
+) -> Result<(usize, Vec<UsedIn>), RenderError> {
+    let policies = pull_policies(project, resolution, options)?;
+    let rewriter = ImageRewriter::new(resolution, &policies, &project.image_paths);
+    let injector = CaInjector::new(project, resolution);
+    let mut configs = ConfigRewriter::new(generated);
+    let mut matched = 0;
     for input in inputs {
         for doc in Documents::new(&input.text, options.limits) {
             let doc = doc.map_err(|source| RenderError::Yaml {
@@ -138,7 +211,7 @@ pub fn render(
             }
             for mut object in expand_list(&input.name, doc)? {
                 let (api_version, kind) = identity(&input.name, &object)?;
-                out.images_matched += rewriter.rewrite(&mut object, &api_version, &kind);
+                matched += rewriter.rewrite(&mut object, &api_version, &kind);
                 injector.inject(&mut object, &kind);
                 let namespace = object
                     .get("metadata")
@@ -146,11 +219,32 @@ pub fn render(
                     .and_then(Node::as_str)
                     .map(str::to_string);
                 configs.rewrite(&mut object, &kind, namespace.as_deref());
-                emit(&mut out, object, api_version, kind);
+                each(object, api_version, kind);
             }
         }
     }
-    Ok(prepend_generated(out, generated, &configs.used_in))
+    Ok((matched, configs.used_in))
+}
+
+/// Each generated config in every namespace that uses it (once without a
+/// namespace if none does), with its kind.
+fn generated_objects<'g>(
+    generated: &'g [Generated],
+    used_in: &'g [UsedIn],
+) -> impl Iterator<Item = (Node, &'static str)> + 'g {
+    generated
+        .iter()
+        .zip(used_in)
+        .flat_map(|(config, namespaces)| {
+            let namespaces: Vec<Option<String>> = if namespaces.is_empty() {
+                vec![None]
+            } else {
+                namespaces.iter().cloned().collect()
+            };
+            namespaces
+                .into_iter()
+                .map(move |ns| (config.to_node(ns.as_deref()), config.kind.as_str()))
+        })
 }
 
 /// Generated objects go first, so `kubectl apply` creates them before their users.
@@ -167,16 +261,8 @@ fn prepend_generated(
         objects: Vec::new(),
         images_matched: body.images_matched,
     };
-    for (config, namespaces) in generated.iter().zip(used_in) {
-        let unused = std::collections::BTreeSet::from([None]);
-        for namespace in if namespaces.is_empty() {
-            &unused
-        } else {
-            namespaces
-        } {
-            let node = config.to_node(namespace.as_deref());
-            emit(&mut out, node, "v1".into(), config.kind.as_str().into());
-        }
+    for (node, kind) in generated_objects(generated, used_in) {
+        emit(&mut out, node, "v1".into(), kind.into());
     }
     if !body.objects.is_empty() {
         out.yaml.push_str("---\n");
@@ -190,7 +276,7 @@ fn prepend_generated(
     out
 }
 
-/// The policy of each resolved image: `--pull-policy` beats `pullPolicy:`.
+/// The policy of each resolved image: an override beats `pullPolicy:`.
 fn pull_policies(
     project: &Project,
     resolution: &Resolution<'_>,
@@ -201,17 +287,25 @@ fn pull_policies(
         .iter()
         .map(|i| i.component.pull_policy)
         .collect();
+    let template = if options.pull_policy_source.is_empty() {
+        "pull policy override {component}="
+    } else {
+        options.pull_policy_source.as_str()
+    };
     for (name, value) in &options.pull_policies {
+        let source_name = template.replace("{component}", name);
         let index = resolution
             .images
             .iter()
             .position(|i| &i.component.name == name)
             .ok_or_else(|| RenderError::UnknownComponent {
+                source_name: source_name.clone(),
                 name: name.clone(),
                 file: project.file.clone(),
                 suggestion: project.suggest_component(name).map(str::to_string),
             })?;
         let policy = PullPolicy::parse(value).ok_or_else(|| RenderError::InvalidPullPolicy {
+            source_name: source_name.clone(),
             name: name.clone(),
             value: value.clone(),
         })?;

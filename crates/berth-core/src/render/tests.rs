@@ -327,3 +327,39 @@ fn oversized_documents_are_refused_by_render() {
         "{err}"
     );
 }
+
+#[test]
+fn objects_are_what_the_text_says() {
+    let project = project::parse("berth.yaml", PathBuf::from("/p"), PROJECT).unwrap();
+    let resolution = resolve(&project, &Overrides::default(), &|_| None).unwrap();
+    let shape = crate::configs::ConfigShape {
+        name: "app-config".into(),
+        kind: crate::configs::ConfigKind::ConfigMap,
+        secret_type: None,
+        hash: true,
+        immutable: true,
+    };
+    let generated =
+        vec![crate::configs::from_entries(&shape, [("A".to_string(), b"1".to_vec())]).unwrap()];
+    let inputs = [Input {
+        name: "in.yaml".into(),
+        text: "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: a}\nspec:\n  containers: [{name: c, image: nginx, envFrom: [{configMapRef: {name: app-config}}]}]\n---\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Service, metadata: {name: s}}\n".into(),
+    }];
+    let options = Options::default();
+    let text = render(&project, &resolution, &generated, &inputs, &options).unwrap();
+    let objects = render_objects(&project, &resolution, &generated, &inputs, &options).unwrap();
+    let parsed = berth_yaml::load_all(&text.yaml, Limits::default()).unwrap();
+    assert_eq!(
+        objects.objects.len(),
+        3,
+        "the config (in namespace a), the Pod, the Service"
+    );
+    let as_json = |nodes: &[Node]| -> Vec<serde_json::Value> {
+        nodes
+            .iter()
+            .map(crate::configs::schema::yaml_to_json)
+            .collect()
+    };
+    assert_eq!(as_json(&objects.objects), as_json(&parsed));
+    assert_eq!(objects.images_matched, text.images_matched);
+}

@@ -6,67 +6,30 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use berth_core::cluster::FIELD_MANAGER;
 use berth_core::configs::schema::yaml_to_json;
 use berth_core::{Project, Resolution};
 use berth_kube::{ApplyOptions, Cluster, Connection, Desired, Event};
-use berth_yaml::Limits;
 
-use crate::cli::{
-    ApplyArgs, ClusterArgs, DiffArgs, ManifestArgs, RegistryArgs, RenderArgs, ResolveArgs,
-    RollbackArgs, RolloutArgs,
-};
-use crate::commands::render::render_generated;
+use crate::commands::render::render_objects;
 use crate::output::{json_to_yaml, print};
+use crate::settings::{self, Render};
 
-/// The connection settings: flags, then berth.yaml's namespace.
-pub fn connection(args: &ClusterArgs, project: &Project) -> Connection {
-    Connection {
-        kubeconfig: args.kubeconfig.clone(),
-        context: args.context.clone(),
-        namespace: args.namespace.clone().or_else(|| project.namespace.clone()),
-    }
-}
-
-fn desired(args: &ManifestArgs, project: &Project, resolution: &Resolution<'_>) -> Result<Desired> {
-    let render_args = RenderArgs {
-        resolve: ResolveArgs::default(),
-        paths: args.paths.clone(),
-        out: None,
-        pull_policies: args.pull_policies.clone(),
-        strict: args.strict,
-        pin: false,
-        registry: RegistryArgs::default(),
-    };
-    let (rendered, generated) = render_generated(&render_args, project, resolution)?;
+fn desired(render: &Render, project: &Project, resolution: &Resolution<'_>) -> Result<Desired> {
+    let (rendered, generated) = render_objects(render, project, resolution)?;
     if rendered.objects.is_empty() {
         bail!(
             "nothing to apply: {} renders no objects; list them under `manifests:` or pass PATHs",
             project.file
         );
     }
-    let objects = berth_yaml::load_all(&rendered.yaml, Limits::default())?
-        .iter()
-        .filter(|doc| !doc.is_null())
-        .map(yaml_to_json)
-        .collect();
     Ok(Desired {
         project: project.name.clone(),
-        objects,
+        objects: rendered.objects.iter().map(yaml_to_json).collect(),
         generated: generated
             .into_iter()
             .map(|g| (g.name, g.base_name))
             .collect::<BTreeMap<_, _>>(),
     })
-}
-
-fn options(args: &RolloutArgs) -> ApplyOptions {
-    ApplyOptions {
-        manager: FIELD_MANAGER.into(),
-        force: args.force_conflicts,
-        keep: args.keep as usize,
-        wait: (!args.no_wait).then(|| Duration::from_secs(args.timeout)),
-    }
 }
 
 /// Shows progress: a live line on a terminal, plain lines otherwise.
@@ -131,50 +94,53 @@ impl Progress {
 async fn deploy(
     cluster: &Cluster,
     desired: &Desired,
-    args: &RolloutArgs,
+    options: &ApplyOptions,
     rollback_of: Option<u64>,
 ) -> Result<u8> {
     let mut progress = Progress::new();
     let result = cluster
-        .deploy(desired, &options(args), rollback_of, &mut |e| {
-            progress.event(e)
-        })
+        .deploy(desired, options, rollback_of, &mut |e| progress.event(e))
         .await;
     progress.finish();
     result?;
     Ok(0)
 }
 
-pub fn apply(args: &ApplyArgs, project: &Project, resolution: &Resolution<'_>) -> Result<u8> {
-    let desired = desired(&args.manifests, project, resolution)?;
-    let connection = connection(&args.cluster, project);
+pub fn apply(
+    settings: &settings::Cluster,
+    project: &Project,
+    resolution: &Resolution<'_>,
+) -> Result<u8> {
+    let desired = desired(&settings.render, project, resolution)?;
     crate::runtime::get()?.block_on(async {
-        let cluster = Cluster::connect(&connection).await?;
-        deploy(&cluster, &desired, &args.rollout, None).await
+        let cluster = Cluster::connect(&settings.connection).await?;
+        deploy(&cluster, &desired, &settings.apply, None).await
     })
 }
 
-pub fn rollback(args: &RollbackArgs, project: &Project) -> Result<u8> {
-    let connection = connection(&args.cluster, project);
+pub fn rollback(connection: &Connection, options: &ApplyOptions, project: &Project) -> Result<u8> {
     crate::runtime::get()?.block_on(async {
-        let cluster = Cluster::connect(&connection).await?;
+        let cluster = Cluster::connect(connection).await?;
         let (sequence, desired) = cluster.previous(&project.name).await?;
         eprintln!(
             "rolling back to apply r{sequence} of project `{}`",
             project.name
         );
-        deploy(&cluster, &desired, &args.rollout, Some(sequence)).await
+        deploy(&cluster, &desired, options, Some(sequence)).await
     })
 }
 
 /// Exit 0 without differences, 1 with (errors exit 2; see `main`).
-pub fn diff(args: &DiffArgs, project: &Project, resolution: &Resolution<'_>) -> Result<u8> {
-    let desired = desired(&args.manifests, project, resolution)?;
-    let connection = connection(&args.cluster, project);
+pub fn diff(
+    settings: &settings::Cluster,
+    project: &Project,
+    resolution: &Resolution<'_>,
+) -> Result<u8> {
+    let desired = desired(&settings.render, project, resolution)?;
     let changes = crate::runtime::get()?.block_on(async {
-        let cluster = Cluster::connect(&connection).await?;
+        let cluster = Cluster::connect(&settings.connection).await?;
         cluster
-            .diff(&desired, FIELD_MANAGER, args.force_conflicts)
+            .diff(&desired, &settings.apply.manager, settings.apply.force)
             .await
     })?;
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();

@@ -6,8 +6,6 @@ use std::process::Command;
 use anyhow::{anyhow, Result};
 use berth_core::Resolution;
 
-use crate::cli::EnvArgs;
-
 /// Exit status when the command is not found, as POSIX shells and env(1) use.
 pub const NOT_FOUND: u8 = 127;
 /// Exit status when the command exists but cannot be run.
@@ -15,8 +13,8 @@ pub const CANNOT_RUN: u8 = 126;
 
 /// Runs the command; returns its exit status (or never returns, on Unix, once
 /// the command has replaced this process).
-pub fn run(args: &EnvArgs, resolution: &Resolution<'_>) -> Result<u8> {
-    let (program, rest) = args.command.split_first().ok_or_else(|| {
+pub fn run(command_line: &[std::ffi::OsString], resolution: &Resolution<'_>) -> Result<u8> {
+    let (program, rest) = command_line.split_first().ok_or_else(|| {
         anyhow!("no command given; write it after `--`, e.g. `berth env -- make deploy`")
     })?;
     let mut command = Command::new(program);

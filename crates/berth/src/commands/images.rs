@@ -1,20 +1,14 @@
 //! `berth images`: print every component's resolved image.
 
-use std::io::IsTerminal;
-
 use anyhow::Result;
 use berth_core::resolve::{Origin, Resolution, ResolvedImage};
 use serde_json::json;
 
-use crate::cli::{ImagesArgs, ImagesFormat};
 use crate::output::{json_to_yaml, print, table};
+use crate::settings::{Images, ImagesOutput as ImagesFormat};
 
-pub fn run(args: &ImagesArgs, resolution: &Resolution<'_>) -> Result<()> {
-    let format = args.output.unwrap_or(if std::io::stdout().is_terminal() {
-        ImagesFormat::Table
-    } else {
-        ImagesFormat::Env
-    });
+pub fn run(args: &Images, resolution: &Resolution<'_>) -> Result<()> {
+    let format = args.output;
     let images = &resolution.images;
     let line = |f: &dyn Fn(&str, &str) -> String| -> String {
         images

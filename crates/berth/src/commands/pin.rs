@@ -2,18 +2,22 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{anyhow, bail, Result};
 use berth_core::lock::{Lock, LockEntry, LOCK_FILE};
 use berth_core::{Project, Resolution};
-use berth_registry::{DockerConfig, Options, Platform, Registry};
+use berth_registry::{DockerConfig, Platform, Registry};
 
-use crate::cli::{PinArgs, RegistryArgs};
+use crate::settings::Registry as RegistrySettings;
 
-pub fn run(args: &PinArgs, project: &Project, resolution: &Resolution<'_>) -> Result<()> {
+pub fn run(
+    settings: &RegistrySettings,
+    project: &Project,
+    resolution: &Resolution<'_>,
+) -> Result<()> {
     let started = Instant::now();
-    let lock = pin(&args.registry, resolution)?;
+    let lock = pin(settings, resolution)?;
     let path = project.dir.join(LOCK_FILE);
     let text = lock.to_yaml();
     let changed = std::fs::read_to_string(&path).map_or(true, |old| old != text);
@@ -31,19 +35,12 @@ pub fn run(args: &PinArgs, project: &Project, resolution: &Resolution<'_>) -> Re
 }
 
 /// Resolves every image of the resolution to a digest; the lock is in memory.
-pub fn pin(args: &RegistryArgs, resolution: &Resolution<'_>) -> Result<Lock> {
-    let platform: Option<Platform> = args
-        .platform
-        .as_deref()
-        .map(str::parse)
-        .transpose()
-        .map_err(|e: String| anyhow!("--platform: {e}"))?;
-    let options = Options {
-        insecure: args.insecure.clone(),
-        timeout: Duration::from_secs(args.timeout),
-        ..Options::default()
-    };
-    let registry = Arc::new(Registry::new(options, DockerConfig::load()?));
+pub fn pin(settings: &RegistrySettings, resolution: &Resolution<'_>) -> Result<Lock> {
+    let platform: Option<Platform> = settings.platform.clone();
+    let registry = Arc::new(Registry::new(
+        settings.options.clone(),
+        DockerConfig::load()?,
+    ));
     // A reference that already names a digest is pinned as it is.
     let to_fetch: Vec<_> = resolution
         .images
@@ -56,7 +53,7 @@ pub fn pin(args: &RegistryArgs, resolution: &Resolution<'_>) -> Result<Lock> {
         registry,
         to_fetch,
         platform.clone(),
-        args.concurrency,
+        settings.concurrency,
     ));
     let mut fetched = results.into_iter();
     let mut entries = Vec::new();

@@ -3,20 +3,20 @@
 use std::io::IsTerminal;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{anyhow, Result};
 use berth_core::Resolution;
 use berth_ref::{Reference, RegistryPrefix};
-use berth_registry::{copy_image, DockerConfig, Options, Progress, Quiet, Registry, Stats};
+use berth_registry::{copy_image, DockerConfig, Progress, Quiet, Registry, Stats};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::cli::PromoteArgs;
 use crate::output::print;
+use crate::settings::Promote;
 
 /// (component, source, destination) for every image.
 fn plan(
-    args: &PromoteArgs,
+    args: &Promote,
     resolution: &Resolution<'_>,
 ) -> Result<Vec<(String, Reference, Reference)>> {
     let prefix = RegistryPrefix::parse(&args.to).map_err(|e| anyhow!("--to: {e}"))?;
@@ -34,7 +34,7 @@ fn plan(
         .collect()
 }
 
-pub fn run(args: &PromoteArgs, resolution: &Resolution<'_>) -> Result<()> {
+pub fn run(args: &Promote, resolution: &Resolution<'_>) -> Result<()> {
     let copies = plan(args, resolution)?;
     if args.dry_run {
         let text: String = copies
@@ -44,12 +44,10 @@ pub fn run(args: &PromoteArgs, resolution: &Resolution<'_>) -> Result<()> {
         return print(&text);
     }
     let started = Instant::now();
-    let options = Options {
-        insecure: args.registry.insecure.clone(),
-        timeout: Duration::from_secs(args.registry.timeout),
-        ..Options::default()
-    };
-    let registry = Arc::new(Registry::new(options, DockerConfig::load()?));
+    let registry = Arc::new(Registry::new(
+        args.registry.options.clone(),
+        DockerConfig::load()?,
+    ));
     let stats = Arc::new(Stats::default());
     let progress: Arc<dyn Progress> = if std::io::stderr().is_terminal() {
         Arc::new(Bar::new())

@@ -4,11 +4,11 @@ use anyhow::Result;
 use berth_ref::Reference;
 use serde_json::json;
 
-use crate::cli::{RefArgs, RefFormat};
 use crate::output::print;
+use crate::settings::Ref;
 
 /// Returns whether every input was valid.
-pub fn run(args: &RefArgs) -> Result<bool> {
+pub fn run(args: &Ref<'_>) -> Result<bool> {
     let parsed: Vec<(&str, Result<Reference, String>)> = args
         .references
         .iter()
@@ -19,15 +19,15 @@ pub fn run(args: &RefArgs) -> Result<bool> {
             )
         })
         .collect();
-    let text = match args.output {
-        RefFormat::Json => {
+    let text = match args.json {
+        true => {
             let items: Vec<serde_json::Value> =
                 parsed.iter().map(|(input, r)| to_json(input, r)).collect();
             let mut s = serde_json::to_string_pretty(&items)?;
             s.push('\n');
             s
         }
-        RefFormat::Text => parsed
+        false => parsed
             .iter()
             .map(|(input, r)| match r {
                 Ok(r) => format!("{input}: {r}\n"),

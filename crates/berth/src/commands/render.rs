@@ -3,46 +3,62 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Result};
-use berth_core::render::{self, ObjectInfo, Options, RenderError, Rendered};
+use berth_core::render::{self, ObjectInfo, RenderError, Rendered};
 use berth_core::{Project, Resolution};
 
-use crate::cli::RenderArgs;
 use crate::generate;
 use crate::inputs;
 use crate::output::print;
+use crate::settings::{Render, RenderCommand};
 
 /// Marks a directory written by `berth render --out`, so berth replaces only its own output.
 const MARKER: &str = ".berth-render";
 
 /// Renders into memory: everything `run` checks, without writing.
 pub fn render_all(
-    args: &RenderArgs,
+    settings: &Render,
     project: &Project,
     resolution: &Resolution<'_>,
 ) -> Result<Rendered> {
-    render_generated(args, project, resolution).map(|(rendered, _)| rendered)
+    render_generated(settings, project, resolution).map(|(rendered, _)| rendered)
 }
 
 /// [`render_all`], also returning the generated configs and CA bundles.
 pub fn render_generated(
-    args: &RenderArgs,
+    settings: &Render,
     project: &Project,
     resolution: &Resolution<'_>,
 ) -> Result<(Rendered, Vec<berth_core::configs::Generated>)> {
-    let generated = generate::all(project, args.strict)?;
-    let inputs = inputs::gather(project, &args.paths)?;
-    let options = Options {
-        pull_policies: args.pull_policies.clone(),
-        ..Options::default()
-    };
+    let generated = generate::all(project, settings.strict)?;
+    let inputs = inputs::gather(project, &settings.paths)?;
+    let options = settings.options();
     let rendered =
         render::render(project, resolution, &generated, &inputs, &options).map_err(explain)?;
     Ok((rendered, generated))
 }
 
-pub fn run(args: &RenderArgs, project: &Project, resolution: &Resolution<'_>) -> Result<()> {
-    let rendered = render_all(args, project, resolution)?;
-    match &args.out {
+/// The rendered objects as trees (for apply and diff), with the generated configs.
+pub fn render_objects(
+    settings: &Render,
+    project: &Project,
+    resolution: &Resolution<'_>,
+) -> Result<(render::RenderedObjects, Vec<berth_core::configs::Generated>)> {
+    let generated = generate::all(project, settings.strict)?;
+    let inputs = inputs::gather(project, &settings.paths)?;
+    let rendered = render::render_objects(
+        project,
+        resolution,
+        &generated,
+        &inputs,
+        &settings.options(),
+    )
+    .map_err(explain)?;
+    Ok((rendered, generated))
+}
+
+pub fn run(command: &RenderCommand, project: &Project, resolution: &Resolution<'_>) -> Result<()> {
+    let rendered = render_all(&command.render, project, resolution)?;
+    match &command.out {
         None => print(&rendered.yaml),
         Some(dir) => write_dir(dir, &rendered),
     }

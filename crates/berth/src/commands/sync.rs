@@ -3,7 +3,6 @@
 use std::io::Write;
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{bail, Result};
 use berth_core::{Project, Resolution};
@@ -14,62 +13,49 @@ use berth_sync::kube::KubeTarget;
 use berth_sync::watch::Watcher;
 use berth_sync::{Report, Session, Target};
 
-use crate::cli::{EngineChoice, RegistryArgs, RenderArgs, ResolveArgs, SyncArgs};
 use crate::commands::render::render_all;
+use crate::settings::{Engine as SyncEngine, Render, Sync};
 
-pub fn run(args: &SyncArgs, project: &Project, resolution: &Resolution<'_>) -> Result<u8> {
-    if project.sync.is_empty() {
-        bail!(
-            "{} has no `sync:` rules; add one, e.g.\n  sync:\n    - name: app\n      target: {{container: app}}\n      paths: [{{from: src/, to: /app/src/}}]",
-            project.file
-        );
-    }
-    for name in &args.rules {
-        if !project.sync.iter().any(|r| &r.name == name) {
-            let names: Vec<&str> = project.sync.iter().map(|r| r.name.as_str()).collect();
-            bail!(
-                "no sync rule named `{name}` in {}; its rules are: {}",
-                project.file,
-                names.join(", ")
-            );
-        }
-    }
-    if !(args.poll.is_finite() && args.poll > 0.0) {
-        bail!("--poll must be a positive number of seconds");
-    }
-    let target = target(args, project, resolution)?;
+pub fn run(settings: &Sync, project: &Project, resolution: &Resolution<'_>) -> Result<u8> {
+    let target = target(settings, project, resolution)?;
     let resolved: Vec<(String, Repository)> = resolution
         .images
         .iter()
         .map(|r| (r.component.name.clone(), r.reference.repository().clone()))
         .collect();
-    let mut session = Session::new(project, &resolved, &args.rules, target, args.dry_run)?;
+    let mut session = Session::new(
+        project,
+        &resolved,
+        &settings.rules,
+        target,
+        settings.dry_run,
+    )?;
     session.scan()?;
     warn_skipped(&mut session);
-    if args.once {
+    if settings.once {
         let containers = session.containers(true)?;
         let reports = session.sync_containers(&containers, true, "once");
-        return Ok(if print_reports(&reports, args.dry_run) {
+        return Ok(if print_reports(&reports, settings.dry_run) {
             0
         } else {
             1
         });
     }
-    watch(args, &mut session)
+    watch(settings, &mut session)
 }
 
 fn target(
-    args: &SyncArgs,
+    settings: &Sync,
     project: &Project,
     resolution: &Resolution<'_>,
 ) -> Result<Arc<dyn Target>> {
-    Ok(match args.engine {
-        EngineChoice::Podman => Arc::new(Engine::new("podman")),
-        EngineChoice::Docker => Arc::new(Engine::new("docker")),
-        EngineChoice::Kubernetes => kubernetes(args, project, resolution)?,
-        EngineChoice::Auto => match Engine::detect() {
+    Ok(match settings.engine {
+        SyncEngine::Podman => Arc::new(Engine::new("podman")),
+        SyncEngine::Docker => Arc::new(Engine::new("docker")),
+        SyncEngine::Kubernetes => kubernetes(settings, project, resolution)?,
+        SyncEngine::Auto => match Engine::detect() {
             Some(engine) => Arc::new(engine),
-            None if has_cluster_config(args) => kubernetes(args, project, resolution)?,
+            None if settings.cluster_configured => kubernetes(settings, project, resolution)?,
             None => bail!(
                 "no engine found: neither podman nor docker answered (`podman ps`, `docker ps`) and there is \
                  no kubeconfig; start one, or name it with --engine to see its error"
@@ -78,30 +64,13 @@ fn target(
     })
 }
 
-fn has_cluster_config(args: &SyncArgs) -> bool {
-    args.cluster.kubeconfig.is_some()
-        || std::env::var_os("KUBECONFIG").is_some()
-        || std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()
-        || std::env::var_os("HOME")
-            .is_some_and(|home| std::path::Path::new(&home).join(".kube/config").is_file())
-}
-
 /// The pods of the project's rendered workloads.
 fn kubernetes(
-    args: &SyncArgs,
+    settings: &Sync,
     project: &Project,
     resolution: &Resolution<'_>,
 ) -> Result<Arc<dyn Target>> {
-    let render_args = RenderArgs {
-        resolve: ResolveArgs::default(),
-        paths: Vec::new(),
-        out: None,
-        pull_policies: Vec::new(),
-        strict: false,
-        pin: false,
-        registry: RegistryArgs::default(),
-    };
-    let rendered = render_all(&render_args, project, resolution)?;
+    let rendered = render_all(&Render::default(), project, resolution)?;
     let workloads = berth_core::render::workloads(&rendered.yaml)?;
     if workloads.is_empty() {
         bail!(
@@ -110,10 +79,9 @@ fn kubernetes(
             project.file
         );
     }
-    let connection = crate::commands::cluster::connection(&args.cluster, project);
     let runtime = crate::runtime::get()?;
     let cluster = runtime
-        .block_on(Cluster::connect(&connection))
+        .block_on(Cluster::connect(&settings.connection))
         .map_err(|e| berth_sync::SyncError::Cluster {
             source: Box::new(e),
         })?;
@@ -124,17 +92,17 @@ fn kubernetes(
     )))
 }
 
-fn watch(args: &SyncArgs, session: &mut Session) -> Result<u8> {
+fn watch(settings: &Sync, session: &mut Session) -> Result<u8> {
     // A warm shell per container (podman, docker): no exec per update while watching.
     session.keep_shells(true);
     // Watch before the initial sync, so no edit made during it is lost.
     let watcher = Watcher::new(&session.watch_roots())?;
-    let poll = Duration::from_secs_f64(args.poll);
+    let poll = settings.poll;
     let mut containers = session.containers(false)?;
     announce_waiting(session, &containers);
     print_reports(
         &session.sync_containers(&containers, false, "initial"),
-        args.dry_run,
+        settings.dry_run,
     );
     // Listing containers takes an engine round trip; a thread does it so edits never wait.
     let (listed, lists) = mpsc::channel();
@@ -154,7 +122,7 @@ fn watch(args: &SyncArgs, session: &mut Session) -> Result<u8> {
                     containers = now;
                     // New and restarted containers catch up before any change is sent.
                     let reports = session.sync_containers(&containers, false, "restart");
-                    print_reports(&reports, args.dry_run);
+                    print_reports(&reports, settings.dry_run);
                 }
                 Err(e) => eprintln!("berth sync: {e} (retrying)"),
             }
@@ -167,7 +135,7 @@ fn watch(args: &SyncArgs, session: &mut Session) -> Result<u8> {
             session.on_changes(&batch.paths, &containers)?
         };
         warn_skipped(session);
-        print_reports(&reports, args.dry_run);
+        print_reports(&reports, settings.dry_run);
     }
 }
 

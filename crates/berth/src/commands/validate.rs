@@ -1,19 +1,16 @@
 //! `berth validate`: every check of `render`, nothing written.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use berth_core::{Project, Resolution};
 
-use crate::cli::RenderArgs;
 use crate::commands::render::render_all;
 use crate::generate;
+use crate::settings::Render;
 
-pub fn run(args: &RenderArgs, project: &Project, resolution: &Resolution<'_>) -> Result<()> {
-    if args.out.is_some() {
-        bail!("--out does not apply to `berth validate`, which writes nothing; use `berth render --out DIR`");
-    }
-    if args.paths.is_empty() && project.manifests.is_empty() {
+pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) -> Result<()> {
+    if settings.paths.is_empty() && project.manifests.is_empty() {
         // Nothing to render: the configs and CA bundles are still checked.
-        return generate::all(project, args.strict).map(|_| ());
+        return generate::all(project, settings.strict).map(|_| ());
     }
-    render_all(args, project, resolution).map(|_| ())
+    render_all(settings, project, resolution).map(|_| ())
 }

@@ -1,0 +1,357 @@
+//! Flags, berth.yaml and the environment resolved into one settings value per
+//! command (as uv's `*Settings::resolve` and ripgrep's high-level arguments do).
+//! `cli` describes the flags; commands see only these values, so no command
+//! builds another command's flags to call it.
+
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Result};
+use berth_core::cluster::FIELD_MANAGER;
+use berth_core::resolve::{Overrides, SourceNames};
+use berth_core::Project;
+use berth_kube::{ApplyOptions, Connection};
+use berth_registry::Platform;
+
+use crate::cli;
+
+/// How the CLI's flags are named in the core's messages.
+fn source_names() -> SourceNames {
+    SourceNames {
+        image: "--image {component}=".into(),
+        tag: "--tag {component}=".into(),
+        registry: "--registry ".into(),
+        lock: "berth.lock (--locked)".into(),
+    }
+}
+
+/// Overrides of the image resolution: the flags, with the lock when `--locked`.
+pub fn overrides(args: &cli::ResolveArgs, lock: Option<berth_core::lock::Lock>) -> Overrides {
+    Overrides {
+        images: args.images.clone(),
+        tags: args.tags.clone(),
+        registry: args.registry.clone(),
+        lock,
+        names: source_names(),
+    }
+}
+
+/// What to render and how (`render`, `validate`, `apply`, `diff`, and the
+/// workloads `sync` looks for).
+#[derive(Debug, Clone, Default)]
+pub struct Render {
+    /// Files or directories instead of the project's `manifests:`; `-` is stdin.
+    pub paths: Vec<String>,
+    /// Pull policies by component.
+    pub pull_policies: Vec<(String, String)>,
+    /// Expired or not-yet-valid certificates are errors.
+    pub strict: bool,
+}
+
+impl Render {
+    /// The core's render options.
+    pub fn options(&self) -> berth_core::render::Options {
+        berth_core::render::Options {
+            pull_policies: self.pull_policies.clone(),
+            pull_policy_source: "--pull-policy {component}=".into(),
+            ..berth_core::render::Options::default()
+        }
+    }
+}
+
+impl From<&cli::RenderArgs> for Render {
+    fn from(args: &cli::RenderArgs) -> Self {
+        Render {
+            paths: args.paths.clone(),
+            pull_policies: args.pull_policies.clone(),
+            strict: args.strict,
+        }
+    }
+}
+
+impl From<&cli::ManifestArgs> for Render {
+    fn from(args: &cli::ManifestArgs) -> Self {
+        Render {
+            paths: args.paths.clone(),
+            pull_policies: args.pull_policies.clone(),
+            strict: args.strict,
+        }
+    }
+}
+
+/// How to reach registries.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    /// The client's options (plain-HTTP hosts, timeout).
+    pub options: berth_registry::Options,
+    /// Pin one platform's manifest instead of the index.
+    pub platform: Option<Platform>,
+    /// Requests in flight at once.
+    pub concurrency: usize,
+}
+
+impl Registry {
+    /// From the flags: the platform parsed, the limits checked.
+    pub fn resolve(args: &cli::RegistryArgs) -> Result<Self> {
+        let platform = args
+            .platform
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(|e: String| anyhow!("--platform: {e}"))?;
+        Ok(Registry {
+            options: berth_registry::Options {
+                insecure: args.insecure.clone(),
+                timeout: Duration::from_secs(args.timeout),
+                ..berth_registry::Options::default()
+            },
+            platform,
+            concurrency: args.concurrency,
+        })
+    }
+}
+
+/// `berth render`.
+pub struct RenderCommand {
+    /// What to render.
+    pub render: Render,
+    /// `--out DIR`, else stdout.
+    pub out: Option<PathBuf>,
+}
+
+impl From<&cli::RenderArgs> for RenderCommand {
+    fn from(args: &cli::RenderArgs) -> Self {
+        RenderCommand {
+            render: args.into(),
+            out: args.out.clone(),
+        }
+    }
+}
+
+/// `berth validate`: a render that writes nothing.
+pub fn validate(args: &cli::RenderArgs) -> Result<Render> {
+    if args.out.is_some() {
+        bail!("--out does not apply to `berth validate`, which writes nothing; use `berth render --out DIR`");
+    }
+    Ok(args.into())
+}
+
+/// The cluster connection: the flags, then berth.yaml's namespace.
+pub fn connection(args: &cli::ClusterArgs, project: &Project) -> Connection {
+    Connection {
+        kubeconfig: args.kubeconfig.clone(),
+        context: args.context.clone(),
+        namespace: args.namespace.clone().or_else(|| project.namespace.clone()),
+    }
+}
+
+/// How an apply or rollback runs.
+pub fn rollout(args: &cli::RolloutArgs) -> ApplyOptions {
+    ApplyOptions {
+        manager: FIELD_MANAGER.into(),
+        force: args.force_conflicts,
+        keep: args.keep as usize,
+        wait: (!args.no_wait).then(|| Duration::from_secs(args.timeout)),
+    }
+}
+
+/// `berth apply` and `berth diff`.
+pub struct Cluster {
+    /// What to render.
+    pub render: Render,
+    /// Where to apply it.
+    pub connection: Connection,
+    /// How (diff uses only `force`).
+    pub apply: ApplyOptions,
+}
+
+impl Cluster {
+    /// `berth apply`.
+    pub fn apply(args: &cli::ApplyArgs, project: &Project) -> Self {
+        Cluster {
+            render: (&args.manifests).into(),
+            connection: connection(&args.cluster, project),
+            apply: rollout(&args.rollout),
+        }
+    }
+
+    /// `berth diff`.
+    pub fn diff(args: &cli::DiffArgs, project: &Project) -> Self {
+        Cluster {
+            render: (&args.manifests).into(),
+            connection: connection(&args.cluster, project),
+            apply: ApplyOptions {
+                manager: FIELD_MANAGER.into(),
+                force: args.force_conflicts,
+                keep: 0,
+                wait: None,
+            },
+        }
+    }
+}
+
+/// Output formats of `berth images`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImagesOutput {
+    /// `VAR=ref` lines.
+    Env,
+    /// `export VAR='ref'` lines.
+    Shell,
+    /// `VAR := ref` lines.
+    Make,
+    /// A JSON array.
+    Json,
+    /// The same as YAML.
+    Yaml,
+    /// An aligned table.
+    Table,
+}
+
+/// `berth images`.
+pub struct Images {
+    /// The format: given, else a table on a terminal and env lines elsewhere.
+    pub output: ImagesOutput,
+    /// Say where each part came from.
+    pub explain: bool,
+}
+
+impl From<&cli::ImagesArgs> for Images {
+    fn from(args: &cli::ImagesArgs) -> Self {
+        use cli::ImagesFormat as F;
+        let output = match args.output {
+            Some(F::Env) => ImagesOutput::Env,
+            Some(F::Shell) => ImagesOutput::Shell,
+            Some(F::Make) => ImagesOutput::Make,
+            Some(F::Json) => ImagesOutput::Json,
+            Some(F::Yaml) => ImagesOutput::Yaml,
+            Some(F::Table) => ImagesOutput::Table,
+            None if std::io::stdout().is_terminal() => ImagesOutput::Table,
+            None => ImagesOutput::Env,
+        };
+        Images {
+            output,
+            explain: args.explain,
+        }
+    }
+}
+
+/// `berth env -- CMD`: the command and its arguments.
+pub fn env_command(args: &cli::EnvArgs) -> &[OsString] {
+    &args.command
+}
+
+/// `berth ref`.
+pub struct Ref<'a> {
+    /// The references to parse.
+    pub references: &'a [String],
+    /// A JSON array instead of text lines.
+    pub json: bool,
+}
+
+impl<'a> From<&'a cli::RefArgs> for Ref<'a> {
+    fn from(args: &'a cli::RefArgs) -> Self {
+        Ref {
+            references: &args.references,
+            json: args.output == cli::RefFormat::Json,
+        }
+    }
+}
+
+/// `berth promote`.
+pub struct Promote {
+    /// The destination prefix, as written.
+    pub to: String,
+    /// Print the plan only.
+    pub dry_run: bool,
+    /// How to reach the registries.
+    pub registry: Registry,
+}
+
+impl Promote {
+    /// From the flags.
+    pub fn resolve(args: &cli::PromoteArgs) -> Result<Self> {
+        Ok(Promote {
+            to: args.to.clone(),
+            dry_run: args.dry_run,
+            registry: Registry::resolve(&args.registry)?,
+        })
+    }
+}
+
+/// Where `berth sync` finds containers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// podman, else docker, else Kubernetes when configured.
+    Auto,
+    /// podman.
+    Podman,
+    /// docker.
+    Docker,
+    /// Pods of the rendered workloads.
+    Kubernetes,
+}
+
+/// `berth sync`.
+pub struct Sync {
+    /// Rules to run; all when empty.
+    pub rules: Vec<String>,
+    /// Sync once and exit.
+    pub once: bool,
+    /// Change nothing.
+    pub dry_run: bool,
+    /// Where the containers run.
+    pub engine: Engine,
+    /// The cluster, for the Kubernetes engine.
+    pub connection: Connection,
+    /// Whether a cluster configuration was named or found.
+    pub cluster_configured: bool,
+    /// Between container checks while watching.
+    pub poll: Duration,
+}
+
+impl Sync {
+    /// From the flags and berth.yaml: rule names checked, `--poll` positive.
+    pub fn resolve(args: &cli::SyncArgs, project: &Project) -> Result<Self> {
+        if project.sync.is_empty() {
+            bail!(
+                "{} has no `sync:` rules; add one, e.g.\n  sync:\n    - name: app\n      target: {{container: app}}\n      paths: [{{from: src/, to: /app/src/}}]",
+                project.file
+            );
+        }
+        for name in &args.rules {
+            if !project.sync.iter().any(|r| &r.name == name) {
+                let names: Vec<&str> = project.sync.iter().map(|r| r.name.as_str()).collect();
+                bail!(
+                    "no sync rule named `{name}` in {}; its rules are: {}",
+                    project.file,
+                    names.join(", ")
+                );
+            }
+        }
+        if !(args.poll.is_finite() && args.poll > 0.0) {
+            bail!("--poll must be a positive number of seconds");
+        }
+        let engine = match args.engine {
+            cli::EngineChoice::Auto => Engine::Auto,
+            cli::EngineChoice::Podman => Engine::Podman,
+            cli::EngineChoice::Docker => Engine::Docker,
+            cli::EngineChoice::Kubernetes => Engine::Kubernetes,
+        };
+        let cluster_configured = args.cluster.kubeconfig.is_some()
+            || std::env::var_os("KUBECONFIG").is_some()
+            || std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()
+            || std::env::var_os("HOME")
+                .is_some_and(|home| std::path::Path::new(&home).join(".kube/config").is_file());
+        Ok(Sync {
+            rules: args.rules.clone(),
+            once: args.once,
+            dry_run: args.dry_run,
+            engine,
+            connection: connection(&args.cluster, project),
+            cluster_configured,
+            poll: Duration::from_secs_f64(args.poll),
+        })
+    }
+}
