@@ -521,6 +521,7 @@ impl Registry {
                 image: image.to_string(),
                 registry,
                 seconds: self.options.timeout.as_secs(),
+                source: Some(std::sync::Arc::new(error)),
             };
         }
         // The innermost cause says it best (connection refused, TLS record errors).
@@ -530,17 +531,21 @@ impl Registry {
             reason = inner.to_string();
             source = inner.source();
         }
-        if error.is_connect() || error.is_request() {
+        let unreachable = error.is_connect() || error.is_request();
+        let source = Some(std::sync::Arc::new(error));
+        if unreachable {
             RegistryError::Unreachable {
                 image: image.to_string(),
                 registry,
                 reason,
+                source,
             }
         } else {
             RegistryError::Other {
                 image: image.to_string(),
                 registry,
                 reason,
+                source,
             }
         }
     }
@@ -559,6 +564,7 @@ impl Registry {
             image: image.to_string(),
             registry: image.domain().to_string(),
             reason,
+            source: None,
         }
     }
 }
@@ -619,6 +625,7 @@ fn header_digest(image: &Reference, headers: &HeaderMap) -> Result<Option<Digest
             image: image.to_string(),
             registry: image.domain().to_string(),
             reason: format!("the registry answered with an unusable digest `{value}`: {e}"),
+            source: None,
         })
     })
 }

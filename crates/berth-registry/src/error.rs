@@ -1,7 +1,10 @@
 use std::fmt;
+use std::sync::Arc;
 
-/// A registry operation that failed, naming the image and the registry.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// A registry operation that failed, naming the image and the registry. The
+/// transport's error, where there is one, is kept as the source (shared, so the
+/// error stays cheap to clone for results handed to several callers).
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum RegistryError {
     /// The registry could not be reached.
     #[error(
@@ -13,8 +16,11 @@ pub enum RegistryError {
         image: String,
         /// The registry host.
         registry: String,
-        /// The transport's explanation.
+        /// The transport's explanation (its innermost cause).
         reason: String,
+        /// The transport's error.
+        #[source]
+        source: Option<Arc<reqwest::Error>>,
     },
     /// The registry took too long.
     #[error("{image}: registry `{registry}` did not answer within {seconds} s")]
@@ -25,6 +31,9 @@ pub enum RegistryError {
         registry: String,
         /// The timeout.
         seconds: u64,
+        /// The transport's error.
+        #[source]
+        source: Option<Arc<reqwest::Error>>,
     },
     /// Unknown repository or tag.
     #[error("{image}: not found in registry `{registry}` (unknown repository or tag); check the name and tag, or push the image first")]
@@ -93,6 +102,9 @@ pub enum RegistryError {
         registry: String,
         /// The client's explanation.
         reason: String,
+        /// The transport's error, when it came from there.
+        #[source]
+        source: Option<Arc<reqwest::Error>>,
     },
 }
 

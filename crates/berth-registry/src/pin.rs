@@ -103,6 +103,7 @@ pub async fn pin_all(
                     image: String::new(),
                     registry: String::new(),
                     reason: "a pin task stopped unexpectedly".into(),
+                    source: None,
                 })
             })
         })
@@ -151,6 +152,7 @@ async fn platform_digest(
             image: image.to_string(),
             registry: image.domain().to_string(),
             reason: format!("the index lists an unusable digest `{digest}`: {e}"),
+            source: None,
         }),
         None => Err(RegistryError::NoPlatform {
             image: image.to_string(),

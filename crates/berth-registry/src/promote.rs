@@ -92,6 +92,7 @@ async fn copy_manifest(
         image: source.to_string(),
         registry: source.domain().to_string(),
         reason: format!("the manifest is not JSON: {e}"),
+        source: None,
     })?;
     let descriptor = |v: &Value| -> Option<(String, u64)> {
         Some((
@@ -105,6 +106,7 @@ async fn copy_manifest(
                 image: source.to_string(),
                 registry: source.domain().to_string(),
                 reason: format!("the index lists an unusable digest: {e}"),
+                source: None,
             })?;
             let child_source = source.without_digest().with_digest(digest.clone());
             let child_target = target.without_digest().with_digest(digest);
@@ -169,6 +171,7 @@ async fn copy_manifest(
                     image: source.to_string(),
                     registry: source.domain().to_string(),
                     reason: format!("a copy task failed: {e}"),
+                    source: None,
                 })
             }
         }
