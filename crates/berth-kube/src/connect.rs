@@ -94,8 +94,13 @@ impl Cluster {
             .map(|c| format!("context {c}, "))
             .unwrap_or_default();
         let describe = format!("kubernetes ({context}{server}, namespace {namespace})");
-        let client = kube::Client::try_from(config)
-            .map_err(|e| config_error(format!("cannot create a client for {server}: {e}"), e))?;
+        let client = kube::Client::try_from(config).map_err(|e| {
+            let why = match &e {
+                kube::Error::Auth(auth) => crate::error::auth_message(auth),
+                other => crate::error::root_cause(other),
+            };
+            config_error(format!("cannot create a client for {server}: {why}"), e)
+        })?;
         let mut cluster = Cluster::new(client, namespace, server);
         cluster.describe = describe;
         Ok(cluster)

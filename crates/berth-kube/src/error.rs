@@ -165,11 +165,8 @@ pub(crate) fn explain(
             cause: root_cause(&error),
             source: Box::new(error),
         },
-        kube::Error::Auth(_) => ClusterError::Config {
-            message: format!(
-                "cannot authenticate to {server}: {}; check the kubeconfig's user (token, certificate or credential plugin)",
-                root_cause(&error)
-            ),
+        kube::Error::Auth(auth) => ClusterError::Config {
+            message: format!("cannot authenticate to {server}: {}", auth_message(auth)),
             source: Some(Box::new(error)),
         },
         _ => ClusterError::Api {
@@ -178,5 +175,57 @@ pub(crate) fn explain(
             message: root_cause(&error),
             source: Box::new(error),
         },
+    }
+}
+
+/// What went wrong authenticating, without what a credential plugin printed on
+/// standard output (its credential) or a dump of the process: the exit status
+/// and the plugin's own words on stderr.
+pub(crate) fn auth_message(error: &kube::client::AuthError) -> String {
+    use kube::client::AuthError;
+    let fix = "check the kubeconfig's user (token, certificate or credential plugin)";
+    match error {
+        AuthError::AuthExecRun { out, .. } => {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let said: String = stderr.trim().chars().take(500).collect();
+            let status = out
+                .status
+                .code()
+                .map_or_else(|| "was killed by a signal".to_string(), |c| format!("exited {c}"));
+            if said.is_empty() {
+                format!("the kubeconfig user's credential plugin {status}; {fix}")
+            } else {
+                format!("the kubeconfig user's credential plugin {status}: {said}; {fix}")
+            }
+        }
+        AuthError::AuthExecParse(_) => format!(
+            "the kubeconfig user's credential plugin printed something that is not an ExecCredential; {fix}"
+        ),
+        AuthError::AuthExecStart(e) => {
+            format!("the kubeconfig user's credential plugin cannot be started ({e}); is it installed and on PATH?")
+        }
+        // The other variants describe themselves without credentials.
+        other => format!("{other}; {fix}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failing_credential_plugin_never_shows_its_output() {
+        use std::os::unix::process::ExitStatusExt;
+        let error = kube::client::AuthError::AuthExecRun {
+            cmd: "KUBERNETES_EXEC_INFO=... \"sh\" \"-c\" \"echo token\"".into(),
+            out: Box::new(std::process::Output {
+                status: std::process::ExitStatus::from_raw(3 << 8),
+                stdout: b"{\"token\": \"s3cr3t\"}".to_vec(),
+                stderr: b"login expired\n".to_vec(),
+            }),
+        };
+        let message = auth_message(&error);
+        assert_eq!(message, "the kubeconfig user's credential plugin exited 3: login expired; check the kubeconfig's user (token, certificate or credential plugin)");
+        assert!(!message.contains("s3cr3t") && !message.contains("Output"));
     }
 }

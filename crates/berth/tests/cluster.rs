@@ -732,3 +732,32 @@ fn fields_removed_from_the_manifests_leave_the_cluster() {
         serde_json::json!([{"name": "v", "mountPath": "/a"}])
     );
 }
+
+#[test]
+fn a_failing_credential_plugin_is_named_and_its_output_never_printed() {
+    let dir = project("name: shop\nmanifests: [deploy.yaml]\n");
+    std::fs::write(dir.path().join("deploy.yaml"), DEPLOY).unwrap();
+    std::fs::write(
+        dir.path().join("kubeconfig"),
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:9'}}]\n\
+         users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: sh, interactiveMode: Never,\n\
+           args: ['-c', 'echo {\"status\": {\"token\": \"pl4nted-t0ken\"}}; echo session expired >&2; exit 3']}}}]\n\
+         contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n",
+    )
+    .unwrap();
+    for command in ["apply", "diff"] {
+        let out = berth(dir.path())
+            .args([command, "--kubeconfig", "kubeconfig"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let log = stderr(&out);
+        assert!(
+            log.contains("credential plugin exited 3: session expired"),
+            "{log}"
+        );
+        for channel in [&log, &stdout(&out)] {
+            assert!(!channel.contains("pl4nted"), "the credential leaked: {channel}");
+        }
+    }
+}
