@@ -4,6 +4,7 @@
 # process (`true`) and a shell (`sh -c :`), in one hyperfine run.
 #
 # Usage: scripts/bench-images.sh [RUNS]   (default 300; needs hyperfine: apt-get install hyperfine)
+# BERTH_BASELINE=PATH adds another berth binary (an older build) to the same run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-300}
@@ -15,8 +16,13 @@ export IMAGE_REGISTRY=quay.io/developer-username EPP_TAG=my-feature-fix
 "$berth" --project "$project" images --output env >/dev/null   # fail early on a broken build
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+baseline=()
+if [[ -n "${BERTH_BASELINE:-}" ]]; then
+  baseline=(-n "baseline images --output env" "$BERTH_BASELINE --project $project images --output env")
+fi
 hyperfine --shell=none --warmup 20 --runs "$runs" --export-json "$out/r.json" \
   -n "berth images --output env" "$berth --project $project images --output env" \
+  "${baseline[@]}" \
   -n "true (process floor)" "true" \
   -n "sh -c : (shell floor)" "sh -c :" >/dev/null
 python3 - "$out/r.json" <<'PY'

@@ -757,7 +757,10 @@ fn a_failing_credential_plugin_is_named_and_its_output_never_printed() {
             "{log}"
         );
         for channel in [&log, &stdout(&out)] {
-            assert!(!channel.contains("pl4nted"), "the credential leaked: {channel}");
+            assert!(
+                !channel.contains("pl4nted"),
+                "the credential leaked: {channel}"
+            );
         }
     }
 }

@@ -4,9 +4,17 @@
 //! kustomize (api/hasher) hashes the Go `encoding/json` encoding of
 //! `{"kind","name","data"[,"binaryData"]}` for a ConfigMap and
 //! `{"kind","type","name","data"}` for a Secret: keys sorted, strings escaped
-//! the Go way (HTML-safe `<`, `>`, `&`; `\b`, `\f` since Go 1.22), an absent
-//! `data` encoded as `""`. The suffix is the first 10 hex digits of the
-//! SHA-256, with `0 1 3 a e` replaced by `g h k m t` to avoid words.
+//! the Go way (HTML-safe `<`, `>`, `&`; `\b`, `\f` since Go 1.22). The suffix
+//! is the first 10 hex digits of the SHA-256, with `0 1 3 a e` replaced by
+//! `g h k m t` to avoid words.
+//!
+//! What it hashes is its own object, so two details of how kustomize builds
+//! that object count: base64 values (a Secret's `data`, a ConfigMap's
+//! `binaryData`) are written by kyaml's `encodeBase64`, which breaks an encoding
+//! of 70 characters or more into 70-character lines, each ending in `\n` (so
+//! from 52 bytes of value on); and a generated Secret always has a `data` map,
+//! `{}` when empty, where an empty ConfigMap has none (hashed as `""`). berth's
+//! own objects carry the unbroken encoding (the API server decodes either).
 //!
 //! `name` is always `""`: kustomize looks it up as the single field
 //! `"metadata/name"`, which never exists, so its suffix depends on the data
@@ -55,18 +63,19 @@ pub fn suffix(sha256_hex: &str) -> String {
 }
 
 fn go_json(input: &HashInput<'_>) -> String {
+    let secret = input.secret_type.is_some();
     // Top-level keys in Go's sorted order.
     let mut out = String::from("{");
     if !input.binary_data.is_empty() {
         out.push_str("\"binaryData\":");
-        go_map(&mut out, input.binary_data);
+        go_map(&mut out, input.binary_data, true);
         out.push(',');
     }
     out.push_str("\"data\":");
-    if input.data.is_empty() {
+    if input.data.is_empty() && !secret {
         out.push_str("\"\"");
     } else {
-        go_map(&mut out, input.data);
+        go_map(&mut out, input.data, secret);
     }
     out.push_str(",\"kind\":");
     go_string(&mut out, input.kind);
@@ -79,7 +88,23 @@ fn go_json(input: &HashInput<'_>) -> String {
     out
 }
 
-fn go_map(out: &mut String, entries: &[(String, String)]) {
+/// A base64 value as kyaml's `encodeBase64` writes it: 70-character lines, each
+/// ending in `\n`, once the encoding has 70 characters or more.
+fn kyaml_base64(encoded: &str) -> std::borrow::Cow<'_, str> {
+    const LINE: usize = 70;
+    if encoded.len() < LINE {
+        return encoded.into();
+    }
+    let mut out = String::with_capacity(encoded.len() + encoded.len() / LINE + 1);
+    for chunk in encoded.as_bytes().chunks(LINE) {
+        // base64 is ASCII, so every chunk boundary is a char boundary.
+        out.push_str(std::str::from_utf8(chunk).unwrap_or_default());
+        out.push('\n');
+    }
+    out.into()
+}
+
+fn go_map(out: &mut String, entries: &[(String, String)], base64: bool) {
     debug_assert!(
         entries.windows(2).all(|w| w[0].0 < w[1].0),
         "sorted, unique keys"
@@ -91,7 +116,11 @@ fn go_map(out: &mut String, entries: &[(String, String)]) {
         }
         go_string(out, k);
         out.push(':');
-        go_string(out, v);
+        if base64 {
+            go_string(out, &kyaml_base64(v));
+        } else {
+            go_string(out, v);
+        }
     }
     out.push('}');
 }
@@ -150,8 +179,31 @@ mod tests {
             binary_data: &[],
         });
         assert_eq!(
-            empty,
-            "{\"data\":\"\",\"kind\":\"Secret\",\"name\":\"\",\"type\":\"Opaque\"}"
+            empty, "{\"data\":{},\"kind\":\"Secret\",\"name\":\"\",\"type\":\"Opaque\"}",
+            "a generated Secret always has a data map"
+        );
+        let empty_map = go_json(&HashInput {
+            kind: "ConfigMap",
+            secret_type: None,
+            data: &[],
+            binary_data: &[],
+        });
+        assert_eq!(
+            empty_map,
+            "{\"data\":\"\",\"kind\":\"ConfigMap\",\"name\":\"\"}"
+        );
+    }
+
+    #[test]
+    fn long_base64_values_are_hashed_in_70_character_lines() {
+        assert_eq!(kyaml_base64(&"a".repeat(68)), "a".repeat(68));
+        assert_eq!(
+            kyaml_base64(&"a".repeat(72)),
+            format!("{}\n{}\n", "a".repeat(70), "aa")
+        );
+        assert_eq!(
+            kyaml_base64(&"b".repeat(140)),
+            format!("{0}\n{0}\n", "b".repeat(70))
         );
     }
 

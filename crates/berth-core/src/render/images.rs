@@ -11,8 +11,58 @@ use crate::resolve::Resolution;
 
 /// What a matching image becomes.
 struct Target {
+    /// The resolved reference.
+    reference: Reference,
+    /// Its text, when it has a tag or digest (then every match gets exactly it).
+    image: Option<String>,
+    /// The component's pull policy, if it sets one.
+    pull_policy: Option<PullPolicy>,
+}
+
+/// What one matched image field is rewritten to.
+struct Rewrite {
     image: String,
     pull_policy: Option<&'static str>,
+}
+
+impl Target {
+    /// The image for a field that held `own`: the resolved reference, or — when
+    /// that names neither tag nor digest (a component whose `image:` has no tag,
+    /// a full override without one) — the resolved repository with the field's
+    /// own tag and digest, as kustomize's `newName` keeps them.
+    fn for_field(&self, own: Option<&Reference>) -> Rewrite {
+        let reference = match (&self.image, own) {
+            (None, Some(own)) => {
+                let mut keep = self.reference.clone();
+                if let Some(tag) = own.tag() {
+                    keep = keep.with_tag(tag.clone());
+                }
+                if let Some(digest) = own.digest() {
+                    keep = keep.with_digest(digest.clone());
+                }
+                keep
+            }
+            _ => self.reference.clone(),
+        };
+        Rewrite {
+            pull_policy: self.pull_policy.map(|p| p.for_image(&reference)),
+            image: reference.to_string(),
+        }
+    }
+}
+
+/// A reference whose tag is a `{PLACEHOLDER}` (`repo:{GENERATED_TAG}`, which
+/// kustomize's images transformer accepts): its repository.
+fn placeholder_tag(image: &str) -> Option<Reference> {
+    let (repository, tag) = image.rsplit_once(':')?;
+    let name = tag.strip_prefix('{')?.strip_suffix('}')?;
+    let word = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if !word {
+        return None;
+    }
+    Reference::parse(repository)
+        .ok()
+        .filter(|r| r.tag().is_none() && r.digest().is_none())
 }
 
 /// Matches images by normalized repository (so `nginx` matches
@@ -37,10 +87,12 @@ impl<'a> ImageRewriter<'a> {
                 // Earlier components win a repository two components both claim.
                 by_repository.entry(repository).or_insert(i);
             }
-            let policy = pull_policies.get(i).copied().flatten();
+            let reference = &resolved.reference;
+            let pinned = reference.tag().is_some() || reference.digest().is_some();
             targets.push(Target {
-                image: resolved.reference.to_string(),
-                pull_policy: policy.map(|p| p.for_image(&resolved.reference)),
+                image: pinned.then(|| reference.to_string()),
+                reference: reference.clone(),
+                pull_policy: pull_policies.get(i).copied().flatten(),
             });
         }
         ImageRewriter {
@@ -50,11 +102,14 @@ impl<'a> ImageRewriter<'a> {
         }
     }
 
-    fn target(&self, image: &str) -> Option<&Target> {
-        let reference = Reference::parse(image).ok()?;
-        self.by_repository
-            .get(reference.repository())
-            .map(|&i| &self.targets[i])
+    /// What `image` becomes, if it is a component's.
+    fn target(&self, image: &str) -> Option<Rewrite> {
+        let (reference, own) = match Reference::parse(image) {
+            Ok(parsed) => (parsed.clone(), Some(parsed)),
+            Err(_) => (placeholder_tag(image)?, None),
+        };
+        let target = &self.targets[*self.by_repository.get(reference.repository())?];
+        Some(target.for_field(own.as_ref()))
     }
 
     /// Rewrites one object; returns how many image fields were changed or confirmed.
@@ -116,9 +171,8 @@ impl<'a> ImageRewriter<'a> {
                 else {
                     return 0;
                 };
-                let image = target.image.clone();
                 node.get_mut(key).map_or(0, |n| {
-                    n.set_string(image);
+                    n.set_string(target.image);
                     1
                 })
             }
@@ -142,8 +196,7 @@ impl<'a> ImageRewriter<'a> {
         }
         match item.as_str().and_then(|s| self.target(s)) {
             Some(target) => {
-                let image = target.image.clone();
-                item.set_string(image);
+                item.set_string(target.image);
                 1
             }
             None => 0,

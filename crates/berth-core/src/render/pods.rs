@@ -40,8 +40,13 @@ impl Pod<'_> {
     }
 }
 
-/// Calls `f` for every pod of `object`, whose kind is `kind`.
+/// Calls `f` for every pod of `object`, whose kind is `kind`. A
+/// CustomResourceDefinition has none (its schema may describe `containers`, as
+/// kustomize knows and leaves alone).
 pub fn for_each_pod(object: &mut Node, kind: &str, f: &mut dyn FnMut(Pod<'_>)) {
+    if kind == "CustomResourceDefinition" {
+        return;
+    }
     match template_path(kind) {
         Some(path) => {
             let mut node = object;
@@ -67,10 +72,13 @@ fn holds_containers(node: &Node) -> bool {
     })
 }
 
+/// Every mapping at any depth that holds `containers` or `initContainers`, as
+/// kustomize's images filter searches other kinds: a holder's own children are
+/// searched too (a custom kind may have `spec.containers` and
+/// `spec.template.spec.containers`).
 fn find_container_holders(node: &mut Node, f: &mut dyn FnMut(Pod<'_>)) {
     if holds_containers(node) {
         f(Pod::Spec(node));
-        return;
     }
     match &mut node.value {
         Value::Map(entries) => entries

@@ -363,3 +363,52 @@ fn objects_are_what_the_text_says() {
     assert_eq!(as_json(&objects.objects), as_json(&parsed));
     assert_eq!(objects.images_matched, text.images_matched);
 }
+
+#[test]
+fn an_untagged_resolution_keeps_each_fields_own_tag_and_digest() {
+    // `api` resolved to a reference without tag or digest (a full override
+    // `API_IMAGE=quay.io/me/api`): each container keeps what it had.
+    let digest = format!("sha256:{}", "4".repeat(64));
+    let src = format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  containers:\n  - {{name: a, image: 'ghcr.io/acme/api:v7'}}\n  - {{name: b, image: 'ghcr.io/acme/api@{digest}'}}\n  - {{name: c, image: ghcr.io/acme/api}}\n");
+    let out = yaml(&src, &[("API_IMAGE", "quay.io/me/api")]);
+    assert!(out.contains("image: quay.io/me/api:v7\n"), "{out}");
+    assert!(
+        out.contains(&format!("image: quay.io/me/api@{digest}\n")),
+        "{out}"
+    );
+    assert!(out.contains("image: quay.io/me/api\n"), "{out}");
+    // With a tag, every match gets exactly the resolved reference.
+    let out = yaml(&src, &[("API_IMAGE", "quay.io/me/api:v9")]);
+    assert_eq!(
+        out.matches("image: quay.io/me/api:v9\n").count(),
+        3,
+        "{out}"
+    );
+}
+
+#[test]
+fn a_placeholder_tag_matches_by_repository() {
+    let src = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: a, image: 'ghcr.io/acme/api:{GENERATED_TAG}'}\n  - {name: b, image: 'ghcr.io/other/x:{TAG}'}\n";
+    let out = yaml(src, &[]);
+    assert!(out.contains("image: ghcr.io/acme/api:v1\n"), "{out}");
+    assert!(
+        out.contains("image: 'ghcr.io/other/x:{TAG}'"),
+        "not a component: {out}"
+    );
+}
+
+#[test]
+fn custom_kinds_are_searched_at_every_depth_and_crds_never() {
+    let src = "apiVersion: example.com/v1\nkind: Foo\nmetadata: {name: f}\nspec:\n  containers: [{image: 'ghcr.io/acme/api:old'}]\n  template:\n    spec:\n      initContainers: [{image: 'ghcr.io/acme/api:old'}]\n---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: foos.example.com}\nspec:\n  containers: [{image: 'ghcr.io/acme/api:old'}]\n";
+    let out = yaml(src, &[]);
+    assert_eq!(
+        out.matches("image: ghcr.io/acme/api:v1\n").count(),
+        2,
+        "{out}"
+    );
+    assert_eq!(
+        out.matches("ghcr.io/acme/api:old").count(),
+        1,
+        "the CRD is untouched: {out}"
+    );
+}
