@@ -60,6 +60,14 @@ pub enum ClusterError {
         /// The server's message.
         message: String,
     },
+    /// What was asked for does not exist (404).
+    #[error("{action}: not found ({message})")]
+    NotFound {
+        /// What berth was doing.
+        action: String,
+        /// The server's message.
+        message: String,
+    },
     /// The server refused an object as invalid (422, 400).
     #[error("{action}: {message}")]
     Invalid {
@@ -148,6 +156,10 @@ pub(crate) fn explain(
             verb: verb.into(),
             resource: resource.into(),
             namespace: namespace.into(),
+            message: status.message.clone(),
+        },
+        kube::Error::Api(status) if status.code == 404 => ClusterError::NotFound {
+            action,
             message: status.message.clone(),
         },
         kube::Error::Api(status) if matches!(status.code, 400 | 422) => ClusterError::Invalid {

@@ -281,7 +281,14 @@ fn image_cases_from_kustomizes_filter_tests_agree() {
         )
     };
     // (case, manifest, kustomize images entry, berth component image, NGINX_IMAGE / NGINX_TAG)
-    type Case<'a> = (&'a str, String, String, &'a str, Option<String>, Option<&'a str>);
+    type Case<'a> = (
+        &'a str,
+        String,
+        String,
+        &'a str,
+        Option<String>,
+        Option<&'a str>,
+    );
     let cases: Vec<Case> = vec![
         ("ignore CustomResourceDefinition", "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: whatever}\nspec:\n  containers: [{image: nginx}]\n".into(), "{name: nginx, newName: theImageShouldNotChangeInACrd}".into(), "nginx", Some("theimageshouldnotchangeinacrd".into()), None),
         ("legacy multiple images in containers", foo("  containers: [{image: 'nginx:1.2.1'}, {image: 'nginx:2.1.2'}]\n"), format!("{{name: nginx, newName: apache, digest: '{d2}'}}"), "nginx", Some(format!("apache@{d2}")), None),
