@@ -133,6 +133,34 @@ impl Checker {
         })
     }
 
+    /// A schema given as a value (a controller's inline schema, or one read from a
+    /// ConfigMap), named `shown` in messages. Only references inside the schema
+    /// itself resolve: nothing is fetched. On failure, why (never the document).
+    pub fn from_value(
+        schema: &Value,
+        config: &str,
+        shown: &str,
+        secret: bool,
+    ) -> Result<Checker, String> {
+        let validator = jsonschema::options()
+            .with_retriever(LocalOnly(HashMap::new()))
+            .build(schema)
+            .map_err(|e| {
+                // The error's text may quote the document: name only where it is.
+                let at = e.schema_path().as_str().to_string();
+                format!(
+                    "not a usable JSON Schema (at `{}`); check it with a JSON Schema validator",
+                    if at.is_empty() { "/" } else { at.as_str() }
+                )
+            })?;
+        Ok(Checker {
+            validator,
+            config: config.to_string(),
+            schema: shown.to_string(),
+            secret,
+        })
+    }
+
     /// Every violation in the documents of `text` (named `file` in messages).
     pub fn check(&self, file: &str, text: &str) -> Result<Vec<Violation>, SchemaError> {
         let mut out = Vec::new();

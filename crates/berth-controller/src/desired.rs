@@ -1,0 +1,523 @@
+//! What a `Berth` wants, computed by berth-core from the resource and the
+//! sources read for it: no client, no I/O. The same transforms `berth render`
+//! runs (image resolution, pull policies, content-addressed configs and CA
+//! bundles, reference rewriting, CA injection), so the same data gets the same
+//! object names under both.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use berth_core::cluster::Desired;
+use berth_core::configs::{self, ca, schema::Checker, ConfigKind, ConfigShape, Generated};
+use berth_core::project::{CaBundleSpec as CoreBundle, Component, Inject};
+use berth_core::render::{self, Input, Options};
+use berth_core::resolve::{self, Overrides};
+use berth_core::{Project, PullPolicy};
+use berth_ref::Reference;
+use serde_json::Value;
+
+use crate::types::{Berth, BundleStatus, ConfigStatus, ImageStatus, KeyRef};
+
+/// Which kind of object a source is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SourceKind {
+    /// A ConfigMap (`data` and `binaryData`).
+    ConfigMap,
+    /// A Secret (`data`, decoded).
+    Secret,
+}
+
+impl SourceKind {
+    fn label(self) -> &'static str {
+        match self {
+            SourceKind::ConfigMap => "configMap",
+            SourceKind::Secret => "secret",
+        }
+    }
+}
+
+/// The sources read for a `Berth`: `(kind, name)` → its data, `None` when the
+/// object does not exist.
+pub type Sources = BTreeMap<(SourceKind, String), Option<BTreeMap<String, Vec<u8>>>>;
+
+/// Every source object a `Berth` names, in a stable order.
+pub fn sources_named(berth: &Berth) -> Vec<(SourceKind, String)> {
+    let mut out = Vec::new();
+    for config in berth.spec.configs.values() {
+        if let Some(r) = &config.from_config_map {
+            out.push((SourceKind::ConfigMap, r.name.clone()));
+        }
+        if let Some(r) = &config.from_secret {
+            out.push((SourceKind::Secret, r.name.clone()));
+        }
+        if let Some(r) = config.schema.as_ref().and_then(|s| s.config_map.as_ref()) {
+            out.push((SourceKind::ConfigMap, r.name.clone()));
+        }
+    }
+    for bundle in berth.spec.ca_bundles.values() {
+        for source in &bundle.sources {
+            if let Some(r) = &source.config_map {
+                out.push((SourceKind::ConfigMap, r.name.clone()));
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Why a `Berth` cannot be carried out now. The running workloads are left as
+/// they are; the `Degraded` condition says this.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Problem {
+    /// The condition's reason (`SourceMissing`, `SchemaViolation`, ...).
+    pub reason: &'static str,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+fn problem(reason: &'static str, message: impl Into<String>) -> Problem {
+    Problem {
+        reason,
+        message: message.into(),
+    }
+}
+
+/// The objects to apply and what the status reports about them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// What to apply (generated objects first), for berth-kube.
+    pub desired: Desired,
+    /// Each component's resolved image.
+    pub images: Vec<ImageStatus>,
+    /// Each config's generated object.
+    pub configs: Vec<ConfigStatus>,
+    /// Each CA bundle's generated object.
+    pub ca_bundles: Vec<BundleStatus>,
+}
+
+/// The project berth-core works on, built from the resource (no file behind it).
+fn project(berth: &Berth, namespace: &str) -> Result<Project, Problem> {
+    let name = berth.metadata.name.clone().unwrap_or_default();
+    let mut components = Vec::new();
+    for (component, spec) in &berth.spec.images {
+        let field = format!("spec.images.{component}");
+        let image = Reference::parse(&spec.image)
+            .map_err(|e| problem("InvalidImage", format!("{field}.image: {e}")))?;
+        let mut repositories = vec![image.repository().clone()];
+        for (i, m) in spec.match_.iter().enumerate() {
+            let r = Reference::parse(m)
+                .map_err(|e| problem("InvalidImage", format!("{field}.match[{i}]: {e}")))?;
+            if !repositories.contains(r.repository()) {
+                repositories.push(r.repository().clone());
+            }
+        }
+        let pull_policy = match &spec.pull_policy {
+            None => None,
+            Some(p) => Some(PullPolicy::parse(p).ok_or_else(|| {
+                problem(
+                    "InvalidImage",
+                    format!(
+                        "{field}.pullPolicy: `{p}`: use one of auto, Always, IfNotPresent, Never"
+                    ),
+                )
+            })?),
+        };
+        components.push(Component {
+            name: component.clone(),
+            image,
+            image_pos: Default::default(),
+            // No variables: a controller takes its overrides from the resource.
+            env: String::new(),
+            tag_env: String::new(),
+            pull_policy,
+            repositories,
+        });
+    }
+    let ca_bundles = berth
+        .spec
+        .ca_bundles
+        .iter()
+        .map(|(bundle, spec)| {
+            let key = spec.key.clone().unwrap_or_else(|| "ca-bundle.crt".into());
+            CoreBundle {
+                name: bundle.clone(),
+                pos: Default::default(),
+                sources: Vec::new(),
+                inject: spec.inject.as_ref().map(|i| Inject {
+                    components: i.components.clone(),
+                    containers: i.containers.clone(),
+                    mount_path: i
+                        .mount_path
+                        .clone()
+                        .unwrap_or_else(|| format!("/etc/ssl/certs/berth/{key}")),
+                    env: if i.env.is_empty() {
+                        vec!["SSL_CERT_FILE".into()]
+                    } else {
+                        i.env.clone()
+                    },
+                }),
+                key,
+            }
+        })
+        .collect();
+    Ok(Project {
+        file: format!("Berth {namespace}/{name}"),
+        dir: PathBuf::new(),
+        name,
+        namespace: Some(namespace.to_string()),
+        manifests: Vec::new(),
+        components,
+        registry_env: None,
+        image_paths: Vec::new(),
+        configs: Vec::new(),
+        ca_bundles,
+        sync: Vec::new(),
+    })
+}
+
+/// The bytes of `reference` in `sources`, or why they are missing.
+fn read<'s>(
+    sources: &'s Sources,
+    kind: SourceKind,
+    reference: &KeyRef,
+    field: &str,
+) -> Result<&'s [u8], Problem> {
+    let data = sources
+        .get(&(kind, reference.name.clone()))
+        .and_then(Option::as_ref)
+        .ok_or_else(|| {
+            problem(
+                "SourceMissing",
+                format!(
+                    "{field}: {} `{}` does not exist in this namespace; create it (sources are read from the Berth's own namespace only)",
+                    kind.label(),
+                    reference.name
+                ),
+            )
+        })?;
+    data.get(&reference.key).map(Vec::as_slice).ok_or_else(|| {
+        problem(
+            "SourceMissing",
+            format!(
+                "{field}: {} `{}` has no key `{}` (it has: {})",
+                kind.label(),
+                reference.name,
+                reference.key,
+                data.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        )
+    })
+}
+
+/// YAML text of a JSON value (the typed `inline` data of a config).
+fn yaml_text(value: &Value) -> Vec<u8> {
+    let mut out = String::new();
+    berth_yaml::write_document(&mut out, &crate::types::json_to_node(value));
+    out.into_bytes()
+}
+
+fn generate_configs(
+    berth: &Berth,
+    sources: &Sources,
+) -> Result<(Vec<Generated>, Vec<ConfigStatus>), Problem> {
+    let mut generated = Vec::new();
+    let mut status = Vec::new();
+    for (name, spec) in &berth.spec.configs {
+        let field = format!("spec.configs.{name}");
+        let (kind, source, default_key, bytes): (ConfigKind, String, String, Vec<u8>) =
+            match (&spec.inline, &spec.from_config_map, &spec.from_secret) {
+                (Some(inline), None, None) => (
+                    ConfigKind::ConfigMap,
+                    "inline".into(),
+                    "config.yaml".into(),
+                    yaml_text(inline),
+                ),
+                (None, Some(r), None) => (
+                    ConfigKind::ConfigMap,
+                    format!("configMap/{}", r.name),
+                    r.key.clone(),
+                    read(
+                        sources,
+                        SourceKind::ConfigMap,
+                        r,
+                        &format!("{field}.fromConfigMap"),
+                    )?
+                    .to_vec(),
+                ),
+                (None, None, Some(r)) => (
+                    ConfigKind::Secret,
+                    format!("secret/{}", r.name),
+                    r.key.clone(),
+                    read(
+                        sources,
+                        SourceKind::Secret,
+                        r,
+                        &format!("{field}.fromSecret"),
+                    )?
+                    .to_vec(),
+                ),
+                _ => {
+                    return Err(problem(
+                        "InvalidSpec",
+                        format!("{field}: set exactly one of inline, fromConfigMap, fromSecret"),
+                    ))
+                }
+            };
+        let key = spec.key.clone().unwrap_or(default_key);
+        if let Some(schema) = &spec.schema {
+            check_schema(
+                name,
+                &field,
+                schema,
+                &key,
+                &bytes,
+                kind == ConfigKind::Secret,
+                sources,
+            )?;
+        }
+        let shape = ConfigShape {
+            name: name.clone(),
+            kind,
+            secret_type: None,
+            hash: true,
+            immutable: true,
+        };
+        let config = configs::from_entries(&shape, [(key, bytes)])
+            .map_err(|(_, e)| problem("InvalidSpec", format!("{field}: {e}")))?;
+        status.push(ConfigStatus {
+            name: name.clone(),
+            source,
+            sha256: config.content_sha256.clone(),
+            object: config.name.clone(),
+        });
+        generated.push(config);
+    }
+    Ok((generated, status))
+}
+
+fn check_schema(
+    name: &str,
+    field: &str,
+    schema: &crate::types::SchemaSource,
+    key: &str,
+    bytes: &[u8],
+    secret: bool,
+    sources: &Sources,
+) -> Result<(), Problem> {
+    let (value, shown) = match (&schema.inline, &schema.config_map) {
+        (Some(inline), None) => (inline.clone(), format!("{field}.schema.inline")),
+        (None, Some(r)) => {
+            let text = read(
+                sources,
+                SourceKind::ConfigMap,
+                r,
+                &format!("{field}.schema.configMap"),
+            )?;
+            let value: Value = serde_json::from_slice(text).map_err(|e| {
+                problem(
+                    "InvalidSchema",
+                    format!(
+                        "{field}.schema: configMap `{}` key `{}` is not JSON (line {}, column {})",
+                        r.name,
+                        r.key,
+                        e.line(),
+                        e.column()
+                    ),
+                )
+            })?;
+            (value, format!("configMap/{} key {}", r.name, r.key))
+        }
+        _ => {
+            return Err(problem(
+                "InvalidSpec",
+                format!("{field}.schema: set exactly one of inline, configMap"),
+            ))
+        }
+    };
+    let checker = Checker::from_value(&value, name, &shown, secret)
+        .map_err(|why| problem("InvalidSchema", format!("{field}.schema: {why}")))?;
+    let text = String::from_utf8_lossy(bytes);
+    let violations = checker
+        .check(key, &text)
+        .map_err(|e| problem("SchemaViolation", format!("{field}: {e}")))?;
+    if violations.is_empty() {
+        Ok(())
+    } else {
+        Err(problem(
+            "SchemaViolation",
+            checker.error(violations).to_string(),
+        ))
+    }
+}
+
+fn rfc3339(seconds: i64) -> String {
+    // Days from civil (Howard Hinnant's algorithm), for a dependency-free UTC timestamp.
+    let days = seconds.div_euclid(86_400);
+    let secs = seconds.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
+}
+
+fn build_bundles(
+    berth: &Berth,
+    sources: &Sources,
+    now: i64,
+) -> Result<(Vec<Generated>, Vec<BundleStatus>), Problem> {
+    let mut generated = Vec::new();
+    let mut status = Vec::new();
+    for (name, spec) in &berth.spec.ca_bundles {
+        let field = format!("spec.caBundles.{name}");
+        let mut pem = Vec::new();
+        for (i, source) in spec.sources.iter().enumerate() {
+            match (&source.config_map, &source.inline) {
+                (Some(r), None) => pem.push((
+                    format!("configMap/{} key {}", r.name, r.key),
+                    read(
+                        sources,
+                        SourceKind::ConfigMap,
+                        r,
+                        &format!("{field}.sources[{i}].configMap"),
+                    )?
+                    .to_vec(),
+                )),
+                (None, Some(text)) => pem.push((
+                    format!("{field}.sources[{i}].inline"),
+                    text.clone().into_bytes(),
+                )),
+                _ => {
+                    return Err(problem(
+                        "InvalidSpec",
+                        format!("{field}.sources[{i}]: set exactly one of inline, configMap"),
+                    ))
+                }
+            }
+        }
+        let shape = ca::BundleShape {
+            name: name.clone(),
+            key: spec.key.clone().unwrap_or_else(|| "ca-bundle.crt".into()),
+            hash: true,
+        };
+        let bundle = ca::from_pem(&shape, &pem, now, true).map_err(|e| {
+            let reason = if e.to_string().contains("must never contain a key") {
+                "PrivateKeyInSource"
+            } else {
+                "InvalidCertificate"
+            };
+            problem(reason, format!("{field}: {e}"))
+        })?;
+        status.push(BundleStatus {
+            name: name.clone(),
+            certificates: bundle.certificates as u32,
+            object: bundle.generated.name.clone(),
+            first_expiry: bundle.first_expiry.map(rfc3339),
+        });
+        generated.push(bundle.generated);
+    }
+    Ok((generated, status))
+}
+
+/// What `berth` wants in `namespace` at time `now` (seconds since the epoch),
+/// from the sources read for it. Certificates that are expired or not yet valid
+/// are problems here (a controller has no one to warn).
+pub fn plan(berth: &Berth, namespace: &str, sources: &Sources, now: i64) -> Result<Plan, Problem> {
+    let project = project(berth, namespace)?;
+    let resolution = resolve::resolve(&project, &Overrides::default(), &|_| None)
+        .map_err(|e| problem("InvalidImage", e.to_string()))?;
+    let (mut generated, configs) = generate_configs(berth, sources)?;
+    let (bundles, ca_bundles) = build_bundles(berth, sources, now)?;
+    generated.extend(bundles);
+    let mut text = String::new();
+    for (i, workload) in berth.spec.workloads.iter().enumerate() {
+        let kind = workload
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if !matches!(kind, "Deployment" | "StatefulSet" | "DaemonSet" | "Job") {
+            return Err(problem(
+                "InvalidSpec",
+                format!("spec.workloads[{i}]: kind `{kind}`: a Berth manages Deployments, StatefulSets, DaemonSets and Jobs"),
+            ));
+        }
+        if let Some(ns) = workload
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+        {
+            if ns != namespace {
+                return Err(problem(
+                    "InvalidSpec",
+                    format!("spec.workloads[{i}]: namespace `{ns}`: a Berth's workloads live in its own namespace (`{namespace}`)"),
+                ));
+            }
+        }
+        text.push_str("---\n");
+        text.push_str(&serde_json::to_string(workload).unwrap_or_default());
+        text.push('\n');
+    }
+    let inputs = [Input {
+        name: format!("{}.spec.workloads", project.file),
+        text,
+    }];
+    let rendered = render::render_objects(
+        &project,
+        &resolution,
+        &generated,
+        &inputs,
+        &Options::default(),
+    )
+    .map_err(|e| problem("InvalidSpec", e.to_string()))?;
+    let images = resolution
+        .images
+        .iter()
+        .map(|i| ImageStatus {
+            component: i.component.name.clone(),
+            image: i.reference.to_string(),
+        })
+        .collect();
+    Ok(Plan {
+        desired: Desired {
+            project: project.name.clone(),
+            objects: rendered
+                .objects
+                .iter()
+                .map(berth_core::configs::schema::yaml_to_json)
+                .collect(),
+            generated: generated
+                .iter()
+                .map(|g| (g.name.clone(), g.base_name.clone()))
+                .collect(),
+        },
+        images,
+        configs,
+        ca_bundles,
+    })
+}
+
+/// Adds an owner reference to the `Berth` on every object, so garbage
+/// collection removes what it made when it is deleted.
+pub fn own(objects: &mut [Value], owner: &Value) {
+    for object in objects {
+        if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            metadata.insert("ownerReferences".into(), Value::Array(vec![owner.clone()]));
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "desired_tests.rs"]
+mod tests;

@@ -1,0 +1,256 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use super::*;
+use serde_json::json;
+
+fn berth(spec: Value) -> Berth {
+    serde_json::from_value(json!({
+        "apiVersion": "berth.dev/v1alpha1", "kind": "Berth",
+        "metadata": {"name": "llama", "namespace": "team-a", "uid": "u-1"},
+        "spec": spec,
+    }))
+    .unwrap()
+}
+
+fn deployment() -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "llama-stack"},
+        "spec": {"selector": {"matchLabels": {"app": "llama"}}, "template": {
+            "metadata": {"labels": {"app": "llama"}},
+            "spec": {"containers": [{"name": "server", "image": "docker.io/llamastack/distribution-starter:0.2.0",
+                "volumeMounts": [{"name": "run", "mountPath": "/etc/llama"}]}],
+                "volumes": [{"name": "run", "configMap": {"name": "run-config"}}]}}}})
+}
+
+/// `(kind, name, [(key, value)])`.
+type Entry<'a> = (SourceKind, &'a str, &'a [(&'a str, &'a [u8])]);
+
+fn sources(entries: &[Entry<'_>]) -> Sources {
+    entries
+        .iter()
+        .map(|(kind, name, data)| {
+            (
+                (*kind, name.to_string()),
+                Some(
+                    data.iter()
+                        .map(|(k, v)| (k.to_string(), v.to_vec()))
+                        .collect(),
+                ),
+            )
+        })
+        .collect()
+}
+
+const NOW: i64 = 1_780_272_000; // 2026-06-01
+
+#[test]
+fn a_config_from_a_configmap_becomes_a_hashed_object_the_workload_uses() {
+    let b = berth(json!({
+        "workloads": [deployment()],
+        "images": {"server": {"image": "docker.io/llamastack/distribution-starter:0.2.1", "pullPolicy": "auto"}},
+        "configs": {"run-config": {"fromConfigMap": {"name": "my-run-yaml", "key": "run.yaml"}}},
+    }));
+    let s = sources(&[(
+        SourceKind::ConfigMap,
+        "my-run-yaml",
+        &[("run.yaml", b"version: 2\n")],
+    )]);
+    assert_eq!(
+        sources_named(&b),
+        [(SourceKind::ConfigMap, "my-run-yaml".to_string())]
+    );
+    let plan = plan(&b, "team-a", &s, NOW).unwrap();
+    let expected = configs::from_entries(
+        &ConfigShape {
+            name: "run-config".into(),
+            kind: ConfigKind::ConfigMap,
+            secret_type: None,
+            hash: true,
+            immutable: true,
+        },
+        [("run.yaml".to_string(), b"version: 2\n".to_vec())],
+    )
+    .unwrap();
+    assert_eq!(
+        plan.configs,
+        [ConfigStatus {
+            name: "run-config".into(),
+            source: "configMap/my-run-yaml".into(),
+            sha256: expected.content_sha256.clone(),
+            object: expected.name.clone(),
+        }]
+    );
+    let objects = &plan.desired.objects;
+    assert_eq!(objects[0]["kind"], "ConfigMap");
+    assert_eq!(objects[0]["metadata"]["name"], expected.name.as_str());
+    assert_eq!(objects[0]["immutable"], true);
+    let spec = &objects[1]["spec"]["template"]["spec"];
+    assert_eq!(
+        spec["volumes"][0]["configMap"]["name"],
+        expected.name.as_str()
+    );
+    assert_eq!(
+        spec["containers"][0]["image"],
+        "docker.io/llamastack/distribution-starter:0.2.1"
+    );
+    assert_eq!(spec["containers"][0]["imagePullPolicy"], "IfNotPresent");
+    assert_eq!(
+        plan.images[0].image,
+        "docker.io/llamastack/distribution-starter:0.2.1"
+    );
+    assert_eq!(plan.desired.generated[&expected.name], "run-config");
+    // A changed source: a new name, so the pod template changes and the workload rolls.
+    let changed = sources(&[(
+        SourceKind::ConfigMap,
+        "my-run-yaml",
+        &[("run.yaml", b"version: 3\n")],
+    )]);
+    let again = super::plan(&b, "team-a", &changed, NOW).unwrap();
+    assert_ne!(again.configs[0].object, plan.configs[0].object);
+}
+
+#[test]
+fn inline_typed_data_and_secrets() {
+    let b = berth(json!({
+        "workloads": [deployment()],
+        "configs": {
+            "run-config": {"inline": {"version": 2, "apis": ["inference"]}, "key": "run.yaml"},
+            "token": {"fromSecret": {"name": "creds", "key": "token"}},
+        },
+    }));
+    let s = sources(&[(SourceKind::Secret, "creds", &[("token", b"s3cr3t")])]);
+    let plan = plan(&b, "team-a", &s, NOW).unwrap();
+    assert_eq!(plan.configs[0].source, "inline");
+    assert_eq!(plan.configs[1].source, "secret/creds");
+    let secret = plan
+        .desired
+        .objects
+        .iter()
+        .find(|o| o["kind"] == "Secret")
+        .unwrap();
+    assert_eq!(secret["data"]["token"], "czNjcjN0");
+    let config = plan
+        .desired
+        .objects
+        .iter()
+        .find(|o| o["kind"] == "ConfigMap")
+        .unwrap();
+    assert_eq!(
+        config["data"]["run.yaml"],
+        "version: 2\napis:\n- inference\n"
+    );
+}
+
+#[test]
+fn problems_say_what_and_where_and_never_the_value() {
+    let b = berth(json!({
+        "workloads": [deployment()],
+        "configs": {"run-config": {"fromConfigMap": {"name": "my-run-yaml", "key": "run.yaml"},
+            "schema": {"inline": {"type": "object", "properties": {"version": {"type": "integer", "maximum": 2}}}}}},
+    }));
+    let missing = plan(&b, "team-a", &Sources::new(), NOW).unwrap_err();
+    assert_eq!(missing.reason, "SourceMissing");
+    assert!(
+        missing.message.starts_with(
+            "spec.configs.run-config.fromConfigMap: configMap `my-run-yaml` does not exist"
+        ),
+        "{missing}"
+    );
+    let no_key = sources(&[(SourceKind::ConfigMap, "my-run-yaml", &[("other.yaml", b"")])]);
+    let err = plan(&b, "team-a", &no_key, NOW).unwrap_err();
+    assert!(
+        err.message
+            .contains("has no key `run.yaml` (it has: other.yaml)"),
+        "{err}"
+    );
+    let bad = sources(&[(
+        SourceKind::ConfigMap,
+        "my-run-yaml",
+        &[("run.yaml", b"version: 7\n")],
+    )]);
+    let err = plan(&b, "team-a", &bad, NOW).unwrap_err();
+    assert_eq!(err.reason, "SchemaViolation");
+    assert!(err.message.contains("run.yaml:1:10: /version"), "{err}");
+}
+
+#[test]
+fn ca_bundles_merge_sources_inject_and_refuse_keys() {
+    let cert = |cn: &str| {
+        let mut params = rcgen::CertificateParams::new(vec![format!("{cn}.example")]).unwrap();
+        params.not_before = rcgen::date_time_ymd(2024, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2030, 1, 1);
+        let key = rcgen::KeyPair::generate().unwrap();
+        (params.self_signed(&key).unwrap().pem(), key.serialize_pem())
+    };
+    let (platform, _) = cert("platform");
+    let (corporate, key) = cert("corporate");
+    let b = berth(json!({
+        "workloads": [deployment()],
+        "caBundles": {"trusted-ca": {
+            "sources": [{"configMap": {"name": "trusted-ca-bundle", "key": "ca-bundle.crt"}}, {"inline": corporate}],
+            "inject": {"containers": ["server"], "env": ["SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"]}}},
+    }));
+    let s = sources(&[(
+        SourceKind::ConfigMap,
+        "trusted-ca-bundle",
+        &[("ca-bundle.crt", platform.as_bytes())],
+    )]);
+    let plan = plan(&b, "team-a", &s, NOW).unwrap();
+    assert_eq!(plan.ca_bundles[0].certificates, 2);
+    assert_eq!(
+        plan.ca_bundles[0].first_expiry.as_deref(),
+        Some("2030-01-01T00:00:00Z")
+    );
+    let container = &plan.desired.objects[1]["spec"]["template"]["spec"]["containers"][0];
+    let env: Vec<&str> = container["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(env, ["SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"]);
+    let with_key = sources(&[(
+        SourceKind::ConfigMap,
+        "trusted-ca-bundle",
+        &[("ca-bundle.crt", format!("{platform}{key}").as_bytes())],
+    )]);
+    let err = super::plan(&b, "team-a", &with_key, NOW).unwrap_err();
+    assert_eq!(err.reason, "PrivateKeyInSource");
+    assert!(
+        !err.message.contains("PRIVATE KEY-----\nMI"),
+        "no key material: {err}"
+    );
+}
+
+#[test]
+fn workloads_stay_in_the_namespace_and_are_workloads() {
+    let mut other = deployment();
+    other["metadata"]["namespace"] = json!("elsewhere");
+    let err = plan(
+        &berth(json!({"workloads": [other]})),
+        "team-a",
+        &Sources::new(),
+        NOW,
+    )
+    .unwrap_err();
+    assert!(
+        err.message
+            .contains("a Berth's workloads live in its own namespace"),
+        "{err}"
+    );
+    let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}});
+    let err = plan(
+        &berth(json!({"workloads": [svc]})),
+        "team-a",
+        &Sources::new(),
+        NOW,
+    )
+    .unwrap_err();
+    assert_eq!(err.reason, "InvalidSpec");
+}
+
+#[test]
+fn timestamps() {
+    assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+    assert_eq!(rfc3339(1_867_017_600), "2029-03-01T00:00:00Z");
+    assert_eq!(rfc3339(951_782_400 + 3_661), "2000-02-29T01:01:01Z");
+}

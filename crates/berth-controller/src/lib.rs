@@ -1,0 +1,12 @@
+//! berth's in-cluster controller: `Berth` resources reconciled with the same
+//! core as `berth render` and `berth apply`. Sources are ConfigMaps and Secrets
+//! in the resource's own namespace, read by name; they become immutable,
+//! content-addressed objects, so a changed source rolls exactly the workloads
+//! that use it. Only labelled objects are watched, never every ConfigMap.
+
+#![warn(missing_docs)]
+
+pub mod desired;
+pub mod types;
+
+pub use types::{crd_yaml, Berth, BerthSpec, BerthStatus};

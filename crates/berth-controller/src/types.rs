@@ -1,0 +1,338 @@
+//! The `berth.dev/v1alpha1` `Berth` resource (design section 10). The CRD is
+//! generated from these types: structural, with CEL rules for what the API
+//! server can refuse itself (exactly one source per config and per CA source),
+//! printer columns and a status subresource.
+
+// Each printer column repeats `type_ = "string"`: the derive's syntax, not a mistake.
+#![allow(clippy::duplicated_attributes)]
+
+use std::collections::BTreeMap;
+
+use kube::{CustomResource, KubeSchema};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What a `Berth` wants: workloads, their images, configs and CA bundles.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "berth.dev",
+    version = "v1alpha1",
+    kind = "Berth",
+    namespaced,
+    status = "BerthStatus",
+    shortname = "berths",
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(
+        name = "Reason",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].reason"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct BerthSpec {
+    /// Deployments, StatefulSets, DaemonSets or Jobs, as written by hand. References
+    /// to a config's or CA bundle's name are rewritten to the generated object.
+    #[schemars(schema_with = "objects")]
+    pub workloads: Vec<Value>,
+    /// Components, as in berth.yaml's `images:`.
+    #[serde(default)]
+    pub images: BTreeMap<String, ImageSpec>,
+    /// Configs, each from exactly one source; they become immutable,
+    /// content-addressed ConfigMaps (Secrets from a Secret).
+    #[serde(default)]
+    pub configs: BTreeMap<String, ConfigSpec>,
+    /// CA bundles: validated, de-duplicated certificates from ConfigMaps and inline PEM.
+    #[serde(default)]
+    pub ca_bundles: BTreeMap<String, CaBundleSpec>,
+    /// Generations of each config kept after a successful rollout (for rollback).
+    #[serde(default = "default_keep")]
+    #[schemars(schema_with = "keep_schema")]
+    pub keep: u32,
+}
+
+fn default_keep() -> u32 {
+    2
+}
+
+/// `keep`: an integer of at least 1, default 2.
+fn keep_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "integer", "minimum": 1, "default": 2})
+}
+
+/// A list of Kubernetes objects, kept as written.
+fn objects(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "array",
+        "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+    })
+}
+
+/// A JSON object, kept as written (typed data, an inline schema).
+fn any_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
+}
+
+/// A component, as in berth.yaml.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageSpec {
+    /// The reference the component's containers get.
+    pub image: String,
+    /// `auto`, `Always`, `IfNotPresent` or `Never`; absent leaves pull policies as they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pull_policy: Option<String>,
+    /// Further repositories in the workloads that are this component.
+    #[serde(default, rename = "match", skip_serializing_if = "Vec::is_empty")]
+    pub match_: Vec<String>,
+    /// Resolve the tag to a digest through the registry; the status shows it.
+    #[serde(default)]
+    pub pin: bool,
+}
+
+/// A key of a ConfigMap or Secret in the `Berth`'s namespace.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct KeyRef {
+    /// The object's name.
+    pub name: String,
+    /// The key in its data.
+    pub key: String,
+}
+
+/// A config: exactly one source.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = kube::core::Rule::new("(has(self.inline) ? 1 : 0) + (has(self.fromConfigMap) ? 1 : 0) + (has(self.fromSecret) ? 1 : 0) == 1").message("set exactly one of inline, fromConfigMap, fromSecret"))]
+pub struct ConfigSpec {
+    /// Typed data, written as YAML under `key` (default `config.yaml`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "any_object")]
+    pub inline: Option<Value>,
+    /// A key of a ConfigMap in the same namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_config_map: Option<KeyRef>,
+    /// A key of a Secret in the same namespace; the generated object is a Secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_secret: Option<KeyRef>,
+    /// The key in the generated object (default: the source's key; `config.yaml` for inline data).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// A JSON Schema (draft 2020-12 or 7) the data must meet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<SchemaSource>,
+}
+
+/// Where a schema comes from: exactly one of these.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = kube::core::Rule::new("has(self.inline) != has(self.configMap)").message("set exactly one of inline, configMap"))]
+pub struct SchemaSource {
+    /// The schema itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "any_object")]
+    pub inline: Option<Value>,
+    /// A key of a ConfigMap in the same namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map: Option<KeyRef>,
+}
+
+/// A CA bundle.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CaBundleSpec {
+    /// Where its certificates come from.
+    #[schemars(length(max = 64))]
+    pub sources: Vec<CaSource>,
+    /// The key in the generated ConfigMap (default `ca-bundle.crt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// Containers that should trust it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inject: Option<InjectSpec>,
+}
+
+/// One source of certificates: exactly one of these.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = kube::core::Rule::new("has(self.inline) != has(self.configMap)").message("set exactly one of inline, configMap"))]
+pub struct CaSource {
+    /// A key of a ConfigMap in the same namespace (a platform-injected bundle).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map: Option<KeyRef>,
+    /// PEM certificates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 1048576))]
+    pub inline: Option<String>,
+}
+
+/// Which containers trust a bundle, and how.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct InjectSpec {
+    /// By component.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub components: Vec<String>,
+    /// By container name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub containers: Vec<String>,
+    /// Where the bundle is mounted (default `/etc/ssl/certs/berth/<key>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount_path: Option<String>,
+    /// Variables set to the mount path (default `SSL_CERT_FILE`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+}
+
+/// What the controller last did and saw.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct BerthStatus {
+    /// The `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// `Ready`, `Progressing`, `Degraded`.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+    /// Each component's resolved image.
+    #[serde(default)]
+    pub images: Vec<ImageStatus>,
+    /// Each config's source, hash and generated object.
+    #[serde(default)]
+    pub configs: Vec<ConfigStatus>,
+    /// Each CA bundle's certificates and generated object.
+    #[serde(default)]
+    pub ca_bundles: Vec<BundleStatus>,
+}
+
+/// A status condition, as Kubernetes writes them.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    /// `Ready`, `Progressing` or `Degraded`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+    /// A CamelCase reason (`RolledOut`, `SourceMissing`, `SchemaViolation`, ...).
+    pub reason: String,
+    /// What happened and what to do.
+    pub message: String,
+    /// When the status last changed (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<String>,
+    /// The generation it was computed for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// A component's resolved image.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct ImageStatus {
+    /// The component.
+    pub component: String,
+    /// The reference its containers run (with the digest when pinned).
+    pub image: String,
+}
+
+/// A config's generated object.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct ConfigStatus {
+    /// The config's name.
+    pub name: String,
+    /// `configMap/NAME`, `secret/NAME` or `inline`.
+    pub source: String,
+    /// SHA-256 of its content.
+    pub sha256: String,
+    /// The generated object's name.
+    pub object: String,
+}
+
+/// A CA bundle's generated object.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct BundleStatus {
+    /// The bundle's name.
+    pub name: String,
+    /// Distinct certificates in it.
+    pub certificates: u32,
+    /// The generated ConfigMap's name.
+    pub object: String,
+    /// The earliest expiry of its certificates (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_expiry: Option<String>,
+}
+
+/// The CRD as YAML, for `berth controller crd` and `deploy/controller/`.
+pub fn crd_yaml() -> String {
+    use kube::CustomResourceExt as _;
+    let json = serde_json::to_value(Berth::crd()).unwrap_or(Value::Null);
+    let mut out = String::new();
+    berth_yaml::write_document(&mut out, &json_to_node(&json));
+    out
+}
+
+/// A JSON value as a YAML tree (strings quoted where YAML would read them otherwise).
+pub(crate) fn json_to_node(value: &Value) -> berth_yaml::Node {
+    use berth_yaml::{Node, Pos, Scalar, Style, Value as Y};
+    let scalar = |text: String, style: Style| Node {
+        pos: Pos::default(),
+        tag: None,
+        value: Y::Scalar(Scalar { text, style }),
+    };
+    match value {
+        Value::Null => scalar("null".into(), Style::Plain),
+        Value::Bool(b) => scalar(b.to_string(), Style::Plain),
+        Value::Number(n) => scalar(n.to_string(), Style::Plain),
+        Value::String(s) => Node::string(s, Pos::default()),
+        Value::Array(items) => Node {
+            pos: Pos::default(),
+            tag: None,
+            value: Y::Seq(items.iter().map(json_to_node).collect()),
+        },
+        Value::Object(map) => Node {
+            pos: Pos::default(),
+            tag: None,
+            value: Y::Map(
+                map.iter()
+                    .map(|(k, v)| (Node::string(k, Pos::default()), json_to_node(v)))
+                    .collect(),
+            ),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::CustomResourceExt as _;
+
+    #[test]
+    fn the_crd_is_structural_with_cel_rules_columns_and_status() {
+        let crd = serde_json::to_value(Berth::crd()).unwrap();
+        assert_eq!(crd["metadata"]["name"], "berths.berth.dev");
+        assert_eq!(crd["spec"]["scope"], "Namespaced");
+        let version = &crd["spec"]["versions"][0];
+        assert_eq!(version["name"], "v1alpha1");
+        assert!(version["subresources"]["status"].is_object());
+        assert_eq!(version["additionalPrinterColumns"][0]["name"], "Ready");
+        let text = serde_json::to_string(&crd).unwrap();
+        assert!(
+            text.contains("set exactly one of inline, fromConfigMap, fromSecret"),
+            "{text}"
+        );
+        assert!(text.contains("x-kubernetes-preserve-unknown-fields"));
+        let yaml = crd_yaml();
+        assert!(
+            yaml.starts_with("apiVersion: apiextensions.k8s.io/v1\n"),
+            "{yaml}"
+        );
+    }
+}
