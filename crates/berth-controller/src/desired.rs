@@ -352,7 +352,8 @@ fn check_schema(
     }
 }
 
-fn rfc3339(seconds: i64) -> String {
+/// `seconds` since the epoch as an RFC 3339 UTC timestamp.
+pub(crate) fn rfc3339(seconds: i64) -> String {
     // Days from civil (Howard Hinnant's algorithm), for a dependency-free UTC timestamp.
     let days = seconds.div_euclid(86_400);
     let secs = seconds.rem_euclid(86_400);

@@ -6,7 +6,10 @@
 
 #![warn(missing_docs)]
 
+pub mod controller;
 pub mod desired;
+mod status;
 pub mod types;
 
+pub use controller::{run, Settings, MANAGER, SOURCE_LABEL};
 pub use types::{crd_yaml, Berth, BerthSpec, BerthStatus};

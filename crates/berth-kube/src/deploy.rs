@@ -36,6 +36,9 @@ pub struct ApplyOptions {
     pub keep: usize,
     /// How long to wait for rollouts; `None` does not wait (and deletes nothing).
     pub wait: Option<Duration>,
+    /// An owner reference put on the apply records too (the controller's `Berth`),
+    /// so garbage collection removes them with what they recorded.
+    pub owner: Option<Value>,
 }
 
 /// What happened during an apply, for the caller to show.
@@ -67,6 +70,19 @@ pub struct Change {
     pub merged: Value,
 }
 
+/// Where the newest apply of a project stands, for callers that do not wait
+/// (the controller looks again on the next reconcile).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settled {
+    /// Every workload rolled out; the record is marked succeeded and old
+    /// generations were cleaned up.
+    RolledOut,
+    /// Still going: each workload not yet done, and how far it is.
+    Progressing(Vec<(ObjectRef, String)>),
+    /// A workload's rollout failed; the record is marked failed, nothing deleted.
+    Failed(ObjectRef, String),
+}
+
 /// Where one workload's rollout stands.
 #[derive(Debug, Clone)]
 pub struct RolloutState {
@@ -80,7 +96,10 @@ impl Cluster {
     /// The apply plan: discovery of every kind not defined here, then berth-core's plan.
     pub async fn plan(&self, desired: &Desired) -> Result<Vec<Planned>, ClusterError> {
         let kinds = kinds_to_discover(desired);
-        let found: Vec<Option<bool>> = stream::iter(&kinds)
+        // Futures are collected first: a closure inside the stream would make the
+        // reconciler's future impossible to prove Send (rust-lang/rust#102211).
+        let lookups: Vec<_> = kinds
+            .iter()
             .map(|(api_version, kind)| async move {
                 Ok::<_, ClusterError>(
                     self.resource(api_version, kind)
@@ -88,6 +107,8 @@ impl Cluster {
                         .map(|(_, namespaced)| namespaced),
                 )
             })
+            .collect();
+        let found: Vec<Option<bool>> = stream::iter(lookups)
             .buffered(CONCURRENCY)
             .try_collect()
             .await?;
@@ -106,7 +127,8 @@ impl Cluster {
         objects: &[Planned],
         options: &ApplyOptions,
     ) -> Result<Vec<Option<Value>>, ClusterError> {
-        stream::iter(objects)
+        let runs: Vec<_> = objects
+            .iter()
             .map(|p| async move {
                 match self
                     .apply(&p.object, &p.body, &options.manager, options.force, true)
@@ -121,9 +143,8 @@ impl Cluster {
                     Err(e) => Err(e),
                 }
             })
-            .buffered(CONCURRENCY)
-            .try_collect()
-            .await
+            .collect();
+        stream::iter(runs).buffered(CONCURRENCY).try_collect().await
     }
 
     /// What `berth apply` would change: a server-side dry-run apply of every object
@@ -135,7 +156,8 @@ impl Cluster {
         force: bool,
     ) -> Result<Vec<Change>, ClusterError> {
         let objects = self.plan(desired).await?;
-        stream::iter(&objects)
+        let changes: Vec<_> = objects
+            .iter()
             .map(|p| async {
                 let live = match self.get(&p.object).await {
                     Ok(live) => live,
@@ -158,6 +180,8 @@ impl Cluster {
                     merged: normalise(merged),
                 })
             })
+            .collect();
+        stream::iter(changes)
             .buffered(CONCURRENCY)
             .try_collect()
             .await
@@ -179,13 +203,15 @@ impl Cluster {
                 .position(|p| berth_core::cluster::apply_rank(&p.object.kind) != rank)
                 .unwrap_or(rest.len());
             let (batch, later) = rest.split_at(split);
-            let mut applied = stream::iter(batch)
+            let applies: Vec<_> = batch
+                .iter()
                 .map(|p| async move {
                     self.apply(&p.object, &p.body, &options.manager, options.force, false)
                         .await
                         .map(|_| p)
                 })
-                .buffered(CONCURRENCY);
+                .collect();
+            let mut applied = stream::iter(applies).buffered(CONCURRENCY);
             while let Some(p) = applied.next().await {
                 let p = p?;
                 if p.object.kind == "CustomResourceDefinition" {
@@ -259,7 +285,7 @@ impl Cluster {
                 &configs,
                 &manifest,
                 rollback_of,
-                &options.manager,
+                options,
             )
             .await?;
         events(Event::Recorded(record.name.clone()));
@@ -311,7 +337,8 @@ impl Cluster {
         &self,
         objects: &[&ObjectRef],
     ) -> Result<Vec<RolloutState>, ClusterError> {
-        stream::iter(objects)
+        let looks: Vec<_> = objects
+            .iter()
             .map(|object| async move {
                 let live = self.get(object).await?.unwrap_or(Value::Null);
                 Ok(RolloutState {
@@ -319,9 +346,50 @@ impl Cluster {
                     rollout: rollout_status(&object.kind, &live),
                 })
             })
+            .collect();
+        stream::iter(looks)
             .buffered(CONCURRENCY)
             .try_collect()
             .await
+    }
+
+    /// One look at the rollouts of `desired`'s newest apply: when all are done the
+    /// record is marked succeeded and old generations go (keeping `keep`); when one
+    /// failed the record is marked failed. Nothing else is changed.
+    pub async fn settle(&self, desired: &Desired, keep: usize) -> Result<Settled, ClusterError> {
+        let objects = self.plan(desired).await?;
+        let records = self.records(&desired.project).await?;
+        let Some(newest) = records.all().last() else {
+            return Ok(Settled::Progressing(Vec::new()));
+        };
+        let record = self.record_ref(&self.record_name(&desired.project, newest.record.sequence));
+        let workloads: Vec<&ObjectRef> = objects
+            .iter()
+            .map(|p| &p.object)
+            .filter(|o| has_rollout(&o.kind))
+            .collect();
+        let mut progressing = Vec::new();
+        for state in self.rollout_states(&workloads).await? {
+            match state.rollout {
+                Rollout::Done => {}
+                Rollout::Failed(reason) => {
+                    if !newest.failed {
+                        self.set_record_status(&record, "failed").await?;
+                    }
+                    return Ok(Settled::Failed(state.object, reason));
+                }
+                Rollout::Progressing(how) => progressing.push((state.object, how)),
+            }
+        }
+        if !progressing.is_empty() {
+            return Ok(Settled::Progressing(progressing));
+        }
+        if !newest.succeeded {
+            self.set_record_status(&record, "succeeded").await?;
+            self.clean_up(&desired.project, keep, &objects, &mut |_| {})
+                .await?;
+        }
+        Ok(Settled::RolledOut)
     }
 
     /// Waits until every workload of `objects` has rolled out, one fails, or `timeout`

@@ -24,7 +24,7 @@ mod records;
 
 pub use berth_core::cluster::{Desired, ObjectRef};
 pub use connect::{Cluster, Connection, REQUEST_TIMEOUT};
-pub use deploy::{ApplyOptions, Change, Event, RolloutState, CONCURRENCY};
+pub use deploy::{ApplyOptions, Change, Event, RolloutState, Settled, CONCURRENCY};
 pub use error::ClusterError;
 pub use exec::ExecOutput;
 pub use pods::is_ready;

@@ -66,6 +66,7 @@ impl Cluster {
             out.push(RecordInfo {
                 record: Record { sequence, configs },
                 succeeded: annotation(STATUS_ANNOTATION).as_deref() == Some("succeeded"),
+                failed: annotation(STATUS_ANNOTATION).as_deref() == Some("failed"),
                 rollback_of: annotation(ROLLBACK_ANNOTATION).and_then(|s| s.parse().ok()),
                 manifest: secret_text(&item, "objects"),
             });
@@ -80,14 +81,14 @@ impl Cluster {
         configs: &BTreeMap<String, String>,
         manifest: &str,
         rollback_of: Option<u64>,
-        manager: &str,
+        options: &crate::ApplyOptions,
     ) -> Result<ObjectRef, ClusterError> {
         let object = self.record_ref(&self.record_name(project, sequence));
         let mut annotations = json!({ STATUS_ANNOTATION: "pending" });
         if let Some(of) = rollback_of {
             annotations[ROLLBACK_ANNOTATION] = json!(of.to_string());
         }
-        let body = json!({
+        let mut body = json!({
             "apiVersion": "v1", "kind": "Secret", "type": "berth.dev/apply-record",
             "metadata": {
                 "name": object.name, "namespace": self.namespace,
@@ -100,10 +101,15 @@ impl Cluster {
                 "objects": BASE64.encode(manifest),
             }
         });
-        self.apply(&object, &body, manager, true, false).await?;
+        if let Some(owner) = &options.owner {
+            body["metadata"]["ownerReferences"] = json!([owner]);
+        }
+        self.apply(&object, &body, &options.manager, true, false)
+            .await?;
         Ok(object)
     }
 
+    /// Marks a record `succeeded` or `failed`.
     pub(crate) async fn set_record_status(
         &self,
         record: &ObjectRef,

@@ -101,6 +101,42 @@ pub enum Command {
     /// Uses the records `berth apply` keeps in the cluster; the rollback is recorded as a new
     /// apply, so a second rollback goes back further only if `--keep` allows.
     Rollback(RollbackArgs),
+    /// Run the in-cluster controller for `Berth` resources (`berth controller crd` prints
+    /// the CRD).
+    ///
+    /// Reconciles `berth.dev/v1alpha1` `Berth`s with the same core as `render` and `apply`:
+    /// configs and CA bundles from ConfigMaps and Secrets in each Berth's own namespace
+    /// become immutable, content-addressed objects, references in its workloads are
+    /// rewritten, images and pull policies resolved, everything server-side applied (field
+    /// manager `berth-controller`) with owner references to the Berth. Watches only
+    /// Berths, berth's own objects and sources labelled `berth.dev/source=true` (which it
+    /// sets): never every ConfigMap. No berth.yaml is read.
+    ///
+    /// Examples: `berth controller --namespace team-a` (a Role is enough);
+    /// `berth controller` (every namespace, a ClusterRole); `berth controller crd | kubectl apply -f -`.
+    Controller(ControllerArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ControllerArgs {
+    #[command(subcommand)]
+    pub command: Option<ControllerCommand>,
+    /// The kubeconfig file (default: the in-cluster service account, then `KUBECONFIG`,
+    /// then `~/.kube/config`).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context (default: the current one).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Reconcile the Berths of this namespace only (default: every namespace).
+    #[arg(long, short = 'n', value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ControllerCommand {
+    /// Print the `Berth` CustomResourceDefinition (YAML), generated from the controller's types.
+    Crd,
 }
 
 #[derive(Debug, Args)]

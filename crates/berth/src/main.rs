@@ -101,6 +101,7 @@ fn run(cli: &Cli) -> Result<u8> {
                 resolution,
             )
         }),
+        Command::Controller(args) => commands::controller::run(args),
         Command::Validate(args) => with_resolution(cli, &args.resolve, |project, resolution| {
             commands::validate::run(&settings::validate(args)?, project, resolution).map(|()| 0)
         }),

@@ -154,6 +154,7 @@ pub fn rollout(args: &cli::RolloutArgs) -> ApplyOptions {
         force: args.force_conflicts,
         keep: args.keep as usize,
         wait: (!args.no_wait).then(|| Duration::from_secs(args.timeout)),
+        owner: None,
     }
 }
 
@@ -187,6 +188,7 @@ impl Cluster {
                 force: args.force_conflicts,
                 keep: 0,
                 wait: None,
+                owner: None,
             },
         }
     }

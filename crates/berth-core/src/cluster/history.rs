@@ -11,6 +11,8 @@ pub struct RecordInfo {
     pub record: Record,
     /// Its rollout finished (`berth.dev/status: succeeded`).
     pub succeeded: bool,
+    /// Its rollout failed (`berth.dev/status: failed`); neither: still pending.
+    pub failed: bool,
     /// For a rollback: the sequence it re-applied.
     pub rollback_of: Option<u64>,
     /// The applied objects as recorded (JSON text), when readable.
@@ -38,12 +40,13 @@ impl Records {
         self.0.last().map_or(0, |r| r.record.sequence) + 1
     }
 
-    /// The newest record, when it succeeded and applied exactly `manifest`: an
-    /// apply of the same objects changes nothing berth knows of.
+    /// The newest record, when it applied exactly `manifest` and its rollout did
+    /// not fail (it succeeded, or is still pending): an apply of the same objects
+    /// changes nothing berth knows of, and needs no new record.
     pub fn unchanged(&self, manifest: &str) -> Option<&RecordInfo> {
         self.0
             .last()
-            .filter(|r| r.succeeded && r.manifest.as_deref() == Some(manifest))
+            .filter(|r| !r.failed && r.manifest.as_deref() == Some(manifest))
     }
 
     /// The oldest sequence kept: that of the `keep`-th newest successful apply
@@ -105,6 +108,7 @@ mod tests {
                 configs: BTreeMap::from([("c".to_string(), format!("c-{sequence}"))]),
             },
             succeeded,
+            failed: !succeeded,
             rollback_of,
             manifest: Some(format!("objects of r{}", rollback_of.unwrap_or(sequence))),
         }

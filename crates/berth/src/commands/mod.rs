@@ -1,6 +1,7 @@
 //! One module per command.
 
 pub mod cluster;
+pub mod controller;
 pub mod env;
 pub mod images;
 pub mod pin;

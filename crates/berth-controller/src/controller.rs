@@ -1,0 +1,400 @@
+//! The kube-runtime `Controller` over `Berth` resources. Each reconcile is
+//! level-triggered: it reads the resource's sources, asks berth-core for the
+//! desired objects (`desired::plan`), applies them with berth-kube's one apply
+//! path (field manager `berth-controller`, owner references to the `Berth`),
+//! looks at the rollouts and writes the status. A problem with a source never
+//! touches what runs: the status says why.
+//!
+//! Watches, all filtered: `Berth`s; the workloads and ConfigMaps berth manages
+//! (`app.kubernetes.io/managed-by=berth`); ConfigMaps and Secrets labelled
+//! `berth.dev/source=true`, which the controller sets on the sources it reads.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use berth_kube::{ApplyOptions, Cluster, ClusterError, Settled};
+use futures_util::StreamExt;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::finalizer::{finalizer, Event as Finalize};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::{watcher, Controller};
+use kube::{Client, Resource, ResourceExt};
+use serde_json::{json, Value};
+
+use crate::desired::{self, Problem, SourceKind, Sources};
+use crate::status;
+use crate::types::Berth;
+
+/// The field manager of everything the controller applies.
+pub const MANAGER: &str = "berth-controller";
+/// The field manager of the source label (it owns nothing else on a source).
+pub const SOURCE_MANAGER: &str = "berth-controller-sources";
+/// The label the controller puts on the sources it reads, and watches by.
+pub const SOURCE_LABEL: &str = "berth.dev/source";
+/// Removes the source labels when a `Berth` goes.
+const FINALIZER: &str = "berth.dev/sources";
+const MANAGED: &str = "app.kubernetes.io/managed-by=berth";
+
+/// Where the controller works.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// One namespace (a Role is enough), or every namespace (a ClusterRole).
+    pub namespace: Option<String>,
+    /// The API server's URL, for messages.
+    pub server: String,
+}
+
+/// A reconcile that failed; retried with a back-off.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A cluster request failed.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// The client failed (reading sources, writing status).
+    #[error("{0}")]
+    Kube(#[from] kube::Error),
+    /// The finalizer could not be added or removed.
+    #[error("finalizer: {0}")]
+    Finalizer(String),
+}
+
+struct Context {
+    client: Client,
+    server: String,
+    berths: Store<Berth>,
+}
+
+fn api<K>(client: &Client, namespace: &Option<String>) -> Api<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+/// The `Berth`s of `store` in `namespace` that name the source `(kind, name)`.
+fn users(
+    store: &Store<Berth>,
+    kind: SourceKind,
+    namespace: Option<String>,
+    name: String,
+) -> Vec<ObjectRef<Berth>> {
+    store
+        .state()
+        .iter()
+        .filter(|b| b.namespace() == namespace)
+        .filter(|b| desired::sources_named(b).contains(&(kind, name.clone())))
+        .map(|b| ObjectRef::from_obj(b.as_ref()))
+        .collect()
+}
+
+/// Runs the controller until a termination signal.
+pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
+    let ns = &settings.namespace;
+    let managed = || watcher::Config::default().labels(MANAGED);
+    let sources = || watcher::Config::default().labels(&format!("{SOURCE_LABEL}=true"));
+    let controller = Controller::new(api::<Berth>(&client, ns), watcher::Config::default());
+    let store = controller.store();
+    let (for_maps, for_secrets) = (store.clone(), store.clone());
+    let context = Arc::new(Context {
+        client: client.clone(),
+        server: settings.server.clone(),
+        berths: store,
+    });
+    controller
+        .owns(api::<Deployment>(&client, ns), managed())
+        .owns(api::<StatefulSet>(&client, ns), managed())
+        .owns(api::<DaemonSet>(&client, ns), managed())
+        .owns(api::<Job>(&client, ns), managed())
+        .owns(api::<ConfigMap>(&client, ns), managed())
+        .watches(
+            api::<ConfigMap>(&client, ns),
+            sources(),
+            move |cm: ConfigMap| {
+                users(
+                    &for_maps,
+                    SourceKind::ConfigMap,
+                    cm.namespace(),
+                    cm.name_any(),
+                )
+            },
+        )
+        .watches(api::<Secret>(&client, ns), sources(), move |s: Secret| {
+            users(
+                &for_secrets,
+                SourceKind::Secret,
+                s.namespace(),
+                s.name_any(),
+            )
+        })
+        .shutdown_on_signal()
+        .run(reconcile, error_policy, context)
+        .for_each(|outcome| async move {
+            match outcome {
+                Ok((object, _)) => eprintln!("level=info msg=reconciled berth={object}"),
+                // A Berth deleted while a reconcile was queued: nothing to do.
+                Err(kube::runtime::controller::Error::ObjectNotFound(object)) => {
+                    eprintln!("level=info msg=gone berth={object}")
+                }
+                Err(e) => eprintln!("level=warn msg=\"reconcile failed\" error=\"{e}\""),
+            }
+        })
+        .await;
+    Ok(())
+}
+
+fn error_policy(_: Arc<Berth>, error: &Error, _: Arc<Context>) -> Action {
+    eprintln!("level=warn msg=\"will retry\" error=\"{error}\"");
+    Action::requeue(Duration::from_secs(5))
+}
+
+async fn reconcile(berth: Arc<Berth>, context: Arc<Context>) -> Result<Action, Error> {
+    let namespace = berth.namespace().unwrap_or_default();
+    let api: Api<Berth> = Api::namespaced(context.client.clone(), &namespace);
+    finalizer(&api, FINALIZER, berth, |event| async {
+        match event {
+            Finalize::Apply(berth) => apply(&berth, &context).await,
+            Finalize::Cleanup(berth) => {
+                unlabel_unused(&context, &namespace, Some(&berth.name_any())).await?;
+                Ok(Action::await_change())
+            }
+        }
+    })
+    .await
+    .map_err(|e| Error::Finalizer(e.to_string()))
+}
+
+async fn apply(berth: &Berth, context: &Context) -> Result<Action, Error> {
+    let namespace = berth.namespace().unwrap_or_default();
+    let named = desired::sources_named(berth);
+    let sources = read_sources(&context.client, &namespace, &named).await?;
+    label_sources(&context.client, &namespace, &sources).await?;
+    unlabel_unused(context, &namespace, None).await?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    let mut plan = match desired::plan(berth, &namespace, &sources, now) {
+        Ok(plan) => plan,
+        Err(problem) => {
+            write_status(context, berth, status::degraded(berth, &problem, None)).await?;
+            // A source that exists carries the label, so its edits arrive by watch; one
+            // that does not exist yet has no label to be watched by: look again soon.
+            let again = if problem.reason == "SourceMissing" { 10 } else { 300 };
+            return Ok(Action::requeue(Duration::from_secs(again)));
+        }
+    };
+    let owner = owner_reference(berth);
+    desired::own(&mut plan.desired.objects, &owner);
+    let cluster = Cluster::new(
+        context.client.clone(),
+        namespace.as_str(),
+        context.server.as_str(),
+    );
+    let keep = berth.spec.keep.max(1) as usize;
+    let options = ApplyOptions {
+        manager: MANAGER.into(),
+        force: false,
+        keep,
+        wait: None,
+        owner: Some(owner),
+    };
+    if let Err(e) = cluster
+        .deploy(&plan.desired, &options, None, &mut |_| {})
+        .await
+    {
+        let problem = Problem {
+            reason: reason_of(&e),
+            message: e.to_string(),
+        };
+        write_status(
+            context,
+            berth,
+            status::degraded(berth, &problem, Some(&plan)),
+        )
+        .await?;
+        return Ok(Action::requeue(Duration::from_secs(30)));
+    }
+    let settled = cluster.settle(&plan.desired, keep).await?;
+    let again = match &settled {
+        Settled::Progressing(_) => Duration::from_secs(5),
+        _ => Duration::from_secs(300),
+    };
+    write_status(context, berth, status::applied(berth, &plan, &settled)).await?;
+    Ok(Action::requeue(again))
+}
+
+/// The condition reason for a cluster error: what a status reader can act on.
+fn reason_of(error: &ClusterError) -> &'static str {
+    match error {
+        ClusterError::Conflict { .. } => "Conflict",
+        ClusterError::Forbidden { .. } => "Forbidden",
+        ClusterError::Invalid { .. } => "Invalid",
+        ClusterError::Timeout { .. } | ClusterError::Unreachable { .. } => "Unreachable",
+        ClusterError::Plan(_) => "UnknownKind",
+        _ => "ApplyFailed",
+    }
+}
+
+fn owner_reference(berth: &Berth) -> Value {
+    json!({
+        "apiVersion": "berth.dev/v1alpha1",
+        "kind": "Berth",
+        "name": berth.name_any(),
+        "uid": berth.uid().unwrap_or_default(),
+        "controller": true,
+        "blockOwnerDeletion": true,
+    })
+}
+
+/// The data of every named source (`None` for a missing one).
+async fn read_sources(
+    client: &Client,
+    namespace: &str,
+    named: &[(SourceKind, String)],
+) -> Result<Sources, Error> {
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let mut out = Sources::new();
+    for (kind, name) in named {
+        let data = match kind {
+            SourceKind::ConfigMap => maps.get_opt(name).await?.map(|cm| {
+                let mut data: std::collections::BTreeMap<String, Vec<u8>> = cm
+                    .data
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(k, v)| (k, v.into_bytes()))
+                    .collect();
+                for (k, v) in cm.binary_data.unwrap_or_default() {
+                    data.insert(k, v.0);
+                }
+                data
+            }),
+            SourceKind::Secret => secrets.get_opt(name).await?.map(|s| {
+                let mut data: std::collections::BTreeMap<String, Vec<u8>> = s
+                    .data
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(k, v)| (k, v.0))
+                    .collect();
+                for (k, v) in s.string_data.unwrap_or_default() {
+                    data.insert(k, v.into_bytes());
+                }
+                data
+            }),
+        };
+        out.insert((*kind, name.clone()), data);
+    }
+    Ok(out)
+}
+
+fn source_body(kind: SourceKind, name: &str, namespace: &str, labelled: bool) -> Value {
+    let mut body = json!({
+        "apiVersion": "v1",
+        "kind": match kind { SourceKind::ConfigMap => "ConfigMap", SourceKind::Secret => "Secret" },
+        "metadata": {"name": name, "namespace": namespace},
+    });
+    if labelled {
+        body["metadata"]["labels"] = json!({ SOURCE_LABEL: "true" });
+    }
+    body
+}
+
+async fn patch_source(
+    client: &Client,
+    namespace: &str,
+    kind: SourceKind,
+    name: &str,
+    labelled: bool,
+) -> Result<(), Error> {
+    let params = PatchParams::apply(SOURCE_MANAGER).force();
+    let body = source_body(kind, name, namespace, labelled);
+    match kind {
+        SourceKind::ConfigMap => {
+            let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+            api.patch(name, &params, &Patch::Apply(&body)).await?;
+        }
+        SourceKind::Secret => {
+            let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+            api.patch(name, &params, &Patch::Apply(&body)).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Labels every existing source with `berth.dev/source: "true"`, so changes to it
+/// reach the controller through its label-filtered watches.
+async fn label_sources(client: &Client, namespace: &str, sources: &Sources) -> Result<(), Error> {
+    for ((kind, name), data) in sources {
+        if data.is_some() {
+            patch_source(client, namespace, *kind, name, true).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes the source label from labelled objects of `namespace` that no `Berth`
+/// (but `leaving`, which is being deleted) names any more.
+async fn unlabel_unused(
+    context: &Context,
+    namespace: &str,
+    leaving: Option<&str>,
+) -> Result<(), Error> {
+    let named: BTreeSet<(SourceKind, String)> = context
+        .berths
+        .state()
+        .iter()
+        .filter(|b| b.namespace().as_deref() == Some(namespace))
+        .filter(|b| Some(b.name_any().as_str()) != leaving && b.meta().deletion_timestamp.is_none())
+        .flat_map(|b| desired::sources_named(b))
+        .collect();
+    let selector = ListParams::default().labels(&format!("{SOURCE_LABEL}=true"));
+    let maps: Api<ConfigMap> = Api::namespaced(context.client.clone(), namespace);
+    for cm in maps.list_metadata(&selector).await? {
+        let name = cm.name_any();
+        if !named.contains(&(SourceKind::ConfigMap, name.clone())) {
+            patch_source(
+                &context.client,
+                namespace,
+                SourceKind::ConfigMap,
+                &name,
+                false,
+            )
+            .await?;
+        }
+    }
+    let secrets: Api<Secret> = Api::namespaced(context.client.clone(), namespace);
+    for s in secrets.list_metadata(&selector).await? {
+        let name = s.name_any();
+        if !named.contains(&(SourceKind::Secret, name.clone())) {
+            patch_source(&context.client, namespace, SourceKind::Secret, &name, false).await?;
+        }
+    }
+    Ok(())
+}
+
+async fn write_status(
+    context: &Context,
+    berth: &Berth,
+    status: crate::types::BerthStatus,
+) -> Result<(), Error> {
+    let namespace = berth.namespace().unwrap_or_default();
+    let api: Api<Berth> = Api::namespaced(context.client.clone(), &namespace);
+    let body = json!({"apiVersion": "berth.dev/v1alpha1", "kind": "Berth", "status": status});
+    api.patch_status(
+        &berth.name_any(),
+        &PatchParams::apply(MANAGER).force(),
+        &Patch::Apply(&body),
+    )
+    .await?;
+    Ok(())
+}

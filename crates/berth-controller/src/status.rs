@@ -1,0 +1,146 @@
+//! The status a reconcile writes: conditions `Ready`, `Progressing` and
+//! `Degraded` with reasons, and what each component, config and bundle became.
+//! A condition keeps its `lastTransitionTime` while its status stays the same.
+
+use berth_kube::Settled;
+use kube::ResourceExt;
+
+use crate::desired::{Plan, Problem};
+use crate::types::{Berth, BerthStatus, Condition};
+
+fn now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    crate::desired::rfc3339(secs)
+}
+
+/// A condition, keeping the transition time of `previous` when the status is unchanged.
+fn condition(berth: &Berth, type_: &str, status: bool, reason: &str, message: String) -> Condition {
+    let status = if status { "True" } else { "False" }.to_string();
+    let previous = berth
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_));
+    let last_transition_time = match previous {
+        Some(p) if p.status == status => p.last_transition_time.clone(),
+        _ => Some(now()),
+    };
+    Condition {
+        type_: type_.into(),
+        status,
+        reason: reason.into(),
+        message,
+        last_transition_time,
+        observed_generation: berth.metadata.generation,
+    }
+}
+
+fn base(berth: &Berth, plan: Option<&Plan>) -> BerthStatus {
+    let previous = berth.status.clone().unwrap_or_default();
+    BerthStatus {
+        observed_generation: berth.metadata.generation,
+        conditions: Vec::new(),
+        images: plan.map_or(previous.images, |p| p.images.clone()),
+        configs: plan.map_or(previous.configs, |p| p.configs.clone()),
+        ca_bundles: plan.map_or(previous.ca_bundles, |p| p.ca_bundles.clone()),
+    }
+}
+
+/// The resource cannot be carried out now: `Degraded`, with the previous
+/// `Ready` kept (the last good generation keeps running).
+pub fn degraded(berth: &Berth, problem: &Problem, plan: Option<&Plan>) -> BerthStatus {
+    let mut status = base(berth, plan);
+    let ready = berth
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"))
+        .cloned()
+        .unwrap_or_else(|| {
+            condition(
+                berth,
+                "Ready",
+                false,
+                problem.reason,
+                format!("not applied: {}", problem.message),
+            )
+        });
+    status.conditions = vec![
+        ready,
+        condition(
+            berth,
+            "Progressing",
+            false,
+            problem.reason,
+            "waiting for the problem to be fixed".into(),
+        ),
+        condition(
+            berth,
+            "Degraded",
+            true,
+            problem.reason,
+            problem.message.clone(),
+        ),
+    ];
+    status
+}
+
+/// Applied; the rollout as `settled` reports it.
+pub fn applied(berth: &Berth, plan: &Plan, settled: &Settled) -> BerthStatus {
+    let mut status = base(berth, Some(plan));
+    let name = berth.name_any();
+    status.conditions = match settled {
+        Settled::RolledOut => vec![
+            condition(
+                berth,
+                "Ready",
+                true,
+                "RolledOut",
+                format!("every workload of {name} rolled out"),
+            ),
+            condition(
+                berth,
+                "Progressing",
+                false,
+                "RolledOut",
+                "nothing in progress".into(),
+            ),
+            condition(berth, "Degraded", false, "RolledOut", "no problem".into()),
+        ],
+        Settled::Progressing(waiting) => {
+            let how: Vec<String> = waiting
+                .iter()
+                .map(|(o, how)| format!("{}/{}: {how}", o.kind, o.name))
+                .collect();
+            vec![
+                condition(berth, "Ready", false, "RollingOut", how.join("; ")),
+                condition(berth, "Progressing", true, "RollingOut", how.join("; ")),
+                condition(berth, "Degraded", false, "RollingOut", "no problem".into()),
+            ]
+        }
+        Settled::Failed(object, reason) => vec![
+            condition(
+                berth,
+                "Ready",
+                false,
+                "RolloutFailed",
+                format!("{object}: {reason}"),
+            ),
+            condition(
+                berth,
+                "Progressing",
+                false,
+                "RolloutFailed",
+                "the rollout stopped".into(),
+            ),
+            condition(
+                berth,
+                "Degraded",
+                true,
+                "RolloutFailed",
+                format!("{object}: {reason}; the previous generations are kept"),
+            ),
+        ],
+    };
+    status
+}

@@ -1,0 +1,36 @@
+//! `berth controller`: the in-cluster controller, and `berth controller crd`.
+
+use anyhow::Result;
+use berth_kube::{Cluster, Connection};
+
+use crate::cli::{ControllerArgs, ControllerCommand};
+use crate::output::print;
+
+pub fn run(args: &ControllerArgs) -> Result<u8> {
+    if let Some(ControllerCommand::Crd) = args.command {
+        print(&berth_controller::crd_yaml())?;
+        return Ok(0);
+    }
+    let connection = Connection {
+        kubeconfig: args.kubeconfig.clone(),
+        context: args.context.clone(),
+        namespace: args.namespace.clone(),
+    };
+    crate::runtime::get()?.block_on(async {
+        let cluster = Cluster::connect(&connection).await?;
+        eprintln!(
+            "level=info msg=\"berth controller starting\" server={} namespace={}",
+            cluster.server,
+            args.namespace.as_deref().unwrap_or("<all>")
+        );
+        berth_controller::run(
+            cluster.client().clone(),
+            berth_controller::Settings {
+                namespace: args.namespace.clone(),
+                server: cluster.server.clone(),
+            },
+        )
+        .await?;
+        Ok(0)
+    })
+}

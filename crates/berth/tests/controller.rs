@@ -1,0 +1,306 @@
+//! `berth controller` against the real control plane (`common/testenv.rs`): the
+//! CRD as `berth controller crd` prints it, the controller as a child process
+//! watching one namespace, and the cluster's state as the test's evidence.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::testenv::{plane, Namespace, Plane};
+use common::{berth, berth_path, project};
+use serde_json::Value;
+
+/// The controller for one namespace, killed when dropped.
+struct Controller {
+    child: Child,
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn install_crd(plane: &Plane) {
+    let crd = berth(std::path::Path::new("."))
+        .args(["controller", "crd"])
+        .output()
+        .unwrap();
+    assert!(crd.status.success());
+    let out = plane.kubectl_with(
+        &plane.kubeconfig,
+        &["apply", "--server-side", "-f", "-"],
+        Some(&String::from_utf8(crd.stdout).unwrap()),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    plane.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/berths.berth.dev",
+        "--timeout=30s",
+    ]);
+}
+
+fn start(ns: &Namespace) -> Controller {
+    install_crd(ns.plane);
+    let log = std::fs::File::create(ns.kubeconfig.with_file_name("controller.log")).unwrap();
+    let child = Command::new(berth_path())
+        .args(["controller", "--namespace", &ns.name, "--kubeconfig"])
+        .arg(&ns.kubeconfig)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    Controller { child }
+}
+
+fn apply(ns: &Namespace, manifest: &str) {
+    let out = ns
+        .plane
+        .kubectl_with(&ns.kubeconfig, &["apply", "-f", "-"], Some(manifest));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Polls `check` every 50 ms until it returns `Some`, or fails after `secs`.
+fn eventually<T>(secs: u64, what: &str, ns: &Namespace, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        if Instant::now() > deadline {
+            let log = std::fs::read_to_string(ns.kubeconfig.with_file_name("controller.log"))
+                .unwrap_or_default();
+            let status = ns
+                .get("berths", "llama")
+                .map(|b| b["status"].to_string())
+                .unwrap_or_default();
+            panic!("{what}: not within {secs} s\nstatus: {status}\ncontroller log:\n{log}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn condition(berth: &Value, type_: &str) -> Option<(String, String, String)> {
+    berth["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+        .map(|c| {
+            (
+                c["status"].as_str().unwrap_or_default().to_string(),
+                c["reason"].as_str().unwrap_or_default().to_string(),
+                c["message"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+}
+
+fn mounted_config(ns: &Namespace) -> Option<String> {
+    let d = ns.get("deployments", "llama-stack")?;
+    d["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"]
+        .as_str()
+        .map(str::to_string)
+}
+
+const BERTH: &str = "apiVersion: berth.dev/v1alpha1
+kind: Berth
+metadata: {name: llama}
+spec:
+  keep: 2
+  workloads:
+  - apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: llama-stack}
+    spec:
+      replicas: 2
+      selector: {matchLabels: {app: llama-stack}}
+      template:
+        metadata: {labels: {app: llama-stack}}
+        spec:
+          containers:
+          - name: server
+            image: docker.io/llamastack/distribution-starter:0.2.0
+            volumeMounts: [{name: run, mountPath: /etc/llama}]
+          volumes:
+          - {name: run, configMap: {name: run-config}}
+  images:
+    server: {image: 'docker.io/llamastack/distribution-starter:0.2.1', pullPolicy: auto}
+  configs:
+    run-config:
+      fromConfigMap: {name: my-run-yaml, key: run.yaml}
+      schema:
+        inline: {type: object, required: [version], properties: {version: {type: integer, maximum: 9}}}
+";
+
+fn run_yaml(version: &str) -> String {
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: my-run-yaml}}\ndata:\n  run.yaml: |\n    version: {version}\n")
+}
+
+#[test]
+fn a_source_change_rolls_the_workload_and_old_generations_go_after_success() {
+    let Some(plane) = plane() else { return };
+    let ns = plane.namespace("controller");
+    let _controller = start(&ns);
+    apply(&ns, &run_yaml("2"));
+    apply(&ns, BERTH);
+    let first = eventually(30, "the workload uses a generated config", &ns, || {
+        mounted_config(&ns)
+    });
+    // The same name `berth render` gives for the same data.
+    let dir = project("name: same\nconfigs:\n  run-config:\n    files: [run.yaml]\n");
+    std::fs::write(dir.path().join("run.yaml"), "version: 2\n").unwrap();
+    let rendered = berth(dir.path())
+        .args(["render", "-"])
+        .write_stdin("")
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&rendered.stdout).contains(&format!("name: {first}\n")),
+        "{first}"
+    );
+    eventually(30, "Ready", &ns, || {
+        let b = ns.get("berths", "llama")?;
+        (condition(&b, "Ready")?.0 == "True").then_some(())
+    });
+    let b = ns.get("berths", "llama").unwrap();
+    assert_eq!(condition(&b, "Ready").unwrap().1, "RolledOut");
+    assert_eq!(b["status"]["observedGeneration"], 1);
+    assert_eq!(b["status"]["configs"][0]["object"], first.as_str());
+    assert_eq!(b["status"]["configs"][0]["source"], "configMap/my-run-yaml");
+    assert_eq!(
+        b["status"]["images"][0]["image"],
+        "docker.io/llamastack/distribution-starter:0.2.1"
+    );
+    let d = ns.get("deployments", "llama-stack").unwrap();
+    assert_eq!(d["metadata"]["ownerReferences"][0]["kind"], "Berth");
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"],
+        "IfNotPresent"
+    );
+    let managers: Vec<String> = d["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["operation"] == "Apply")
+        .map(|m| m["manager"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(managers, ["berth-controller"]);
+    let source = ns.get("configmaps", "my-run-yaml").unwrap();
+    assert_eq!(source["metadata"]["labels"]["berth.dev/source"], "true");
+    let generated = ns.get("configmaps", &first).unwrap();
+    assert_eq!(generated["immutable"], true);
+
+    // Two edits: each a new generation, the workload rolled; keep 2 keeps the last two.
+    let mut names = vec![first.clone()];
+    for version in ["3", "4"] {
+        apply(&ns, &run_yaml(version));
+        let previous = names.last().unwrap().clone();
+        let next = eventually(30, "the new generation is mounted", &ns, || {
+            mounted_config(&ns).filter(|n| *n != previous)
+        });
+        names.push(next);
+        eventually(30, "rolled out", &ns, || {
+            let b = ns.get("berths", "llama")?;
+            let ready = condition(&b, "Ready")?;
+            (ready.0 == "True"
+                && b["status"]["configs"][0]["object"] == names.last().unwrap().as_str())
+            .then_some(())
+        });
+    }
+    eventually(30, "the oldest generation is deleted", &ns, || {
+        let left: Vec<String> = ns
+            .names("configmaps")
+            .into_iter()
+            .filter(|n| n.starts_with("run-config-"))
+            .collect();
+        (left == {
+            let mut kept = names[1..].to_vec();
+            kept.sort();
+            kept
+        })
+        .then_some(())
+    });
+
+    // A schema violation: Degraded with the pointer and line, the workload untouched.
+    apply(&ns, &run_yaml("70"));
+    let (status, reason, message) = eventually(30, "Degraded", &ns, || {
+        let b = ns.get("berths", "llama")?;
+        condition(&b, "Degraded").filter(|c| c.0 == "True")
+    });
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "SchemaViolation")
+    );
+    assert!(message.contains("run.yaml:1:10: /version"), "{message}");
+    assert_eq!(
+        mounted_config(&ns).as_deref(),
+        names.last().map(String::as_str),
+        "the last good generation keeps running"
+    );
+    let b = ns.get("berths", "llama").unwrap();
+    assert_eq!(condition(&b, "Ready").unwrap().0, "True");
+
+    // Deleting the source: SourceMissing, still nothing touched.
+    ns.ok(&["delete", "configmap", "my-run-yaml"]);
+    eventually(30, "SourceMissing", &ns, || {
+        let b = ns.get("berths", "llama")?;
+        (condition(&b, "Degraded")?.1 == "SourceMissing").then_some(())
+    });
+    assert_eq!(
+        mounted_config(&ns).as_deref(),
+        names.last().map(String::as_str)
+    );
+
+    // Deleting the Berth: garbage collection takes what it made.
+    apply(&ns, &run_yaml("4"));
+    eventually(30, "labelled again", &ns, || {
+        let cm = ns.get("configmaps", "my-run-yaml")?;
+        (cm["metadata"]["labels"]["berth.dev/source"] == "true").then_some(())
+    });
+    ns.ok(&["delete", "berth", "llama", "--wait=true", "--timeout=30s"]);
+    eventually(60, "garbage collected", &ns, || {
+        let left: Vec<String> = ns
+            .names("configmaps")
+            .into_iter()
+            .filter(|n| n.starts_with("run-config-"))
+            .collect();
+        (left.is_empty() && ns.get("deployments", "llama-stack").is_none()).then_some(())
+    });
+    let cm = ns.get("configmaps", "my-run-yaml").unwrap();
+    assert!(
+        cm["metadata"]["labels"].get("berth.dev/source").is_none(),
+        "the source label is removed: {cm}"
+    );
+}
+
+#[test]
+fn the_api_server_refuses_a_config_with_two_sources() {
+    let Some(plane) = plane() else { return };
+    let ns = plane.namespace("controller-cel");
+    install_crd(plane);
+    let out = plane.kubectl_with(
+        &ns.kubeconfig,
+        &["apply", "-f", "-"],
+        Some("apiVersion: berth.dev/v1alpha1\nkind: Berth\nmetadata: {name: two}\nspec:\n  workloads: []\n  configs:\n    a: {inline: {x: 1}, fromConfigMap: {name: 'cm', key: 'k'}}\n"),
+    );
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("set exactly one of inline, fromConfigMap, fromSecret"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
