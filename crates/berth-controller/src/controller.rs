@@ -47,6 +47,10 @@ pub struct Settings {
     pub namespace: Option<String>,
     /// The API server's URL, for messages.
     pub server: String,
+    /// Where `/healthz`, `/readyz` and `/metrics` are served (none: not served).
+    pub listen: Option<std::net::SocketAddr>,
+    /// Leader election (none: this replica always leads).
+    pub election: Option<crate::lease::Election>,
 }
 
 /// A reconcile that failed; retried with a back-off.
@@ -61,12 +65,19 @@ pub enum Error {
     /// The finalizer could not be added or removed.
     #[error("finalizer: {0}")]
     Finalizer(String),
+    /// The Lease could not be renewed in time: another replica may lead now.
+    #[error("lost the leader Lease; exiting so that one replica leads")]
+    LeadershipLost,
+    /// The health and metrics address cannot be served.
+    #[error("cannot serve health and metrics: {0}")]
+    Serve(#[from] std::io::Error),
 }
 
 struct Context {
     client: Client,
     server: String,
     berths: Store<Berth>,
+    metrics: Arc<crate::serve::Metrics>,
 }
 
 fn api<K>(client: &Client, namespace: &Option<String>) -> Api<K>
@@ -98,8 +109,52 @@ fn users(
         .collect()
 }
 
-/// Runs the controller until a termination signal.
+/// Runs the controller until a termination signal (or, with leader election,
+/// until the Lease is lost).
 pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
+    let metrics = Arc::new(crate::serve::Metrics::default());
+    if let Some(address) = settings.listen {
+        let listener = tokio::net::TcpListener::bind(address).await?;
+        eprintln!(
+            "level=info msg=\"serving /healthz /readyz /metrics\" address={}",
+            listener.local_addr()?
+        );
+        tokio::spawn(crate::serve::serve(listener, Arc::clone(&metrics)));
+    }
+    let lost = match &settings.election {
+        Some(election) => {
+            election.acquire(&client).await;
+            eprintln!("level=info msg=\"leading\" identity={}", election.identity);
+            let (election, client) = (election.clone(), client.clone());
+            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+            tokio::spawn(async move {
+                election.keep(&client).await;
+                let _ = tx.send(());
+            });
+            Some(rx)
+        }
+        None => None,
+    };
+    metrics
+        .leading
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let lost_flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let shutdown = {
+        let lost_flag = Arc::clone(&lost_flag);
+        async move {
+            match lost {
+                Some(rx) => {
+                    tokio::select! {
+                        _ = rx => lost_flag.store(true, std::sync::atomic::Ordering::Relaxed),
+                        _ = tokio::signal::ctrl_c() => {}
+                    }
+                }
+                None => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        }
+    };
     let ns = &settings.namespace;
     let managed = || watcher::Config::default().labels(MANAGED);
     let sources = || watcher::Config::default().labels(&format!("{SOURCE_LABEL}=true"));
@@ -110,7 +165,11 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
         client: client.clone(),
         server: settings.server.clone(),
         berths: store,
+        metrics: Arc::clone(&metrics),
     });
+    metrics
+        .running
+        .store(true, std::sync::atomic::Ordering::Relaxed);
     controller
         .owns(api::<Deployment>(&client, ns), managed())
         .owns(api::<StatefulSet>(&client, ns), managed())
@@ -137,7 +196,7 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
                 s.name_any(),
             )
         })
-        .shutdown_on_signal()
+        .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, context)
         .for_each(|outcome| async move {
             match outcome {
@@ -150,6 +209,13 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
             }
         })
         .await;
+    metrics
+        .running
+        .store(false, std::sync::atomic::Ordering::Relaxed);
+    if lost_flag.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(Error::LeadershipLost);
+    }
+    eprintln!("level=info msg=\"stopped\"");
     Ok(())
 }
 
@@ -159,13 +225,22 @@ fn error_policy(_: Arc<Berth>, error: &Error, _: Arc<Context>) -> Action {
 }
 
 async fn reconcile(berth: Arc<Berth>, context: Arc<Context>) -> Result<Action, Error> {
+    let started = std::time::Instant::now();
+    let outcome = reconcile_timed(berth, &context).await;
+    context
+        .metrics
+        .reconciled(started.elapsed(), outcome.is_err());
+    outcome
+}
+
+async fn reconcile_timed(berth: Arc<Berth>, context: &Context) -> Result<Action, Error> {
     let namespace = berth.namespace().unwrap_or_default();
     let api: Api<Berth> = Api::namespaced(context.client.clone(), &namespace);
     finalizer(&api, FINALIZER, berth, |event| async {
         match event {
-            Finalize::Apply(berth) => apply(&berth, &context).await,
+            Finalize::Apply(berth) => apply(&berth, context).await,
             Finalize::Cleanup(berth) => {
-                unlabel_unused(&context, &namespace, Some(&berth.name_any())).await?;
+                unlabel_unused(context, &namespace, Some(&berth.name_any())).await?;
                 Ok(Action::await_change())
             }
         }
@@ -189,7 +264,11 @@ async fn apply(berth: &Berth, context: &Context) -> Result<Action, Error> {
             write_status(context, berth, status::degraded(berth, &problem, None)).await?;
             // A source that exists carries the label, so its edits arrive by watch; one
             // that does not exist yet has no label to be watched by: look again soon.
-            let again = if problem.reason == "SourceMissing" { 10 } else { 300 };
+            let again = if problem.reason == "SourceMissing" {
+                10
+            } else {
+                300
+            };
             return Ok(Action::requeue(Duration::from_secs(again)));
         }
     };

@@ -8,6 +8,8 @@
 
 pub mod controller;
 pub mod desired;
+pub mod lease;
+pub mod serve;
 mod status;
 pub mod types;
 

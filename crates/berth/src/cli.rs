@@ -131,6 +131,21 @@ pub struct ControllerArgs {
     /// Reconcile the Berths of this namespace only (default: every namespace).
     #[arg(long, short = 'n', value_name = "NAMESPACE")]
     pub namespace: Option<String>,
+    /// Serve `/healthz`, `/readyz` (200 only while leading) and Prometheus `/metrics` here.
+    #[arg(long, value_name = "ADDRESS", default_value = "127.0.0.1:8080")]
+    pub listen: std::net::SocketAddr,
+    /// Elect one leader among replicas through a Lease (run two replicas safely).
+    #[arg(long)]
+    pub leader_elect: bool,
+    /// The Lease's namespace (default: `POD_NAMESPACE`, then `--namespace`, then `default`).
+    #[arg(long, value_name = "NAMESPACE")]
+    pub lease_namespace: Option<String>,
+    /// The Lease's name.
+    #[arg(long, value_name = "NAME", default_value = "berth-controller")]
+    pub lease_name: String,
+    /// Seconds a Lease holds without renewal; a new leader takes over within this time.
+    #[arg(long, value_name = "SECONDS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(3..))]
+    pub lease_duration: u64,
 }
 
 #[derive(Debug, Subcommand)]

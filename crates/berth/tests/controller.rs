@@ -49,10 +49,23 @@ fn install_crd(plane: &Plane) {
 }
 
 fn start(ns: &Namespace) -> Controller {
+    start_as(ns, "controller", &[])
+}
+
+/// A controller logging to `<name>.log` beside the namespace's kubeconfig.
+fn start_as(ns: &Namespace, name: &str, extra: &[&str]) -> Controller {
     install_crd(ns.plane);
-    let log = std::fs::File::create(ns.kubeconfig.with_file_name("controller.log")).unwrap();
+    let log = std::fs::File::create(ns.kubeconfig.with_file_name(format!("{name}.log"))).unwrap();
     let child = Command::new(berth_path())
-        .args(["controller", "--namespace", &ns.name, "--kubeconfig"])
+        .args([
+            "controller",
+            "--listen",
+            "127.0.0.1:0",
+            "--namespace",
+            &ns.name,
+        ])
+        .args(extra)
+        .arg("--kubeconfig")
         .arg(&ns.kubeconfig)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -303,4 +316,103 @@ fn the_api_server_refuses_a_config_with_two_sources() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+fn log_of(ns: &Namespace, name: &str) -> String {
+    std::fs::read_to_string(ns.kubeconfig.with_file_name(format!("{name}.log"))).unwrap_or_default()
+}
+
+/// `GET path` on the address a controller logged; the status code and body.
+fn http_get(log: &str, path: &str) -> (u16, String) {
+    use std::io::{Read as _, Write as _};
+    let address = log
+        .lines()
+        .find_map(|l| l.split("address=").nth(1))
+        .expect("the controller logs its address")
+        .trim();
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    let code = text.split(' ').nth(1).unwrap().parse().unwrap();
+    (
+        code,
+        text.split("\r\n\r\n")
+            .nth(1)
+            .unwrap_or_default()
+            .to_string(),
+    )
+}
+
+#[test]
+fn two_replicas_elect_one_leader_and_the_standby_takes_over() {
+    let Some(plane) = plane() else { return };
+    let ns = plane.namespace("controller-lease");
+    let election = [
+        "--leader-elect",
+        "--lease-duration",
+        "3",
+        "--lease-namespace",
+        ns.name.as_str(),
+    ];
+    let mut first = start_as(&ns, "a", &election);
+    eventually(30, "a leads", &ns, || {
+        log_of(&ns, "a").contains("msg=\"leading\"").then_some(())
+    });
+    let _second = start_as(&ns, "b", &election);
+    eventually(30, "b waits", &ns, || {
+        log_of(&ns, "b")
+            .contains("waiting for leadership")
+            .then_some(())
+    });
+    assert_eq!(http_get(&log_of(&ns, "a"), "/readyz").0, 200);
+    assert_eq!(
+        http_get(&log_of(&ns, "b"), "/readyz").0,
+        503,
+        "a standby is alive, not ready"
+    );
+    assert_eq!(http_get(&log_of(&ns, "b"), "/healthz").0, 200);
+    let lease = ns
+        .get("leases.coordination.k8s.io", "berth-controller")
+        .unwrap();
+    let holder = lease["spec"]["holderIdentity"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    apply(&ns, &run_yaml("2"));
+    apply(&ns, BERTH);
+    let generation = eventually(30, "a applies", &ns, || mounted_config(&ns));
+    let (_, metrics) = http_get(&log_of(&ns, "a"), "/metrics");
+    assert!(metrics.contains("berth_controller_leader 1\n"), "{metrics}");
+    assert!(
+        !metrics.contains("berth_controller_reconciles_total 0\n"),
+        "{metrics}"
+    );
+
+    // The leader dies without a word: the standby takes the Lease once it expires.
+    let killed = Instant::now();
+    let _ = first.child.kill();
+    let _ = first.child.wait();
+    eventually(30, "b leads", &ns, || {
+        log_of(&ns, "b").contains("msg=\"leading\"").then_some(())
+    });
+    let handover = killed.elapsed();
+    eprintln!(
+        "handover after the leader died: {} ms (lease 3 s)",
+        handover.as_millis()
+    );
+    assert!(handover < Duration::from_secs(10), "{handover:?}");
+    let lease = ns
+        .get("leases.coordination.k8s.io", "berth-controller")
+        .unwrap();
+    assert_ne!(lease["spec"]["holderIdentity"].as_str().unwrap(), holder);
+    apply(&ns, &run_yaml("3"));
+    eventually(30, "b reconciles", &ns, || {
+        mounted_config(&ns).filter(|n| *n != generation)
+    });
 }

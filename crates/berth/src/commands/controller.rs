@@ -23,11 +23,29 @@ pub fn run(args: &ControllerArgs) -> Result<u8> {
             cluster.server,
             args.namespace.as_deref().unwrap_or("<all>")
         );
+        let election = args
+            .leader_elect
+            .then(|| berth_controller::lease::Election {
+                namespace: args
+                    .lease_namespace
+                    .clone()
+                    .or_else(|| std::env::var("POD_NAMESPACE").ok())
+                    .or_else(|| args.namespace.clone())
+                    .unwrap_or_else(|| "default".into()),
+                name: args.lease_name.clone(),
+                identity: std::env::var("POD_NAME").unwrap_or_else(|_| {
+                    let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+                    format!("{}-{}", host.trim(), std::process::id())
+                }),
+                duration: std::time::Duration::from_secs(args.lease_duration),
+            });
         berth_controller::run(
             cluster.client().clone(),
             berth_controller::Settings {
                 namespace: args.namespace.clone(),
                 server: cluster.server.clone(),
+                listen: Some(args.listen),
+                election,
             },
         )
         .await?;
