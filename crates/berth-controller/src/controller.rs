@@ -75,7 +75,8 @@ pub enum Error {
 
 struct Context {
     client: Client,
-    server: String,
+    /// Discovery is cached here and shared by every reconcile.
+    cluster: Cluster,
     berths: Store<Berth>,
     metrics: Arc<crate::serve::Metrics>,
 }
@@ -163,7 +164,7 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
     let (for_maps, for_secrets) = (store.clone(), store.clone());
     let context = Arc::new(Context {
         client: client.clone(),
-        server: settings.server.clone(),
+        cluster: Cluster::new(client.clone(), "default", settings.server.as_str()),
         berths: store,
         metrics: Arc::clone(&metrics),
     });
@@ -252,9 +253,16 @@ async fn reconcile_timed(berth: Arc<Berth>, context: &Context) -> Result<Action,
 async fn apply(berth: &Berth, context: &Context) -> Result<Action, Error> {
     let namespace = berth.namespace().unwrap_or_default();
     let named = desired::sources_named(berth);
-    let sources = read_sources(&context.client, &namespace, &named).await?;
-    label_sources(&context.client, &namespace, &sources).await?;
-    unlabel_unused(context, &namespace, None).await?;
+    let (sources, unlabelled) = read_sources(&context.client, &namespace, &named).await?;
+    for (kind, name) in &unlabelled {
+        patch_source(&context.client, &namespace, *kind, name, true).await?;
+    }
+    // Sources only stop being named when a spec changes (or a Berth goes).
+    let spec_changed =
+        berth.status.as_ref().and_then(|s| s.observed_generation) != berth.metadata.generation;
+    if spec_changed {
+        unlabel_unused(context, &namespace, None).await?;
+    }
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
@@ -274,11 +282,7 @@ async fn apply(berth: &Berth, context: &Context) -> Result<Action, Error> {
     };
     let owner = owner_reference(berth);
     desired::own(&mut plan.desired.objects, &owner);
-    let cluster = Cluster::new(
-        context.client.clone(),
-        namespace.as_str(),
-        context.server.as_str(),
-    );
+    let cluster = context.cluster.in_namespace(&namespace);
     let keep = berth.spec.keep.max(1) as usize;
     let options = ApplyOptions {
         manager: MANAGER.into(),
@@ -335,18 +339,26 @@ fn owner_reference(berth: &Berth) -> Value {
     })
 }
 
-/// The data of every named source (`None` for a missing one).
+/// The data of every named source (`None` for a missing one), and the existing
+/// sources that do not carry the source label yet.
 async fn read_sources(
     client: &Client,
     namespace: &str,
     named: &[(SourceKind, String)],
-) -> Result<Sources, Error> {
+) -> Result<(Sources, Vec<(SourceKind, String)>), Error> {
     let maps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let mut out = Sources::new();
+    let mut unlabelled = Vec::new();
+    let labelled = |labels: Option<&std::collections::BTreeMap<String, String>>| {
+        labels.and_then(|l| l.get(SOURCE_LABEL)).map(String::as_str) == Some("true")
+    };
     for (kind, name) in named {
         let data = match kind {
             SourceKind::ConfigMap => maps.get_opt(name).await?.map(|cm| {
+                if !labelled(cm.metadata.labels.as_ref()) {
+                    unlabelled.push((*kind, name.clone()));
+                }
                 let mut data: std::collections::BTreeMap<String, Vec<u8>> = cm
                     .data
                     .unwrap_or_default()
@@ -359,6 +371,9 @@ async fn read_sources(
                 data
             }),
             SourceKind::Secret => secrets.get_opt(name).await?.map(|s| {
+                if !labelled(s.metadata.labels.as_ref()) {
+                    unlabelled.push((*kind, name.clone()));
+                }
                 let mut data: std::collections::BTreeMap<String, Vec<u8>> = s
                     .data
                     .unwrap_or_default()
@@ -373,7 +388,7 @@ async fn read_sources(
         };
         out.insert((*kind, name.clone()), data);
     }
-    Ok(out)
+    Ok((out, unlabelled))
 }
 
 fn source_body(kind: SourceKind, name: &str, namespace: &str, labelled: bool) -> Value {
@@ -405,17 +420,6 @@ async fn patch_source(
         SourceKind::Secret => {
             let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
             api.patch(name, &params, &Patch::Apply(&body)).await?;
-        }
-    }
-    Ok(())
-}
-
-/// Labels every existing source with `berth.dev/source: "true"`, so changes to it
-/// reach the controller through its label-filtered watches.
-async fn label_sources(client: &Client, namespace: &str, sources: &Sources) -> Result<(), Error> {
-    for ((kind, name), data) in sources {
-        if data.is_some() {
-            patch_source(client, namespace, *kind, name, true).await?;
         }
     }
     Ok(())

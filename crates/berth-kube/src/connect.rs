@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -40,7 +40,7 @@ pub struct Cluster {
     /// `kubernetes (context X, https://..., namespace N)`, for messages.
     pub describe: String,
     /// `(apiVersion, kind)` → resource and whether it is namespaced; `None`: not served.
-    pub(crate) kinds: Mutex<KindCache>,
+    pub(crate) kinds: Arc<Mutex<KindCache>>,
     /// How long one request may take.
     pub request_timeout: Duration,
 }
@@ -120,15 +120,17 @@ impl Cluster {
             describe: format!("kubernetes ({server}, namespace {namespace})"),
             namespace,
             server,
-            kinds: Mutex::new(HashMap::new()),
+            kinds: Arc::new(Mutex::new(HashMap::new())),
             request_timeout: REQUEST_TIMEOUT,
         }
     }
 
-    /// The same cluster with another default namespace (discovery is not shared).
+    /// The same cluster with another default namespace; what discovery found is
+    /// shared (the controller asks once, not on every reconcile).
     pub fn in_namespace(&self, namespace: &str) -> Self {
         let mut other = Cluster::new(self.client.clone(), namespace, self.server.clone());
         other.request_timeout = self.request_timeout;
+        other.kinds = Arc::clone(&self.kinds);
         other
     }
 

@@ -54,6 +54,15 @@ fn start(ns: &Namespace) -> Controller {
 
 /// A controller logging to `<name>.log` beside the namespace's kubeconfig.
 fn start_as(ns: &Namespace, name: &str, extra: &[&str]) -> Controller {
+    start_with(ns, name, extra, &ns.kubeconfig)
+}
+
+fn start_with(
+    ns: &Namespace,
+    name: &str,
+    extra: &[&str],
+    kubeconfig: &std::path::Path,
+) -> Controller {
     install_crd(ns.plane);
     let log = std::fs::File::create(ns.kubeconfig.with_file_name(format!("{name}.log"))).unwrap();
     let child = Command::new(berth_path())
@@ -66,7 +75,7 @@ fn start_as(ns: &Namespace, name: &str, extra: &[&str]) -> Controller {
         ])
         .args(extra)
         .arg("--kubeconfig")
-        .arg(&ns.kubeconfig)
+        .arg(kubeconfig)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .stdout(Stdio::null())
@@ -415,4 +424,105 @@ fn two_replicas_elect_one_leader_and_the_standby_takes_over() {
     eventually(30, "b reconciles", &ns, || {
         mounted_config(&ns).filter(|n| *n != generation)
     });
+}
+
+#[test]
+fn the_namespaced_rbac_of_deploy_controller_is_enough() {
+    let Some(plane) = plane() else { return };
+    let ns = plane.namespace("controller-rbac");
+    let rbac =
+        std::fs::read_to_string(common::repo_root().join("deploy/controller/rbac-namespace.yaml"))
+            .unwrap()
+            .replace("team-a", &ns.name);
+    apply(&ns, &rbac);
+    let token = ns.ok(&["create", "token", "berth-controller", "--duration=10m"]);
+    let kubeconfig = ns.kubeconfig.with_file_name("sa-kubeconfig");
+    std::fs::copy(&ns.kubeconfig, &kubeconfig).unwrap();
+    for args in [
+        vec!["config", "set-credentials", "sa", "--token", token.trim()],
+        vec!["config", "set-context", "--current", "--user", "sa"],
+    ] {
+        let out = plane.kubectl_with(&kubeconfig, &args, None);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let _controller = start_with(
+        &ns,
+        "controller",
+        &["--leader-elect", "--lease-namespace", ns.name.as_str()],
+        &kubeconfig,
+    );
+    apply(&ns, &run_yaml("2"));
+    apply(&ns, BERTH);
+    eventually(60, "Ready with the Role's permissions only", &ns, || {
+        let b = ns.get("berths", "llama")?;
+        (condition(&b, "Ready")?.0 == "True").then_some(())
+    });
+    assert!(
+        !log_of(&ns, "controller").contains("forbidden"),
+        "{}",
+        log_of(&ns, "controller")
+    );
+}
+
+#[test]
+fn deploy_controller_holds_the_crd_the_binary_prints() {
+    let printed = berth(std::path::Path::new("."))
+        .args(["controller", "crd"])
+        .output()
+        .unwrap();
+    let shipped =
+        std::fs::read_to_string(common::repo_root().join("deploy/controller/crd.yaml")).unwrap();
+    assert_eq!(
+        String::from_utf8(printed.stdout).unwrap(),
+        shipped,
+        "regenerate it: berth controller crd > deploy/controller/crd.yaml"
+    );
+}
+
+#[test]
+fn the_llama_stack_example_rolls_out_with_its_bundle() {
+    let Some(plane) = plane() else { return };
+    let ns = plane.namespace("controller-example");
+    let _controller = start(&ns);
+    let dir = common::repo_root().join("examples/llama-stack");
+    for file in ["sources.yaml", "llama.yaml", "llama-inline.yaml"] {
+        apply(&ns, &std::fs::read_to_string(dir.join(file)).unwrap());
+    }
+    for name in ["llama", "llama-inline"] {
+        eventually(60, "the example is Ready", &ns, || {
+            let b = ns.get("berths", name)?;
+            (condition(&b, "Ready")?.0 == "True").then_some(())
+        });
+    }
+    let b = ns.get("berths", "llama").unwrap();
+    assert_eq!(b["status"]["caBundles"][0]["certificates"], 2);
+    assert_eq!(
+        b["status"]["caBundles"][0]["firstExpiry"]
+            .as_str()
+            .unwrap()
+            .len(),
+        20
+    );
+    let d = ns.get("deployments", "llama-stack").unwrap();
+    let container = &d["spec"]["template"]["spec"]["containers"][0];
+    let env: Vec<&str> = container["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(env, ["SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"]);
+    let inline = ns.get("berths", "llama-inline").unwrap();
+    let object = inline["status"]["configs"][0]["object"].as_str().unwrap();
+    let cm = ns.get("configmaps", object).unwrap();
+    // The API server keeps typed data as JSON, keys sorted: the YAML follows that order.
+    let run = cm["data"]["run.yaml"].as_str().unwrap();
+    assert!(
+        run.starts_with("apis:\n- inference\n") && run.ends_with("version: 2\n"),
+        "{run}"
+    );
 }

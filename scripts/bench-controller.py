@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""berth controller against a real control plane: memory, reaction time, scale,
+and what it asks the API server when nothing happens.
+
+    python3 scripts/bench-controller.py [--quick]
+
+On a fresh plane from `scripts/testenv up` (stopped afterwards), with the release
+build of berth and, side by side, `examples/reflector.rs` of berth-controller (a
+plain kube-runtime reflector over every ConfigMap and Secret, what operators that
+watch all ConfigMaps do):
+  1. memory: both processes' RSS with one Berth, then after 700 unrelated
+     ConfigMaps of 200 KB and 5,000 small Secrets are created elsewhere;
+  2. reaction: 50 edits of a Berth's source ConfigMap, each timed from the API
+     server accepting the edit to the Deployment's pod template naming the new
+     hashed ConfigMap; then that the rollout completes;
+  3. scale: 200 Berths in 20 namespaces, from creation to all Ready;
+  4. quiet minute: the API server's apiserver_request_total for Berths,
+     ConfigMaps, Secrets and Deployments over 60 s with nothing changing.
+--quick uses 70 ConfigMaps, 500 Secrets, 10 edits and 20 Berths (for a smoke run).
+"""
+
+import base64
+import json
+import os
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+QUICK = "--quick" in sys.argv
+CONFIGMAPS, SECRETS, EDITS, BERTHS, NAMESPACES = (70, 500, 10, 20, 4) if QUICK else (700, 5000, 50, 200, 20)
+
+
+class Api:
+    """The few API calls the benchmark makes, over the admin kubeconfig."""
+
+    def __init__(self, kubeconfig):
+        config = json.loads(Path(kubeconfig).read_text())
+        self.server = config["clusters"][0]["cluster"]["server"]
+        user = config["users"][0]["user"]
+        tmp = Path(tempfile.mkdtemp(prefix="bench-api."))
+        for name, key in [("ca", None), ("crt", "client-certificate-data"), ("key", "client-key-data")]:
+            data = config["clusters"][0]["cluster"]["certificate-authority-data"] if key is None else user[key]
+            (tmp / name).write_bytes(base64.b64decode(data))
+        self.context = ssl.create_default_context(cafile=str(tmp / "ca"))
+        self.context.load_cert_chain(str(tmp / "crt"), str(tmp / "key"))
+
+    def call(self, method, path, body=None, content_type="application/json"):
+        data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+        request = urllib.request.Request(self.server + path, data=data, method=method)
+        if data is not None:
+            request.add_header("Content-Type", content_type)
+        try:
+            with urllib.request.urlopen(request, context=self.context, timeout=60) as response:
+                text = response.read()
+                return json.loads(text) if text[:1] in (b"{", b"[") else text.decode()
+        except urllib.error.HTTPError as e:
+            if e.code == 404:
+                return None
+            raise RuntimeError(f"{method} {path}: {e.code} {e.read()[:500]!r}")
+
+    def apply(self, path, body, manager="bench"):
+        return self.call("PATCH", f"{path}?fieldManager={manager}&force=true", body,
+                         "application/apply-patch+yaml")
+
+
+def rss_mb(pid):
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def berth_object(namespace, name, source):
+    return {
+        "apiVersion": "berth.dev/v1alpha1", "kind": "Berth",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "workloads": [{
+                "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+                "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}}, "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {"containers": [{"name": "server", "image": "ghcr.io/acme/server:v1",
+                                             "volumeMounts": [{"name": "run", "mountPath": "/etc/run"}]}],
+                             "volumes": [{"name": "run", "configMap": {"name": "run-config"}}]}}}}],
+            "configs": {"run-config": {"fromConfigMap": {"name": source, "key": "run.yaml"}}},
+        },
+    }
+
+
+def source(namespace, name, text):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace},
+            "data": {"run.yaml": text}}
+
+
+def namespace(api, name):
+    api.apply(f"/api/v1/namespaces/{name}", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+
+def ready(berth):
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (berth.get("status") or {}).get("conditions", []))
+
+
+def mounted(api, ns, name):
+    d = api.call("GET", f"/apis/apps/v1/namespaces/{ns}/deployments/{name}")
+    if not d:
+        return None
+    return d["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"]
+
+
+def wait(what, check, timeout=120, every=0.01):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(every)
+    sys.exit(f"{what}: not within {timeout} s")
+
+
+def request_counts(api):
+    """apiserver_request_total summed by (resource, verb) for what the controller touches."""
+    counts = {}
+    for line in api.call("GET", "/metrics").splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels = dict(part.split("=", 1) for part in line[line.index("{") + 1:line.index("}")].split(","))
+        labels = {k: v.strip('"') for k, v in labels.items()}
+        if labels.get("resource") in ("berths", "configmaps", "secrets", "deployments", "leases"):
+            key = (labels["resource"], labels["verb"])
+            counts[key] = counts.get(key, 0) + float(line.rsplit(" ", 1)[1])
+    return counts
+
+
+def main():
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "berth"], cwd=REPO, check=True)
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "berth-controller", "--example", "reflector"],
+                   cwd=REPO, check=True)
+    berth = REPO / "target/release/berth"
+    plane = tempfile.mkdtemp(prefix="bench-controller-plane.")
+    line = subprocess.run([str(REPO / "scripts/testenv"), "up", plane], capture_output=True, text=True,
+                          check=True).stdout.strip().splitlines()[-1]
+    kubeconfig = line.removeprefix("export KUBECONFIG=")
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"), "KUBECONFIG": kubeconfig}
+    api = Api(kubeconfig)
+    processes = []
+    try:
+        crd = subprocess.run([str(berth), "controller", "crd"], capture_output=True, check=True).stdout
+        api.call("PATCH", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/berths.berth.dev"
+                 "?fieldManager=bench&force=true", crd, "application/apply-patch+yaml")
+        time.sleep(2)
+        logs = Path(plane)
+        controller = subprocess.Popen([str(berth), "controller", "--listen", "127.0.0.1:0"], env=env,
+                                      stdout=subprocess.DEVNULL, stderr=open(logs / "controller.log", "w"))
+        reflector = subprocess.Popen([str(REPO / "target/release/examples/reflector")], env=env,
+                                     stdout=subprocess.DEVNULL, stderr=open(logs / "reflector.log", "w"))
+        processes += [controller, reflector]
+        namespace(api, "react")
+        api.apply("/api/v1/namespaces/react/configmaps/react-run", source("react", "react-run", "edit: 0\n"))
+        api.apply("/apis/berth.dev/v1alpha1/namespaces/react/berths/react",
+                  berth_object("react", "react", "react-run"))
+        wait("the first Berth is ready",
+             lambda: ready(api.call("GET", "/apis/berth.dev/v1alpha1/namespaces/react/berths/react") or {}),
+             timeout=60, every=0.1)
+        time.sleep(5)
+        empty = (rss_mb(controller.pid), rss_mb(reflector.pid))
+
+        # 1. Unrelated objects the controller must not hold.
+        namespace(api, "noise")
+        blob = "x" * (200 * 1024)
+        started = time.monotonic()
+        for i in range(CONFIGMAPS):
+            api.call("POST", "/api/v1/namespaces/noise/configmaps",
+                     {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"noise-{i}"}, "data": {"blob": blob}})
+        for i in range(SECRETS):
+            api.call("POST", "/api/v1/namespaces/noise/secrets",
+                     {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"noise-{i}"},
+                      "data": {"k": base64.b64encode(f"value-{i}".encode()).decode()}})
+        created = time.monotonic() - started
+        time.sleep(10)
+        after = (rss_mb(controller.pid), rss_mb(reflector.pid))
+
+        # 2. Reaction to edits of a source.
+        latencies = []
+        for i in range(1, EDITS + 1):
+            before = mounted(api, "react", "react")
+            api.apply("/api/v1/namespaces/react/configmaps/react-run", source("react", "react-run", f"edit: {i}\n"))
+            accepted = time.monotonic()
+            wait("the new generation is mounted", lambda: (mounted(api, "react", "react") or before) != before)
+            latencies.append((time.monotonic() - accepted) * 1000)
+            time.sleep(0.2)
+        final = mounted(api, "react", "react")
+
+        def rolled_out():
+            d = api.call("GET", "/apis/apps/v1/namespaces/react/deployments/react")
+            s = d.get("status", {})
+            return (s.get("observedGeneration") == d["metadata"]["generation"]
+                    and s.get("updatedReplicas") == 1 and s.get("availableReplicas") == 1 and s.get("replicas") == 1)
+        wait("the last rollout completes", rolled_out, timeout=60, every=0.1)
+        latencies.sort()
+        p50 = statistics.median(latencies)
+        p95 = latencies[min(len(latencies) - 1, int(round(0.95 * len(latencies))) - 1)]
+
+        # 3. Many Berths at once.
+        started = time.monotonic()
+        for n in range(NAMESPACES):
+            namespace(api, f"scale-{n}")
+        for i in range(BERTHS):
+            ns = f"scale-{i % NAMESPACES}"
+            api.apply(f"/api/v1/namespaces/{ns}/configmaps/run-{i}", source(ns, f"run-{i}", f"n: {i}\n"))
+            api.apply(f"/apis/berth.dev/v1alpha1/namespaces/{ns}/berths/b-{i}", berth_object(ns, f"b-{i}", f"run-{i}"))
+
+        def all_ready():
+            items = api.call("GET", "/apis/berth.dev/v1alpha1/berths")["items"]
+            return sum(1 for b in items if b["metadata"]["namespace"].startswith("scale-") and ready(b)) == BERTHS
+        wait("every Berth is ready", all_ready, timeout=600, every=0.5)
+        scale = time.monotonic() - started
+        scale_rss = rss_mb(controller.pid)
+
+        # 4. A quiet minute.
+        time.sleep(10)
+        before = request_counts(api)
+        time.sleep(60)
+        quiet = {k: v - before.get(k, 0) for k, v in request_counts(api).items() if v - before.get(k, 0) > 0}
+
+        print(f"berth controller on kube-apiserver v1.37.2 (scripts/testenv), "
+              f"{'quick run' if QUICK else 'full run'}")
+        print("| measure | berth controller | reflector over all ConfigMaps and Secrets |")
+        print("|---|---|---|")
+        print(f"| RSS with one Berth | {empty[0]:.1f} MB | {empty[1]:.1f} MB |")
+        print(f"| RSS after {CONFIGMAPS} ConfigMaps of 200 KB and {SECRETS:,} Secrets elsewhere "
+              f"(created in {created:.0f} s) | {after[0]:.1f} MB ({after[0] - empty[0]:+.1f}) "
+              f"| {after[1]:.1f} MB ({after[1] - empty[1]:+.1f}) |")
+        print(f"\nreaction over {EDITS} source edits (API server accepts the edit -> pod template names the "
+              f"new ConfigMap): p50 {p50:.0f} ms, p95 {p95:.0f} ms, max {latencies[-1]:.0f} ms; "
+              f"the last rollout completed ({final})")
+        print(f"scale: {BERTHS} Berths in {NAMESPACES} namespaces ready {scale:.1f} s after the first was "
+              f"created; controller RSS then {scale_rss:.1f} MB")
+        total = sum(quiet.values())
+        detail = ", ".join(f"{r} {v}: {n:.0f}" for (r, v), n in sorted(quiet.items())) or "none"
+        print(f"quiet minute: {total:.0f} requests to berths, configmaps, secrets, deployments and leases "
+              f"by every client of the plane ({detail})")
+    finally:
+        for p in processes:
+            p.kill()
+        subprocess.run([str(REPO / "scripts/testenv"), "down", plane], capture_output=True)
+
+
+if __name__ == "__main__":
+    main()
