@@ -208,27 +208,51 @@ def main():
         p50 = statistics.median(latencies)
         p95 = latencies[min(len(latencies) - 1, int(round(0.95 * len(latencies))) - 1)]
 
-        # 3. Many Berths at once.
-        started = time.monotonic()
+        # 3. Many Berths, reconciled from scratch: created while no controller runs,
+        # then one starts.
+        controller.kill()
+        controller.wait()
         for n in range(NAMESPACES):
             namespace(api, f"scale-{n}")
         for i in range(BERTHS):
             ns = f"scale-{i % NAMESPACES}"
             api.apply(f"/api/v1/namespaces/{ns}/configmaps/run-{i}", source(ns, f"run-{i}", f"n: {i}\n"))
             api.apply(f"/apis/berth.dev/v1alpha1/namespaces/{ns}/berths/b-{i}", berth_object(ns, f"b-{i}", f"run-{i}"))
+        started = time.monotonic()
+        controller = subprocess.Popen([str(berth), "controller", "--listen", "127.0.0.1:0"], env=env,
+                                      stdout=subprocess.DEVNULL, stderr=open(logs / "controller-scale.log", "w"))
+        processes.append(controller)
 
         def all_ready():
             items = api.call("GET", "/apis/berth.dev/v1alpha1/berths")["items"]
             return sum(1 for b in items if b["metadata"]["namespace"].startswith("scale-") and ready(b)) == BERTHS
-        wait("every Berth is ready", all_ready, timeout=600, every=0.5)
+        wait("every Berth is ready", all_ready, timeout=600, every=0.2)
         scale = time.monotonic() - started
         scale_rss = rss_mb(controller.pid)
+
+        # Settled: the controller's reconcile count stops moving.
+        log = logs / "controller-scale.log"
+        address = wait("the metrics address", lambda: next(
+            (l.split("address=")[1].strip() for l in log.read_text().splitlines() if "address=" in l), None))
+
+        def reconciles():
+            text = urllib.request.urlopen(f"http://{address}/metrics", timeout=5).read().decode()
+            return float(next(l.split()[1] for l in text.splitlines()
+                              if l.startswith("berth_controller_reconciles_total ")))
+        settled_at, last, still = time.monotonic(), reconciles(), 0
+        while still < 5 and time.monotonic() - settled_at < 180:
+            time.sleep(2)
+            now = reconciles()
+            still = still + 1 if now == last else 0
+            last = now
+        settle = time.monotonic() - started
 
         # 4. A quiet minute.
         time.sleep(10)
         before = request_counts(api)
         time.sleep(60)
         quiet = {k: v - before.get(k, 0) for k, v in request_counts(api).items() if v - before.get(k, 0) > 0}
+        quiet_reconciles = reconciles() - last
 
         print(f"berth controller on kube-apiserver v1.37.2 (scripts/testenv), "
               f"{'quick run' if QUICK else 'full run'}")
@@ -241,12 +265,15 @@ def main():
         print(f"\nreaction over {EDITS} source edits (API server accepts the edit -> pod template names the "
               f"new ConfigMap): p50 {p50:.0f} ms, p95 {p95:.0f} ms, max {latencies[-1]:.0f} ms; "
               f"the last rollout completed ({final})")
-        print(f"scale: {BERTHS} Berths in {NAMESPACES} namespaces ready {scale:.1f} s after the first was "
-              f"created; controller RSS then {scale_rss:.1f} MB")
+        print(f"scale: {BERTHS} Berths in {NAMESPACES} namespaces, created before a controller starts: all "
+              f"Ready {scale:.1f} s after it started ({last:.0f} reconciles, settled after {settle:.0f} s); "
+              f"controller RSS then {scale_rss:.1f} MB")
         total = sum(quiet.values())
         detail = ", ".join(f"{r} {v}: {n:.0f}" for (r, v), n in sorted(quiet.items())) or "none"
-        print(f"quiet minute: {total:.0f} requests to berths, configmaps, secrets, deployments and leases "
-              f"by every client of the plane ({detail})")
+        lists = sum(n for (r, v), n in quiet.items() if v in ("LIST", "WATCH") and r != "leases")
+        print(f"quiet minute: {quiet_reconciles:.0f} reconciles, {lists:.0f} LIST requests (relisting); "
+              f"{total:.0f} requests to berths, configmaps, secrets, deployments and leases by every client "
+              f"of the plane ({detail})")
     finally:
         for p in processes:
             p.kill()

@@ -93,9 +93,6 @@ pub struct ImageSpec {
     /// Further repositories in the workloads that are this component.
     #[serde(default, rename = "match", skip_serializing_if = "Vec::is_empty")]
     pub match_: Vec<String>,
-    /// Resolve the tag to a digest through the registry; the status shows it.
-    #[serde(default)]
-    pub pin: bool,
 }
 
 /// A key of a ConfigMap or Secret in the `Berth`'s namespace.
