@@ -11,5 +11,5 @@ if ldd "$binary" 2>&1 | grep -q '=>'; then
   echo "$binary is not statically linked" >&2; exit 1
 fi
 podman build --pull=never -f Containerfile -t "$image" .
-podman run --rm "$image" --version
+podman run --rm --ulimit nofile=1024:1024 --ulimit nproc=4096:4096 "$image" --version
 podman image inspect "$image" --format 'built {{.Id}} ({{.Size}} bytes)'
