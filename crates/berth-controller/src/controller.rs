@@ -468,10 +468,29 @@ async fn unlabel_unused(
 async fn write_status(
     context: &Context,
     berth: &Berth,
-    status: crate::types::BerthStatus,
+    mut status: crate::types::BerthStatus,
 ) -> Result<(), Error> {
     let namespace = berth.namespace().unwrap_or_default();
     let api: Api<Berth> = Api::namespaced(context.client.clone(), &namespace);
+    // The object a reconcile is handed may lag behind the last status written
+    // (the watch is behind under load): compare with the live status, keep its
+    // transition times, and write nothing when nothing changed -- otherwise
+    // every stale reconcile would write, and every write trigger another.
+    let live = api
+        .get_status(&berth.name_any())
+        .await?
+        .status
+        .unwrap_or_default();
+    for condition in &mut status.conditions {
+        if let Some(previous) = live.conditions.iter().find(|c| c.type_ == condition.type_) {
+            if previous.status == condition.status {
+                condition.last_transition_time = previous.last_transition_time.clone();
+            }
+        }
+    }
+    if status == live {
+        return Ok(());
+    }
     let body = json!({"apiVersion": "berth.dev/v1alpha1", "kind": "Berth", "status": status});
     api.patch_status(
         &berth.name_any(),

@@ -526,3 +526,43 @@ fn the_llama_stack_example_rolls_out_with_its_bundle() {
         "{run}"
     );
 }
+
+#[test]
+fn a_controller_killed_mid_reconcile_converges_without_duplicates() {
+    let Some(plane) = plane() else { return };
+    let ns = plane.namespace("controller-kill");
+    apply(&ns, &run_yaml("2"));
+    apply(&ns, BERTH);
+    // Killed as soon as it has written anything, then started again; three times.
+    for round in 0..3 {
+        let mut controller = start_as(&ns, &format!("kill-{round}"), &[]);
+        eventually(30, "the controller writes something", &ns, || {
+            let b = ns.get("berths", "llama")?;
+            let wrote = b["metadata"]["finalizers"].is_array() || !ns.names("secrets").is_empty();
+            wrote.then_some(())
+        });
+        let _ = controller.child.kill();
+        let _ = controller.child.wait();
+    }
+    let _controller = start_as(&ns, "final", &[]);
+    eventually(60, "Ready after the restarts", &ns, || {
+        let b = ns.get("berths", "llama")?;
+        (condition(&b, "Ready")?.0 == "True").then_some(())
+    });
+    let generated: Vec<String> = ns
+        .names("configmaps")
+        .into_iter()
+        .filter(|n| n.starts_with("run-config-"))
+        .collect();
+    assert_eq!(generated.len(), 1, "one generation: {generated:?}");
+    let records: Vec<String> = ns
+        .names("secrets")
+        .into_iter()
+        .filter(|n| n.starts_with("berth-llama-r"))
+        .collect();
+    assert_eq!(
+        records,
+        ["berth-llama-r1"],
+        "one record, no duplicate apply"
+    );
+}
