@@ -658,23 +658,7 @@ fn restricted_user(ns: &Namespace) -> std::path::PathBuf {
         "--role=reader",
         &format!("--serviceaccount={}:reader", ns.name),
     ]);
-    let token = ns.ok(&["create", "token", "reader", "--duration=10m"]);
-    let path = ns.kubeconfig.with_file_name("reader-kubeconfig");
-    std::fs::copy(&ns.kubeconfig, &path).unwrap();
-    for args in [
-        vec![
-            "config",
-            "set-credentials",
-            "reader",
-            "--token",
-            token.trim(),
-        ],
-        vec!["config", "set-context", "--current", "--user", "reader"],
-    ] {
-        let out = ns.plane.kubectl_with(&path, &args, None);
-        assert!(out.status.success(), "{}", stderr(&out));
-    }
-    path
+    ns.token_kubeconfig("reader")
 }
 
 #[test]

@@ -435,20 +435,7 @@ fn the_namespaced_rbac_of_deploy_controller_is_enough() {
             .unwrap()
             .replace("team-a", &ns.name);
     apply(&ns, &rbac);
-    let token = ns.ok(&["create", "token", "berth-controller", "--duration=10m"]);
-    let kubeconfig = ns.kubeconfig.with_file_name("sa-kubeconfig");
-    std::fs::copy(&ns.kubeconfig, &kubeconfig).unwrap();
-    for args in [
-        vec!["config", "set-credentials", "sa", "--token", token.trim()],
-        vec!["config", "set-context", "--current", "--user", "sa"],
-    ] {
-        let out = plane.kubectl_with(&kubeconfig, &args, None);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    let kubeconfig = ns.token_kubeconfig("berth-controller");
     let _controller = start_with(
         &ns,
         "controller",

@@ -153,22 +153,7 @@ fn cluster_errors_are_clear() {
 
     // RBAC refusal names the verb, resource and namespace: a ServiceAccount with no Role.
     s.ns.ok(&["create", "serviceaccount", "nobody"]);
-    let token = s.ns.ok(&["create", "token", "nobody", "--duration=10m"]);
-    let nobody = s.ns.kubeconfig.with_file_name("nobody-kubeconfig");
-    std::fs::copy(&s.ns.kubeconfig, &nobody).unwrap();
-    for args in [
-        vec![
-            "config",
-            "set-credentials",
-            "nobody",
-            "--token",
-            token.trim(),
-        ],
-        vec!["config", "set-context", "--current", "--user", "nobody"],
-    ] {
-        let out = s.ns.plane.kubectl_with(&nobody, &args, None);
-        assert!(out.status.success(), "{}", stderr(&out));
-    }
+    let nobody = s.ns.token_kubeconfig("nobody");
     let out = s.sync(&nobody);
     assert_eq!(out.status.code(), Some(1));
     assert!(

@@ -220,6 +220,34 @@ impl Namespace {
         );
     }
 
+    /// A kubeconfig for ServiceAccount `account` of this namespace (a 10-minute
+    /// token), beside the namespace's own.
+    pub fn token_kubeconfig(&self, account: &str) -> PathBuf {
+        let token = self.ok(&["create", "token", account, "--duration=10m"]);
+        let path = self
+            .kubeconfig
+            .with_file_name(format!("{account}-kubeconfig"));
+        std::fs::copy(&self.kubeconfig, &path).expect("copy the kubeconfig");
+        for args in [
+            vec![
+                "config",
+                "set-credentials",
+                account,
+                "--token",
+                token.trim(),
+            ],
+            vec!["config", "set-context", "--current", "--user", account],
+        ] {
+            let out = self.plane.kubectl_with(&path, &args, None);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        path
+    }
+
     /// One object as JSON, or `None` when it does not exist.
     pub fn get(&self, resource: &str, name: &str) -> Option<Value> {
         self.get_in(&self.name, resource, name)
