@@ -1,0 +1,147 @@
+//! `berth controller` while the API server restarts: a control plane of the
+//! test's own (`scripts/testenv up` in a temporary directory; the shared one must
+//! not go away under the other tests), `scripts/testenv restart DIR
+//! kube-apiserver`, and the controller's watches resuming by themselves.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::testenv::Plane;
+use common::{berth_path, repo_root, require_program};
+
+struct OwnPlane {
+    dir: tempfile::TempDir,
+}
+
+impl Drop for OwnPlane {
+    fn drop(&mut self) {
+        let _ = Command::new(repo_root().join("scripts/testenv"))
+            .arg("down")
+            .arg(self.dir.path())
+            .output();
+    }
+}
+
+fn testenv(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    Command::new(repo_root().join("scripts/testenv"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// A known defect, reproduced here: after the API server restarts, the controller's
+/// watches report `client error (Connect)` and then neither recover nor trigger a
+/// reconcile (150 s observed). Ignored until fixed, so that it stays visible; run it
+/// with `cargo test -p berth --test controller_restart -- --ignored`.
+#[test]
+#[ignore = "known defect: the controller's watches do not resume after an API server restart (issue #13)"]
+fn watches_resume_after_the_api_server_restarts() {
+    if !require_program("go", "the API-server restart test's own control plane") {
+        return;
+    }
+    let own = OwnPlane {
+        dir: tempfile::tempdir().unwrap(),
+    };
+    let up = testenv(&["up".as_ref(), own.dir.path().as_os_str()]);
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    let bins = String::from_utf8(testenv(&["build".as_ref()]).stdout).unwrap();
+    let plane: &'static Plane = Box::leak(Box::new(Plane {
+        kubeconfig: own.dir.path().join("kubeconfig"),
+        kubectl: std::path::Path::new(bins.trim()).join("kubectl"),
+    }));
+    let crd = Command::new(berth_path())
+        .args(["controller", "crd"])
+        .output()
+        .unwrap();
+    let out = plane.kubectl_with(
+        &plane.kubeconfig,
+        &["apply", "--server-side", "-f", "-"],
+        Some(&String::from_utf8(crd.stdout).unwrap()),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    plane.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/berths.berth.dev",
+        "--timeout=30s",
+    ]);
+    let ns = plane.namespace("restart");
+    let log = std::fs::File::create(own.dir.path().join("controller.log")).unwrap();
+    let mut controller = Command::new(berth_path())
+        .args([
+            "controller",
+            "--listen",
+            "127.0.0.1:0",
+            "--namespace",
+            &ns.name,
+            "--kubeconfig",
+        ])
+        .arg(&ns.kubeconfig)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let source = |v: u32| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: src}}\ndata: {{run.yaml: 'v: {v}'}}\n")
+    };
+    let apply = |text: &str| {
+        let out = plane.kubectl_with(&ns.kubeconfig, &["apply", "-f", "-"], Some(text));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    apply(&source(1));
+    apply("apiVersion: berth.dev/v1alpha1\nkind: Berth\nmetadata: {name: b}\nspec:\n  workloads:\n  - apiVersion: apps/v1\n    kind: Deployment\n    metadata: {name: web}\n    spec:\n      selector: {matchLabels: {app: web}}\n      template:\n        metadata: {labels: {app: web}}\n        spec:\n          containers: [{name: c, image: 'ghcr.io/acme/web:v1', envFrom: [{configMapRef: {name: cfg}}]}]\n  configs:\n    cfg: {fromConfigMap: {name: src, key: run.yaml}}\n");
+    let mounted = || {
+        ns.get("deployments", "web").and_then(|d| {
+            d["spec"]["template"]["spec"]["containers"][0]["envFrom"][0]["configMapRef"]["name"]
+                .as_str()
+                .map(str::to_string)
+        })
+    };
+    let wait = |what: &str, check: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(150);
+        while !check() {
+            let log =
+                std::fs::read_to_string(own.dir.path().join("controller.log")).unwrap_or_default();
+            assert!(Instant::now() < deadline, "{what}: not within 150 s\n{log}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    wait("the first generation", &|| mounted().is_some());
+    let first = mounted().unwrap();
+
+    let restarted = testenv(&[
+        "restart".as_ref(),
+        own.dir.path().as_os_str(),
+        "kube-apiserver".as_ref(),
+    ]);
+    assert!(
+        restarted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&restarted.stderr)
+    );
+    apply(&source(2));
+    wait("a new generation after the restart", &|| {
+        mounted().is_some_and(|m| m != first)
+    });
+    assert!(
+        controller.try_wait().unwrap().is_none(),
+        "the controller kept running"
+    );
+    let _ = controller.kill();
+    let _ = controller.wait();
+}
