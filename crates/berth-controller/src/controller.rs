@@ -197,6 +197,9 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
                 s.name_any(),
             )
         })
+        .trigger_backoff(WatchBackoff {
+            next: WatchBackoff::FIRST,
+        })
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, context)
         .for_each(|outcome| async move {
@@ -218,6 +221,37 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
     }
     eprintln!("level=info msg=\"stopped\"");
     Ok(())
+}
+
+/// The back-off of the controller's merged watch streams. kube-runtime's default
+/// (client-go's: 0.8 s doubling to 30 s, reset after 120 s without errors) is
+/// shared by all six watches here, so the burst of errors an API server restart
+/// causes (each watch fails to reconnect, then finds its resourceVersion expired)
+/// stopped every watch for minutes. Short and capped instead: 100 ms doubling to
+/// 2 s, reset once a poll succeeds.
+struct WatchBackoff {
+    next: Duration,
+}
+
+impl WatchBackoff {
+    const FIRST: Duration = Duration::from_millis(100);
+    const MAX: Duration = Duration::from_secs(2);
+}
+
+impl Iterator for WatchBackoff {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        let now = self.next;
+        self.next = (self.next * 2).min(Self::MAX);
+        Some(now)
+    }
+}
+
+impl kube::runtime::utils::Backoff for WatchBackoff {
+    fn reset(&mut self) {
+        self.next = Self::FIRST;
+    }
 }
 
 fn error_policy(_: Arc<Berth>, error: &Error, _: Arc<Context>) -> Action {
