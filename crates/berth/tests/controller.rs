@@ -553,3 +553,47 @@ fn a_controller_killed_mid_reconcile_converges_without_duplicates() {
         "one record, no duplicate apply"
     );
 }
+
+#[test]
+fn a_private_key_in_a_ca_source_degrades_and_leaves_the_workload_running() {
+    let Some(plane) = plane() else { return };
+    let ns = plane.namespace("controller-key");
+    let _controller = start(&ns);
+    let dir = common::repo_root().join("examples/llama-stack");
+    for file in ["sources.yaml", "llama.yaml"] {
+        apply(&ns, &std::fs::read_to_string(dir.join(file)).unwrap());
+    }
+    eventually(60, "Ready", &ns, || {
+        let b = ns.get("berths", "llama")?;
+        (condition(&b, "Ready")?.0 == "True").then_some(())
+    });
+    let running = ns.get("deployments", "llama-stack").unwrap()["spec"]["template"].clone();
+    // The platform's ConfigMap now also carries a private key.
+    let key = rcgen::KeyPair::generate().unwrap().serialize_pem();
+    let cm = ns.get("configmaps", "trusted-ca-bundle").unwrap();
+    let with_key = format!("{}{key}", cm["data"]["ca-bundle.crt"].as_str().unwrap());
+    let patch = serde_json::json!({"data": {"ca-bundle.crt": with_key}}).to_string();
+    ns.ok(&[
+        "patch",
+        "configmap",
+        "trusted-ca-bundle",
+        "--type=merge",
+        "-p",
+        &patch,
+    ]);
+    let (_, reason, message) = eventually(30, "Degraded", &ns, || {
+        let b = ns.get("berths", "llama")?;
+        condition(&b, "Degraded").filter(|c| c.0 == "True")
+    });
+    assert_eq!(reason, "PrivateKeyInSource");
+    assert!(message.contains("must never contain a key"), "{message}");
+    assert!(
+        !message.contains("PRIVATE KEY-----\n"),
+        "no key material in the status: {message}"
+    );
+    assert_eq!(
+        ns.get("deployments", "llama-stack").unwrap()["spec"]["template"],
+        running,
+        "the running workload is untouched"
+    );
+}
