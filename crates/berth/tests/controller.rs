@@ -25,27 +25,7 @@ impl Drop for Controller {
 }
 
 fn install_crd(plane: &Plane) {
-    let crd = berth(std::path::Path::new("."))
-        .args(["controller", "crd"])
-        .output()
-        .unwrap();
-    assert!(crd.status.success());
-    let out = plane.kubectl_with(
-        &plane.kubeconfig,
-        &["apply", "--server-side", "-f", "-"],
-        Some(&String::from_utf8(crd.stdout).unwrap()),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    plane.ok(&[
-        "wait",
-        "--for=condition=Established",
-        "crd/berths.berth.dev",
-        "--timeout=30s",
-    ]);
+    plane.install_berth_crd();
 }
 
 fn start(ns: &Namespace) -> Controller {

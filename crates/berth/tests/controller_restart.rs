@@ -51,26 +51,7 @@ fn watches_resume_after_the_api_server_restarts() {
         kubeconfig: own.dir.path().join("kubeconfig"),
         kubectl: std::path::Path::new(bins.trim()).join("kubectl"),
     }));
-    let crd = Command::new(berth_path())
-        .args(["controller", "crd"])
-        .output()
-        .unwrap();
-    let out = plane.kubectl_with(
-        &plane.kubeconfig,
-        &["apply", "--server-side", "-f", "-"],
-        Some(&String::from_utf8(crd.stdout).unwrap()),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    plane.ok(&[
-        "wait",
-        "--for=condition=Established",
-        "crd/berths.berth.dev",
-        "--timeout=30s",
-    ]);
+    plane.install_berth_crd();
     let ns = plane.namespace("restart");
     let log = std::fs::File::create(own.dir.path().join("controller.log")).unwrap();
     let mut controller = Command::new(berth_path())

@@ -152,6 +152,35 @@ impl Plane {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Applies the `Berth` CRD as `berth controller crd` prints it and waits for it.
+    pub fn install_berth_crd(&self) {
+        let crd = Command::new(super::berth_path())
+            .args(["controller", "crd"])
+            .output()
+            .expect("berth controller crd runs");
+        assert!(
+            crd.status.success(),
+            "{}",
+            String::from_utf8_lossy(&crd.stderr)
+        );
+        let out = self.kubectl_with(
+            &self.kubeconfig,
+            &["apply", "--server-side", "-f", "-"],
+            Some(&String::from_utf8_lossy(&crd.stdout)),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.ok(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/berths.berth.dev",
+            "--timeout=30s",
+        ]);
+    }
+
     /// A fresh namespace named `<prefix>-<pid>-<n>`.
     pub fn namespace(&'static self, prefix: &str) -> Namespace {
         let name = format!(
