@@ -197,17 +197,22 @@ fn print_reports(reports: &[Report], dry_run: bool) -> bool {
 }
 
 /// `sync epp-dev (change): 3 written, 1 deleted, 12.4 KiB, 1 step -> 2 containers in 84 ms`.
+///
+/// Containers can need different updates (a restarted one gets everything again), so
+/// the counts are those of the container with the largest update, all from that one
+/// container; a failure in any container is counted at the end.
 fn status_line(report: &Report, dry_run: bool) -> String {
-    let first = report.outcomes.first();
-    let written = first.map_or(0, |o| o.update.writes.len());
-    let deleted = first.map_or(0, |o| o.update.deletes.len());
-    let size: u64 = report
-        .outcomes
-        .iter()
-        .map(|o| o.update.bytes())
-        .max()
-        .unwrap_or(0);
-    let steps = first.map_or(0, |o| o.steps.len());
+    let largest = report.outcomes.iter().max_by_key(|o| {
+        (
+            o.update.writes.len() + o.update.deletes.len(),
+            o.update.bytes(),
+            o.steps.len(),
+        )
+    });
+    let written = largest.map_or(0, |o| o.update.writes.len());
+    let deleted = largest.map_or(0, |o| o.update.deletes.len());
+    let size = largest.map_or(0, |o| o.update.bytes());
+    let steps = largest.map_or(0, |o| o.steps.len());
     let failed = report.outcomes.iter().filter(|o| o.result.is_err()).count();
     let mut line = format!(
         "{}sync {} ({}): {written} written, {deleted} deleted, {}, {steps} step{} -> {} container{} in {} ms",
