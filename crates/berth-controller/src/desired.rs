@@ -352,28 +352,7 @@ fn check_schema(
     }
 }
 
-/// `seconds` since the epoch as an RFC 3339 UTC timestamp.
-pub(crate) fn rfc3339(seconds: i64) -> String {
-    // Days from civil (Howard Hinnant's algorithm), for a dependency-free UTC timestamp.
-    let days = seconds.div_euclid(86_400);
-    let secs = seconds.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
-}
+pub(crate) use berth_core::time::rfc3339;
 
 fn build_bundles(
     berth: &Berth,
@@ -415,10 +394,16 @@ fn build_bundles(
             hash: true,
         };
         let bundle = ca::from_pem(&shape, &pem, now, true).map_err(|e| {
-            let reason = if e.to_string().contains("must never contain a key") {
-                "PrivateKeyInSource"
-            } else {
-                "InvalidCertificate"
+            let reason = match &e {
+                ca::PemError::Content {
+                    fault: ca::PemFault::PrivateKey,
+                    ..
+                } => "PrivateKeyInSource",
+                ca::PemError::Content {
+                    fault: ca::PemFault::Expired | ca::PemFault::NotYetValid,
+                    ..
+                } => "ExpiredCertificate",
+                _ => "InvalidCertificate",
             };
             problem(reason, format!("{field}: {e}"))
         })?;

@@ -208,6 +208,13 @@ fn ca_bundles_merge_sources_inject_and_refuse_keys() {
         .map(|e| e["name"].as_str().unwrap())
         .collect();
     assert_eq!(env, ["SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"]);
+    // The same sources after the certificates' notAfter (2030-01-01).
+    let later = super::plan(&b, "team-a", &s, 1_900_000_000).unwrap_err();
+    assert_eq!(later.reason, "ExpiredCertificate");
+    assert!(
+        later.message.contains("expired on") && later.message.contains("replace it"),
+        "{later}"
+    );
     let with_key = sources(&[(
         SourceKind::ConfigMap,
         "trusted-ca-bundle",
@@ -246,11 +253,4 @@ fn workloads_stay_in_the_namespace_and_are_workloads() {
     )
     .unwrap_err();
     assert_eq!(err.reason, "InvalidSpec");
-}
-
-#[test]
-fn timestamps() {
-    assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-    assert_eq!(rfc3339(1_867_017_600), "2029-03-01T00:00:00Z");
-    assert_eq!(rfc3339(951_782_400 + 3_661), "2000-02-29T01:01:01Z");
 }

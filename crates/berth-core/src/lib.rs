@@ -13,6 +13,7 @@ pub mod redact;
 pub mod render;
 pub mod resolve;
 mod suggest;
+pub mod time;
 
 pub use project::{Component, ManifestSource, Project, ProjectError, PullPolicy};
 pub use resolve::{Origin, Overrides, Resolution, ResolveError, ResolvedImage};

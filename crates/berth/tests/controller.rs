@@ -534,10 +534,22 @@ fn a_controller_killed_mid_reconcile_converges_without_duplicates() {
     );
 }
 
+/// A certificate valid from `from` until `until` (years), in PEM.
+fn certificate(cn: &str, from: i32, until: i32) -> String {
+    let mut params = rcgen::CertificateParams::new(vec![format!("{cn}.example")]).unwrap();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, cn);
+    params.not_before = rcgen::date_time_ymd(from, 1, 1);
+    params.not_after = rcgen::date_time_ymd(until, 1, 1);
+    let key = rcgen::KeyPair::generate().unwrap();
+    params.self_signed(&key).unwrap().pem()
+}
+
 #[test]
-fn a_private_key_in_a_ca_source_degrades_and_leaves_the_workload_running() {
+fn bad_ca_sources_degrade_and_leave_the_workload_running() {
     let Some(plane) = plane() else { return };
-    let ns = plane.namespace("controller-key");
+    let ns = plane.namespace("controller-ca");
     let _controller = start(&ns);
     let dir = common::repo_root().join("examples/llama-stack");
     for file in ["sources.yaml", "llama.yaml"] {
@@ -548,32 +560,75 @@ fn a_private_key_in_a_ca_source_degrades_and_leaves_the_workload_running() {
         (condition(&b, "Ready")?.0 == "True").then_some(())
     });
     let running = ns.get("deployments", "llama-stack").unwrap()["spec"]["template"].clone();
-    // The platform's ConfigMap now also carries a private key.
-    let key = rcgen::KeyPair::generate().unwrap().serialize_pem();
     let cm = ns.get("configmaps", "trusted-ca-bundle").unwrap();
-    let with_key = format!("{}{key}", cm["data"]["ca-bundle.crt"].as_str().unwrap());
-    let patch = serde_json::json!({"data": {"ca-bundle.crt": with_key}}).to_string();
-    ns.ok(&[
-        "patch",
-        "configmap",
-        "trusted-ca-bundle",
-        "--type=merge",
-        "-p",
-        &patch,
-    ]);
-    let (_, reason, message) = eventually(30, "Degraded", &ns, || {
+    let good = cm["data"]["ca-bundle.crt"].as_str().unwrap().to_string();
+    let key = rcgen::KeyPair::generate().unwrap().serialize_pem();
+    let cases = [
+        (
+            "a private key",
+            format!("{good}{key}"),
+            "PrivateKeyInSource",
+            "must never contain a key",
+        ),
+        (
+            "an expired certificate",
+            format!("{good}{}", certificate("old", 2010, 2020)),
+            "ExpiredCertificate",
+            "`CN=old` is expired on 2020-01-01T00:00:00Z",
+        ),
+        (
+            "a certificate not yet valid",
+            format!("{good}{}", certificate("future", 2090, 2095)),
+            "ExpiredCertificate",
+            "`CN=future` is not valid until 2090-01-01T00:00:00Z",
+        ),
+        (
+            "a corrupt block",
+            format!(
+                "{good}-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n"
+            ),
+            "InvalidCertificate",
+            "is labelled CERTIFICATE but its content ends early",
+        ),
+    ];
+    let set = |pem: &str| {
+        let patch = serde_json::json!({"data": {"ca-bundle.crt": pem}}).to_string();
+        ns.ok(&[
+            "patch",
+            "configmap",
+            "trusted-ca-bundle",
+            "--type=merge",
+            "-p",
+            &patch,
+        ]);
+    };
+    for (what, pem, want_reason, want_message) in cases {
+        // The platform's ConfigMap now also carries `what`.
+        set(&pem);
+        let (_, reason, message) = eventually(30, &format!("Degraded by {what}"), &ns, || {
+            let b = ns.get("berths", "llama")?;
+            condition(&b, "Degraded").filter(|c| c.0 == "True" && c.1 == want_reason)
+        });
+        assert_eq!(reason, want_reason, "{what}");
+        assert!(message.contains(want_message), "{what}: {message}");
+        assert!(
+            !message.contains("PRIVATE KEY-----\n"),
+            "no key material in the status: {message}"
+        );
+        assert_eq!(
+            ns.get("deployments", "llama-stack").unwrap()["spec"]["template"],
+            running,
+            "{what}: the running workload is untouched"
+        );
+    }
+    // Fixed: the condition clears and the workload is what it was.
+    set(&good);
+    eventually(30, "Degraded cleared", &ns, || {
         let b = ns.get("berths", "llama")?;
-        condition(&b, "Degraded").filter(|c| c.0 == "True")
+        condition(&b, "Degraded").filter(|c| c.0 == "False")
     });
-    assert_eq!(reason, "PrivateKeyInSource");
-    assert!(message.contains("must never contain a key"), "{message}");
-    assert!(
-        !message.contains("PRIVATE KEY-----\n"),
-        "no key material in the status: {message}"
-    );
     assert_eq!(
         ns.get("deployments", "llama-stack").unwrap()["spec"]["template"],
-        running,
-        "the running workload is untouched"
+        running
     );
 }

@@ -95,12 +95,33 @@ pub enum PemError {
     Content {
         /// How the source is named (a file, `configMap/x key ca.crt`, `inline`).
         source_name: String,
+        /// Which kind of fault it is (the controller's status reasons follow it).
+        fault: PemFault,
         /// What is wrong, and how to fix it.
         problem: String,
     },
     /// A limit was exceeded.
     #[error("{0}")]
     Limit(String),
+}
+
+/// What is wrong with a PEM source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PemFault {
+    /// A block that is not well-formed PEM.
+    Malformed,
+    /// A private key: never in a trust bundle.
+    PrivateKey,
+    /// A PEM block of another type (a CSR, a public key…).
+    NotCertificate,
+    /// A CERTIFICATE block whose content is not a DER X.509 certificate.
+    NotX509,
+    /// No certificate at all.
+    Empty,
+    /// A certificate past its `notAfter` (an error only when strict).
+    Expired,
+    /// A certificate before its `notBefore` (an error only when strict).
+    NotYetValid,
 }
 
 /// A bundle's shape: its name and the key the PEM goes under.
@@ -112,6 +133,31 @@ pub struct BundleShape {
     pub key: String,
     /// Whether the name carries the content hash.
     pub hash: bool,
+}
+
+/// Says in words what is wrong with a certificate's DER content, instead of the
+/// parser's internal error (`NomError(Eof)`).
+fn x509_problem(e: &x509_parser::nom::Err<x509_parser::error::X509Error>) -> &'static str {
+    use x509_parser::der_parser::error::BerError;
+    use x509_parser::error::X509Error;
+    use x509_parser::nom::{error::ErrorKind, Err};
+    let truncated = match e {
+        Err::Incomplete(_) => true,
+        Err::Error(X509Error::NomError(ErrorKind::Eof))
+        | Err::Failure(X509Error::NomError(ErrorKind::Eof)) => true,
+        Err::Error(X509Error::Der(d)) | Err::Failure(X509Error::Der(d)) => {
+            matches!(
+                d,
+                BerError::Incomplete(_) | BerError::NomError(ErrorKind::Eof)
+            )
+        }
+        _ => false,
+    };
+    if truncated {
+        "its content ends early (a truncated copy, or not a certificate at all)"
+    } else {
+        "its content is not a DER-encoded X.509 certificate"
+    }
 }
 
 /// Builds a bundle from `(source name, PEM bytes)` pairs at time `now` (seconds
@@ -130,8 +176,9 @@ pub fn from_pem(
             MAX_BUNDLE_BYTES >> 20
         )));
     }
-    let content = |shown: &str, problem: String| PemError::Content {
+    let content = |shown: &str, fault: PemFault, problem: String| PemError::Content {
         source_name: shown.to_string(),
+        fault,
         problem,
     };
     let mut by_fingerprint: BTreeMap<String, Certificate> = BTreeMap::new();
@@ -144,6 +191,7 @@ pub fn from_pem(
             let block = block.map_err(|e| {
                 content(
                     shown,
+                    PemFault::Malformed,
                     format!(
                         "PEM block {} is malformed ({e}); re-export the certificate",
                         index + 1
@@ -151,22 +199,31 @@ pub fn from_pem(
                 )
             })?;
             if block.label != "CERTIFICATE" {
-                let hint = if block.label.contains("PRIVATE KEY") {
-                    "a trust bundle must never contain a key; remove the key from this file"
+                let (fault, hint) = if block.label.contains("PRIVATE KEY") {
+                    (
+                        PemFault::PrivateKey,
+                        "a trust bundle must never contain a key; remove the key from this file",
+                    )
                 } else {
-                    "only CERTIFICATE blocks belong in a trust bundle"
+                    (
+                        PemFault::NotCertificate,
+                        "only CERTIFICATE blocks belong in a trust bundle",
+                    )
                 };
                 return Err(content(
                     shown,
+                    fault,
                     format!("PEM block {} is a `{}`: {hint}", index + 1, block.label),
                 ));
             }
             let (_, cert) = x509_parser::parse_x509_certificate(&block.contents).map_err(|e| {
                 content(
                     shown,
+                    PemFault::NotX509,
                     format!(
-                        "PEM block {} is not a valid X.509 certificate ({e})",
-                        index + 1
+                        "PEM block {} is labelled CERTIFICATE but {}; re-export it, and check it with `openssl x509 -noout -text` (which reads the first block of a file)",
+                        index + 1,
+                        x509_problem(&e)
                     ),
                 )
             })?;
@@ -174,15 +231,31 @@ pub fn from_pem(
             let subject = cert.subject().to_string();
             let validity = cert.validity();
             let problem = if validity.not_after.timestamp() < now {
-                Some(format!("expired on {}", validity.not_after))
+                Some((
+                    PemFault::Expired,
+                    format!(
+                        "expired on {}",
+                        crate::time::rfc3339(validity.not_after.timestamp())
+                    ),
+                ))
             } else if validity.not_before.timestamp() > now {
-                Some(format!("not valid until {}", validity.not_before))
+                Some((
+                    PemFault::NotYetValid,
+                    format!(
+                        "not valid until {}",
+                        crate::time::rfc3339(validity.not_before.timestamp())
+                    ),
+                ))
             } else {
                 None
             };
-            if let Some(problem) = problem {
+            if let Some((fault, problem)) = problem {
                 if strict {
-                    return Err(content(shown, format!("certificate `{subject}` is {problem}; remove it, or drop --strict to allow it")));
+                    return Err(content(
+                        shown,
+                        fault,
+                        format!("certificate `{subject}` is {problem}; remove it from the source or replace it with a current one"),
+                    ));
                 }
                 warnings.push(format!("{shown}: certificate `{subject}` is {problem}"));
             }
@@ -213,6 +286,7 @@ pub fn from_pem(
         if found == 0 {
             return Err(content(
                 shown,
+                PemFault::Empty,
                 "no PEM certificate found; expected `-----BEGIN CERTIFICATE-----` blocks".into(),
             ));
         }
@@ -296,6 +370,7 @@ pub fn build(
         PemError::Content {
             source_name,
             problem,
+            ..
         } => CaError::Content {
             path: source_name,
             problem,

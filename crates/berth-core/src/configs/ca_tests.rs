@@ -18,6 +18,17 @@ fn cert(cn: &str, from: (i32, u8, u8), until: (i32, u8, u8)) -> (String, String)
     (params.self_signed(&key).unwrap().pem(), key.serialize_pem())
 }
 
+/// `pem`'s first certificate with the second half of its DER cut off.
+fn truncated(pem: &str) -> String {
+    let der = Pem::iter_from_buffer(pem.as_bytes())
+        .next()
+        .unwrap()
+        .unwrap()
+        .contents;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&der[..der.len() / 2]);
+    format!("-----BEGIN CERTIFICATE-----\n{b64}\n-----END CERTIFICATE-----\n")
+}
+
 fn build_with(
     sources: &str,
     files: Vec<(&str, String)>,
@@ -82,7 +93,8 @@ fn expired_and_future_certificates_warn_or_fail_when_strict() {
     );
     let err = build_with("[a.pem]", files, true).unwrap_err().to_string();
     assert!(
-        err.starts_with("a.pem: certificate `CN=old` is expired") && err.contains("drop --strict"),
+        err.starts_with("a.pem: certificate `CN=old` is expired")
+            && err.contains("remove it from the source or replace it"),
         "{err}"
     );
 }
@@ -105,7 +117,19 @@ fn keys_garbage_and_limits_are_errors() {
                 "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n"
                     .to_string(),
             )],
-            "a.pem: PEM block 1 is not a valid X.509 certificate",
+            "a.pem: PEM block 1 is labelled CERTIFICATE but its content ends early (a truncated copy, or not a certificate at all); re-export it, and check it with `openssl x509 -noout -text`",
+        ),
+        (
+            // A whole DER SEQUENCE { INTEGER 1 }: complete, but no certificate.
+            vec![(
+                "a.pem",
+                "-----BEGIN CERTIFICATE-----\nMAMCAQE=\n-----END CERTIFICATE-----\n".to_string(),
+            )],
+            "a.pem: PEM block 1 is labelled CERTIFICATE but its content is",
+        ),
+        (
+            vec![("a.pem", truncated(&good))],
+            "a.pem: PEM block 1 is labelled CERTIFICATE but its content ends early (a truncated copy, or not a certificate at all)",
         ),
         (
             vec![(
@@ -212,7 +236,7 @@ fn bundles_from_bytes_name_their_sources_and_the_first_expiry() {
     let with_key = vec![("inline".to_string(), format!("{a}{key}").into_bytes())];
     let err = from_pem(&shape, &with_key, NOW, false).unwrap_err();
     assert!(
-        matches!(&err, PemError::Content { source_name, problem } if source_name == "inline" && problem.contains("must never contain a key")),
+        matches!(&err, PemError::Content { source_name, fault: PemFault::PrivateKey, problem } if source_name == "inline" && problem.contains("must never contain a key")),
         "{err}"
     );
 }
