@@ -51,6 +51,10 @@ pub struct Settings {
     pub listen: Option<std::net::SocketAddr>,
     /// Leader election (none: this replica always leads).
     pub election: Option<crate::lease::Election>,
+    /// How `spec.images[].pin` reaches registries.
+    pub registry: berth_registry::Options,
+    /// Registry credentials (`DOCKER_CONFIG`, as `berth pin` reads them).
+    pub docker_config: berth_registry::DockerConfig,
 }
 
 /// A reconcile that failed; retried with a back-off.
@@ -79,6 +83,7 @@ struct Context {
     cluster: Cluster,
     berths: Store<Berth>,
     metrics: Arc<crate::serve::Metrics>,
+    registry: berth_registry::Registry,
 }
 
 fn api<K>(client: &Client, namespace: &Option<String>) -> Api<K>
@@ -167,6 +172,10 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
         cluster: Cluster::new(client.clone(), "default", settings.server.as_str()),
         berths: store,
         metrics: Arc::clone(&metrics),
+        registry: berth_registry::Registry::new(
+            settings.registry.clone(),
+            settings.docker_config.clone(),
+        ),
     });
     metrics
         .running
@@ -300,7 +309,14 @@ async fn apply(berth: &Berth, context: &Context) -> Result<Action, Error> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-    let mut plan = match desired::plan(berth, &namespace, &sources, now) {
+    let pins = match pin(berth, &namespace, context).await {
+        Ok(pins) => pins,
+        Err(problem) => {
+            write_status(context, berth, status::degraded(berth, &problem, None)).await?;
+            return Ok(Action::requeue(Duration::from_secs(60)));
+        }
+    };
+    let mut plan = match desired::plan(berth, &namespace, &sources, &pins, now) {
         Ok(plan) => plan,
         Err(problem) => {
             write_status(context, berth, status::degraded(berth, &problem, None)).await?;
@@ -348,6 +364,31 @@ async fn apply(berth: &Berth, context: &Context) -> Result<Action, Error> {
     };
     write_status(context, berth, status::applied(berth, &plan, &settled)).await?;
     Ok(Action::requeue(again))
+}
+
+/// The digests of the components with `pin: true`: recorded in status for the same
+/// reference, or one manifest HEAD each (concurrently) for those not pinned yet.
+async fn pin(berth: &Berth, namespace: &str, context: &Context) -> Result<desired::Pins, Problem> {
+    let requests = desired::pin_requests(berth, namespace);
+    let answers = futures_util::future::join_all(requests.iter().map(|r| async {
+        match &r.known {
+            Some(digest) => Ok(digest.clone()),
+            None => context.registry.manifest_digest(&r.image).await,
+        }
+    }))
+    .await;
+    let mut pins = desired::Pins::new();
+    for (request, answer) in requests.into_iter().zip(answers) {
+        let digest = answer.map_err(|e| Problem {
+            reason: "PinFailed",
+            message: format!(
+                "spec.images.{}: cannot pin `{}`: {e}",
+                request.component, request.image
+            ),
+        })?;
+        pins.insert(request.component, digest);
+    }
+    Ok(pins)
 }
 
 /// The condition reason for a cluster error: what a status reader can act on.

@@ -13,7 +13,7 @@ use berth_core::project::{CaBundleSpec as CoreBundle, Component, Inject};
 use berth_core::render::{self, Input, Options};
 use berth_core::resolve::{self, Overrides};
 use berth_core::{Project, PullPolicy};
-use berth_ref::Reference;
+use berth_ref::{Digest, Reference};
 use serde_json::Value;
 
 use crate::types::{Berth, BundleStatus, ConfigStatus, ImageStatus, KeyRef};
@@ -95,6 +95,65 @@ pub struct Plan {
     pub configs: Vec<ConfigStatus>,
     /// Each CA bundle's generated object.
     pub ca_bundles: Vec<BundleStatus>,
+}
+
+/// Digests of the components with `pin: true`, by component: what the registry
+/// answered, or what `status.images` already recorded for the same reference.
+pub type Pins = BTreeMap<String, Digest>;
+
+/// A component with `pin: true` whose resolved reference has no digest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinRequest {
+    /// The component.
+    pub component: String,
+    /// Its resolved reference (a tag, no digest): what to ask the registry about.
+    pub image: Reference,
+    /// The digest `status.images` holds for this very reference, if any: used again,
+    /// so a tag that moves in the registry does not roll the workload by itself.
+    pub known: Option<Digest>,
+}
+
+/// The images a reconcile must pin before `plan`. An invalid spec gives no
+/// requests; `plan` reports it.
+pub fn pin_requests(berth: &Berth, namespace: &str) -> Vec<PinRequest> {
+    let Ok(project) = project(berth, namespace) else {
+        return Vec::new();
+    };
+    let Ok(resolution) = resolve::resolve(&project, &Overrides::default(), &|_| None) else {
+        return Vec::new();
+    };
+    let recorded = berth
+        .status
+        .as_ref()
+        .map(|s| s.images.as_slice())
+        .unwrap_or_default();
+    resolution
+        .images
+        .iter()
+        .filter(|i| i.reference.digest().is_none())
+        .filter(|i| {
+            berth
+                .spec
+                .images
+                .get(&i.component.name)
+                .is_some_and(|s| s.pin)
+        })
+        .map(|i| {
+            let known = recorded
+                .iter()
+                .filter(|r| r.component == i.component.name)
+                .filter_map(|r| Reference::parse(&r.image).ok())
+                .find(|r| {
+                    r.repository() == i.reference.repository() && r.tag() == i.reference.tag()
+                })
+                .and_then(|r| r.digest().cloned());
+            PinRequest {
+                component: i.component.name.clone(),
+                image: i.reference.clone(),
+                known,
+            }
+        })
+        .collect()
 }
 
 /// The project berth-core works on, built from the resource (no file behind it).
@@ -421,10 +480,36 @@ fn build_bundles(
 /// What `berth` wants in `namespace` at time `now` (seconds since the epoch),
 /// from the sources read for it. Certificates that are expired or not yet valid
 /// are problems here (a controller has no one to warn).
-pub fn plan(berth: &Berth, namespace: &str, sources: &Sources, now: i64) -> Result<Plan, Problem> {
+pub fn plan(
+    berth: &Berth,
+    namespace: &str,
+    sources: &Sources,
+    pins: &Pins,
+    now: i64,
+) -> Result<Plan, Problem> {
     let project = project(berth, namespace)?;
-    let resolution = resolve::resolve(&project, &Overrides::default(), &|_| None)
+    let mut resolution = resolve::resolve(&project, &Overrides::default(), &|_| None)
         .map_err(|e| problem("InvalidImage", e.to_string()))?;
+    for image in &mut resolution.images {
+        let wants_pin = berth
+            .spec
+            .images
+            .get(&image.component.name)
+            .is_some_and(|s| s.pin);
+        if !wants_pin || image.reference.digest().is_some() {
+            continue; // a digest written in the spec is more specific than any pin
+        }
+        let digest = pins.get(&image.component.name).ok_or_else(|| {
+            problem(
+                "PinFailed",
+                format!(
+                    "spec.images.{}: `{}` has no digest yet",
+                    image.component.name, image.reference
+                ),
+            )
+        })?;
+        image.reference = image.reference.with_digest(digest.clone());
+    }
     let (mut generated, configs) = generate_configs(berth, sources)?;
     let (bundles, ca_bundles) = build_bundles(berth, sources, now)?;
     generated.extend(bundles);

@@ -104,7 +104,7 @@ fn a_config_from_a_configmap_becomes_a_hashed_object_the_workload_uses() {
         "my-run-yaml",
         &[("run.yaml", b"version: 3\n")],
     )]);
-    let again = super::plan(&b, "team-a", &changed, NOW).unwrap();
+    let again = super::plan(&b, "team-a", &changed, &Pins::new(), NOW).unwrap();
     assert_ne!(again.configs[0].object, plan.configs[0].object);
 }
 
@@ -209,7 +209,7 @@ fn ca_bundles_merge_sources_inject_and_refuse_keys() {
         .collect();
     assert_eq!(env, ["SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"]);
     // The same sources after the certificates' notAfter (2030-01-01).
-    let later = super::plan(&b, "team-a", &s, 1_900_000_000).unwrap_err();
+    let later = super::plan(&b, "team-a", &s, &Pins::new(), 1_900_000_000).unwrap_err();
     assert_eq!(later.reason, "ExpiredCertificate");
     assert!(
         later.message.contains("expired on") && later.message.contains("replace it"),
@@ -220,7 +220,7 @@ fn ca_bundles_merge_sources_inject_and_refuse_keys() {
         "trusted-ca-bundle",
         &[("ca-bundle.crt", format!("{platform}{key}").as_bytes())],
     )]);
-    let err = super::plan(&b, "team-a", &with_key, NOW).unwrap_err();
+    let err = super::plan(&b, "team-a", &with_key, &Pins::new(), NOW).unwrap_err();
     assert_eq!(err.reason, "PrivateKeyInSource");
     assert!(
         !err.message.contains("PRIVATE KEY-----\nMI"),
@@ -253,4 +253,65 @@ fn workloads_stay_in_the_namespace_and_are_workloads() {
     )
     .unwrap_err();
     assert_eq!(err.reason, "InvalidSpec");
+}
+
+/// `plan` with no pins (most tests pin nothing).
+fn plan(b: &Berth, namespace: &str, s: &Sources, now: i64) -> Result<Plan, Problem> {
+    super::plan(b, namespace, s, &Pins::new(), now)
+}
+
+#[test]
+fn pinned_components_get_a_digest_recorded_in_status_until_the_image_changes() {
+    let digest = format!("sha256:{}", "a".repeat(64));
+    let mut b = berth(json!({
+        "workloads": [deployment()],
+        "images": {
+            "server": {"image": "docker.io/llamastack/distribution-starter:0.2.1", "pin": true},
+        },
+        "configs": {"run-config": {"inline": {"version": 2}, "key": "run.yaml"}},
+    }));
+    let requests = pin_requests(&b, "team-a");
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0].image.to_string(),
+        "docker.io/llamastack/distribution-starter:0.2.1"
+    );
+    assert_eq!(
+        requests[0].known, None,
+        "nothing recorded yet: ask the registry"
+    );
+    // Without its digest the plan refuses rather than run an unpinned image.
+    assert_eq!(
+        plan(&b, "team-a", &Sources::new(), NOW).unwrap_err().reason,
+        "PinFailed"
+    );
+    let pins: Pins = [("server".to_string(), Digest::parse(&digest).unwrap())].into();
+    let planned = super::plan(&b, "team-a", &Sources::new(), &pins, NOW).unwrap();
+    let pinned = format!("docker.io/llamastack/distribution-starter:0.2.1@{digest}");
+    assert_eq!(planned.images[0].image, pinned);
+    let container = &planned.desired.objects[1]["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"], pinned.as_str());
+    // Recorded in status: the same reference is not asked for again.
+    b.status = Some(crate::types::BerthStatus {
+        images: planned.images.clone(),
+        ..Default::default()
+    });
+    assert_eq!(
+        pin_requests(&b, "team-a")[0]
+            .known
+            .as_ref()
+            .map(ToString::to_string),
+        Some(digest.clone())
+    );
+    // A new tag in the spec is a new reference: asked for again.
+    b.spec.images.get_mut("server").unwrap().image =
+        "docker.io/llamastack/distribution-starter:0.2.2".into();
+    assert_eq!(pin_requests(&b, "team-a")[0].known, None);
+    // A digest written in the spec needs no registry.
+    b.spec.images.get_mut("server").unwrap().image = pinned.clone();
+    assert!(pin_requests(&b, "team-a").is_empty());
+    assert_eq!(
+        plan(&b, "team-a", &Sources::new(), NOW).unwrap().images[0].image,
+        pinned
+    );
 }

@@ -93,6 +93,11 @@ pub struct ImageSpec {
     /// Further repositories in the workloads that are this component.
     #[serde(default, rename = "match", skip_serializing_if = "Vec::is_empty")]
     pub match_: Vec<String>,
+    /// Resolve the tag to a digest through the registry, once: the digest is kept in
+    /// `status.images` and used until `image` changes, so a moving tag does not roll
+    /// the workload by itself.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pin: bool,
 }
 
 /// A key of a ConfigMap or Secret in the `Berth`'s namespace.

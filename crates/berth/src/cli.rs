@@ -146,6 +146,53 @@ pub struct ControllerArgs {
     /// Seconds a Lease holds without renewal; a new leader takes over within this time.
     #[arg(long, value_name = "SECONDS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(3..))]
     pub lease_duration: u64,
+    /// Reach HOST (with port) over plain HTTP for `pin: true` images. Repeatable.
+    /// Registry credentials come from `DOCKER_CONFIG` (mount a `kubernetes.io/dockerconfigjson`
+    /// Secret there), as for `berth pin`.
+    #[arg(long = "insecure-registry", value_name = "HOST", value_parser = registry_host)]
+    pub insecure: Vec<String>,
+}
+
+/// A count that must be positive (`--concurrency 0` would wait forever).
+fn at_least_one(value: &str) -> Result<usize, String> {
+    match value.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`{value}` is not a whole number")),
+    }
+}
+
+/// A timeout in whole seconds, at least 1 (`0` would fail every request at once).
+fn positive_seconds(value: &str) -> Result<u64, String> {
+    match value.parse::<u64>() {
+        Ok(0) => Err("must be at least 1 second".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`{value}` is not a whole number of seconds")),
+    }
+}
+
+/// `--insecure-registry`: a host with an optional port, as images name it
+/// (`localhost:5000`), never a URL: the flag chooses the scheme.
+fn registry_host(value: &str) -> Result<String, String> {
+    if value.contains("://") {
+        let host = value.split_once("://").map_or(value, |(_, h)| h);
+        return Err(format!(
+            "give the host without a scheme (`{}`): the flag is what makes it plain HTTP",
+            host.trim_end_matches('/')
+        ));
+    }
+    let valid = !value.is_empty()
+        && value.len() <= 255
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
+    if valid {
+        Ok(value.to_string())
+    } else {
+        Err(format!(
+            "`{value}` is not a registry host; write HOST or HOST:PORT, e.g. localhost:5000"
+        ))
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -231,7 +278,7 @@ pub struct RolloutArgs {
     #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub keep: u32,
     /// Seconds to wait for Deployments, StatefulSets, DaemonSets and Jobs to roll out.
-    #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+    #[arg(long, default_value_t = 300, value_name = "SECONDS", value_parser = positive_seconds)]
     pub timeout: u64,
     /// Apply and record, but neither wait for rollouts nor delete old generations.
     #[arg(long)]
@@ -335,16 +382,16 @@ pub struct ResolveArgs {
 #[derive(Debug, Args, Default)]
 pub struct RegistryArgs {
     /// Reach HOST (with port, e.g. `localhost:5000`) over plain HTTP instead of TLS. Repeatable.
-    #[arg(long = "insecure-registry", value_name = "HOST")]
+    #[arg(long = "insecure-registry", value_name = "HOST", value_parser = registry_host)]
     pub insecure: Vec<String>,
     /// Pin this platform's manifest (`os/arch[/variant]`) instead of the multi-platform index.
     #[arg(long, value_name = "OS/ARCH")]
     pub platform: Option<String>,
     /// Registry requests in flight at once.
-    #[arg(long, default_value_t = 16, value_name = "N")]
+    #[arg(long, default_value_t = 16, value_name = "N", value_parser = at_least_one)]
     pub concurrency: usize,
     /// Seconds to wait for a registry to connect or answer.
-    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    #[arg(long, default_value_t = 30, value_name = "SECONDS", value_parser = positive_seconds)]
     pub timeout: u64,
 }
 

@@ -5,110 +5,11 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::testenv::{plane, Namespace, Plane};
-use common::{berth, berth_path, project};
-use serde_json::Value;
-
-/// The controller for one namespace, killed when dropped.
-struct Controller {
-    child: Child,
-}
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn install_crd(plane: &Plane) {
-    plane.install_berth_crd();
-}
-
-fn start(ns: &Namespace) -> Controller {
-    start_as(ns, "controller", &[])
-}
-
-/// A controller logging to `<name>.log` beside the namespace's kubeconfig.
-fn start_as(ns: &Namespace, name: &str, extra: &[&str]) -> Controller {
-    start_with(ns, name, extra, &ns.kubeconfig)
-}
-
-fn start_with(
-    ns: &Namespace,
-    name: &str,
-    extra: &[&str],
-    kubeconfig: &std::path::Path,
-) -> Controller {
-    install_crd(ns.plane);
-    let log = std::fs::File::create(ns.kubeconfig.with_file_name(format!("{name}.log"))).unwrap();
-    let child = Command::new(berth_path())
-        .args([
-            "controller",
-            "--listen",
-            "127.0.0.1:0",
-            "--namespace",
-            &ns.name,
-        ])
-        .args(extra)
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    Controller { child }
-}
-
-fn apply(ns: &Namespace, manifest: &str) {
-    let out = ns
-        .plane
-        .kubectl_with(&ns.kubeconfig, &["apply", "-f", "-"], Some(manifest));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Polls `check` every 50 ms until it returns `Some`, or fails after `secs`.
-fn eventually<T>(secs: u64, what: &str, ns: &Namespace, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        if Instant::now() > deadline {
-            let log = std::fs::read_to_string(ns.kubeconfig.with_file_name("controller.log"))
-                .unwrap_or_default();
-            let status = ns
-                .get("berths", "llama")
-                .map(|b| b["status"].to_string())
-                .unwrap_or_default();
-            panic!("{what}: not within {secs} s\nstatus: {status}\ncontroller log:\n{log}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn condition(berth: &Value, type_: &str) -> Option<(String, String, String)> {
-    berth["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == type_)
-        .map(|c| {
-            (
-                c["status"].as_str().unwrap_or_default().to_string(),
-                c["reason"].as_str().unwrap_or_default().to_string(),
-                c["message"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-}
+use common::controller::{apply, condition, eventually, start, start_as, start_with};
+use common::testenv::{plane, Namespace};
+use common::{berth, project};
 
 fn mounted_config(ns: &Namespace) -> Option<String> {
     let d = ns.get("deployments", "llama-stack")?;
@@ -292,7 +193,7 @@ fn a_source_change_rolls_the_workload_and_old_generations_go_after_success() {
 fn the_api_server_refuses_a_config_with_two_sources() {
     let Some(plane) = plane() else { return };
     let ns = plane.namespace("controller-cel");
-    install_crd(plane);
+    plane.install_berth_crd();
     let out = plane.kubectl_with(
         &ns.kubeconfig,
         &["apply", "-f", "-"],

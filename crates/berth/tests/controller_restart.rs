@@ -6,11 +6,11 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::testenv::Plane;
-use common::{berth_path, repo_root, require_program};
+use common::{repo_root, require_program};
 
 struct OwnPlane {
     dir: tempfile::TempDir,
@@ -53,21 +53,7 @@ fn watches_resume_after_the_api_server_restarts() {
     }));
     plane.install_berth_crd();
     let ns = plane.namespace("restart");
-    let log = std::fs::File::create(own.dir.path().join("controller.log")).unwrap();
-    let mut controller = Command::new(berth_path())
-        .args([
-            "controller",
-            "--listen",
-            "127.0.0.1:0",
-            "--namespace",
-            &ns.name,
-            "--kubeconfig",
-        ])
-        .arg(&ns.kubeconfig)
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
+    let mut controller = common::controller::start(&ns);
     let source = |v: u32| {
         format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: src}}\ndata: {{run.yaml: 'v: {v}'}}\n")
     };
@@ -91,8 +77,8 @@ fn watches_resume_after_the_api_server_restarts() {
     let wait = |what: &str, check: &dyn Fn() -> bool| {
         let deadline = Instant::now() + Duration::from_secs(60);
         while !check() {
-            let log =
-                std::fs::read_to_string(own.dir.path().join("controller.log")).unwrap_or_default();
+            let log = std::fs::read_to_string(ns.kubeconfig.with_file_name("controller.log"))
+                .unwrap_or_default();
             assert!(Instant::now() < deadline, "{what}: not within 60 s\n{log}");
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -115,9 +101,7 @@ fn watches_resume_after_the_api_server_restarts() {
         mounted().is_some_and(|m| m != first)
     });
     assert!(
-        controller.try_wait().unwrap().is_none(),
+        controller.child.try_wait().unwrap().is_none(),
         "the controller kept running"
     );
-    let _ = controller.kill();
-    let _ = controller.wait();
 }

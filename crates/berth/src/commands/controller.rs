@@ -46,6 +46,11 @@ pub fn run(args: &ControllerArgs) -> Result<u8> {
                 server: cluster.server.clone(),
                 listen: Some(args.listen),
                 election,
+                registry: berth_registry::Options {
+                    insecure: args.insecure.clone(),
+                    ..berth_registry::Options::default()
+                },
+                docker_config: berth_registry::DockerConfig::load()?,
             },
         )
         .await?;

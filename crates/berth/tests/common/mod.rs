@@ -6,6 +6,7 @@ use std::process::Output;
 
 use assert_cmd::Command;
 
+pub mod controller;
 pub mod podman;
 pub mod registry;
 pub mod testenv;
