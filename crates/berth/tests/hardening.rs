@@ -44,3 +44,56 @@ fn flags_that_could_only_hang_or_fail_later_are_refused_up_front() {
         assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
     }
 }
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[test]
+fn a_typo_in_a_secret_env_file_never_prints_the_value() {
+    for line in [
+        "DB_PASS2 pl4nted-s3cr3t",
+        "DB_PASS:pl4nted-s3cr3t",
+        "9pl4nted-s3cr3t",
+    ] {
+        let dir = project(
+            "name: demo\nmanifests: [app.yaml]\nconfigs:\n  db:\n    secret: true\n    envs: [db.env]\n",
+        );
+        std::fs::write(dir.path().join("app.yaml"), "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: x, envFrom: [{secretRef: {name: db}}]}]\n").unwrap();
+        std::fs::write(dir.path().join("db.env"), format!("OK=1\n{line}\n")).unwrap();
+        // The planted value is in db.env itself; everything else is checked.
+        let before = walk(dir.path());
+        for args in [&["render"][..], &["validate"], &["render", "--out", "out"]] {
+            let out = berth(dir.path()).args(args).output().unwrap();
+            assert_ne!(out.status.code(), Some(0), "{line:?} {args:?}");
+            let printed = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(printed.contains("db.env:2: column"), "{line:?}: {printed}");
+            assert!(
+                !printed.contains("pl4nted"),
+                "{line:?} {args:?} leaked: {printed}"
+            );
+            let added: Vec<_> = walk(dir.path())
+                .into_iter()
+                .filter(|f| !before.contains(f))
+                .collect();
+            for file in added {
+                let text = std::fs::read_to_string(&file).unwrap_or_default();
+                assert!(!text.contains("pl4nted"), "{} leaked it", file.display());
+            }
+        }
+    }
+}

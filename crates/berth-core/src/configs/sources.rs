@@ -198,11 +198,39 @@ pub fn parse_env_file(bytes: &[u8]) -> Result<Vec<(String, String)>, (usize, Str
         }
         let (key, value) = line.split_once('=').unwrap_or((line, ""));
         if !is_env_var_name(key) {
-            return Err((number, format!("invalid variable name `{key}`: use letters, digits, `_`, `-` and `.`, not starting with a digit")));
+            return Err((number, bad_name(key)));
         }
         out.push((key.to_string(), value.to_string()));
     }
     Ok(out)
+}
+
+/// Why `key` is not a variable name, quoting only the valid name before the first
+/// offending character: in `DB_PASS s3cr3t` or `TOKEN:abc` (a typo for `=`) what
+/// follows is the value, which must never be printed.
+fn bad_name(key: &str) -> String {
+    let valid = |(i, c): &(usize, char)| {
+        c.is_ascii_alphabetic() || matches!(c, '-' | '.' | '_') || (*i > 0 && c.is_ascii_digit())
+    };
+    let (at, offending) = key
+        .char_indices()
+        .find(|ic| !valid(ic))
+        .unwrap_or((key.len(), ' '));
+    let what = match offending {
+        ' ' => "a space".to_string(),
+        '\t' => "a tab".to_string(),
+        c if c.is_ascii_digit() => "a digit".to_string(),
+        c if c.is_ascii_punctuation() => format!("`{c}`"),
+        _ => "a character that is not ASCII".to_string(),
+    };
+    let column = key[..at].chars().count() + 1;
+    let shown = &key[..at];
+    let head = if shown.is_empty() {
+        format!("column {column}: a variable name cannot start with {what}")
+    } else {
+        format!("column {column}: invalid variable name: `{shown}` is followed by {what}")
+    };
+    format!("{head}; write `KEY=VALUE`, KEY of letters, digits, `_`, `-` and `.`, not starting with a digit (the rest of the line is not shown: it may be a value)")
 }
 
 /// kubernetes' IsEnvVarName: `[-._a-zA-Z][-._a-zA-Z0-9]*`.

@@ -106,7 +106,22 @@ fn errors_say_where_and_never_show_values() {
         (
             "{envs: [e.env]}",
             &[("e.env", b"OK=1\n1BAD=secret-value\n")],
-            "e.env:2: invalid variable name `1BAD`",
+            "e.env:2: column 1: a variable name cannot start with a digit; write `KEY=VALUE`",
+        ),
+        (
+            "{envs: [e.env]}",
+            &[("e.env", b"OK=1\nDB_PASS2 secret-value\n")],
+            "e.env:2: column 9: invalid variable name: `DB_PASS2` is followed by a space",
+        ),
+        (
+            "{envs: [e.env]}",
+            &[("e.env", b"DB_PASS:secret-value\n")],
+            "e.env:1: column 8: invalid variable name: `DB_PASS` is followed by `:`",
+        ),
+        (
+            "{envs: [e.env]}",
+            &[("e.env", "K\u{e9}secret-value=1\n".as_bytes())],
+            "e.env:1: column 2: invalid variable name: `K` is followed by a character that is not ASCII",
         ),
         (
             "{envs: [e.env]}",
