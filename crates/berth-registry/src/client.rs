@@ -158,11 +158,18 @@ impl Registry {
                 })
                 .await?;
             let response = self.expect(image, response, &[StatusCode::OK]).await?;
-            let bytes = response
-                .bytes()
-                .await
-                .map_err(|e| self.transport(image, e))?
-                .to_vec();
+            let content_type = response
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            let bytes = self.read_manifest(image, response).await?;
+            if let Some(problem) = crate::manifest::problem(content_type.as_deref(), &bytes) {
+                return Err(Attempt::Fail(self.other(
+                    image,
+                    format!("the registry answered with {problem} instead of an image manifest; nothing was pinned (a login page or a proxy in front of the registry answers like this)"),
+                )));
+            }
             let digest = digest_of(&bytes);
             if let Some(wanted) = image.digest() {
                 if wanted != &digest {
@@ -175,6 +182,38 @@ impl Registry {
             Ok((bytes, digest))
         })
         .await
+    }
+
+    /// A manifest body, read as it arrives and refused once it passes
+    /// [`crate::manifest::MAX_MANIFEST_BYTES`] (a manifest is small; a body that is not
+    /// must not fill memory).
+    async fn read_manifest(
+        &self,
+        image: &Reference,
+        mut response: Response,
+    ) -> Result<Vec<u8>, Attempt> {
+        let limit = crate::manifest::MAX_MANIFEST_BYTES;
+        let too_big = || {
+            Attempt::Fail(self.other(
+                image,
+                format!("the registry's answer is larger than {} MiB, so it is not an image manifest; nothing was pinned", limit >> 20),
+            ))
+        };
+        if response.content_length().is_some_and(|n| n > limit as u64) {
+            return Err(too_big());
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| self.transport(image, e))?
+        {
+            if bytes.len() + chunk.len() > limit {
+                return Err(too_big());
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(bytes)
     }
 
     /// Whether `target`'s repository already has the blob.

@@ -7,6 +7,7 @@
 mod auth;
 mod client;
 mod error;
+mod manifest;
 mod pin;
 mod promote;
 

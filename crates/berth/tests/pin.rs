@@ -523,3 +523,86 @@ fn retry_after_is_honoured() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A registry that omits `Docker-Content-Digest` on HEAD (allowed) and answers every
+/// manifest GET with `body` as `content_type`: what a login page, a captive proxy
+/// or a broken mirror does. `length` false leaves the body delimited by the close.
+fn digestless_registry(content_type: &'static str, body: Vec<u8>, length: bool) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let host = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for mut client in listener.incoming().flatten() {
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && client.read(&mut byte).is_ok_and(|n| n == 1) {
+                head.push(byte[0]);
+            }
+            let length_line = if length {
+                format!("Content-Length: {}\r\n", body.len())
+            } else {
+                String::new()
+            };
+            let status = format!("HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\n{length_line}Connection: close\r\n\r\n");
+            let _ = client.write_all(status.as_bytes());
+            if head.starts_with(b"GET") {
+                let _ = client.write_all(&body);
+            }
+        }
+    });
+    host
+}
+
+#[test]
+fn an_answer_that_is_not_a_manifest_is_never_pinned() {
+    let oci = "application/vnd.oci.image.manifest.v1+json";
+    let cases: Vec<(&str, &'static str, Vec<u8>, bool, &str)> = vec![
+        (
+            "an empty body",
+            oci,
+            Vec::new(),
+            true,
+            "the registry answered with an empty body instead of an image manifest",
+        ),
+        (
+            "a login page",
+            "text/html",
+            b"<html><form>Sign in</form></html>".to_vec(),
+            true,
+            "bytes of `text/html` that are not JSON",
+        ),
+        (
+            "6 MiB announced",
+            oci,
+            vec![b'a'; 6 << 20],
+            true,
+            "larger than 4 MiB",
+        ),
+        (
+            "6 MiB until the close",
+            oci,
+            vec![b'a'; 6 << 20],
+            false,
+            "larger than 4 MiB",
+        ),
+        (
+            "JSON of another kind",
+            "application/json",
+            br#"{"token":"x"}"#.to_vec(),
+            true,
+            "without `schemaVersion: 2`",
+        ),
+    ];
+    for (what, content_type, body, length, want) in cases {
+        let host = digestless_registry(content_type, body, length);
+        let dir = project("name: p\nimages:\n  app: {image: 'example.com/acme/app:v1'}\n");
+        let out = pin_via(dir.path(), "app", &host, "acme/app:v1", &["--timeout", "5"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{what}: {stderr}");
+        assert!(stderr.contains(want), "{what}:\n{stderr}");
+        assert!(stderr.contains("nothing was pinned"), "{what}:\n{stderr}");
+        assert!(
+            !dir.path().join("berth.lock").exists(),
+            "{what}: no berth.lock written"
+        );
+    }
+}
