@@ -121,7 +121,7 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
     let metrics = Arc::new(crate::serve::Metrics::default());
     if let Some(address) = settings.listen {
         let listener = tokio::net::TcpListener::bind(address).await?;
-        eprintln!(
+        say!(
             "level=info msg=\"serving /healthz /readyz /metrics\" address={}",
             listener.local_addr()?
         );
@@ -130,7 +130,7 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
     let lost = match &settings.election {
         Some(election) => {
             election.acquire(&client).await;
-            eprintln!("level=info msg=\"leading\" identity={}", election.identity);
+            say!("level=info msg=\"leading\" identity={}", election.identity);
             let (election, client) = (election.clone(), client.clone());
             let (tx, rx) = tokio::sync::oneshot::channel::<()>();
             tokio::spawn(async move {
@@ -213,12 +213,12 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
         .run(reconcile, error_policy, context)
         .for_each(|outcome| async move {
             match outcome {
-                Ok((object, _)) => eprintln!("level=info msg=reconciled berth={object}"),
+                Ok((object, _)) => say!("level=info msg=reconciled berth={object}"),
                 // A Berth deleted while a reconcile was queued: nothing to do.
                 Err(kube::runtime::controller::Error::ObjectNotFound(object)) => {
-                    eprintln!("level=info msg=gone berth={object}")
+                    say!("level=info msg=gone berth={object}")
                 }
-                Err(e) => eprintln!("level=warn msg=\"reconcile failed\" error=\"{e}\""),
+                Err(e) => say!("level=warn msg=\"reconcile failed\" error=\"{e}\""),
             }
         })
         .await;
@@ -228,7 +228,7 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
     if lost_flag.load(std::sync::atomic::Ordering::Relaxed) {
         return Err(Error::LeadershipLost);
     }
-    eprintln!("level=info msg=\"stopped\"");
+    say!("level=info msg=\"stopped\"");
     Ok(())
 }
 
@@ -264,7 +264,7 @@ impl kube::runtime::utils::Backoff for WatchBackoff {
 }
 
 fn error_policy(_: Arc<Berth>, error: &Error, _: Arc<Context>) -> Action {
-    eprintln!("level=warn msg=\"will retry\" error=\"{error}\"");
+    say!("level=warn msg=\"will retry\" error=\"{error}\"");
     Action::requeue(Duration::from_secs(5))
 }
 

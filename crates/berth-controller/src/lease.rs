@@ -103,14 +103,15 @@ impl Election {
             match self.try_hold(client).await {
                 Ok(true) => return,
                 Ok(false) if !waited => {
-                    eprintln!(
+                    say!(
                         "level=info msg=\"waiting for leadership\" lease={}/{}",
-                        self.namespace, self.name
+                        self.namespace,
+                        self.name
                     );
                     waited = true;
                 }
                 Ok(false) => {}
-                Err(e) => eprintln!("level=warn msg=\"lease\" error=\"{e}\""),
+                Err(e) => say!("level=warn msg=\"lease\" error=\"{e}\""),
             }
             tokio::time::sleep(self.duration / 3).await;
         }
@@ -125,7 +126,7 @@ impl Election {
             match self.try_hold(client).await {
                 Ok(true) => last = std::time::Instant::now(),
                 Ok(false) => return,
-                Err(e) => eprintln!("level=warn msg=\"lease renewal\" error=\"{e}\""),
+                Err(e) => say!("level=warn msg=\"lease renewal\" error=\"{e}\""),
             }
             if last.elapsed() > self.duration {
                 return;

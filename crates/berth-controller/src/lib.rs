@@ -6,6 +6,15 @@
 
 #![warn(missing_docs)]
 
+/// `eprintln!` that cannot panic: when stderr cannot be written (`2>/dev/full`, a
+/// closed pipe) the message is dropped and the exit code still says what happened.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 pub mod controller;
 pub mod desired;
 pub mod lease;

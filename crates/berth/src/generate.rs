@@ -16,7 +16,7 @@ pub fn all(project: &Project, strict: bool) -> Result<Vec<Generated>> {
     for spec in &project.ca_bundles {
         let bundle = ca::build(project, spec, &Fs, now, strict)?;
         for warning in &bundle.warnings {
-            eprintln!("warning: {warning}");
+            say!("warning: {warning}");
         }
         generated.push(bundle.generated);
     }

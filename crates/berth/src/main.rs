@@ -1,5 +1,14 @@
 //! The `berth` binary: parses flags, calls the core, owns exit codes.
 
+/// `eprintln!` that cannot panic: when stderr cannot be written (`2>/dev/full`, a
+/// closed pipe) the message is dropped and the exit code still says what happened.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 mod cli;
 mod commands;
 mod fs_source;
@@ -28,7 +37,7 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error}");
+            say!("error: {error}");
             // `berth diff` exits 1 for "there are differences", so its errors are 2, as kubectl's.
             ExitCode::from(if matches!(cli.command, Command::Diff(_)) {
                 2

@@ -2,15 +2,19 @@
 
 use std::io::Write;
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 use berth_yaml::{Node, Pos, Scalar, Style, Value};
 
 /// Writes `text` to stdout in one go (a broken pipe is handled in `main`).
 pub fn print(text: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()?;
-    Ok(())
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| match e.kind() {
+            // `main` ends quietly when the reader went away (`| head`).
+            std::io::ErrorKind::BrokenPipe => anyhow::Error::from(e),
+            _ => anyhow!("cannot write the output to stdout: {e}"),
+        })
 }
 
 /// A JSON value as a YAML document, keeping key order and types.

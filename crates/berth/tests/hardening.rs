@@ -97,3 +97,47 @@ fn a_typo_in_a_secret_env_file_never_prints_the_value() {
         }
     }
 }
+
+/// berth as a plain process, whose streams can be any file.
+fn plain(dir: &std::path::Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(common::berth_path());
+    cmd.current_dir(dir);
+    cmd
+}
+
+#[test]
+fn an_unwritable_stderr_or_stdout_is_an_exit_code_not_a_panic() {
+    let bad = project("name: demo\nimages:\n  app: {image: 'BAD REF'}\n");
+    let good = project("name: demo\nimages:\n  app: {image: 'ghcr.io/acme/app:v1'}\n");
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    // stderr full: the error cannot be told, the exit code still says it.
+    let out = plain(bad.path())
+        .arg("images")
+        .stderr(full())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let out = plain(good.path())
+        .args(["images", "--explain"])
+        .stderr(full())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "only the explanation was lost");
+    // stdout full: said on stderr, naming stdout.
+    let out = plain(good.path())
+        .arg("images")
+        .stdout(full())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("cannot write the output to stdout: No space left on device"),
+        "{}",
+        stderr(&out)
+    );
+}

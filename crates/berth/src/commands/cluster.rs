@@ -54,7 +54,7 @@ impl Progress {
     fn line(&self, text: String) {
         match &self.bar {
             Some(bar) => bar.println(text),
-            None => eprintln!("{text}"),
+            None => say!("{text}"),
         }
     }
 
@@ -76,7 +76,7 @@ impl Progress {
                 match &self.bar {
                     Some(bar) => bar.set_message(message.clone()),
                     // Off a terminal, a line only when the state changes (CI logs stay short).
-                    None if message != self.last => eprintln!("{message}"),
+                    None if message != self.last => say!("{message}"),
                     None => {}
                 }
                 self.last = message;
@@ -122,7 +122,7 @@ pub fn rollback(connection: &Connection, options: &ApplyOptions, project: &Proje
     crate::runtime::get()?.block_on(async {
         let cluster = Cluster::connect(connection).await?;
         let (sequence, desired) = cluster.previous(&project.name).await?;
-        eprintln!(
+        say!(
             "rolling back to apply r{sequence} of project `{}`",
             project.name
         );

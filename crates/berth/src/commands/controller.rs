@@ -18,7 +18,7 @@ pub fn run(args: &ControllerArgs) -> Result<u8> {
     };
     crate::runtime::get()?.block_on(async {
         let cluster = Cluster::connect(&connection).await?;
-        eprintln!(
+        say!(
             "level=info msg=\"berth controller starting\" server={} namespace={}",
             cluster.server,
             args.namespace.as_deref().unwrap_or("<all>")

@@ -26,13 +26,11 @@ pub fn run(command_line: &[std::ffi::OsString], resolution: &Resolution<'_>) -> 
     let failure = |e: std::io::Error| -> Result<u8> {
         match e.kind() {
             ErrorKind::NotFound => {
-                eprintln!(
-                    "error: berth env: command `{shown}` not found; check its spelling and PATH"
-                );
+                say!("error: berth env: command `{shown}` not found; check its spelling and PATH");
                 Ok(NOT_FOUND)
             }
             _ => {
-                eprintln!("error: berth env: cannot run `{shown}`: {e}");
+                say!("error: berth env: cannot run `{shown}`: {e}");
                 Ok(CANNOT_RUN)
             }
         }

@@ -59,7 +59,7 @@ pub fn run(args: &Images, resolution: &Resolution<'_>) -> Result<()> {
         ImagesFormat::Env | ImagesFormat::Shell | ImagesFormat::Make
     );
     if args.explain && machine {
-        eprint!("{}", explain(images));
+        say!("{}", explain(images).trim_end_matches('\n'));
     }
     Ok(())
 }

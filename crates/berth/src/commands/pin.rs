@@ -24,7 +24,7 @@ pub fn run(
     if changed {
         write_atomic(&path, &text)?;
     }
-    eprintln!(
+    say!(
         "pinned {} image(s) in {:.2} s; {} {}",
         lock.entries.len(),
         started.elapsed().as_secs_f64(),

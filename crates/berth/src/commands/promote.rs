@@ -67,7 +67,7 @@ pub fn run(args: &Promote, resolution: &Resolution<'_>) -> Result<()> {
             .map_err(|e| anyhow!("component `{component}`: {e}"))?;
     }
     let mb = |n: u64| n as f64 / 1e6;
-    eprintln!(
+    say!(
         "promoted {} image(s) to {} in {:.2} s: {} blob(s) sent ({:.1} MB), {} already there ({:.1} MB), {} mounted ({:.1} MB), {} manifest(s)",
         copies.len(),
         args.to,

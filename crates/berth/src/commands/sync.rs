@@ -113,7 +113,7 @@ fn watch(settings: &Sync, session: &mut Session) -> Result<u8> {
             return;
         }
     });
-    eprintln!("berth sync: watching for changes (Ctrl-C to stop)");
+    say!("berth sync: watching for changes (Ctrl-C to stop)");
     loop {
         let batch = watcher.next_batch(poll)?;
         if let Some(list) = lists.try_iter().last() {
@@ -124,7 +124,7 @@ fn watch(settings: &Sync, session: &mut Session) -> Result<u8> {
                     let reports = session.sync_containers(&containers, false, "restart");
                     print_reports(&reports, settings.dry_run);
                 }
-                Err(e) => eprintln!("berth sync: {e} (retrying)"),
+                Err(e) => say!("berth sync: {e} (retrying)"),
             }
         }
         let reports = if batch.rescan {
@@ -142,16 +142,14 @@ fn watch(settings: &Sync, session: &mut Session) -> Result<u8> {
 fn announce_waiting(session: &Session, containers: &[Vec<berth_sync::Container>]) {
     for ((name, target), found) in session.targets().iter().zip(containers) {
         if found.is_empty() {
-            eprintln!(
-                "berth sync: rule `{name}`: no running container matches {target} yet; waiting"
-            );
+            say!("berth sync: rule `{name}`: no running container matches {target} yet; waiting");
         }
     }
 }
 
 fn warn_skipped(session: &mut Session) {
     for problem in session.skipped.drain(..) {
-        eprintln!("warning: {problem}");
+        say!("warning: {problem}");
     }
 }
 
@@ -182,16 +180,22 @@ fn print_reports(reports: &[Report], dry_run: bool) -> bool {
                 }
             }
         }
-        eprintln!("{}", status_line(report, dry_run));
+        say!("{}", status_line(report, dry_run));
         for o in &report.outcomes {
             if let Err(e) = &o.result {
-                eprintln!("  error: {e}");
+                say!("  error: {e}");
             }
         }
     }
     if !plan.is_empty() {
         let mut out = std::io::stdout().lock();
-        let _ = out.write_all(plan.as_bytes()).and_then(|()| out.flush());
+        if let Err(e) = out.write_all(plan.as_bytes()).and_then(|()| out.flush()) {
+            // A reader that went away (`| head`) wanted no more; anything else lost the plan.
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                say!("error: cannot write the dry run's plan to stdout: {e}");
+                return false;
+            }
+        }
     }
     ok
 }
