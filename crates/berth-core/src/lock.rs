@@ -78,6 +78,12 @@ impl Lock {
                 file: file.to_string(),
                 source,
             })?;
+        if let Some(extra) = docs.iter().skip(1).find(|d| !d.is_null()) {
+            return Err(invalid(
+                extra.pos,
+                "a second YAML document; a lock is one document: run `berth pin` to rewrite it".into(),
+            ));
+        }
         let Some(root) = docs.first().filter(|d| !d.is_null()) else {
             return Ok(Lock::default());
         };
@@ -103,6 +109,7 @@ impl Lock {
             return Err(invalid(root.pos, format!("lock file version `{version}` is not supported (this berth writes version {VERSION})")));
         }
         let mut entries = Vec::new();
+        let mut seen: Vec<(String, Pos)> = Vec::new();
         for item in root
             .get("images")
             .and_then(Node::as_seq)
@@ -132,8 +139,16 @@ impl Lock {
                 .get("platform")
                 .and_then(Node::as_str)
                 .map(str::to_string);
+            let component = text(item, "component")?;
+            if let Some((_, first)) = seen.iter().find(|(c, _)| *c == component) {
+                return Err(invalid(
+                    item.pos,
+                    format!("component `{component}` is pinned twice (first at line {}); which digest is meant is ambiguous: keep one entry, or run `berth pin` to rewrite the lock", first.line),
+                ));
+            }
+            seen.push((component.clone(), item.pos));
             entries.push(LockEntry {
-                component: text(item, "component")?,
+                component,
                 image,
                 digest,
                 platform,
@@ -231,6 +246,14 @@ mod tests {
                 "berth.lock:3:3: missing `digest`",
             ),
             ("version: [\n", "berth.lock:"),
+            (
+                "version: 1\nimages:\n- {component: a, image: b:v1, digest: 'sha256:1111111111111111111111111111111111111111111111111111111111111111'}\n- {component: a, image: b:v1, digest: 'sha256:2222222222222222222222222222222222222222222222222222222222222222'}\n",
+                "berth.lock:4:3: component `a` is pinned twice (first at line 3)",
+            ),
+            (
+                "version: 1\nimages: []\n---\nversion: 1\n",
+                "berth.lock:4:1: a second YAML document",
+            ),
         ];
         for (src, want) in cases {
             let err = Lock::parse("berth.lock", src).unwrap_err().to_string();

@@ -162,6 +162,14 @@ pub enum ProjectError {
         /// The YAML error, with its position.
         source: berth_yaml::Error,
     },
+    /// More than one YAML document: the rest would be ignored.
+    #[error("{file}:{pos}: a second YAML document; berth.yaml is one document: merge it into the first, or remove the `---` before it")]
+    ExtraDocument {
+        /// The file.
+        file: String,
+        /// Where the second document starts.
+        pos: Pos,
+    },
     /// A key that is not part of the format.
     #[error("{file}:{pos}: unknown key `{key}` in {context}{}; valid keys: {}", hint(suggestion.as_deref()), expected.join(", "))]
     UnknownKey {
@@ -307,6 +315,12 @@ impl Loader<'_> {
                 file: file.clone(),
                 source,
             })?;
+        if let Some(extra) = docs.iter().skip(1).find(|d| !d.is_null()) {
+            return Err(ProjectError::ExtraDocument {
+                file,
+                pos: extra.pos,
+            });
+        }
         let root = match docs.len() {
             0 => Node::map(Pos { line: 1, column: 1 }),
             _ => docs.swap_remove(0),

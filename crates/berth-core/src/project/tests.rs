@@ -101,6 +101,7 @@ fn errors_point_at_the_problem() {
         ("name: x\nimages: [a]\n", "berth.yaml:2:9: `images` must be a mapping of component names"),
         ("name: x\nimages:\n  a: {image: a}\n  a: {image: b}\n", "berth.yaml:4:3: duplicate key `a` (first at line 3)"),
         ("name: [x\n", "berth.yaml:"),
+        ("name: x\n---\nimages: {a: {image: a}}\n", "berth.yaml:3:1: a second YAML document; berth.yaml is one document"),
         ("name: x\nimagePaths: [{kind: K, path: \"a..b\"}]\n", "invalid `imagePaths[].path` value `a..b`"),
     ];
     for (src, want) in cases {
@@ -117,6 +118,7 @@ fn empty_and_minimal_files() {
     assert!(load("").is_err());
     let p = load("name: x\n").unwrap();
     assert!(p.components.is_empty() && p.registry_env.is_none());
+    assert!(load("name: x\n---\n").is_ok(), "an empty trailing document is fine");
 }
 
 #[test]
