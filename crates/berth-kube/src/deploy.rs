@@ -215,7 +215,7 @@ impl Cluster {
             while let Some(p) = applied.next().await {
                 let p = p?;
                 if p.object.kind == "CustomResourceDefinition" {
-                    self.wait_established(&p.object).await?;
+                    self.wait_established(&p.object, &p.body).await?;
                 }
                 events(Event::Applied(p.object.clone()));
             }
@@ -307,9 +307,56 @@ impl Cluster {
             .await
     }
 
-    async fn wait_established(&self, crd: &ObjectRef) -> Result<(), ClusterError> {
+    /// Waits until the CRD is Established and discovery serves its kind: the API
+    /// server publishes the new resource a moment after the condition, and an
+    /// object of that kind applied in between fails as an unknown kind.
+    async fn wait_established(&self, crd: &ObjectRef, body: &Value) -> Result<(), ClusterError> {
         let after = Duration::from_secs(60);
         let deadline = Instant::now() + after;
+        let timed_out = || ClusterError::NotEstablished {
+            object: Box::new(crd.clone()),
+            after,
+        };
+        if !self.wait_condition(crd, deadline).await? {
+            return Err(timed_out());
+        }
+        let group = body.pointer("/spec/group").and_then(Value::as_str);
+        let kind = body.pointer("/spec/names/kind").and_then(Value::as_str);
+        let versions: Vec<&str> = body
+            .pointer("/spec/versions")
+            .and_then(Value::as_array)
+            .map(|vs| {
+                vs.iter()
+                    .filter(|v| v["served"] != false)
+                    .filter_map(|v| v["name"].as_str())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let (Some(group), Some(kind)) = (group, kind) else {
+            return Ok(());
+        };
+        for version in versions {
+            let api_version = format!("{group}/{version}");
+            loop {
+                self.forget_kinds();
+                if self.resource(&api_version, kind).await?.is_some() {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    return Err(timed_out());
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the CRD became Established before `deadline`.
+    async fn wait_condition(
+        &self,
+        crd: &ObjectRef,
+        deadline: Instant,
+    ) -> Result<bool, ClusterError> {
         loop {
             let established = self.get(crd).await?.is_some_and(|live| {
                 live.pointer("/status/conditions")
@@ -320,13 +367,10 @@ impl Cluster {
                     })
             });
             if established {
-                return Ok(());
+                return Ok(true);
             }
             if Instant::now() > deadline {
-                return Err(ClusterError::NotEstablished {
-                    object: Box::new(crd.clone()),
-                    after,
-                });
+                return Ok(false);
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
