@@ -81,7 +81,8 @@ impl Lock {
         if let Some(extra) = docs.iter().skip(1).find(|d| !d.is_null()) {
             return Err(invalid(
                 extra.pos,
-                "a second YAML document; a lock is one document: run `berth pin` to rewrite it".into(),
+                "a second YAML document; a lock is one document: run `berth pin` to rewrite it"
+                    .into(),
             ));
         }
         let Some(root) = docs.first().filter(|d| !d.is_null()) else {

@@ -21,6 +21,13 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "FILE", env = "BERTH_PROJECT")]
     pub project: Option<PathBuf>,
 
+    /// Which files berth.yaml may name (`files:`, `envs:`, `sources:`, `schema:` and its
+    /// `$ref`s, `manifests:`, sync `from:`): `root` (default) only those under the
+    /// directory of berth.yaml, after symlinks, as kustomize's load restrictor; `none`
+    /// any file. Paths given on the command line are never restricted.
+    #[arg(long, global = true, value_enum, default_value_t = crate::fs_source::LoadRestrictor::Root, value_name = "root|none")]
+    pub load_restrictor: crate::fs_source::LoadRestrictor,
+
     #[command(subcommand)]
     pub command: Command,
 }

@@ -1,32 +1,112 @@
-//! The file system as the core's `FileSource`.
+//! The file system as the core's `FileSource`, and the one bounded way berth
+//! reads a file: regular files only (a FIFO would block, `/dev/zero` never ends),
+//! at most [`MAX_FILE`] bytes, checked as the bytes arrive; and, by default, only
+//! under the project's directory, as kustomize's load restrictor does.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use berth_core::configs::FileSource;
 
-/// Reads files and lists directories on the local file system.
-pub struct Fs;
+/// Largest file berth reads, so a wrong path (a disk image, a log) fails clearly
+/// instead of exhausting memory.
+pub const MAX_FILE: u64 = 64 << 20;
 
-/// Largest file a config or CA bundle may read, so a wrong path (a disk
-/// image, a log) fails clearly instead of exhausting memory.
-const MAX_FILE: u64 = 64 << 20;
+/// Which files the project may name (`--load-restrictor`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LoadRestrictor {
+    /// Only files under the directory of berth.yaml (symlinks resolved first).
+    #[value(alias = "LoadRestrictionsRootOnly")]
+    Root,
+    /// Any file the user can read.
+    #[value(alias = "LoadRestrictionsNone")]
+    None,
+}
 
-impl FileSource for Fs {
+/// Set once by `main` from the flag; the file readers below consult it.
+static RESTRICTOR: OnceLock<LoadRestrictor> = OnceLock::new();
+
+/// Records `--load-restrictor` for this process.
+pub fn set_restrictor(restrictor: LoadRestrictor) {
+    let _ = RESTRICTOR.set(restrictor);
+}
+
+/// Refuses `path` when it resolves outside `root` and the restrictor is `root`.
+pub fn contained(root: &Path, path: &Path) -> std::io::Result<()> {
+    if RESTRICTOR.get().copied().unwrap_or(LoadRestrictor::Root) == LoadRestrictor::None {
+        return Ok(());
+    }
+    let root = root.canonicalize()?;
+    let real = path.canonicalize()?;
+    if real.starts_with(&root) {
+        return Ok(());
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::PermissionDenied,
+        format!(
+            "it is outside the project directory `{}`{}; berth reads only files under the directory of berth.yaml (as kustomize does): move the file in, or pass `--load-restrictor none`",
+            root.display(),
+            if real == path { String::new() } else { format!(" (it resolves to `{}`)", real.display()) }
+        ),
+    ))
+}
+
+/// The bytes of the regular file `path`, at most [`MAX_FILE`] of them.
+pub fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
+    read_file(path, false)
+}
+
+/// As [`read_bounded`], and a pipe too (`berth render <(helm template …)`): for
+/// paths given on the command line, never for what berth.yaml names.
+pub fn read_given(path: &Path) -> std::io::Result<Vec<u8>> {
+    read_file(path, true)
+}
+
+fn read_file(path: &Path, pipes: bool) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileTypeExt as _;
+    // Looked at before opening: opening a FIFO for reading blocks until a writer comes.
+    let metadata = std::fs::metadata(path)?;
+    if metadata.is_dir() {
+        return Err(std::io::Error::other("it is a directory"));
+    }
+    let pipe = pipes && metadata.file_type().is_fifo();
+    if !metadata.is_file() && !pipe {
+        return Err(std::io::Error::other(
+            "it is not a regular file (a FIFO, a socket or a device); give a file",
+        ));
+    }
+    read_limited(std::fs::File::open(path)?)
+}
+
+/// At most [`MAX_FILE`] bytes of `reader`, refused as soon as there are more.
+pub fn read_limited(reader: impl Read) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    reader.take(MAX_FILE + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_FILE {
+        return Err(std::io::Error::other(format!(
+            "it is larger than {} MiB",
+            MAX_FILE >> 20
+        )));
+    }
+    Ok(bytes)
+}
+
+/// Reads files and lists directories on the local file system, under `root`
+/// unless `--load-restrictor none`.
+pub struct Fs<'a> {
+    /// The project's directory.
+    pub root: &'a Path,
+}
+
+impl FileSource for Fs<'_> {
     fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
-        let metadata = std::fs::metadata(path)?;
-        if metadata.is_dir() {
-            return Err(std::io::Error::other("is a directory"));
-        }
-        if metadata.len() > MAX_FILE {
-            return Err(std::io::Error::other(format!(
-                "larger than {} MiB",
-                MAX_FILE >> 20
-            )));
-        }
-        std::fs::read(path)
+        contained(self.root, path)?;
+        read_bounded(path)
     }
 
     fn list_dir(&self, path: &Path) -> std::io::Result<Option<Vec<PathBuf>>> {
+        contained(self.root, path)?;
         if !std::fs::metadata(path)?.is_dir() {
             return Ok(None);
         }

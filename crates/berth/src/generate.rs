@@ -8,13 +8,13 @@ use crate::fs_source::Fs;
 
 /// Generated objects in file order; CA warnings go to stderr (errors with `strict`).
 pub fn all(project: &Project, strict: bool) -> Result<Vec<Generated>> {
-    let mut generated = configs::generate_all(project, &Fs)?;
+    let mut generated = configs::generate_all(project, &Fs { root: &project.dir })?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
         .unwrap_or(0);
     for spec in &project.ca_bundles {
-        let bundle = ca::build(project, spec, &Fs, now, strict)?;
+        let bundle = ca::build(project, spec, &Fs { root: &project.dir }, now, strict)?;
         for warning in &bundle.warnings {
             say!("warning: {warning}");
         }

@@ -1,6 +1,5 @@
 //! Reading render inputs: files, directories, stdin and `kubectl kustomize`.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -49,14 +48,25 @@ pub fn gather(project: &Project, args: &[String]) -> Result<Vec<Input>> {
             }
             ManifestSource::Stdin => {
                 stdin_used = true;
-                let mut bytes = Vec::new();
-                std::io::stdin()
-                    .read_to_end(&mut bytes)
+                let bytes = crate::fs_source::read_limited(std::io::stdin().lock())
                     .map_err(|e| anyhow!("cannot read standard input: {e}"))?;
                 inputs.push(input("<stdin>".into(), bytes)?);
             }
-            ManifestSource::Path(path) => read_path(&path, &origin, &mut inputs)?,
-            ManifestSource::Kustomize(dir) => inputs.push(kustomize(&dir)?),
+            ManifestSource::Path(path) => {
+                if args.is_empty() {
+                    crate::fs_source::contained(&project.dir, &path).map_err(|e| {
+                        anyhow!("cannot read {} (from {origin}): {e}", shown(&path))
+                    })?;
+                }
+                read_path(&path, &origin, !args.is_empty(), &mut inputs)?
+            }
+            ManifestSource::Kustomize(dir) => {
+                if args.is_empty() {
+                    crate::fs_source::contained(&project.dir, &dir)
+                        .map_err(|e| anyhow!("cannot use {} (from {origin}): {e}", shown(&dir)))?;
+                }
+                inputs.push(kustomize(&dir)?)
+            }
         }
     }
     Ok(inputs)
@@ -88,11 +98,16 @@ fn shown(path: &Path) -> String {
         .to_string()
 }
 
-fn read_path(path: &Path, origin: &str, inputs: &mut Vec<Input>) -> Result<()> {
+fn read_path(path: &Path, origin: &str, given: bool, inputs: &mut Vec<Input>) -> Result<()> {
     let metadata =
         std::fs::metadata(path).map_err(|e| anyhow!("{} (from {origin}): {e}", shown(path)))?;
     if !metadata.is_dir() {
-        let bytes = std::fs::read(path).map_err(|e| anyhow!("cannot read {}: {e}", shown(path)))?;
+        let read = if given {
+            crate::fs_source::read_given
+        } else {
+            crate::fs_source::read_bounded
+        };
+        let bytes = read(path).map_err(|e| anyhow!("cannot read {}: {e}", shown(path)))?;
         inputs.push(input(shown(path), bytes)?);
         return Ok(());
     }
@@ -100,8 +115,8 @@ fn read_path(path: &Path, origin: &str, inputs: &mut Vec<Input>) -> Result<()> {
     collect_yaml(path, &mut files)?;
     files.sort();
     for file in files {
-        let bytes =
-            std::fs::read(&file).map_err(|e| anyhow!("cannot read {}: {e}", shown(&file)))?;
+        let bytes = crate::fs_source::read_bounded(&file)
+            .map_err(|e| anyhow!("cannot read {}: {e}", shown(&file)))?;
         inputs.push(input(shown(&file), bytes)?);
     }
     Ok(())

@@ -33,6 +33,7 @@ const FAILURE: u8 = 1;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    fs_source::set_restrictor(cli.load_restrictor);
     match run(&cli) {
         Ok(code) => ExitCode::from(code),
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,

@@ -14,7 +14,13 @@ pub fn load(explicit: Option<&Path>) -> Result<Project> {
         Some(path) => (path.to_path_buf(), path.display().to_string()),
         None => discover(&cwd)?,
     };
-    let src = std::fs::read_to_string(&path).map_err(|e| anyhow!("cannot read {shown}: {e}"))?;
+    // `--project <(…)` may be a pipe; a discovered berth.yaml must be a file.
+    let read = if explicit.is_some() {
+        crate::fs_source::read_given
+    } else {
+        crate::fs_source::read_bounded
+    };
+    let src = read_text(&path, read).map_err(|e| anyhow!("cannot read {shown}: {e}"))?;
     let absolute = if path.is_absolute() {
         path.clone()
     } else {
@@ -24,10 +30,23 @@ pub fn load(explicit: Option<&Path>) -> Result<Project> {
     Ok(project::parse(&shown, dir, &src)?)
 }
 
+/// A text file, bounded and regular (`--project /dev/zero` must not fill memory).
+fn read_text(path: &Path, read: fn(&Path) -> std::io::Result<Vec<u8>>) -> std::io::Result<String> {
+    let bytes = read(path)?;
+    String::from_utf8(bytes).map_err(|e| {
+        std::io::Error::other(format!(
+            "not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
 fn discover(cwd: &Path) -> Result<(PathBuf, String)> {
     for dir in cwd.ancestors() {
         let candidate = dir.join(PROJECT_FILE);
-        if candidate.is_file() {
+        // Anything named berth.yaml stops the search: a directory, a FIFO or a
+        // symlink loop there is reported by the read, not skipped for a parent's file.
+        if std::fs::symlink_metadata(&candidate).is_ok() {
             let shown = match candidate.strip_prefix(cwd) {
                 Ok(relative) => relative.display().to_string(),
                 Err(_) => candidate.display().to_string(),
@@ -45,7 +64,7 @@ fn discover(cwd: &Path) -> Result<(PathBuf, String)> {
 pub fn load_lock(project: &Project) -> Result<berth_core::lock::Lock> {
     use berth_core::lock::{Lock, LOCK_FILE};
     let path = project.dir.join(LOCK_FILE);
-    let text = match std::fs::read_to_string(&path) {
+    let text = match read_text(&path, crate::fs_source::read_bounded) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(anyhow!(

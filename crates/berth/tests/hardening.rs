@@ -141,3 +141,144 @@ fn an_unwritable_stderr_or_stdout_is_an_exit_code_not_a_panic() {
         stderr(&out)
     );
 }
+
+#[test]
+fn files_outside_the_project_are_refused_unless_the_restrictor_is_none() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "pl4nted-outside\n").unwrap();
+    std::fs::write(
+        outside.path().join("deploy.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+    )
+    .unwrap();
+    let o = outside.path().display().to_string();
+    let cases = [
+        (
+            format!("configs:\n  c: {{files: ['{o}/secret.txt']}}\n"),
+            "configs.c: cannot read",
+        ),
+        (
+            format!(
+                "configs:\n  c: {{files: ['../{}/secret.txt']}}\n",
+                outside.path().file_name().unwrap().to_str().unwrap()
+            ),
+            "configs.c: cannot read",
+        ),
+        (
+            format!("caBundles:\n  ca: {{sources: ['{o}/secret.txt']}}\n"),
+            "caBundles.ca: cannot read",
+        ),
+        (
+            format!("configs:\n  c: {{literals: [a=b], schema: '{o}/secret.txt'}}\n"),
+            "schema",
+        ),
+        (
+            format!("manifests: ['{o}/deploy.yaml']\n"),
+            "(from berth.yaml `manifests:`)",
+        ),
+    ];
+    for (body, want) in &cases {
+        let dir = project(&format!("name: demo\n{body}"));
+        // Relative `../` paths are written relative to the project's parent.
+        let out = berth(dir.path()).arg("render").output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{body}: {err}");
+        assert!(err.contains(want), "{body}:\n{err}");
+        assert!(
+            err.contains("outside the project directory"),
+            "{body}:\n{err}"
+        );
+        assert!(err.contains("--load-restrictor none"), "{body}:\n{err}");
+        assert!(!err.contains("pl4nted"), "{body}: leaked {err}");
+        assert!(out.stdout.is_empty(), "{body}: no partial output");
+    }
+    // The opt-out, as kustomize's: the absolute file is read.
+    let dir = project(&format!("name: demo\nmanifests: ['{o}/deploy.yaml']\nconfigs:\n  c: {{files: ['{o}/secret.txt']}}\n"));
+    let out = berth(dir.path())
+        .args(["render", "--load-restrictor", "none"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    // A symlink inside the project that points out is outside too.
+    let dir = project("name: demo\nconfigs:\n  c: {files: [link.txt]}\nmanifests: [app.yaml]\n");
+    std::fs::write(
+        dir.path().join("app.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: y}\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("secret.txt"),
+        dir.path().join("link.txt"),
+    )
+    .unwrap();
+    let out = berth(dir.path()).arg("render").output().unwrap();
+    assert!(
+        stderr(&out).contains("(it resolves to `"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn endless_and_blocking_inputs_fail_fast() {
+    let dir = project("name: demo\n");
+    let started = std::time::Instant::now();
+    for args in [
+        &["--project", "/dev/zero", "images"][..],
+        &["render", "/dev/zero"],
+    ] {
+        let out = berth(dir.path()).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            stderr(&out).contains("not a regular file"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    // A pipe given on the command line is read (`berth render <(helm template …)`).
+    let out = plain(dir.path())
+        .args(["render", "/dev/stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            let mut stdin = child.stdin.take().unwrap();
+            stdin.write_all(b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: piped}\n")?;
+            drop(stdin);
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("name: piped"));
+    // A FIFO as berth.yaml: an error, not a hang, and no parent's berth.yaml instead.
+    let parent = project("name: parent\n");
+    let child = parent.path().join("child");
+    std::fs::create_dir(&child).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(child.join("berth.yaml"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = berth(&child).arg("images").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("berth.yaml: it is not a regular file"),
+        "{}",
+        stderr(&out)
+    );
+    // Endless stdin stops at the limit.
+    let mut child = plain(dir.path())
+        .args(["render", "-"])
+        .stdin(std::fs::File::open("/dev/zero").unwrap())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1));
+    assert!(
+        started.elapsed().as_secs() < 20,
+        "all of it in bounded time"
+    );
+}

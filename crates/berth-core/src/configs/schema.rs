@@ -124,7 +124,7 @@ impl Checker {
             .with_base_uri(file_uri(source.path))
             .with_retriever(LocalOnly(documents))
             .build(&root)
-            .map_err(|e| fail(format!("not a usable JSON Schema: {e}")))?;
+            .map_err(|e| fail(unusable(&e)))?;
         Ok(Checker {
             validator,
             config: source.config.to_string(),
@@ -145,14 +145,7 @@ impl Checker {
         let validator = jsonschema::options()
             .with_retriever(LocalOnly(HashMap::new()))
             .build(schema)
-            .map_err(|e| {
-                // The error's text may quote the document: name only where it is.
-                let at = e.schema_path().as_str().to_string();
-                format!(
-                    "not a usable JSON Schema (at `{}`); check it with a JSON Schema validator",
-                    if at.is_empty() { "/" } else { at.as_str() }
-                )
-            })?;
+            .map_err(|e| unusable(&e))?;
         Ok(Checker {
             validator,
             config: config.to_string(),
@@ -232,6 +225,41 @@ fn nearest(positions: &HashMap<String, Pos>, pointer: &str) -> Option<Pos> {
     }
 }
 
+/// Why a schema cannot be used, naming only where in it: the validator's own text
+/// quotes the offending value, which may be a secret (a `schema:` pointing at the
+/// wrong file) and is the whole document when the root is wrong.
+fn unusable(e: &jsonschema::ValidationError<'_>) -> String {
+    let at = e.schema_path().as_str().to_string();
+    let retrieval = matches!(
+        e.kind(),
+        jsonschema::error::ValidationErrorKind::Referencing(_)
+    );
+    if retrieval {
+        // A `$ref` berth did not load: the message names the reference, not data.
+        return format!("not a usable JSON Schema: {e}");
+    }
+    format!(
+        "not a usable JSON Schema (at `{}`); check it with a JSON Schema validator",
+        if at.is_empty() { "/" } else { at.as_str() }
+    )
+}
+
+/// `path` with `.` and `..` removed without touching the file system: the form
+/// the validator resolves a relative `$ref` to, so the pre-loaded key matches.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 fn file_uri(path: &Path) -> String {
     let mut uri = String::from("file://");
     for c in path.to_string_lossy().chars() {
@@ -294,7 +322,7 @@ fn collect_refs(
                 }
                 if !target.is_empty() {
                     let relative = target.strip_prefix("file://").unwrap_or(target);
-                    let path: PathBuf = from.parent().unwrap_or(Path::new("/")).join(relative);
+                    let path = normalize(&from.parent().unwrap_or(Path::new("/")).join(relative));
                     let uri = file_uri(&path);
                     if let std::collections::hash_map::Entry::Vacant(slot) = loaded.entry(uri) {
                         let doc = read_json(files, &path)?;

@@ -138,3 +138,35 @@ fn unusable_schemas_are_errors() {
         assert!(err.contains(want), "\n got: {err}\nwant: {want}");
     }
 }
+
+#[test]
+fn a_schema_that_is_a_secret_file_is_refused_without_its_content() {
+    // `schema:` pointing at the password file by mistake: a YAML scalar.
+    let err = run(
+        "{files: [a.yaml], schema: password.txt}",
+        &[("a.yaml", "x: 1"), ("password.txt", "pl4nted-s3cr3t\n")],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("not a usable JSON Schema (at `"), "{err}");
+    assert!(!err.contains("pl4nted"), "the document leaked: {err}");
+}
+
+#[test]
+fn relative_refs_up_and_down_resolve() {
+    let files = [
+        ("a.yaml", "port: 8080"),
+        ("schemas/root.json", r#"{"$ref": "../defs/port.json"}"#),
+        (
+            "defs/port.json",
+            r#"{"type": "object", "properties": {"port": {"$ref": "./kinds/../kinds/int.json"}}}"#,
+        ),
+        ("defs/kinds/int.json", r#"{"type": "integer"}"#),
+    ];
+    run("{files: [a.yaml], schema: schemas/root.json}", &files).unwrap();
+    let bad = [("a.yaml", "port: high"), files[1], files[2], files[3]];
+    let err = run("{files: [a.yaml], schema: schemas/root.json}", &bad)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("a.yaml:1:7: /port"), "{err}");
+}

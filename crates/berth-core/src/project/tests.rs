@@ -118,7 +118,10 @@ fn empty_and_minimal_files() {
     assert!(load("").is_err());
     let p = load("name: x\n").unwrap();
     assert!(p.components.is_empty() && p.registry_env.is_none());
-    assert!(load("name: x\n---\n").is_ok(), "an empty trailing document is fine");
+    assert!(
+        load("name: x\n---\n").is_ok(),
+        "an empty trailing document is fine"
+    );
 }
 
 #[test]

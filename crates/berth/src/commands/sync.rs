@@ -17,6 +17,23 @@ use crate::commands::render::render_all;
 use crate::settings::{Engine as SyncEngine, Render, Sync};
 
 pub fn run(settings: &Sync, project: &Project, resolution: &Resolution<'_>) -> Result<u8> {
+    for rule in &project.sync {
+        for path in &rule.paths {
+            let local = project.dir.join(&path.from);
+            // A missing `from:` is reported by the session, with its own message.
+            if local.exists() {
+                crate::fs_source::contained(&project.dir, &local).map_err(|e| {
+                    anyhow::anyhow!(
+                        "{}:{}: sync `{}`: `from: {}`: {e}",
+                        project.file,
+                        path.pos,
+                        rule.name,
+                        path.from
+                    )
+                })?;
+            }
+        }
+    }
     let target = target(settings, project, resolution)?;
     let resolved: Vec<(String, Repository)> = resolution
         .images
