@@ -282,3 +282,46 @@ fn endless_and_blocking_inputs_fail_fast() {
         "all of it in bounded time"
     );
 }
+
+#[test]
+fn render_out_never_deletes_a_file_it_did_not_write() {
+    let dir = project("name: demo\nmanifests: [app.yaml]\n");
+    std::fs::write(
+        dir.path().join("app.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+    )
+    .unwrap();
+    let render = || {
+        berth(dir.path())
+            .args(["render", "--out", "out"])
+            .output()
+            .unwrap()
+    };
+    assert!(render().status.success());
+    assert!(render().status.success(), "its own output is replaced");
+    std::fs::write(dir.path().join("out/NOTES.md"), "mine").unwrap();
+    let out = render();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("--out out: it holds `NOTES.md` that berth render did not write"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("out/NOTES.md")).unwrap(),
+        "mine",
+        "the user's file is still there"
+    );
+    // --out naming a file: says so, with the path.
+    std::fs::write(dir.path().join("file.yaml"), "x").unwrap();
+    let out = berth(dir.path())
+        .args(["render", "--out", "file.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("--out file.yaml: it exists and is not a directory"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -83,13 +83,7 @@ fn write_dir(dir: &Path, rendered: &Rendered) -> Result<()> {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    if dir.exists() && !dir.join(MARKER).exists() && std::fs::read_dir(dir)?.next().is_some() {
-        bail!(
-            "--out {}: the directory exists, is not empty and was not written by berth render; \
-             remove it or choose another directory",
-            dir.display()
-        );
-    }
+    check_replaceable(dir)?;
     let base = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -104,10 +98,14 @@ fn write_dir(dir: &Path, rendered: &Rendered) -> Result<()> {
             }
             std::fs::write(staging.join(&name), &rendered.yaml[object.range.clone()])?;
         }
-        std::fs::write(
-            staging.join(MARKER),
-            "written by berth render; replaced on the next run\n",
-        )?;
+        let mut names: Vec<&String> = used.iter().collect();
+        names.sort();
+        let mut marker = format!("{MARKER_HEADER}\n");
+        for name in names {
+            marker.push_str(name);
+            marker.push('\n');
+        }
+        std::fs::write(staging.join(MARKER), marker)?;
         Ok(())
     };
     if let Err(e) = write() {
@@ -128,6 +126,63 @@ fn write_dir(dir: &Path, rendered: &Rendered) -> Result<()> {
     }
     let _ = std::fs::remove_dir_all(&old);
     Ok(())
+}
+
+/// The marker's first line; the files berth wrote follow, one per line.
+const MARKER_HEADER: &str = "written by berth render; replaced on the next run. Files:";
+
+/// `dir` may be replaced: it does not exist, is empty, or holds only what the last
+/// `berth render --out` wrote there (its marker lists the files). A file the user
+/// added would be lost with the old output, so it stops the render instead.
+fn check_replaceable(dir: &Path) -> Result<()> {
+    let shown = dir.display();
+    let metadata = match std::fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => bail!("--out {shown}: {e}"),
+    };
+    if !metadata.is_dir() {
+        bail!("--out {shown}: it exists and is not a directory; --out takes a directory (one file per object); to get one file, redirect stdout");
+    }
+    let entries: Vec<String> = std::fs::read_dir(dir)
+        .and_then(|it| {
+            it.map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+                .collect()
+        })
+        .map_err(|e| anyhow!("--out {shown}: cannot list it: {e}"))?;
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let marker = match std::fs::read_to_string(dir.join(MARKER)) {
+        Ok(text) => text,
+        Err(_) => bail!(
+            "--out {shown}: the directory exists, is not empty and was not written by berth render; \
+             remove it or choose another directory"
+        ),
+    };
+    let mut lines = marker.lines();
+    if lines.next() != Some(MARKER_HEADER) {
+        // A marker of an earlier berth, which did not list its files.
+        return Ok(());
+    }
+    let written: std::collections::HashSet<&str> = lines.collect();
+    let mut foreign: Vec<&String> = entries
+        .iter()
+        .filter(|name| name.as_str() != MARKER && !written.contains(name.as_str()))
+        .collect();
+    if foreign.is_empty() {
+        return Ok(());
+    }
+    foreign.sort();
+    let more = foreign.len().saturating_sub(5);
+    let listed: Vec<String> = foreign.iter().take(5).map(|n| format!("`{n}`")).collect();
+    bail!(
+        "--out {shown}: it holds {}{} that berth render did not write, and replacing the directory would delete {}; move {} elsewhere, or choose another directory",
+        listed.join(", "),
+        if more > 0 { format!(" and {more} more") } else { String::new() },
+        if foreign.len() == 1 { "it" } else { "them" },
+        if foreign.len() == 1 { "it" } else { "them" },
+    )
 }
 
 fn tempdir_in(parent: &Path, prefix: &str) -> Result<PathBuf> {
