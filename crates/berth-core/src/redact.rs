@@ -109,3 +109,112 @@ mod tests {
         );
     }
 }
+
+/// The longest text of a peer (an API server, a registry, a proxy in front of
+/// either) berth repeats in a message.
+pub const PEER_TEXT_MAX: usize = 300;
+
+/// A peer's error text made safe to print: credentials masked (`Bearer …`,
+/// `Basic …`, `Authorization:` and `token`/`password` values — a proxy that
+/// reflects the request would show berth's own), control characters and runs
+/// of white space folded, and the whole cut to [`PEER_TEXT_MAX`] characters.
+pub fn peer_text(text: &str) -> String {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut out: Vec<String> = Vec::with_capacity(words.len());
+    let mut mask_next = false;
+    for word in words {
+        let clean: String = word.chars().filter(|c| !c.is_control()).collect();
+        let lower = clean.to_ascii_lowercase();
+        let bare = lower.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+        let scheme = matches!(bare, "bearer" | "basic" | "token" | "digest" | "negotiate");
+        if mask_next && !scheme {
+            out.push("<redacted>".into());
+            mask_next = false;
+            continue;
+        }
+        if matches!(bare, "bearer" | "basic")
+            || lower.ends_with("authorization:")
+            || (mask_next && scheme)
+        {
+            out.push(clean);
+            mask_next = true;
+            continue;
+        }
+        out.push(mask_assignment(&clean));
+    }
+    let folded = out.join(" ");
+    let count = folded.chars().count();
+    if count <= PEER_TEXT_MAX {
+        return folded;
+    }
+    let cut: String = folded.chars().take(PEER_TEXT_MAX).collect();
+    format!("{cut}… ({} more characters)", count - PEER_TEXT_MAX)
+}
+
+/// `token=…`, `"password":"…"` and the like, with the value masked.
+fn mask_assignment(word: &str) -> String {
+    const KEYS: [&str; 5] = [
+        "token",
+        "password",
+        "secret",
+        "access_token",
+        "authorization",
+    ];
+    let lower = word.to_ascii_lowercase();
+    for key in KEYS {
+        let Some(at) = lower.find(key) else { continue };
+        let rest = &word[at + key.len()..];
+        let value_at = rest
+            .char_indices()
+            .find(|(_, c)| !matches!(c, '"' | '\'' | ':' | '=' | ' '))
+            .map(|(i, _)| i);
+        let separated = rest.starts_with(['=', ':', '"', '\'']) && rest.contains(['=', ':']);
+        if let (true, Some(i)) = (separated, value_at) {
+            return format!("{}{}<redacted>", &word[..at + key.len()], &rest[..i]);
+        }
+    }
+    word.to_string()
+}
+
+#[cfg(test)]
+mod peer_tests {
+    use super::*;
+
+    #[test]
+    fn credentials_in_peer_text_are_masked() {
+        let cases = [
+            (
+                "GET /api HTTP/1.1\r\nAuthorization: Bearer abc.def.ghi\r\nHost: x",
+                "Authorization: Bearer <redacted> Host: x",
+            ),
+            (
+                "authorization: Basic dXNlcjpwYXNz",
+                "authorization: Basic <redacted>",
+            ),
+            (r#"{"token":"s3cr3t","ok":1}"#, r#"{"token":"<redacted>"#),
+            (
+                "failed: password=hunter2 rejected",
+                "failed: password=<redacted> rejected",
+            ),
+            ("the token is missing", "the token is missing"),
+        ];
+        for (input, want) in cases {
+            let got = peer_text(input);
+            assert!(
+                got.starts_with(want) || got.contains(want),
+                "{input:?}: {got:?}"
+            );
+            for secret in ["abc.def.ghi", "dXNlcjpwYXNz", "s3cr3t", "hunter2"] {
+                assert!(!got.contains(secret), "{input:?}: {got:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn long_text_is_cut_and_control_characters_dropped() {
+        let long = "x".repeat(1000);
+        let got = peer_text(&long);
+        assert!(got.ends_with("… (700 more characters)"), "{got}");
+        assert_eq!(peer_text("a\u{1b}[31mred\u{7}"), "a[31mred");
+    }
+}

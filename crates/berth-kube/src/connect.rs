@@ -26,6 +26,8 @@ pub struct Connection {
     pub context: Option<String>,
     /// `--namespace`, else berth.yaml's `namespace:` (else the context's).
     pub namespace: Option<String>,
+    /// `--request-timeout`: how long one API request may take (else [`REQUEST_TIMEOUT`]).
+    pub request_timeout: Option<Duration>,
 }
 
 /// A client for one cluster and a default namespace. It holds no runtime: its
@@ -103,6 +105,7 @@ impl Cluster {
         })?;
         let mut cluster = Cluster::new(client, namespace, server);
         cluster.describe = describe;
+        cluster.request_timeout = connection.request_timeout.unwrap_or(REQUEST_TIMEOUT);
         Ok(cluster)
     }
 

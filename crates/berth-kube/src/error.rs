@@ -2,6 +2,7 @@
 //! (the controller's status conditions do), each displayed as one line that
 //! says what to do. The client error stays attached as the source.
 
+use berth_core::redact::peer_text;
 use std::time::Duration;
 
 use berth_core::cluster::{ObjectRef, PlanError};
@@ -150,31 +151,36 @@ pub(crate) fn explain(
     resource: &str,
     namespace: &str,
 ) -> ClusterError {
-    let action = format!("{verb} {resource} in namespace `{namespace}`");
+    let action = if namespace == "<cluster>" {
+        // Cluster-scoped objects and discovery: no namespace to name, the server instead.
+        format!("{verb} {resource} from {server}")
+    } else {
+        format!("{verb} {resource} in namespace `{namespace}`")
+    };
     match &error {
         kube::Error::Api(status) if status.code == 403 => ClusterError::Forbidden {
             verb: verb.into(),
             resource: resource.into(),
             namespace: namespace.into(),
-            message: status.message.clone(),
+            message: peer_text(&status.message),
         },
         kube::Error::Api(status) if status.code == 404 => ClusterError::NotFound {
             action,
-            message: status.message.clone(),
+            message: peer_text(&status.message),
         },
         kube::Error::Api(status) if matches!(status.code, 400 | 422) => ClusterError::Invalid {
             action,
-            message: status.message.clone(),
+            message: peer_text(&status.message),
         },
         kube::Error::Api(status) => ClusterError::Api {
             action,
             code: Some(status.code),
-            message: status.message.clone(),
+            message: peer_text(&status.message),
             source: Box::new(error),
         },
         kube::Error::HyperError(_) | kube::Error::Service(_) => ClusterError::Unreachable {
             server: server.into(),
-            cause: root_cause(&error),
+            cause: peer_text(&root_cause(&error)),
             source: Box::new(error),
         },
         kube::Error::Auth(auth) => ClusterError::Config {
@@ -184,7 +190,7 @@ pub(crate) fn explain(
         _ => ClusterError::Api {
             action,
             code: None,
-            message: root_cause(&error),
+            message: peer_text(&root_cause(&error)),
             source: Box::new(error),
         },
     }

@@ -52,7 +52,7 @@ impl Cluster {
                     Err(e) => Err(explain(
                         e,
                         &self.server,
-                        "get",
+                        "discover",
                         &format!("the {api_version} API"),
                         "<cluster>",
                     )),

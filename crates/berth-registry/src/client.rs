@@ -694,7 +694,9 @@ fn envelope_message(body: &str) -> Option<String> {
         .get("message")
         .and_then(|m| m.as_str())
         .unwrap_or_default();
-    Some(format!("{code} {message}").trim().to_string())
+    Some(berth_core::redact::peer_text(
+        format!("{code} {message}").trim(),
+    ))
 }
 
 /// The upload URL from a `Location` (absolute or relative), with the digest added.

@@ -246,6 +246,10 @@ pub struct ClusterArgs {
     /// the context's).
     #[arg(long, short = 'n', value_name = "NAMESPACE")]
     pub namespace: Option<String>,
+    /// Give up on an API request that has not answered after this many seconds (a server
+    /// that accepts connections and never answers would otherwise hold berth forever).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30, value_parser = positive_seconds)]
+    pub request_timeout: u64,
 }
 
 /// What `apply` and `diff` render (as `berth render` would).

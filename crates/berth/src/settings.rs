@@ -144,6 +144,7 @@ pub fn connection(args: &cli::ClusterArgs, project: &Project) -> Connection {
         kubeconfig: args.kubeconfig.clone(),
         context: args.context.clone(),
         namespace: args.namespace.clone().or_else(|| project.namespace.clone()),
+        request_timeout: Some(Duration::from_secs(args.request_timeout)),
     }
 }
 

@@ -325,3 +325,101 @@ fn render_out_never_deletes_a_file_it_did_not_write() {
         stderr(&out)
     );
 }
+
+/// A kubeconfig for `server` with a planted bearer token.
+fn kubeconfig(dir: &std::path::Path, server: &str) -> std::path::PathBuf {
+    let path = dir.join("kubeconfig");
+    std::fs::write(
+        &path,
+        format!("apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: '{server}'}}}}]\nusers: [{{name: u, user: {{token: pl4nted-bearer-token}}}}]\ncontexts: [{{name: x, context: {{cluster: c, user: u, namespace: default}}}}]\ncurrent-context: x\n"),
+    )
+    .unwrap();
+    path
+}
+
+/// A server on 127.0.0.1 that answers each request with `answer(request head)`,
+/// or never answers when `answer` gives `None`.
+fn peer(answer: fn(&str) -> Option<String>) -> String {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for mut client in listener.incoming().flatten() {
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && client.read(&mut byte).is_ok_and(|n| n == 1) {
+                head.push(byte[0]);
+            }
+            match answer(&String::from_utf8_lossy(&head)) {
+                Some(response) => {
+                    let _ = client.write_all(response.as_bytes());
+                }
+                None => held.push(client),
+            }
+        }
+    });
+    address
+}
+
+fn cluster_project() -> tempfile::TempDir {
+    let dir = project("name: demo\nmanifests: [app.yaml]\n");
+    std::fs::write(
+        dir.path().join("app.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: v}\n",
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn a_peer_that_reflects_the_request_never_gets_the_token_printed() {
+    let reflect = |head: &str| {
+        Some(format!(
+            "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{head}",
+            head.len()
+        ))
+    };
+    let server = peer(reflect);
+    let dir = cluster_project();
+    let config = kubeconfig(dir.path(), &format!("http://{server}"));
+    for command in ["diff", "apply"] {
+        let out = berth(dir.path())
+            .args([command, "--kubeconfig"])
+            .arg(&config)
+            .output()
+            .unwrap();
+        let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        assert_ne!(out.status.code(), Some(0), "{command}: {all}");
+        assert!(
+            all.contains("Bearer <redacted>") || !all.contains("Bearer"),
+            "{command}: {all}"
+        );
+        assert!(
+            !all.contains("pl4nted-bearer-token"),
+            "{command} leaked the token: {all}"
+        );
+    }
+}
+
+#[test]
+fn a_server_that_never_answers_times_out() {
+    let server = peer(|_| None);
+    let dir = cluster_project();
+    let config = kubeconfig(dir.path(), &format!("http://{server}"));
+    for command in ["diff", "apply"] {
+        let started = std::time::Instant::now();
+        let out = berth(dir.path())
+            .args([command, "--request-timeout", "2", "--kubeconfig"])
+            .arg(&config)
+            .output()
+            .unwrap();
+        assert_ne!(out.status.code(), Some(0), "{command}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "{command} took {:?}",
+            started.elapsed()
+        );
+        assert!(stderr(&out).contains("2 s"), "{command}: {}", stderr(&out));
+    }
+}

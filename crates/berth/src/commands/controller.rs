@@ -15,6 +15,7 @@ pub fn run(args: &ControllerArgs) -> Result<u8> {
         kubeconfig: args.kubeconfig.clone(),
         context: args.context.clone(),
         namespace: args.namespace.clone(),
+        request_timeout: None,
     };
     crate::runtime::get()?.block_on(async {
         let cluster = Cluster::connect(&connection).await?;
