@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use berth_core::cluster::{
-    created_by, has_rollout, kinds_to_discover, plan, rollout_status, Desired, ObjectRef, Planned,
-    Rollout,
+    created_by, deadline_verdict, has_rollout, kinds_to_discover, plan, rollout_status_after,
+    Desired, ObjectRef, Planned, Rollout,
 };
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use serde_json::Value;
@@ -251,13 +251,21 @@ impl Cluster {
                 ));
                 self.apply_all(&objects, options, events).await?;
                 if let Some(timeout) = options.wait {
-                    self.wait_rollouts(&objects, timeout, events).await?;
+                    self.wait_rollouts(&objects, timeout, &BTreeMap::new(), events)
+                        .await?;
                 }
                 return Ok(());
             }
         }
         // A dry run of everything first: conflicts, refusals and invalid objects change nothing.
-        self.dry_run(&objects, options).await?;
+        let before = self.dry_run(&objects, options).await?;
+        // The dry run answers with the status as it is: a deadline verdict there is
+        // the previous rollout's.
+        let stale: BTreeMap<ObjectRef, String> = objects
+            .iter()
+            .zip(&before)
+            .filter_map(|(p, live)| Some((p.object.clone(), deadline_verdict(live.as_ref()?)?)))
+            .collect();
         if manifest.len() > RECORD_LIMIT {
             return Err(ClusterError::Record {
                 action: "record the apply".into(),
@@ -292,7 +300,7 @@ impl Cluster {
         let Some(timeout) = options.wait else {
             return Ok(());
         };
-        let outcome = self.wait_rollouts(&objects, timeout, events).await;
+        let outcome = self.wait_rollouts(&objects, timeout, &stale, events).await;
         self.set_record_status(
             &record,
             if outcome.is_ok() {
@@ -376,10 +384,12 @@ impl Cluster {
         }
     }
 
-    /// One look at the rollout of every workload in `objects` (concurrently).
+    /// One look at the rollout of every workload in `objects` (concurrently). A
+    /// deadline verdict in `stale` was there before this apply and is not judged.
     pub async fn rollout_states(
         &self,
         objects: &[&ObjectRef],
+        stale: &BTreeMap<ObjectRef, String>,
     ) -> Result<Vec<RolloutState>, ClusterError> {
         let looks: Vec<_> = objects
             .iter()
@@ -387,7 +397,11 @@ impl Cluster {
                 let live = self.get(object).await?.unwrap_or(Value::Null);
                 Ok(RolloutState {
                     object: (*object).clone(),
-                    rollout: rollout_status(&object.kind, &live),
+                    rollout: rollout_status_after(
+                        &object.kind,
+                        &live,
+                        stale.get(*object).map(String::as_str),
+                    ),
                 })
             })
             .collect();
@@ -413,7 +427,7 @@ impl Cluster {
             .filter(|o| has_rollout(&o.kind))
             .collect();
         let mut progressing = Vec::new();
-        for state in self.rollout_states(&workloads).await? {
+        for state in self.rollout_states(&workloads, &BTreeMap::new()).await? {
             match state.rollout {
                 Rollout::Done => {}
                 Rollout::Failed(reason) => {
@@ -443,6 +457,7 @@ impl Cluster {
         &self,
         objects: &[Planned],
         timeout: Duration,
+        stale: &BTreeMap<ObjectRef, String>,
         events: &mut (dyn FnMut(Event) + Send),
     ) -> Result<(), ClusterError> {
         let deadline = Instant::now() + timeout;
@@ -455,7 +470,7 @@ impl Cluster {
         while !pending.is_empty() {
             let mut still = Vec::new();
             let mut waiting = Vec::new();
-            for state in self.rollout_states(&pending).await? {
+            for state in self.rollout_states(&pending, stale).await? {
                 match state.rollout {
                     Rollout::Done => events(Event::RolledOut(state.object)),
                     Rollout::Failed(reason) => {

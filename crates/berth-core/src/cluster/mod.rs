@@ -121,6 +121,33 @@ fn describe(c: &Value) -> String {
     )
 }
 
+/// When a Deployment's `Progressing` condition says its progress deadline was
+/// exceeded: the condition's last update time, which identifies that verdict.
+pub fn deadline_verdict(live: &Value) -> Option<String> {
+    let c = condition(live, "Progressing")?;
+    if c.get("reason").and_then(Value::as_str) != Some("ProgressDeadlineExceeded") {
+        return None;
+    }
+    c.get("lastUpdateTime")
+        .or_else(|| c.get("lastTransitionTime"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+/// [`rollout_status`] of an object that, before this apply, carried the deadline
+/// verdict `stale` (from [`deadline_verdict`]): that verdict is about the previous
+/// rollout. The controller keeps it until the new ReplicaSet makes progress (a
+/// rollback after a failed rollout), so it is not this rollout's failure.
+pub fn rollout_status_after(kind: &str, live: &Value, stale: Option<&str>) -> Rollout {
+    if kind == "Deployment" && stale.is_some() && deadline_verdict(live).as_deref() == stale {
+        return Rollout::Progressing(
+            "the previous rollout's progress deadline passed; waiting for this one to progress"
+                .into(),
+        );
+    }
+    rollout_status(kind, live)
+}
+
 /// The rollout status of a live object, as `kubectl rollout status` judges it.
 pub fn rollout_status(kind: &str, live: &Value) -> Rollout {
     let generation = int(live, &["metadata", "generation"]);
@@ -251,6 +278,34 @@ mod tests {
             project_selector("shop"),
             "app.kubernetes.io/managed-by=berth,berth.dev/project=shop"
         );
+    }
+
+    #[test]
+    fn a_deadline_verdict_from_before_the_apply_is_not_this_rollouts_failure() {
+        let timed_out = |at: &str| {
+            json!({"metadata": {"generation": 5}, "spec": {"replicas": 1},
+                   "status": {"observedGeneration": 5, "updatedReplicas": 0, "replicas": 1,
+                              "conditions": [{"type": "Progressing", "status": "False",
+                                              "reason": "ProgressDeadlineExceeded",
+                                              "lastUpdateTime": at, "message": "ReplicaSet \"web-1\" has timed out progressing."}]}})
+        };
+        let old = timed_out("2026-12-01T10:00:00Z");
+        let stale = deadline_verdict(&old);
+        assert_eq!(stale.as_deref(), Some("2026-12-01T10:00:00Z"));
+        assert!(matches!(
+            rollout_status_after("Deployment", &old, stale.as_deref()),
+            Rollout::Progressing(m) if m.contains("previous rollout")
+        ));
+        // A new verdict (a later update) is this rollout's failure.
+        let new = timed_out("2026-12-01T10:05:00Z");
+        assert!(matches!(
+            rollout_status_after("Deployment", &new, stale.as_deref()),
+            Rollout::Failed(_)
+        ));
+        assert!(matches!(
+            rollout_status_after("Deployment", &old, None),
+            Rollout::Failed(_)
+        ));
     }
 
     #[test]
