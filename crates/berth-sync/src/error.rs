@@ -14,10 +14,12 @@ pub enum SyncError {
         source: std::io::Error,
     },
     /// An `ignore:`/`.dockerignore`/`trigger:` pattern that does not compile.
-    #[error("{origin}: invalid ignore pattern `{pattern}`: {reason}")]
+    #[error("{origin}: invalid {what} pattern `{pattern}`: {reason}")]
     Pattern {
         /// `file:line[:column]` of the pattern.
         origin: String,
+        /// `ignore` or `trigger`.
+        what: &'static str,
         /// The pattern.
         pattern: String,
         /// Why it is invalid.

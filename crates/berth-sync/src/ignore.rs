@@ -43,6 +43,7 @@ impl Ignore {
             .backslash_escape(true)
             .build()
             .map_err(|e| SyncError::Pattern {
+                what: "ignore",
                 origin: origin.to_string(),
                 pattern: pattern.to_string(),
                 reason: e.kind().to_string(),

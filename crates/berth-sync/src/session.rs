@@ -87,6 +87,7 @@ fn compile_glob(origin: String, pattern: &str) -> Result<GlobMatcher, SyncError>
         .map(|g| g.compile_matcher())
         .map_err(|e| SyncError::Pattern {
             origin,
+            what: "trigger",
             pattern: pattern.to_string(),
             reason: e.kind().to_string(),
         })
@@ -672,5 +673,24 @@ mod tests {
         // --once (force) always tries.
         session.sync_containers(&containers, true, "once");
         assert_eq!(execs.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_bad_trigger_is_called_a_trigger() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = berth_core::project::parse(
+            "berth.yaml",
+            dir.path().to_path_buf(),
+            "name: x\nsync:\n  - target: {container: web}\n    run: [{cmd: [x], trigger: ['[bad']}]\n",
+        )
+        .unwrap();
+        let err = Session::new(&project, &[], &[], Arc::new(Failing(Arc::default())), false)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.starts_with("berth.yaml:4:32: invalid trigger pattern `[bad`"),
+            "{err}"
+        );
     }
 }

@@ -281,7 +281,14 @@ impl Loader<'_> {
                                 )
                                 .map(str::to_string),
                                 key: item.value,
-                                context: format!("{field} (components are the keys of `images:`)"),
+                                context: format!(
+                                    "{field} (components are the keys of `images:`{})",
+                                    if components.is_empty() {
+                                        ", and berth.yaml has none"
+                                    } else {
+                                        ""
+                                    }
+                                ),
                                 expected: &[],
                             });
                         }

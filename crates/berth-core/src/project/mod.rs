@@ -151,6 +151,46 @@ pub enum PathSegment {
     Each,
 }
 
+/// An RFC 1123 label of at most `max` characters.
+fn is_dns_label(text: &str, max: usize) -> bool {
+    let bytes = text.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= max
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
+}
+
+/// A value as a message shows it: control characters escaped (a newline would
+/// break the message's one line), and at most 200 characters (a 10 MB value is
+/// not repeated).
+fn shown_value(value: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in value.chars().enumerate() {
+        if i == 200 {
+            out.push_str(&format!("… ({} characters)", value.chars().count()));
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `; valid keys: a, b`, or nothing when there are none to list.
+fn valid_keys(expected: &[&str]) -> String {
+    if expected.is_empty() {
+        String::new()
+    } else {
+        format!("; valid keys: {}", expected.join(", "))
+    }
+}
+
 /// A `berth.yaml` that cannot be used, and where.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ProjectError {
@@ -171,7 +211,7 @@ pub enum ProjectError {
         pos: Pos,
     },
     /// A key that is not part of the format.
-    #[error("{file}:{pos}: unknown key `{key}` in {context}{}; valid keys: {}", hint(suggestion.as_deref()), expected.join(", "))]
+    #[error("{file}:{pos}: unknown key `{key}` in {context}{}{}", hint(suggestion.as_deref()), valid_keys(expected))]
     UnknownKey {
         /// The file.
         file: String,
@@ -348,9 +388,20 @@ impl Loader<'_> {
         };
         for (key, value) in entries {
             match key.as_str().unwrap_or_default() {
-                "name" => project.name = self.string(value, "name")?.to_string(),
+                "name" => {
+                    let name = self.string(value, "name")?;
+                    // It names the apply records (`berth-NAME-rN`, a Secret) and a label value.
+                    if !is_dns_label(name, 53) {
+                        return Err(self.invalid(value, "name", name, "lowercase letters, digits and `-`, starting and ending with a letter or digit, at most 53 characters (it names the apply records, `berth-NAME-rN`)"));
+                    }
+                    project.name = name.to_string()
+                }
                 "namespace" => {
-                    project.namespace = Some(self.string(value, "namespace")?.to_string())
+                    let namespace = self.string(value, "namespace")?;
+                    if !is_dns_label(namespace, 63) {
+                        return Err(self.invalid(value, "namespace", namespace, "a Kubernetes namespace name: lowercase letters, digits and `-`, starting and ending with a letter or digit, at most 63 characters"));
+                    }
+                    project.namespace = Some(namespace.to_string())
                 }
                 "manifests" => project.manifests = self.manifests(value)?,
                 "images" => project.components = self.components(value)?,
@@ -443,7 +494,7 @@ impl Loader<'_> {
             file: self.file.to_string(),
             pos: node.pos,
             key: key.to_string(),
-            value: value.to_string(),
+            value: shown_value(value),
             reason,
         }
     }

@@ -202,7 +202,14 @@ impl Loader<'_> {
                         suggestion: closest(name, components.iter().map(String::as_str))
                             .map(str::to_string),
                         key: name.to_string(),
-                        context: format!("{sub} (components are the keys of `images:`)"),
+                        context: format!(
+                            "{sub} (components are the keys of `images:`{})",
+                            if components.is_empty() {
+                                ", and berth.yaml has none"
+                            } else {
+                                ""
+                            }
+                        ),
                         expected: &[],
                     });
                 }
@@ -218,9 +225,28 @@ impl Loader<'_> {
         for (k, v) in self.fields(node, field, PATH_KEYS)? {
             let sub = format!("{field}.{}", k.as_str().unwrap_or_default());
             match k.as_str().unwrap_or_default() {
-                "from" => from = Some(self.string(v, &sub)?.to_string()),
+                "from" => {
+                    let raw = self.string(v, &sub)?;
+                    if raw.chars().any(char::is_control) {
+                        return Err(self.invalid(
+                            v,
+                            &sub,
+                            raw,
+                            "a path without newlines or other control characters",
+                        ));
+                    }
+                    from = Some(raw.to_string())
+                }
                 _ => {
                     let raw = self.string(v, &sub)?;
+                    if raw.chars().any(char::is_control) {
+                        return Err(self.invalid(
+                            v,
+                            &sub,
+                            raw,
+                            "a container path without newlines or other control characters",
+                        ));
+                    }
                     into_dir = raw.ends_with('/');
                     let path = normalise_container_path(raw).filter(|p| p != "/");
                     to = Some(path.ok_or_else(|| {

@@ -101,6 +101,10 @@ fn errors_point_at_the_problem() {
         ("name: x\nimages: [a]\n", "berth.yaml:2:9: `images` must be a mapping of component names"),
         ("name: x\nimages:\n  a: {image: a}\n  a: {image: b}\n", "berth.yaml:4:3: duplicate key `a` (first at line 3)"),
         ("name: [x\n", "berth.yaml:"),
+        ("name: Bad_Name\n", "berth.yaml:1:7: invalid `name` value `Bad_Name`: lowercase letters, digits and `-`"),
+        ("name: x\nnamespace: Team-A\n", "berth.yaml:2:12: invalid `namespace` value `Team-A`: a Kubernetes namespace name"),
+        ("name: x\nsync: [{target: {container: c}, paths: [{from: a, to: \"/a\\nb\"}]}]\n", "invalid `sync.sync-0.paths.to` value `/a\\nb`: a container path without newlines"),
+        ("name: x\nsync: [{target: {component: c}, paths: [{from: a, to: /a}]}]\n", "unknown key `c` in sync.sync-0.target.component (components are the keys of `images:`, and berth.yaml has none)"),
         ("name: x\n---\nimages: {a: {image: a}}\n", "berth.yaml:3:1: a second YAML document; berth.yaml is one document"),
         ("name: x\nimagePaths: [{kind: K, path: \"a..b\"}]\n", "invalid `imagePaths[].path` value `a..b`"),
     ];

@@ -349,16 +349,24 @@ fn identity(file: &str, object: &Node) -> Result<(String, String), RenderError> 
     if object.as_map().is_none() {
         return Err(fail("the document is not a mapping"));
     }
-    let field = |key: &str, missing| {
-        object
-            .get(key)
-            .and_then(Node::as_str)
+    let field = |key: &str, missing, not_text| match object.get(key) {
+        None => Err(fail(missing)),
+        Some(value) => value
+            .as_str()
             .map(str::to_string)
-            .ok_or_else(|| fail(missing))
+            .ok_or_else(|| fail(not_text)),
     };
     Ok((
-        field("apiVersion", "it has no `apiVersion`")?,
-        field("kind", "it has no `kind`")?,
+        field(
+            "apiVersion",
+            "it has no `apiVersion`",
+            "its `apiVersion` is not text; write it as e.g. `apiVersion: apps/v1`",
+        )?,
+        field(
+            "kind",
+            "it has no `kind`",
+            "its `kind` is not text; write it as e.g. `kind: Deployment`",
+        )?,
     ))
 }
 

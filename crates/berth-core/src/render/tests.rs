@@ -241,6 +241,10 @@ fn bad_documents_are_errors_with_positions() {
             "in.yaml:1:1: not a Kubernetes object: it has no `kind`",
         ),
         (
+            "apiVersion: v1\nkind: {a: 1}\n",
+            "in.yaml:1:1: not a Kubernetes object: its `kind` is not text",
+        ),
+        (
             "- a\n- b\n",
             "in.yaml:1:1: not a Kubernetes object: the document is not a mapping",
         ),
