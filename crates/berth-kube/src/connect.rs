@@ -57,6 +57,39 @@ fn config_error(
     }
 }
 
+/// The files `KUBECONFIG` lists that exist, merged (the first to set a value wins),
+/// with how to name them; `None` when it lists none. kubectl skips files of the
+/// list that do not exist, so `KUBECONFIG=/missing:/good` works as it does there.
+fn kubeconfig_from_env() -> Result<Option<(Kubeconfig, String)>, ClusterError> {
+    let Some(list) = std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    let paths: Vec<PathBuf> = std::env::split_paths(&list)
+        .filter(|p| !p.as_os_str().is_empty() && p.exists())
+        .collect();
+    let mut merged: Option<Kubeconfig> = None;
+    for path in &paths {
+        let file = Kubeconfig::read_from(path).map_err(|e| {
+            config_error(format!("cannot read kubeconfig {}: {e}", path.display()), e)
+        })?;
+        merged = Some(match merged {
+            None => file,
+            Some(m) => m.merge(file).map_err(|e| {
+                config_error(
+                    format!("cannot merge kubeconfig {}: {e}", path.display()),
+                    e,
+                )
+            })?,
+        });
+    }
+    let shown = paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(":");
+    Ok(merged.map(|m| (m, format!("kubeconfig {shown}"))))
+}
+
 impl Cluster {
     /// Reads the configuration and builds a client (no request is made yet).
     pub async fn connect(connection: &Connection) -> Result<Self, ClusterError> {
@@ -64,7 +97,17 @@ impl Cluster {
             context: connection.context.clone(),
             ..KubeConfigOptions::default()
         };
+        let from_env = match &connection.kubeconfig {
+            Some(_) => None,
+            None => kubeconfig_from_env()?,
+        };
         let config = match &connection.kubeconfig {
+            None if from_env.is_some() => {
+                let (file, shown) = from_env.unwrap_or_default();
+                kube::Config::from_custom_kubeconfig(file, &options)
+                    .await
+                    .map_err(|e| config_error(format!("{shown}: {e}"), e))?
+            }
             Some(path) => {
                 let file = Kubeconfig::read_from(path).map_err(|e| {
                     config_error(format!("cannot read kubeconfig {}: {e}", path.display()), e)

@@ -374,13 +374,7 @@ fn cluster_project() -> tempfile::TempDir {
 
 #[test]
 fn a_peer_that_reflects_the_request_never_gets_the_token_printed() {
-    let reflect = |head: &str| {
-        Some(format!(
-            "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{head}",
-            head.len()
-        ))
-    };
-    let server = peer(reflect);
+    let server = peer(refuse);
     let dir = cluster_project();
     let config = kubeconfig(dir.path(), &format!("http://{server}"));
     for command in ["diff", "apply"] {
@@ -400,6 +394,33 @@ fn a_peer_that_reflects_the_request_never_gets_the_token_printed() {
             "{command} leaked the token: {all}"
         );
     }
+}
+
+/// A 500 answer whose body is the request head (a proxy that reflects it).
+fn refuse(head: &str) -> Option<String> {
+    Some(format!(
+        "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{head}",
+        head.len()
+    ))
+}
+
+#[test]
+fn kubeconfig_lists_skip_missing_files_as_kubectl_does() {
+    let server = peer(refuse);
+    let dir = cluster_project();
+    let config = kubeconfig(dir.path(), &format!("http://{server}"));
+    let list = format!("/nonexistent/kubeconfig:{}", config.display());
+    let out = berth(dir.path())
+        .arg("diff")
+        .env("KUBECONFIG", &list)
+        .output()
+        .unwrap();
+    // The good file was used: berth reached its server (which refuses).
+    assert!(
+        stderr(&out).contains(&format!("from http://{server}")),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
