@@ -65,6 +65,18 @@ pub struct Generated {
 /// may be a Secret.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
+    /// More data than the API server stores in one object.
+    #[error("{file}:{pos}: {config}: {reason}")]
+    TooLarge {
+        /// The project file.
+        file: String,
+        /// Where the entry that crossed the limit is named.
+        pos: Pos,
+        /// `configs.NAME`.
+        config: String,
+        /// What was too large, and what to do.
+        reason: String,
+    },
     /// A source file or directory cannot be read.
     #[error("{file}:{pos}: {config}: cannot read `{path}`: {reason}")]
     Read {
@@ -181,7 +193,19 @@ pub enum EntryError {
     /// Given twice.
     #[error("key `{0}` is given twice; each key may come from one source only")]
     DuplicateKey(String),
+    /// More data than one object may hold.
+    #[error("with key `{key}` the data reaches {bytes} bytes, more than the 1 MiB the API server stores in one object; split it into several configs, or mount large files another way")]
+    TooLarge {
+        /// The key that crossed the limit.
+        key: String,
+        /// The data's size so far (base64 counted as stored).
+        bytes: usize,
+    },
 }
+
+/// The most data one ConfigMap or Secret holds: etcd's 1.5 MiB request limit, less
+/// room for the rest of the object, as the API server enforces it (`1 MiB`).
+pub const MAX_OBJECT_DATA: usize = 1 << 20;
 
 /// Builds a config from `(key, bytes)` entries: UTF-8 values go to `data`,
 /// others to `binaryData` (everything base64 in a Secret's `data`), sorted, with
@@ -195,6 +219,7 @@ pub fn from_entries(
     let mut keys = std::collections::HashSet::new();
     let b64 = base64::engine::general_purpose::STANDARD;
     let secret = shape.kind == ConfigKind::Secret;
+    let mut total = 0;
     for (index, (key, value)) in entries.into_iter().enumerate() {
         if !is_config_key(&key) {
             return Err((index, EntryError::InvalidKey(key)));
@@ -202,12 +227,17 @@ pub fn from_entries(
         if !keys.insert(key.clone()) {
             return Err((index, EntryError::DuplicateKey(key)));
         }
-        match (secret, String::from_utf8(value)) {
-            (true, Ok(text)) => data.push((key, b64.encode(text))),
-            (true, Err(e)) => data.push((key, b64.encode(e.into_bytes()))),
-            (false, Ok(text)) => data.push((key, text)),
-            (false, Err(e)) => binary.push((key, b64.encode(e.into_bytes()))),
+        let stored = match (secret, String::from_utf8(value)) {
+            (true, Ok(text)) => (&mut data, b64.encode(text)),
+            (true, Err(e)) => (&mut data, b64.encode(e.into_bytes())),
+            (false, Ok(text)) => (&mut data, text),
+            (false, Err(e)) => (&mut binary, b64.encode(e.into_bytes())),
+        };
+        total += key.len() + stored.1.len();
+        if total > MAX_OBJECT_DATA {
+            return Err((index, EntryError::TooLarge { key, bytes: total }));
         }
+        stored.0.push((key, stored.1));
     }
     data.sort();
     binary.sort();
@@ -276,6 +306,12 @@ pub fn generate(
                 pos,
                 config,
                 key,
+            },
+            too_large @ EntryError::TooLarge { .. } => ConfigError::TooLarge {
+                file,
+                pos,
+                config,
+                reason: too_large.to_string(),
             },
         }
     })

@@ -200,4 +200,22 @@ fn data_from_anywhere_gets_the_name_the_files_give() {
         from_entries(&shape, [("no/slash".to_string(), Vec::new())]),
         Err((0, EntryError::InvalidKey("no/slash".into())))
     );
+    // 2 MiB in two files: refused at the second, before anything is built.
+    let half = vec![b'x'; 1 << 20];
+    let err = from_entries(
+        &shape,
+        [
+            ("a".to_string(), half[..1000].to_vec()),
+            ("b".to_string(), half),
+        ],
+    )
+    .unwrap_err();
+    assert_eq!(err.0, 1);
+    assert!(
+        err.1
+            .to_string()
+            .contains("more than the 1 MiB the API server stores"),
+        "{}",
+        err.1
+    );
 }

@@ -73,6 +73,18 @@ pub struct ObjectInfo {
 /// Why a render failed. Nothing is written when it does.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RenderError {
+    /// The same object twice: which one is meant is ambiguous (kustomize refuses too).
+    #[error("{file}:{pos}: {object} is defined twice (first at {first}); remove one, or give them different names or namespaces")]
+    Duplicate {
+        /// The input of the second definition.
+        file: String,
+        /// Where the second definition starts.
+        pos: Pos,
+        /// `Kind/name (namespace ns)`.
+        object: String,
+        /// `file:line:column` of the first.
+        first: String,
+    },
     /// An input is not valid YAML (or breaks a limit).
     #[error("{file}:{source}")]
     Yaml {
@@ -200,6 +212,9 @@ fn transform(
     let injector = CaInjector::new(project, resolution);
     let mut configs = ConfigRewriter::new(generated);
     let mut matched = 0;
+    // kustomize's resource id: group, kind, namespace, name (not the version).
+    type Id = (String, String, Option<String>, String);
+    let mut seen: std::collections::HashMap<Id, (String, Pos)> = std::collections::HashMap::new();
     for input in inputs {
         for doc in Documents::new(&input.text, options.limits) {
             let doc = doc.map_err(|source| RenderError::Yaml {
@@ -219,6 +234,26 @@ fn transform(
                     .and_then(Node::as_str)
                     .map(str::to_string);
                 configs.rewrite(&mut object, &kind, namespace.as_deref());
+                let name = object
+                    .get("metadata")
+                    .and_then(|m| m.get("name"))
+                    .and_then(Node::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                let group = api_version.rsplit_once('/').map_or("", |(g, _)| g).to_string();
+                let id = (group, kind.clone(), namespace.clone(), name.clone());
+                if let Some((first_file, first_pos)) = seen.get(&id) {
+                    return Err(RenderError::Duplicate {
+                        file: input.name.clone(),
+                        pos: object.pos,
+                        object: match &namespace {
+                            Some(ns) => format!("{kind}/{name} (namespace {ns})"),
+                            None => format!("{kind}/{name}"),
+                        },
+                        first: format!("{first_file}:{first_pos}"),
+                    });
+                }
+                seen.insert(id, (input.name.clone(), object.pos));
                 each(object, api_version, kind);
             }
         }

@@ -245,6 +245,10 @@ fn bad_documents_are_errors_with_positions() {
             "in.yaml:1:1: not a Kubernetes object: its `kind` is not text",
         ),
         (
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n---\napiVersion: apps/v1beta1\nkind: Deployment\nmetadata: {name: web}\n",
+            "in.yaml:5:1: Deployment/web is defined twice (first at in.yaml:1:1)",
+        ),
+        (
             "- a\n- b\n",
             "in.yaml:1:1: not a Kubernetes object: the document is not a mapping",
         ),
@@ -297,9 +301,9 @@ fn pull_policy_flag_overrides_and_is_checked() {
 
 #[test]
 fn cost_is_linear_in_the_number_of_objects() {
-    let doc = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n      containers: [{name: a, image: nginx}, {name: b, image: ghcr.io/acme/api}]\n---\n";
+    let doc = |i: usize| format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d{i}}}\nspec:\n  template:\n    spec:\n      containers: [{{name: a, image: nginx}}, {{name: b, image: ghcr.io/acme/api}}]\n---\n");
     let time = |n: usize| {
-        let src = doc.repeat(n);
+        let src: String = (0..n).map(doc).collect();
         let start = std::time::Instant::now();
         let r = run(&src, &[], &Options::default()).unwrap();
         assert_eq!(r.objects.len(), n);
