@@ -111,6 +111,15 @@ fn read_path(path: &Path, origin: &str, given: bool, inputs: &mut Vec<Input>) ->
         inputs.push(input(shown(path), bytes)?);
         return Ok(());
     }
+    // A kustomization's directory is rendered by kustomize, as a `kustomize:` entry is:
+    // its files are kustomize's input (patches, the Kustomization), not objects.
+    if ["kustomization.yaml", "kustomization.yml", "Kustomization"]
+        .iter()
+        .any(|name| path.join(name).is_file())
+    {
+        inputs.push(kustomize(path)?);
+        return Ok(());
+    }
     let mut files = Vec::new();
     collect_yaml(path, &mut files)?;
     files.sort();

@@ -265,12 +265,26 @@ fn kustomization_entries_run_kubectl_kustomize() {
         "{stdout}"
     );
 
-    // Listing a kustomization as a plain path gets a hint.
-    let out = berth(dir.path())
+    // A kustomization's directory given as a path is rendered by kustomize too:
+    // the same output, not its Kustomization object and raw patches.
+    let as_path = berth(dir.path())
         .args(["render", "overlay/"])
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&out.stderr).contains("list it as `- kustomize: DIR`"));
+    assert!(
+        as_path.status.success(),
+        "{}",
+        String::from_utf8_lossy(&as_path.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&as_path.stdout), stdout);
+    // A Kustomization reached as a plain file gets the hint.
+    let out = berth(dir.path())
+        .args(["render", "overlay/kustomization.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("list it as `- kustomize: DIR`"), "{stderr}");
 }
 
 #[test]

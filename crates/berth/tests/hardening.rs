@@ -444,3 +444,21 @@ fn a_server_that_never_answers_times_out() {
         assert!(stderr(&out).contains("2 s"), "{command}: {}", stderr(&out));
     }
 }
+
+/// The adversarial sweep of `scripts/sweep.py` (149 hostile inputs) finds nothing:
+/// no hang, no panic, no bad input accepted, no planted secret printed or written.
+#[test]
+fn the_sweep_of_hostile_inputs_finds_no_defect() {
+    if !common::require_program("python3", "the hostile-input sweep") {
+        return;
+    }
+    let out = std::process::Command::new("python3")
+        .arg(common::repo_root().join("scripts/sweep.py"))
+        .arg("--berth")
+        .arg(common::berth_path())
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{report}{}", stderr(&out));
+    assert!(report.contains("defects: 0"), "{report}");
+}

@@ -226,6 +226,13 @@ fn transform(
             }
             for mut object in expand_list(&input.name, doc)? {
                 let (api_version, kind) = identity(&input.name, &object)?;
+                if api_version.starts_with("kustomize.config.k8s.io/") {
+                    return Err(RenderError::NotAnObject {
+                        file: input.name.clone(),
+                        pos: object.pos,
+                        problem: "it is kustomize's input, not an object for the cluster; list its directory under `manifests:` as `- kustomize: DIR` (or give the directory as the path)",
+                    });
+                }
                 matched += rewriter.rewrite(&mut object, &api_version, &kind);
                 injector.inject(&mut object, &kind);
                 let namespace = object
@@ -240,7 +247,10 @@ fn transform(
                     .and_then(Node::as_str)
                     .unwrap_or_default()
                     .to_string();
-                let group = api_version.rsplit_once('/').map_or("", |(g, _)| g).to_string();
+                let group = api_version
+                    .rsplit_once('/')
+                    .map_or("", |(g, _)| g)
+                    .to_string();
                 let id = (group, kind.clone(), namespace.clone(), name.clone());
                 if let Some((first_file, first_pos)) = seen.get(&id) {
                     return Err(RenderError::Duplicate {

@@ -241,6 +241,10 @@ fn bad_documents_are_errors_with_positions() {
             "in.yaml:1:1: not a Kubernetes object: it has no `kind`",
         ),
         (
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [a.yaml]\n",
+            "in.yaml:1:1: not a Kubernetes object: it is kustomize's input",
+        ),
+        (
             "apiVersion: v1\nkind: {a: 1}\n",
             "in.yaml:1:1: not a Kubernetes object: its `kind` is not text",
         ),
@@ -301,7 +305,9 @@ fn pull_policy_flag_overrides_and_is_checked() {
 
 #[test]
 fn cost_is_linear_in_the_number_of_objects() {
-    let doc = |i: usize| format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d{i}}}\nspec:\n  template:\n    spec:\n      containers: [{{name: a, image: nginx}}, {{name: b, image: ghcr.io/acme/api}}]\n---\n");
+    let doc = |i: usize| {
+        format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d{i}}}\nspec:\n  template:\n    spec:\n      containers: [{{name: a, image: nginx}}, {{name: b, image: ghcr.io/acme/api}}]\n---\n")
+    };
     let time = |n: usize| {
         let src: String = (0..n).map(doc).collect();
         let start = std::time::Instant::now();

@@ -68,7 +68,8 @@ pub fn run(command: &RenderCommand, project: &Project, resolution: &Resolution<'
 fn explain(error: RenderError) -> anyhow::Error {
     match &error {
         RenderError::NotAnObject { file, .. }
-            if file.ends_with("kustomization.yaml") || file.ends_with("kustomization.yml") =>
+            if (file.ends_with("kustomization.yaml") || file.ends_with("kustomization.yml"))
+                && !error.to_string().contains("- kustomize: DIR") =>
         {
             anyhow!("{error}\n  help: to render a kustomization, list it as `- kustomize: DIR` under `manifests:`")
         }
