@@ -83,7 +83,7 @@ fn stdin_to_stdout_as_a_helm_post_renderer() {
         String::from_utf8_lossy(&out.stderr)
     );
     let stdout = String::from_utf8(out.stdout).unwrap();
-    assert!(stdout.contains("  - name: web\n        image: docker.io/library/nginx:1.25\n        imagePullPolicy: IfNotPresent\n"), "{stdout}");
+    assert!(stdout.contains("  - name: web\n        image: docker.io/library/nginx:1.25\n        imagePullPolicy: Always\n"), "the manifest's explicit Always stays under auto: {stdout}");
     assert!(
         stdout.contains("image: 'quay.io/x/y:dev'\n        imagePullPolicy: Never\n"),
         "{stdout}"

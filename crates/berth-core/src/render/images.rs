@@ -23,6 +23,9 @@ struct Target {
 struct Rewrite {
     image: String,
     pull_policy: Option<&'static str>,
+    /// `auto` without a digest: a manifest's explicit `Always` stays (a moving tag
+    /// such as `:dev` written with `Always` must keep being pulled).
+    keeps_always: bool,
 }
 
 impl Target {
@@ -46,9 +49,22 @@ impl Target {
         };
         Rewrite {
             pull_policy: self.pull_policy.map(|p| p.for_image(&reference)),
+            keeps_always: self.pull_policy == Some(PullPolicy::Auto) && reference.digest().is_none(),
             image: reference.to_string(),
         }
     }
+}
+
+/// The variable of an image that is exactly `${VAR}` or `$VAR` (an envsubst placeholder).
+pub(crate) fn placeholder_variable(image: &str) -> Option<&str> {
+    let name = match image.strip_prefix("${") {
+        Some(rest) => rest.strip_suffix('}')?,
+        None => image.strip_prefix('$')?,
+    };
+    let mut bytes = name.bytes();
+    let valid = matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    valid.then_some(name)
 }
 
 /// A reference whose tag is a `{PLACEHOLDER}` (`repo:{GENERATED_TAG}`, which
@@ -69,6 +85,8 @@ fn placeholder_tag(image: &str) -> Option<Reference> {
 /// `docker.io/library/nginx`; tag and digest are ignored) and rewrites them.
 pub struct ImageRewriter<'a> {
     by_repository: HashMap<&'a Repository, usize>,
+    /// Components by their full-reference variable (`EPP_IMAGE`), for placeholders.
+    by_variable: HashMap<&'a str, usize>,
     targets: Vec<Target>,
     image_paths: &'a [ImagePath],
 }
@@ -81,8 +99,12 @@ impl<'a> ImageRewriter<'a> {
         image_paths: &'a [ImagePath],
     ) -> Self {
         let mut by_repository = HashMap::new();
+        let mut by_variable = HashMap::new();
         let mut targets = Vec::with_capacity(resolution.images.len());
         for (i, resolved) in resolution.images.iter().enumerate() {
+            if !resolved.component.env.is_empty() {
+                by_variable.entry(resolved.component.env.as_str()).or_insert(i);
+            }
             for repository in &resolved.component.repositories {
                 // Earlier components win a repository two components both claim.
                 by_repository.entry(repository).or_insert(i);
@@ -97,6 +119,7 @@ impl<'a> ImageRewriter<'a> {
         }
         ImageRewriter {
             by_repository,
+            by_variable,
             targets,
             image_paths,
         }
@@ -104,6 +127,12 @@ impl<'a> ImageRewriter<'a> {
 
     /// What `image` becomes, if it is a component's.
     fn target(&self, image: &str) -> Option<Rewrite> {
+        // `${EPP_IMAGE}` or `$EPP_IMAGE`, as envsubst fills them: the component whose
+        // variable it is, with its resolved reference.
+        if let Some(variable) = placeholder_variable(image) {
+            let target = &self.targets[*self.by_variable.get(variable)?];
+            return Some(target.for_field(None));
+        }
         let (reference, own) = match Reference::parse(image) {
             Ok(parsed) => (parsed.clone(), Some(parsed)),
             Err(_) => (placeholder_tag(image)?, None),
@@ -155,7 +184,10 @@ impl<'a> ImageRewriter<'a> {
             }
         }
         if let (Some(policy), Some(key)) = (target.pull_policy, policy_field) {
-            set_after(holder, key, policy, field);
+            let explicit_always = holder.get(key).and_then(Node::as_str) == Some("Always");
+            if !(target.keeps_always && explicit_always) {
+                set_after(holder, key, policy, field);
+            }
         }
         1
     }
