@@ -192,6 +192,7 @@ fn project(berth: &Berth, namespace: &str) -> Result<Project, Problem> {
             tag_env: String::new(),
             pull_policy,
             repositories,
+            follows_registry: true,
         });
     }
     let ca_bundles = berth

@@ -385,6 +385,16 @@ fn resolve_one<'p>(
         tag: reference.tag().map(|_| default_origin.clone()),
         digest: reference.digest().map(|_| default_origin.clone()),
     };
+    let mut ignored = None;
+    let registry = match registry {
+        Some((origin, prefix)) if !component.follows_registry => {
+            ignored = Some(format!(
+                "{origin} (`{prefix}`) not applied: the component has `registry: false`"
+            ));
+            None
+        }
+        other => other,
+    };
     if let Some((origin, prefix)) = registry {
         reference = reference
             .with_prefix(prefix)
@@ -404,7 +414,7 @@ fn resolve_one<'p>(
         component,
         reference,
         origins,
-        ignored: None,
+        ignored,
     })
 }
 

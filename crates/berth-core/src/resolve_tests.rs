@@ -234,6 +234,42 @@ fn explain_records_origins_and_ignored_registry() {
 }
 
 #[test]
+fn registry_false_keeps_a_third_party_image_where_it_is() {
+    let p = project::parse(
+        "berth.yaml",
+        PathBuf::from("/p"),
+        "name: fork\nregistry: {env: IMAGE_REGISTRY}\nimages:\n  epp: {image: 'ghcr.io/llm-d/epp:dev'}\n  vllm: {image: 'docker.io/vllm/vllm-openai-cpu:v0.9', registry: false}\n",
+    )
+    .unwrap();
+    let env: HashMap<&str, &str> = [("IMAGE_REGISTRY", "quay.io/developer-username")].into();
+    let lookup = |k: &str| env.get(k).map(|v| v.to_string());
+    let r = resolve(&p, &Overrides::default(), &lookup).unwrap();
+    assert_eq!(
+        r.images[0].reference.to_string(),
+        "quay.io/developer-username/epp:dev"
+    );
+    assert_eq!(
+        r.images[1].reference.to_string(),
+        "docker.io/vllm/vllm-openai-cpu:v0.9"
+    );
+    assert!(
+        r.images[1]
+            .ignored
+            .as_deref()
+            .unwrap()
+            .contains("not applied: the component has `registry: false`"),
+        "{:?}",
+        r.images[1].ignored
+    );
+    // The flag is an override like the variable: refused for it too.
+    let r = resolve(&p, &flags(&[], &[], Some("quay.io/x")), &|_| None).unwrap();
+    assert_eq!(
+        r.images[1].reference.to_string(),
+        "docker.io/vllm/vllm-openai-cpu:v0.9"
+    );
+}
+
+#[test]
 fn locked_adds_the_pinned_digest_or_fails_clearly() {
     let p = project();
     let digest = format!("sha256:{}", "c".repeat(64));

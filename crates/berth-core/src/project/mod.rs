@@ -30,7 +30,7 @@ const TOP_KEYS: &[&str] = &[
     "caBundles",
     "sync",
 ];
-const COMPONENT_KEYS: &[&str] = &["image", "env", "tagEnv", "pullPolicy", "match"];
+const COMPONENT_KEYS: &[&str] = &["image", "env", "tagEnv", "pullPolicy", "match", "registry"];
 const REGISTRY_KEYS: &[&str] = &["env"];
 const IMAGE_PATH_KEYS: &[&str] = &["kind", "apiVersion", "path"];
 
@@ -78,6 +78,9 @@ pub struct Component {
     pub pull_policy: Option<PullPolicy>,
     /// Repositories that are this component: the default's and `match:` entries.
     pub repositories: Vec<Repository>,
+    /// `registry:` (default true); `false` keeps the component out of the registry
+    /// override (a third-party image a fork does not mirror).
+    pub follows_registry: bool,
 }
 
 /// `pullPolicy:` of a component.
@@ -545,6 +548,7 @@ impl Loader<'_> {
         let mut env = default_variable(name, "IMAGE");
         let mut tag_env = default_variable(name, "TAG");
         let mut pull_policy = None;
+        let mut follows_registry = true;
         let mut matches = Vec::new();
         for (k, v) in entries {
             let key = format!("{context}.{}", k.as_str().unwrap_or_default());
@@ -564,6 +568,7 @@ impl Loader<'_> {
                     })?;
                     pull_policy = Some(policy);
                 }
+                "registry" => follows_registry = self.bool(v, &key)?,
                 "match" => {
                     for item in self.list(v, &key, "a list of image repositories")? {
                         matches.push(self.reference(item, &key)?.repository().clone());
@@ -592,6 +597,7 @@ impl Loader<'_> {
             tag_env,
             pull_policy,
             repositories,
+            follows_registry,
         })
     }
 

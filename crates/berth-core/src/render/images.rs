@@ -49,7 +49,8 @@ impl Target {
         };
         Rewrite {
             pull_policy: self.pull_policy.map(|p| p.for_image(&reference)),
-            keeps_always: self.pull_policy == Some(PullPolicy::Auto) && reference.digest().is_none(),
+            keeps_always: self.pull_policy == Some(PullPolicy::Auto)
+                && reference.digest().is_none(),
             image: reference.to_string(),
         }
     }
@@ -103,7 +104,9 @@ impl<'a> ImageRewriter<'a> {
         let mut targets = Vec::with_capacity(resolution.images.len());
         for (i, resolved) in resolution.images.iter().enumerate() {
             if !resolved.component.env.is_empty() {
-                by_variable.entry(resolved.component.env.as_str()).or_insert(i);
+                by_variable
+                    .entry(resolved.component.env.as_str())
+                    .or_insert(i);
             }
             for repository in &resolved.component.repositories {
                 // Earlier components win a repository two components both claim.

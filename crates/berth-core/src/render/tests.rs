@@ -430,15 +430,28 @@ fn custom_kinds_are_searched_at_every_depth_and_crds_never() {
 #[test]
 fn envsubst_placeholders_are_the_component_whose_variable_they_name() {
     let src = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: a, image: '${API_IMAGE}'}\n  - {name: b, image: $WEB_IMAGE, imagePullPolicy: Never}\n  - {name: c, image: '${NOPE_IMAGE}'}\n  - {name: d, image: '${API_IMAGE'}\n";
-    let r = run(src, &[("API_IMAGE", "quay.io/me/api:dev")], &Options::default()).unwrap();
+    let r = run(
+        src,
+        &[("API_IMAGE", "quay.io/me/api:dev")],
+        &Options::default(),
+    )
+    .unwrap();
     assert!(r.yaml.contains("image: quay.io/me/api:dev"), "{}", r.yaml);
     assert!(
-        r.yaml.contains("image: docker.io/library/nginx:1.25\n    imagePullPolicy: IfNotPresent"),
+        r.yaml
+            .contains("image: docker.io/library/nginx:1.25\n    imagePullPolicy: IfNotPresent"),
         "web's pullPolicy applies too: {}",
         r.yaml
     );
-    assert!(r.yaml.contains("${NOPE_IMAGE}"), "no such variable: left alone");
-    assert!(r.yaml.contains("${API_IMAGE\n") || r.yaml.contains("${API_IMAGE'"), "not a placeholder: left alone: {}", r.yaml);
+    assert!(
+        r.yaml.contains("${NOPE_IMAGE}"),
+        "no such variable: left alone"
+    );
+    assert!(
+        r.yaml.contains("${API_IMAGE\n") || r.yaml.contains("${API_IMAGE'"),
+        "not a placeholder: left alone: {}",
+        r.yaml
+    );
     assert_eq!(r.images_matched, 2);
 }
 
@@ -451,7 +464,12 @@ fn auto_never_turns_an_explicit_always_into_if_not_present_without_a_digest() {
         .lines()
         .filter_map(|l| l.trim().strip_prefix("imagePullPolicy: "))
         .collect();
-    assert_eq!(policies, ["Always", "IfNotPresent", "IfNotPresent"], "{}", r.yaml);
+    assert_eq!(
+        policies,
+        ["Always", "IfNotPresent", "IfNotPresent"],
+        "{}",
+        r.yaml
+    );
     // With a digest the image cannot move: IfNotPresent is safe and wins.
     let pinned = format!("nginx:1.25@sha256:{}", "a".repeat(64));
     let r = run(src, &[("WEB_IMAGE", &pinned)], &Options::default()).unwrap();
