@@ -23,7 +23,9 @@ fuzz_target!(|bytes: &[u8]| {
             && !rest.contains(char::is_whitespace)
             && rest.contains(|c: char| c.is_ascii_digit())
             && rest.contains(|c: char| c.is_ascii_lowercase());
-        if telling {
+        // A token that also occurs in the valid name before it may be shown as that name.
+        let shown = &text[..name_end];
+        if telling && !shown.contains(rest) {
             assert!(!message.contains(rest), "the message repeats {rest:?}: {message}");
         }
     }

@@ -115,12 +115,16 @@ impl Reference {
         } else {
             domain
         };
+        // Checked as written: a message about `Nginx` names `Nginx`, not `library/Nginx`.
+        validate_path(path)?;
         let path = if domain == DEFAULT_DOMAIN && !path.contains('/') && !path.is_empty() {
             format!("{OFFICIAL_REPO_PREFIX}{path}")
         } else {
             path.to_string()
         };
-        validate_path(&path)?;
+        if path.len() > MAX_PATH_LEN {
+            return Err(RefError::PathTooLong { len: path.len() });
+        }
         Ok(Reference {
             repository: Repository {
                 domain: domain.to_string(),
@@ -260,8 +264,19 @@ impl RegistryPrefix {
         if trimmed.is_empty() {
             return Err(invalid(RefError::Empty));
         }
-        // A prefix is valid when a name below it is: one grammar, one parser.
-        let probe = Reference::parse(&format!("{trimmed}/x")).map_err(invalid)?;
+        // A prefix is valid when a name below it is: one grammar, one parser. Its
+        // errors name the prefix's own path, not the probe's `/x`.
+        let probe = Reference::parse(&format!("{trimmed}/x")).map_err(|e| {
+            invalid(match e {
+                RefError::UppercasePath { path } => RefError::UppercasePath {
+                    path: path.strip_suffix("/x").unwrap_or(&path).to_string(),
+                },
+                RefError::InvalidPath { path } => RefError::InvalidPath {
+                    path: path.strip_suffix("/x").unwrap_or(&path).to_string(),
+                },
+                other => other,
+            })
+        })?;
         if probe.tag.is_some() || probe.digest.is_some() {
             return Err(invalid(RefError::InvalidPath {
                 path: trimmed.to_string(),

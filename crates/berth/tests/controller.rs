@@ -508,7 +508,9 @@ fn bad_ca_sources_degrade_and_leave_the_workload_running() {
         set(&pem);
         let (_, reason, message) = eventually(30, &format!("Degraded by {what}"), &ns, || {
             let b = ns.get("berths", "llama")?;
-            condition(&b, "Degraded").filter(|c| c.0 == "True" && c.1 == want_reason)
+            // The reason and the message: two cases share `ExpiredCertificate`.
+            condition(&b, "Degraded")
+                .filter(|c| c.0 == "True" && c.1 == want_reason && c.2.contains(want_message))
         });
         assert_eq!(reason, want_reason, "{what}");
         assert!(message.contains(want_message), "{what}: {message}");

@@ -36,7 +36,11 @@ pub(super) fn collect(
         pos,
         config: context.clone(),
         path: path.to_string(),
-        reason: e.to_string(),
+        reason: if path.contains('$') && e.kind() == std::io::ErrorKind::NotFound {
+            format!("{e}; berth.yaml does not expand variables: write the path itself")
+        } else {
+            e.to_string()
+        },
     };
     let source_error = |pos: Pos, reason: String| ConfigError::Source {
         file: project.file.clone(),

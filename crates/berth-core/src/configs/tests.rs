@@ -104,6 +104,11 @@ fn errors_say_where_and_never_show_values() {
             "berth.yaml:3:15: configs.c: cannot read `missing.txt`",
         ),
         (
+            "{files: [\"${EPP_CONFIG}\"]}",
+            &[],
+            "does not expand variables: write the path itself",
+        ),
+        (
             "{envs: [e.env]}",
             &[("e.env", b"OK=1\n1BAD=secret-value\n")],
             "e.env:2: column 1: a variable name cannot start with a digit; write `KEY=VALUE`",

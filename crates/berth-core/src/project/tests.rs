@@ -93,7 +93,7 @@ fn errors_point_at_the_problem() {
         ("name: x\ncaBundles: {ca: {sources: [a], inject: {containers: [a], mountPath: rel/x}}}\n", "an absolute file path"),
         ("name: x\nimages:\n  epp: {env: E}\n", "berth.yaml:3:8: component `epp` has no `image`; add it"),
         ("images: {}\n", "berth.yaml:1:1: the project has no `name`; add it"),
-        ("name: x\nimages:\n  epp:\n    image: Nginx\n", "berth.yaml:4:12: `images.epp.image`: repository name `library/Nginx` must be lowercase"),
+        ("name: x\nimages:\n  epp:\n    image: Nginx\n", "berth.yaml:4:12: `images.epp.image`: repository name `Nginx` must be lowercase (write `nginx`)"),
         ("name: x\nimages:\n  epp: {image: a, pullPolicy: always}\n", "berth.yaml:3:31: invalid `images.epp.pullPolicy` value `always`: use one of auto, Always, IfNotPresent, Never"),
         ("name: x\nimages:\n  a: {image: a, env: X}\n  b: {image: b, env: X}\n", "berth.yaml:4:14: variable `X` is used by both `images.a.env` and `images.b.env`"),
         ("name: x\nimages:\n  a-b: {image: a}\n  a_b: {image: b}\n", "variable `A_B_IMAGE` is used by both"),

@@ -73,6 +73,23 @@ pub struct ObjectInfo {
 /// Why a render failed. Nothing is written when it does.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RenderError {
+    /// A mapping key that is a mapping or a list: no Kubernetes object has one, and
+    /// `name: {{ .Release.Name }}` is read as one.
+    #[error("{file}:{pos}: a mapping key that is not text, which no Kubernetes object has; `{{{{ … }}}}` reads as one in YAML: if this is an unrendered template, run `helm template` (or your templating step) first")]
+    KeyNotText {
+        /// The input.
+        file: String,
+        /// Where the key is.
+        pos: Pos,
+    },
+    /// Not valid YAML, and it has `{{`: most likely an unrendered template.
+    #[error("{file}:{source}; it looks like an unrendered template (it has `{{{{ … }}}}`): run `helm template` (or your templating step) first and render its output")]
+    Template {
+        /// The input.
+        file: String,
+        /// The YAML error, with its position.
+        source: berth_yaml::Error,
+    },
     /// The same object twice: which one is meant is ambiguous (kustomize refuses too).
     #[error("{file}:{pos}: {object} is defined twice (first at {first}); remove one, or give them different names or namespaces")]
     Duplicate {
@@ -217,14 +234,29 @@ fn transform(
     let mut seen: std::collections::HashMap<Id, (String, Pos)> = std::collections::HashMap::new();
     for input in inputs {
         for doc in Documents::new(&input.text, options.limits) {
-            let doc = doc.map_err(|source| RenderError::Yaml {
-                file: input.name.clone(),
-                source,
+            let doc = doc.map_err(|source| {
+                if input.text.contains("{{") {
+                    RenderError::Template {
+                        file: input.name.clone(),
+                        source,
+                    }
+                } else {
+                    RenderError::Yaml {
+                        file: input.name.clone(),
+                        source,
+                    }
+                }
             })?;
             if doc.is_null() {
                 continue; // empty documents are skipped
             }
             for mut object in expand_list(&input.name, doc)? {
+                if let Some(pos) = non_text_key(&object) {
+                    return Err(RenderError::KeyNotText {
+                        file: input.name.clone(),
+                        pos,
+                    });
+                }
                 let (api_version, kind) = identity(&input.name, &object)?;
                 if api_version.starts_with("kustomize.config.k8s.io/") {
                     return Err(RenderError::NotAnObject {
@@ -382,6 +414,23 @@ fn expand_list(file: &str, mut doc: Node) -> Result<Vec<Node>, RenderError> {
             pos,
             problem: "a `List` whose `items` is not a list",
         }),
+    }
+}
+
+/// Where a mapping key that is not a scalar is, at any depth (JSON, and so every
+/// Kubernetes object, has only string keys).
+fn non_text_key(node: &Node) -> Option<Pos> {
+    use berth_yaml::Value;
+    match &node.value {
+        Value::Map(entries) => entries.iter().find_map(|(k, v)| {
+            if matches!(k.value, Value::Map(_) | Value::Seq(_)) {
+                Some(k.pos)
+            } else {
+                non_text_key(v)
+            }
+        }),
+        Value::Seq(items) => items.iter().find_map(non_text_key),
+        _ => None,
     }
 }
 

@@ -245,6 +245,14 @@ fn bad_documents_are_errors_with_positions() {
             "in.yaml:1:1: not a Kubernetes object: it is kustomize's input",
         ),
         (
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n",
+            "in.yaml:4:10: a mapping key that is not text",
+        ),
+        (
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n{{- if .Values.x }}\n",
+            "it looks like an unrendered template (it has `{{ … }}`): run `helm template`",
+        ),
+        (
             "apiVersion: v1\nkind: {a: 1}\n",
             "in.yaml:1:1: not a Kubernetes object: its `kind` is not text",
         ),
