@@ -252,3 +252,36 @@ configs:
         assert!(!all.contains(secret), "a secret value was printed: {all}");
     }
 }
+
+#[test]
+fn validate_warns_about_what_cannot_be_resolved_and_strict_refuses() {
+    let dir = project(
+        "name: demo\nmanifests: [app.yaml]\nimages:\n  web: {image: 'ghcr.io/acme/web:v1'}\n  ghost: {image: 'ghcr.io/acme/ghost:v1'}\n  twin: {image: 'quay.io/other/twin:v1', match: ['ghcr.io/acme/web']}\nconfigs:\n  unused: {literals: ['a=b']}\n",
+    );
+    std::fs::write(
+        dir.path().join("app.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: w, image: 'ghcr.io/acme/web:v0'}]\n",
+    )
+    .unwrap();
+    let out = berth(dir.path()).arg("validate").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "warnings only: {stderr}");
+    for want in [
+        "warning: berth.yaml:6:17: components `web` and `twin` both claim repository `ghcr.io/acme/web`; `web` (the first) gets every image there",
+        "warning: berth.yaml:5:18: component `ghost` (`ghcr.io/acme/ghost:v1`) matches no image in the manifests",
+        "warning: berth.yaml:8:3: `unused` is referenced by no object in the manifests",
+    ] {
+        assert!(stderr.contains(want), "want {want}\n got {stderr}");
+    }
+    let strict = berth(dir.path())
+        .args(["validate", "--strict"])
+        .output()
+        .unwrap();
+    assert_eq!(strict.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&strict.stderr)
+            .contains("error: 4 warnings (errors under --strict)"),
+        "{}",
+        String::from_utf8_lossy(&strict.stderr)
+    );
+}

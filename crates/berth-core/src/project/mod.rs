@@ -315,6 +315,24 @@ pub fn parse(file: &str, dir: PathBuf, src: &str) -> Result<Project, ProjectErro
 }
 
 impl Project {
+    /// Pairs of components that claim the same repository, with it: the first
+    /// component wins it when images are matched, so the second never matches there.
+    pub fn shared_repositories(&self) -> Vec<(&Component, &Component, &Repository)> {
+        let mut shared = Vec::new();
+        for (i, first) in self.components.iter().enumerate() {
+            for second in &self.components[i + 1..] {
+                if let Some(r) = first
+                    .repositories
+                    .iter()
+                    .find(|r| second.repositories.contains(r))
+                {
+                    shared.push((first, second, r));
+                }
+            }
+        }
+        shared
+    }
+
     /// The component called `name`.
     pub fn component(&self, name: &str) -> Option<&Component> {
         self.components.iter().find(|c| c.name == name)

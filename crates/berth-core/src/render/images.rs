@@ -90,6 +90,8 @@ pub struct ImageRewriter<'a> {
     by_variable: HashMap<&'a str, usize>,
     targets: Vec<Target>,
     image_paths: &'a [ImagePath],
+    /// Image fields matched, per target (for `berth validate`'s warnings).
+    hits: Vec<std::cell::Cell<usize>>,
 }
 
 impl<'a> ImageRewriter<'a> {
@@ -123,6 +125,7 @@ impl<'a> ImageRewriter<'a> {
         ImageRewriter {
             by_repository,
             by_variable,
+            hits: vec![std::cell::Cell::new(0); targets.len()],
             targets,
             image_paths,
         }
@@ -133,15 +136,33 @@ impl<'a> ImageRewriter<'a> {
         // `${EPP_IMAGE}` or `$EPP_IMAGE`, as envsubst fills them: the component whose
         // variable it is, with its resolved reference.
         if let Some(variable) = placeholder_variable(image) {
-            let target = &self.targets[*self.by_variable.get(variable)?];
-            return Some(target.for_field(None));
+            let index = *self.by_variable.get(variable)?;
+            self.hit(index);
+            return Some(self.targets[index].for_field(None));
         }
         let (reference, own) = match Reference::parse(image) {
             Ok(parsed) => (parsed.clone(), Some(parsed)),
             Err(_) => (placeholder_tag(image)?, None),
         };
-        let target = &self.targets[*self.by_repository.get(reference.repository())?];
-        Some(target.for_field(own.as_ref()))
+        let index = *self.by_repository.get(reference.repository())?;
+        self.hit(index);
+        Some(self.targets[index].for_field(own.as_ref()))
+    }
+
+    fn hit(&self, index: usize) {
+        if let Some(count) = self.hits.get(index) {
+            count.set(count.get() + 1);
+        }
+    }
+
+    /// The targets (components, by index) no image field matched.
+    pub fn unmatched(&self) -> Vec<usize> {
+        self.hits
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.get() == 0)
+            .map(|(i, _)| i)
+            .collect()
     }
 
     /// Rewrites one object; returns how many image fields were changed or confirmed.

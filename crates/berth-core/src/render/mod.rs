@@ -53,6 +53,17 @@ pub struct Rendered {
     pub objects: Vec<ObjectInfo>,
     /// Image fields that matched a component.
     pub images_matched: usize,
+    /// What `berth validate` warns about.
+    pub findings: Findings,
+}
+
+/// What a render saw that is probably a mistake, though not an error.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Findings {
+    /// Components whose image no container (or image path) in the inputs has.
+    pub unmatched_components: Vec<String>,
+    /// Configs and CA bundles no object refers to.
+    pub unused_configs: Vec<String>,
 }
 
 /// Identity of a rendered object.
@@ -160,8 +171,9 @@ pub fn render(
         yaml: String::with_capacity(total + total / 8),
         objects: Vec::new(),
         images_matched: 0,
+        findings: Findings::default(),
     };
-    let (matched, used_in) = transform(
+    let (matched, used_in, unmatched) = transform(
         project,
         resolution,
         generated,
@@ -170,6 +182,15 @@ pub fn render(
         &mut |object, api_version, kind| emit(&mut out, object, api_version, kind),
     )?;
     out.images_matched = matched;
+    out.findings = Findings {
+        unmatched_components: unmatched,
+        unused_configs: generated
+            .iter()
+            .zip(&used_in)
+            .filter(|(_, used)| used.is_empty())
+            .map(|(g, _)| g.base_name.clone())
+            .collect(),
+    };
     Ok(prepend_generated(out, generated, &used_in))
 }
 
@@ -192,7 +213,7 @@ pub fn render_objects(
     options: &Options,
 ) -> Result<RenderedObjects, RenderError> {
     let mut body = Vec::new();
-    let (images_matched, used_in) = transform(
+    let (images_matched, used_in, _) = transform(
         project,
         resolution,
         generated,
@@ -223,7 +244,7 @@ fn transform(
     inputs: &[Input],
     options: &Options,
     each: &mut dyn FnMut(Node, String, String),
-) -> Result<(usize, Vec<UsedIn>), RenderError> {
+) -> Result<(usize, Vec<UsedIn>, Vec<String>), RenderError> {
     let policies = pull_policies(project, resolution, options)?;
     let rewriter = ImageRewriter::new(resolution, &policies, &project.image_paths);
     let injector = CaInjector::new(project, resolution);
@@ -300,7 +321,12 @@ fn transform(
             }
         }
     }
-    Ok((matched, configs.used_in))
+    let unmatched = rewriter
+        .unmatched()
+        .into_iter()
+        .map(|i| resolution.images[i].component.name.clone())
+        .collect();
+    Ok((matched, configs.used_in, unmatched))
 }
 
 /// Each generated config in every namespace that uses it (once without a
@@ -337,6 +363,7 @@ fn prepend_generated(
         yaml: String::new(),
         objects: Vec::new(),
         images_matched: body.images_matched,
+        findings: body.findings.clone(),
     };
     for (node, kind) in generated_objects(generated, used_in) {
         emit(&mut out, node, "v1".into(), kind.into());
