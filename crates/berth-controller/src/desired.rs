@@ -219,6 +219,9 @@ fn project(berth: &Berth, namespace: &str) -> Result<Project, Problem> {
                     },
                 }),
                 key,
+                hash: true,
+                labels: Vec::new(),
+                annotations: Vec::new(),
             }
         })
         .collect();

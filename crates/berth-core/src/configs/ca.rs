@@ -316,6 +316,8 @@ pub fn from_pem(
         immutable: shape.hash,
         hashed: shape.hash,
         content_sha256,
+        labels: Vec::new(),
+        annotations: Vec::new(),
     };
     Ok(CaBundle {
         generated,
@@ -364,7 +366,7 @@ pub fn build(
     let shape = BundleShape {
         name: spec.name.clone(),
         key: spec.key.clone(),
-        hash: true,
+        hash: spec.hash,
     };
     let mut bundle = from_pem(&shape, &sources, now, strict).map_err(|e| match e {
         PemError::Content {
@@ -381,6 +383,8 @@ pub fn build(
     for warning in &mut bundle.warnings {
         warning.push_str(&format!(" (in caBundles.{})", spec.name));
     }
+    bundle.generated.labels = spec.labels.clone();
+    bundle.generated.annotations = spec.annotations.clone();
     Ok(bundle)
 }
 

@@ -240,3 +240,25 @@ fn bundles_from_bytes_name_their_sources_and_the_first_expiry() {
         "{err}"
     );
 }
+
+#[test]
+fn a_bundle_with_hash_false_keeps_its_name_and_carries_labels() {
+    let (good, _) = cert("good", (2024, 1, 1), (2030, 1, 1));
+    let p = project::parse(
+        "berth.yaml",
+        PathBuf::from("/p"),
+        "name: t\ncaBundles:\n  corp: {sources: [a.pem], hash: false, labels: {ogx.io/watch: \"true\"}}\n",
+    )
+    .unwrap();
+    let table = Table::new(vec![("a.pem", good)]);
+    let bundle = build(&p, &p.ca_bundles[0], &table, NOW, false).unwrap();
+    assert_eq!(bundle.generated.name, "corp");
+    assert!(
+        !bundle.generated.immutable,
+        "a fixed name must stay updatable"
+    );
+    assert_eq!(
+        bundle.generated.labels,
+        [("ogx.io/watch".to_string(), "true".to_string())]
+    );
+}

@@ -59,6 +59,10 @@ pub struct Generated {
     pub hashed: bool,
     /// SHA-256 (hex) of the content, as kustomize encodes it.
     pub content_sha256: String,
+    /// Labels for the object's metadata (not part of the hash, as in kustomize).
+    pub labels: Vec<(String, String)>,
+    /// Annotations for the object's metadata.
+    pub annotations: Vec<(String, String)>,
 }
 
 /// Why a config cannot be generated. Values are never included: a config
@@ -263,6 +267,8 @@ pub fn from_entries(
         immutable: shape.immutable,
         hashed: shape.hash,
         content_sha256,
+        labels: Vec::new(),
+        annotations: Vec::new(),
     })
 }
 
@@ -288,33 +294,38 @@ pub fn generate(
         immutable: spec.immutable,
     };
     let positions: Vec<Pos> = pairs.iter().map(|p| p.pos).collect();
-    from_entries(&shape, pairs.into_iter().map(|p| (p.key, p.value))).map_err(|(index, error)| {
-        let (file, pos, config) = (
-            project.file.clone(),
-            positions[index],
-            format!("configs.{}", spec.name),
-        );
-        match error {
-            EntryError::InvalidKey(key) => ConfigError::InvalidKey {
-                file,
-                pos,
-                config,
-                key,
-            },
-            EntryError::DuplicateKey(key) => ConfigError::DuplicateKey {
-                file,
-                pos,
-                config,
-                key,
-            },
-            too_large @ EntryError::TooLarge { .. } => ConfigError::TooLarge {
-                file,
-                pos,
-                config,
-                reason: too_large.to_string(),
-            },
-        }
-    })
+    let mut generated = from_entries(&shape, pairs.into_iter().map(|p| (p.key, p.value))).map_err(
+        |(index, error)| {
+            let (file, pos, config) = (
+                project.file.clone(),
+                positions[index],
+                format!("configs.{}", spec.name),
+            );
+            match error {
+                EntryError::InvalidKey(key) => ConfigError::InvalidKey {
+                    file,
+                    pos,
+                    config,
+                    key,
+                },
+                EntryError::DuplicateKey(key) => ConfigError::DuplicateKey {
+                    file,
+                    pos,
+                    config,
+                    key,
+                },
+                too_large @ EntryError::TooLarge { .. } => ConfigError::TooLarge {
+                    file,
+                    pos,
+                    config,
+                    reason: too_large.to_string(),
+                },
+            }
+        },
+    )?;
+    generated.labels = spec.labels.clone();
+    generated.annotations = spec.annotations.clone();
+    Ok(generated)
 }
 
 /// Checks every YAML/JSON file of a config against its schema; all violations at once.
@@ -368,6 +379,14 @@ impl Generated {
         let mut metadata = vec![(s("name"), s(&self.name))];
         if let Some(ns) = namespace {
             metadata.push((s("namespace"), s(ns)));
+        }
+        let pairs =
+            |pairs: &[(String, String)]| map(pairs.iter().map(|(k, v)| (s(k), s(v))).collect());
+        if !self.labels.is_empty() {
+            metadata.push((s("labels"), pairs(&self.labels)));
+        }
+        if !self.annotations.is_empty() {
+            metadata.push((s("annotations"), pairs(&self.annotations)));
         }
         let mut object = vec![
             (s("apiVersion"), s("v1")),

@@ -224,3 +224,33 @@ fn data_from_anywhere_gets_the_name_the_files_give() {
         err.1
     );
 }
+
+#[test]
+fn labels_and_annotations_go_on_the_object_and_not_into_the_name() {
+    let plain = generate_one("{literals: [\"a=b\"]}", &[]).unwrap();
+    let labelled = generate_one(
+        "{literals: [\"a=b\"], labels: {ogx.io/watch: \"true\"}, annotations: {team: \"platform a\"}}",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        labelled.name, plain.name,
+        "kustomize hashes data, not labels"
+    );
+    let mut out = String::new();
+    berth_yaml::write_document(&mut out, &labelled.to_node(None));
+    assert!(
+        out.contains(
+            "  labels:\n    ogx.io/watch: \"true\"\n  annotations:\n    team: platform a\n"
+        ),
+        "{out}"
+    );
+    let err = project::parse(
+        "berth.yaml",
+        PathBuf::from("/p"),
+        "name: t\nconfigs:\n  c: {literals: [\"a=b\"], labels: {x: \"has space\"}}\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("a label value is at most 63"), "{err}");
+}

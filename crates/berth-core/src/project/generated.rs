@@ -14,8 +14,10 @@ const CONFIG_KEYS: &[&str] = &[
     "type",
     "immutable",
     "hash",
+    "labels",
+    "annotations",
 ];
-const CA_KEYS: &[&str] = &["sources", "key", "inject"];
+const CA_KEYS: &[&str] = &["sources", "key", "inject", "hash", "labels", "annotations"];
 const INJECT_KEYS: &[&str] = &["components", "containers", "mountPath", "env"];
 
 /// A value with the position it was written at, for messages about it.
@@ -51,6 +53,10 @@ pub struct ConfigSpec {
     pub immutable: bool,
     /// `hash:` (default true): add the content-hash suffix to the name.
     pub hash: bool,
+    /// `labels:` put on the generated object (an operator's cache may select by one).
+    pub labels: Vec<(String, String)>,
+    /// `annotations:` put on the generated object.
+    pub annotations: Vec<(String, String)>,
 }
 
 /// One entry of `caBundles:`: PEM certificates combined into one ConfigMap.
@@ -66,6 +72,12 @@ pub struct CaBundleSpec {
     pub key: String,
     /// `inject:`, if the bundle is mounted into containers.
     pub inject: Option<Inject>,
+    /// `hash:` (default true): the name carries the content hash and the object is immutable.
+    pub hash: bool,
+    /// `labels:` put on the generated ConfigMap.
+    pub labels: Vec<(String, String)>,
+    /// `annotations:` put on the generated ConfigMap.
+    pub annotations: Vec<(String, String)>,
 }
 
 /// `inject:` of a CA bundle.
@@ -158,6 +170,8 @@ impl Loader<'_> {
                 secret_type: None,
                 immutable: true,
                 hash: true,
+                labels: Vec::new(),
+                annotations: Vec::new(),
             };
             let mut immutable = None;
             for (k, v) in self.fields(value, &context, CONFIG_KEYS)? {
@@ -176,6 +190,8 @@ impl Loader<'_> {
                     "type" => spec.secret_type = Some(self.string(v, &field)?.to_string()),
                     "immutable" => immutable = Some(self.bool(v, &field)?),
                     "hash" => spec.hash = self.bool(v, &field)?,
+                    "labels" => spec.labels = self.metadata_map(v, &field, true)?,
+                    "annotations" => spec.annotations = self.metadata_map(v, &field, false)?,
                     _ => {}
                 }
             }
@@ -215,6 +231,9 @@ impl Loader<'_> {
                 sources: Vec::new(),
                 key: "ca-bundle.crt".into(),
                 inject: None,
+                hash: true,
+                labels: Vec::new(),
+                annotations: Vec::new(),
             };
             for (k, v) in self.fields(value, &context, CA_KEYS)? {
                 let field = format!("{context}.{}", k.as_str().unwrap_or_default());
@@ -233,6 +252,9 @@ impl Loader<'_> {
                         spec.key = key.to_string();
                     }
                     "inject" => spec.inject = Some(self.inject(v, &field, components)?),
+                    "hash" => spec.hash = self.bool(v, &field)?,
+                    "labels" => spec.labels = self.metadata_map(v, &field, true)?,
+                    "annotations" => spec.annotations = self.metadata_map(v, &field, false)?,
                     _ => {}
                 }
             }
@@ -250,6 +272,55 @@ impl Loader<'_> {
                 }
             }
             out.push(spec);
+        }
+        Ok(out)
+    }
+
+    /// `labels:` or `annotations:`: a mapping of text to text; label values are
+    /// checked as the API server would (at most 63 characters of `[A-Za-z0-9._-]`).
+    fn metadata_map(
+        &self,
+        node: &Node,
+        context: &str,
+        labels: bool,
+    ) -> Result<Vec<(String, String)>, ProjectError> {
+        let entries = node.as_map().ok_or_else(|| ProjectError::WrongType {
+            file: self.file.to_string(),
+            pos: node.pos,
+            key: context.to_string(),
+            expected: "a mapping of names to text",
+        })?;
+        let mut out = Vec::new();
+        for (k, v) in entries {
+            let name = self.string(k, context)?;
+            let value = self.string(v, &format!("{context}.{name}"))?;
+            let name_ok = !name.is_empty()
+                && name.len() <= 253
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/'));
+            if !name_ok {
+                return Err(self.invalid(
+                    k,
+                    context,
+                    name,
+                    "a key is `[prefix/]name` of letters, digits, `-`, `_` and `.`",
+                ));
+            }
+            let value_ok = !labels
+                || (value.len() <= 63
+                    && value
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')));
+            if !value_ok {
+                return Err(self.invalid(
+                    v,
+                    &format!("{context}.{name}"),
+                    value,
+                    "a label value is at most 63 letters, digits, `-`, `_` and `.`",
+                ));
+            }
+            out.push((name.to_string(), value.to_string()));
         }
         Ok(out)
     }
