@@ -427,7 +427,23 @@ impl Registry {
             .await
             .map_err(|e| match e {
                 oci_client::errors::OciDistributionError::RequestError(e) => {
-                    self.transport(image, e)
+                    // The token flow may talk to another host (the realm of the
+                    // registry's WWW-Authenticate): then say that one failed.
+                    match e.url().and_then(host_of) {
+                        Some(host) if host != image.domain() => {
+                            let mut cause = e.to_string();
+                            let mut source = std::error::Error::source(&e);
+                            while let Some(inner) = source {
+                                cause = inner.to_string();
+                                source = inner.source();
+                            }
+                            self.other(
+                                image,
+                                format!("the registry's token server `{host}` (the realm its WWW-Authenticate names) cannot be reached: {cause}"),
+                            )
+                        }
+                        _ => self.transport(image, e),
+                    }
                 }
                 oci_client::errors::OciDistributionError::AuthenticationFailure(reason) => {
                     denied(image, &format!("401 Unauthorized: {}", reason.trim()))
@@ -640,6 +656,15 @@ fn manifest_ref(image: &Reference) -> String {
         (None, Some(tag)) => tag.to_string(),
         (None, None) => "latest".into(),
     }
+}
+
+/// `host[:port]` of a URL.
+fn host_of(url: &reqwest::Url) -> Option<String> {
+    let host = url.host_str()?;
+    Some(match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_string(),
+    })
 }
 
 fn digest_of(bytes: &[u8]) -> Digest {

@@ -606,3 +606,24 @@ fn an_answer_that_is_not_a_manifest_is_never_pinned() {
         );
     }
 }
+
+#[test]
+fn an_unreachable_token_server_is_named_as_such() {
+    let Some(registry) = TestRegistry::start_token_auth("http://127.0.0.1:1/token") else {
+        return;
+    };
+    let dir = project("name: p\nimages:\n  app: {image: 'example.com/acme/app:v1'}\n");
+    let out = pin_via(
+        dir.path(),
+        "app",
+        &registry.host,
+        "acme/app:v1",
+        &["--timeout", "5"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the registry's token server `127.0.0.1:1` (the realm its WWW-Authenticate names) cannot be reached"),
+        "{stderr}"
+    );
+}

@@ -43,6 +43,16 @@ pub fn free_port() -> u16 {
 impl TestRegistry {
     /// Starts a registry; `None` (after a visible skip) when the programs are missing.
     pub fn start(basic_auth: Option<(&str, &str)>) -> Option<TestRegistry> {
+        TestRegistry::start_with(basic_auth, None)
+    }
+
+    /// A registry that sends clients to the token server `realm` (which need not
+    /// answer): distribution's token auth, with a throwaway signing certificate.
+    pub fn start_token_auth(realm: &str) -> Option<TestRegistry> {
+        TestRegistry::start_with(None, Some(realm))
+    }
+
+    fn start_with(basic_auth: Option<(&str, &str)>, realm: Option<&str>) -> Option<TestRegistry> {
         if !require_program("docker-registry", "tests against a real registry")
             || !require_program("skopeo", "pushing test images")
         {
@@ -74,6 +84,19 @@ impl TestRegistry {
                 file.display()
             ));
             creds = Some(format!("{user}:{password}"));
+        }
+        if let Some(realm) = realm {
+            let key = rcgen::KeyPair::generate().unwrap();
+            let cert = rcgen::CertificateParams::new(vec!["token".into()])
+                .unwrap()
+                .self_signed(&key)
+                .unwrap();
+            let bundle = dir.path().join("token.pem");
+            std::fs::write(&bundle, cert.pem()).unwrap();
+            config.push_str(&format!(
+                "auth:\n  token: {{realm: '{realm}', service: berth-test, issuer: berth-test, rootcertbundle: {}}}\n",
+                bundle.display()
+            ));
         }
         let config_path = dir.path().join("config.yml");
         std::fs::write(&config_path, config).unwrap();
