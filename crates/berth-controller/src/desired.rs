@@ -234,6 +234,7 @@ fn project(berth: &Berth, namespace: &str) -> Result<Project, Problem> {
         components,
         registry_env: None,
         image_paths: Vec::new(),
+        config_paths: Vec::new(),
         configs: Vec::new(),
         ca_bundles,
         sync: Vec::new(),

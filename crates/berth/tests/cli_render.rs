@@ -318,3 +318,62 @@ fn kustomize_entries_without_kubectl_say_what_to_do() {
     );
     assert!(out.stdout.is_empty());
 }
+
+#[test]
+fn config_paths_point_a_custom_resource_at_the_generated_names() {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let ca = rcgen::CertificateParams::new(vec!["corp.example".into()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap()
+        .pem();
+    let dir = project(
+        "name: ogx\nmanifests: [server.yaml]\nconfigPaths:\n  - {kind: OGXServer, path: spec.overrideConfig.name}\n  - {kind: OGXServer, path: 'spec.caCertificates[].name'}\nconfigs:\n  starter-config: {files: [run.yaml], labels: {ogx.io/watch: 'true'}}\ncaBundles:\n  corp-ca: {sources: [ca.pem], labels: {ogx.io/watch: 'true'}}\n",
+    );
+    fs::write(dir.path().join("run.yaml"), "version: 2\n").unwrap();
+    fs::write(dir.path().join("ca.pem"), ca).unwrap();
+    fs::write(
+        dir.path().join("server.yaml"),
+        "apiVersion: ogx.io/v1alpha1\nkind: OGXServer\nmetadata: {name: starter}\nspec:\n  overrideConfig: {name: starter-config}\n  caCertificates: [{name: corp-ca}, {name: not-ours}]\n",
+    )
+    .unwrap();
+    let out = berth(dir.path()).arg("render").output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let names: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("  name: "))
+        .collect();
+    let config = names
+        .iter()
+        .find(|n| n.starts_with("starter-config-"))
+        .unwrap();
+    let bundle = names.iter().find(|n| n.starts_with("corp-ca-")).unwrap();
+    assert!(
+        stdout.contains(&format!("overrideConfig:\n    name: {config}\n")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("- name: {bundle}\n  - name: not-ours\n")),
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout.matches("ogx.io/watch: \"true\"").count(),
+        2,
+        "{stdout}"
+    );
+    // Referenced through configPaths: validate has nothing to warn about.
+    let out = berth(dir.path())
+        .args(["validate", "--strict"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -20,6 +20,7 @@ pub use sync::{RunStep, SyncPath, SyncRule, SyncTarget};
 pub const PROJECT_FILE: &str = "berth.yaml";
 
 const TOP_KEYS: &[&str] = &[
+    "configPaths",
     "name",
     "namespace",
     "manifests",
@@ -53,6 +54,8 @@ pub struct Project {
     pub registry_env: Option<String>,
     /// `imagePaths:`: image fields of custom resources.
     pub image_paths: Vec<ImagePath>,
+    /// `configPaths:`: fields of custom resources that name a config or CA bundle.
+    pub config_paths: Vec<ImagePath>,
     /// `configs:`, in file order.
     pub configs: Vec<ConfigSpec>,
     /// `caBundles:`, in file order.
@@ -403,6 +406,7 @@ impl Loader<'_> {
             components: Vec::new(),
             registry_env: None,
             image_paths: Vec::new(),
+            config_paths: Vec::new(),
             configs: Vec::new(),
             ca_bundles: Vec::new(),
             sync: Vec::new(),
@@ -427,7 +431,8 @@ impl Loader<'_> {
                 "manifests" => project.manifests = self.manifests(value)?,
                 "images" => project.components = self.components(value)?,
                 "registry" => project.registry_env = self.registry(value)?,
-                "imagePaths" => project.image_paths = self.image_paths(value)?,
+                "imagePaths" => project.image_paths = self.field_paths(value, "imagePaths")?,
+                "configPaths" => project.config_paths = self.field_paths(value, "configPaths")?,
                 "configs" => project.configs = self.configs(value)?,
                 "caBundles" => ca_node = Some(value),
                 "sync" => sync_node = Some(value),
@@ -652,21 +657,29 @@ impl Loader<'_> {
         Ok(out)
     }
 
-    fn image_paths(&self, node: &Node) -> Result<Vec<ImagePath>, ProjectError> {
+    /// `imagePaths:` or `configPaths:` (`section`): `{kind, apiVersion?, path}` entries.
+    fn field_paths(&self, node: &Node, section: &str) -> Result<Vec<ImagePath>, ProjectError> {
         let mut out = Vec::new();
-        for item in self.list(node, "imagePaths", "a list of {kind, path} entries")? {
-            let entries = self.fields(item, "an imagePaths entry", IMAGE_PATH_KEYS)?;
+        for item in self.list(node, section, "a list of {kind, path} entries")? {
+            let context = format!("a {section} entry");
+            let entries = self.fields(item, &context, IMAGE_PATH_KEYS)?;
             let (mut kind, mut api_version, mut path) = (None, None, None);
             for (k, v) in entries {
                 match k.as_str().unwrap_or_default() {
-                    "kind" => kind = Some(self.string(v, "imagePaths[].kind")?.to_string()),
+                    "kind" => {
+                        kind = Some(self.string(v, &format!("{section}[].kind"))?.to_string())
+                    }
                     "apiVersion" => {
-                        api_version = Some(self.string(v, "imagePaths[].apiVersion")?.to_string())
+                        api_version = Some(
+                            self.string(v, &format!("{section}[].apiVersion"))?
+                                .to_string(),
+                        )
                     }
                     "path" => {
-                        let text = self.string(v, "imagePaths[].path")?;
+                        let key = format!("{section}[].path");
+                        let text = self.string(v, &key)?;
                         path = Some(parse_field_path(text).ok_or_else(|| {
-                            self.invalid(v, "imagePaths[].path", text, "a dotted field path such as `spec.server.image`; `[]` walks a list (`spec.images[].ref`)")
+                            self.invalid(v, &key, text, "a dotted field path such as `spec.server.image`; `[]` walks a list (`spec.images[].ref`)")
                         })?);
                     }
                     _ => {}
@@ -676,7 +689,7 @@ impl Loader<'_> {
                 file: self.file.to_string(),
                 pos: item.pos,
                 key,
-                context: "an imagePaths entry".into(),
+                context: context.clone(),
             };
             out.push(ImagePath {
                 kind: kind.ok_or_else(|| missing("kind"))?,

@@ -294,6 +294,13 @@ fn transform(
                     .and_then(Node::as_str)
                     .map(str::to_string);
                 configs.rewrite(&mut object, &kind, namespace.as_deref());
+                configs.rewrite_paths(
+                    &mut object,
+                    &api_version,
+                    &kind,
+                    namespace.as_deref(),
+                    &project.config_paths,
+                );
                 let name = object
                     .get("metadata")
                     .and_then(|m| m.get("name"))

@@ -7,6 +7,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::pods::{for_each_container, for_each_pod, for_each_volume, Pod};
 use crate::configs::{ConfigKind, Generated};
+use crate::project::{ImagePath, PathSegment};
 
 /// The pod-template annotation that rolls pods using `hash: false` configs.
 pub const CONFIG_HASH_ANNOTATION: &str = "berth.dev/config-hash";
@@ -49,6 +50,63 @@ impl<'a> ConfigRewriter<'a> {
             }
             self.annotate(pod, &used);
         });
+    }
+
+    /// Rewrites the `configPaths:` fields of `object` that apply to it: a field that
+    /// names a config or CA bundle by its base name gets the generated name.
+    pub fn rewrite_paths(
+        &mut self,
+        object: &mut Node,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        paths: &[ImagePath],
+    ) {
+        if self.generated.is_empty() {
+            return;
+        }
+        let mut used = BTreeSet::new();
+        for path in paths {
+            let applies =
+                path.kind == kind && path.api_version.as_deref().is_none_or(|v| v == api_version);
+            if applies {
+                self.rename_at(object, &path.path, &mut used);
+            }
+        }
+        for &i in &used {
+            self.used_in[i].insert(namespace.map(str::to_string));
+        }
+    }
+
+    fn rename_at(&self, node: &mut Node, path: &[PathSegment], used: &mut BTreeSet<usize>) {
+        match path {
+            [] => {
+                // A custom resource names a config without saying which kind: a
+                // ConfigMap config first, then a Secret one.
+                let index = node.as_str().and_then(|name| {
+                    self.by_name
+                        .get(&(name, ConfigKind::ConfigMap))
+                        .or_else(|| self.by_name.get(&(name, ConfigKind::Secret)))
+                        .copied()
+                });
+                if let Some(index) = index {
+                    node.set_string(self.generated[index].name.as_str());
+                    used.insert(index);
+                }
+            }
+            [PathSegment::Key(key), rest @ ..] => {
+                if let Some(child) = node.get_mut(key) {
+                    self.rename_at(child, rest, used);
+                }
+            }
+            [PathSegment::Each, rest @ ..] => {
+                if let Some(items) = node.as_seq_mut() {
+                    for item in items {
+                        self.rename_at(item, rest, used);
+                    }
+                }
+            }
+        }
     }
 
     fn rewrite_spec(&self, spec: &mut Node, used: &mut BTreeSet<usize>) {
