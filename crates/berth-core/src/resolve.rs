@@ -158,6 +158,18 @@ pub struct Origins {
     pub digest: Option<Origin>,
 }
 
+impl Origins {
+    /// Whether any part came from somewhere other than berth.yaml's `image:` (a
+    /// variable, a flag, the registry prefix, the lock).
+    pub fn overridden(&self) -> bool {
+        let project = |o: &Origin| matches!(o, Origin::Project { .. });
+        !project(&self.registry)
+            || !project(&self.name)
+            || self.tag.as_ref().is_some_and(|o| !project(o))
+            || self.digest.as_ref().is_some_and(|o| !project(o))
+    }
+}
+
 /// A component's resolved image and how it was reached.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResolvedImage<'p> {

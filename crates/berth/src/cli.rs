@@ -468,6 +468,11 @@ pub struct RenderArgs {
     /// Treat expired or not-yet-valid certificates in CA bundles as errors, not warnings.
     #[arg(long)]
     pub strict: bool,
+    /// Rewrite only the images of components an override touched (a variable, `--image`,
+    /// `--tag`, the registry prefix, the lock); others keep what the manifests say. For Helm
+    /// post-renderers: the chart's own tags (`--set image.tag=…`) stay unless berth is asked.
+    #[arg(long)]
+    pub only_overridden: bool,
     /// Pin every image to its current digest on the fly (without writing berth.lock).
     #[arg(long, conflicts_with = "locked")]
     pub pin: bool,

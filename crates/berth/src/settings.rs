@@ -48,6 +48,8 @@ pub struct Render {
     pub pull_policies: Vec<(String, String)>,
     /// Expired or not-yet-valid certificates are errors.
     pub strict: bool,
+    /// Only components an override touched are rewritten (`--only-overridden`).
+    pub only_overridden: bool,
 }
 
 impl Render {
@@ -56,6 +58,7 @@ impl Render {
         berth_core::render::Options {
             pull_policies: self.pull_policies.clone(),
             pull_policy_source: "--pull-policy {component}=".into(),
+            only_overridden: self.only_overridden,
             ..berth_core::render::Options::default()
         }
     }
@@ -67,6 +70,7 @@ impl From<&cli::RenderArgs> for Render {
             paths: args.paths.clone(),
             pull_policies: args.pull_policies.clone(),
             strict: args.strict,
+            only_overridden: args.only_overridden,
         }
     }
 }
@@ -77,6 +81,7 @@ impl From<&cli::ManifestArgs> for Render {
             paths: args.paths.clone(),
             pull_policies: args.pull_policies.clone(),
             strict: args.strict,
+            only_overridden: false,
         }
     }
 }

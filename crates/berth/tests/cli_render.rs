@@ -377,3 +377,50 @@ fn config_paths_point_a_custom_resource_at_the_generated_names() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn only_overridden_leaves_a_charts_own_tags_unless_an_override_touches_them() {
+    let dir = project("name: demo\nimages:\n  web: {image: 'nginx:1.25', pullPolicy: auto}\n  api: {image: 'ghcr.io/acme/api:v1'}\n");
+    let chart = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: web, image: 'nginx:1.27'}\n  - {name: api, image: 'ghcr.io/acme/api:v0'}\n";
+    let render = |args: &[&str], env: &[(&str, &str)]| {
+        let mut cmd = berth(dir.path());
+        cmd.args(["render", "-"]).args(args).write_stdin(chart);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // The default rewrites every component to berth's answer.
+    let all = render(&[], &[]);
+    assert!(
+        all.contains("image: docker.io/library/nginx:1.25") && all.contains("api:v1"),
+        "{all}"
+    );
+    // --only-overridden: nothing overridden, the chart's tags stay, policies too.
+    let none = render(&["--only-overridden"], &[]);
+    assert!(
+        none.contains("image: 'nginx:1.27'") && none.contains("api:v0"),
+        "{none}"
+    );
+    assert!(!none.contains("imagePullPolicy"), "{none}");
+    // An override touches exactly its component.
+    let one = render(&["--only-overridden", "--tag", "web=1.26"], &[]);
+    assert!(
+        one.contains("image: docker.io/library/nginx:1.26") && one.contains("api:v0"),
+        "{one}"
+    );
+    let env = render(
+        &["--only-overridden"],
+        &[("API_IMAGE", "quay.io/me/api:dev")],
+    );
+    assert!(
+        env.contains("image: quay.io/me/api:dev") && env.contains("'nginx:1.27'"),
+        "{env}"
+    );
+}

@@ -100,11 +100,23 @@ impl<'a> ImageRewriter<'a> {
         resolution: &'a Resolution<'a>,
         pull_policies: &[Option<PullPolicy>],
         image_paths: &'a [ImagePath],
+        only_overridden: bool,
     ) -> Self {
         let mut by_repository = HashMap::new();
         let mut by_variable = HashMap::new();
         let mut targets = Vec::with_capacity(resolution.images.len());
         for (i, resolved) in resolution.images.iter().enumerate() {
+            let untouched = only_overridden && !resolved.origins.overridden();
+            if untouched {
+                // Still a target (its index must line up), but nothing maps to it; it
+                // counts as matched so validate does not warn about it.
+                targets.push(Target {
+                    image: None,
+                    reference: resolved.reference.clone(),
+                    pull_policy: None,
+                });
+                continue;
+            }
             if !resolved.component.env.is_empty() {
                 by_variable
                     .entry(resolved.component.env.as_str())
@@ -122,10 +134,15 @@ impl<'a> ImageRewriter<'a> {
                 pull_policy: pull_policies.get(i).copied().flatten(),
             });
         }
+        let hits = resolution
+            .images
+            .iter()
+            .map(|r| std::cell::Cell::new(usize::from(only_overridden && !r.origins.overridden())))
+            .collect();
         ImageRewriter {
             by_repository,
             by_variable,
-            hits: vec![std::cell::Cell::new(0); targets.len()],
+            hits,
             targets,
             image_paths,
         }

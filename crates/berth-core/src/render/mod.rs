@@ -42,6 +42,10 @@ pub struct Options {
     pub pull_policy_source: String,
     /// Limits applied to every input document.
     pub limits: Limits,
+    /// Rewrite only the images of components an override touched (a variable, a
+    /// flag, the registry prefix, the lock): as a Helm post-renderer, the chart's
+    /// own tags stay unless berth was asked to change them.
+    pub only_overridden: bool,
 }
 
 /// The rendered stream and where each object is in it.
@@ -246,7 +250,12 @@ fn transform(
     each: &mut dyn FnMut(Node, String, String),
 ) -> Result<(usize, Vec<UsedIn>, Vec<String>), RenderError> {
     let policies = pull_policies(project, resolution, options)?;
-    let rewriter = ImageRewriter::new(resolution, &policies, &project.image_paths);
+    let rewriter = ImageRewriter::new(
+        resolution,
+        &policies,
+        &project.image_paths,
+        options.only_overridden,
+    );
     let injector = CaInjector::new(project, resolution);
     let mut configs = ConfigRewriter::new(generated);
     let mut matched = 0;
