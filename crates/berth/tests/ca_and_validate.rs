@@ -260,7 +260,7 @@ fn validate_warns_about_what_cannot_be_resolved_and_strict_refuses() {
     );
     std::fs::write(
         dir.path().join("app.yaml"),
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: w, image: 'ghcr.io/acme/web:v0'}]\n",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: w, image: 'ghcr.io/acme/web:v0'}\n  - {name: e, image: '${EPP_IMAGE}'}\n  - {name: b, image: 'BAD REF'}\n",
     )
     .unwrap();
     let out = berth(dir.path()).arg("validate").output().unwrap();
@@ -270,6 +270,8 @@ fn validate_warns_about_what_cannot_be_resolved_and_strict_refuses() {
         "warning: berth.yaml:6:17: components `web` and `twin` both claim repository `ghcr.io/acme/web`; `web` (the first) gets every image there",
         "warning: berth.yaml:5:18: component `ghost` (`ghcr.io/acme/ghost:v1`) matches no image in the manifests",
         "warning: berth.yaml:8:3: `unused` is referenced by no object in the manifests",
+        "warning: app.yaml:7:22: image `${EPP_IMAGE}` is a placeholder that names no component's variable",
+        "warning: app.yaml:8:22: image `BAD REF` is not an image reference",
     ] {
         assert!(stderr.contains(want), "want {want}\n got {stderr}");
     }
@@ -280,7 +282,7 @@ fn validate_warns_about_what_cannot_be_resolved_and_strict_refuses() {
     assert_eq!(strict.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&strict.stderr)
-            .contains("error: 4 warnings (errors under --strict)"),
+            .contains("error: 6 warnings (errors under --strict)"),
         "{}",
         String::from_utf8_lossy(&strict.stderr)
     );

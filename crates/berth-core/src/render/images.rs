@@ -92,6 +92,8 @@ pub struct ImageRewriter<'a> {
     image_paths: &'a [ImagePath],
     /// Image fields matched, per target (for `berth validate`'s warnings).
     hits: Vec<std::cell::Cell<usize>>,
+    /// Image values that are neither references nor known placeholders, since the last take.
+    unparsed: std::cell::RefCell<Vec<(Pos, String)>>,
 }
 
 impl<'a> ImageRewriter<'a> {
@@ -143,6 +145,7 @@ impl<'a> ImageRewriter<'a> {
             by_repository,
             by_variable,
             hits,
+            unparsed: std::cell::RefCell::new(Vec::new()),
             targets,
             image_paths,
         }
@@ -170,6 +173,12 @@ impl<'a> ImageRewriter<'a> {
         if let Some(count) = self.hits.get(index) {
             count.set(count.get() + 1);
         }
+    }
+
+    /// The image values seen since the last call that were neither references nor
+    /// placeholders of a component's variable, with their positions.
+    pub fn take_unparsed(&self) -> Vec<(Pos, String)> {
+        std::mem::take(&mut *self.unparsed.borrow_mut())
     }
 
     /// The targets (components, by index) no image field matched.
@@ -212,11 +221,17 @@ impl<'a> ImageRewriter<'a> {
 
     /// Rewrites `holder[field]` and, when the component sets one, `holder[policy_field]`.
     fn rewrite_field(&self, holder: &mut Node, field: &str, policy_field: Option<&str>) -> usize {
-        let Some(target) = holder
+        let Some((pos, text)) = holder
             .get(field)
-            .and_then(Node::as_str)
-            .and_then(|s| self.target(s))
+            .and_then(|n| n.as_str().map(|t| (n.pos, t)))
         else {
+            return 0;
+        };
+        let Some(target) = self.target(text) else {
+            // Neither a reference nor a placeholder berth knows: say so (validate warns).
+            if Reference::parse(text).is_err() && placeholder_tag(text).is_none() {
+                self.unparsed.borrow_mut().push((pos, text.to_string()));
+            }
             return 0;
         };
         if let Some(node) = holder.get_mut(field) {

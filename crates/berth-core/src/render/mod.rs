@@ -68,6 +68,9 @@ pub struct Findings {
     pub unmatched_components: Vec<String>,
     /// Configs and CA bundles no object refers to.
     pub unused_configs: Vec<String>,
+    /// `file:line:column` and value of image fields that are neither a reference nor a
+    /// placeholder of a component's variable (`${NOPE_IMAGE}`, `BAD REF`).
+    pub unparsed_images: Vec<(String, String)>,
 }
 
 /// Identity of a rendered object.
@@ -177,7 +180,12 @@ pub fn render(
         images_matched: 0,
         findings: Findings::default(),
     };
-    let (matched, used_in, unmatched) = transform(
+    let Transformed {
+        matched,
+        used_in,
+        unmatched,
+        unparsed,
+    } = transform(
         project,
         resolution,
         generated,
@@ -187,6 +195,7 @@ pub fn render(
     )?;
     out.images_matched = matched;
     out.findings = Findings {
+        unparsed_images: unparsed,
         unmatched_components: unmatched,
         unused_configs: generated
             .iter()
@@ -217,7 +226,11 @@ pub fn render_objects(
     options: &Options,
 ) -> Result<RenderedObjects, RenderError> {
     let mut body = Vec::new();
-    let (images_matched, used_in, _) = transform(
+    let Transformed {
+        matched: images_matched,
+        used_in,
+        ..
+    } = transform(
         project,
         resolution,
         generated,
@@ -238,9 +251,21 @@ pub fn render_objects(
 /// The namespaces that use one generated config (`None`: an object without one).
 type UsedIn = std::collections::BTreeSet<Option<String>>;
 
+/// What [`transform`] saw besides the objects themselves.
+struct Transformed {
+    /// Image fields that matched a component.
+    matched: usize,
+    /// Per generated config, the namespaces that use it.
+    used_in: Vec<UsedIn>,
+    /// Components no image field matched.
+    unmatched: Vec<String>,
+    /// `file:line:column` and value of image fields that are no reference.
+    unparsed: Vec<(String, String)>,
+}
+
 /// Each input object transformed (images, pull policies, CA injection, config
-/// references), handed to `each` with its apiVersion and kind. Returns the image
-/// fields matched and, per generated config, the namespaces that use it.
+/// references), handed to `each` with its apiVersion and kind; what it saw on the
+/// way is returned ([`Transformed`]).
 fn transform(
     project: &Project,
     resolution: &Resolution<'_>,
@@ -248,7 +273,7 @@ fn transform(
     inputs: &[Input],
     options: &Options,
     each: &mut dyn FnMut(Node, String, String),
-) -> Result<(usize, Vec<UsedIn>, Vec<String>), RenderError> {
+) -> Result<Transformed, RenderError> {
     let policies = pull_policies(project, resolution, options)?;
     let rewriter = ImageRewriter::new(
         resolution,
@@ -259,6 +284,7 @@ fn transform(
     let injector = CaInjector::new(project, resolution);
     let mut configs = ConfigRewriter::new(generated);
     let mut matched = 0;
+    let mut unparsed = Vec::new();
     // kustomize's resource id: group, kind, namespace, name (not the version).
     type Id = (String, String, Option<String>, String);
     let mut seen: std::collections::HashMap<Id, (String, Pos)> = std::collections::HashMap::new();
@@ -296,6 +322,9 @@ fn transform(
                     });
                 }
                 matched += rewriter.rewrite(&mut object, &api_version, &kind);
+                for (pos, value) in rewriter.take_unparsed() {
+                    unparsed.push((format!("{}:{pos}", input.name), value));
+                }
                 injector.inject(&mut object, &kind);
                 let namespace = object
                     .get("metadata")
@@ -342,7 +371,12 @@ fn transform(
         .into_iter()
         .map(|i| resolution.images[i].component.name.clone())
         .collect();
-    Ok((matched, configs.used_in, unmatched))
+    Ok(Transformed {
+        matched,
+        used_in: configs.used_in,
+        unmatched,
+        unparsed,
+    })
 }
 
 /// Each generated config in every namespace that uses it (once without a

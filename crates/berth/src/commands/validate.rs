@@ -22,6 +22,14 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
     } else {
         let rendered = render_all(settings, project, resolution)?;
         let findings = &rendered.findings;
+        for (at, value) in &findings.unparsed_images {
+            let hint = match value.strip_prefix('$') {
+                Some(_) => "a placeholder that names no component's variable (`env:`); add the component, or set its `env:` to this variable",
+                None => "not an image reference, so no component can match it; fix the value, or render the templating step first",
+            };
+            let shown: String = value.chars().take(200).collect();
+            warnings.push(format!("{at}: image `{shown}` is {hint}"));
+        }
         for name in &findings.unmatched_components {
             if let Some(c) = project.component(name) {
                 warnings.push(format!(
