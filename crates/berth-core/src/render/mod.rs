@@ -287,8 +287,9 @@ fn transform(
     let mut unparsed = Vec::new();
     // kustomize's resource id: group, kind, namespace, name (not the version).
     type Id = (String, String, Option<String>, String);
-    let mut seen: std::collections::HashMap<Id, (String, Pos)> = std::collections::HashMap::new();
-    for input in inputs {
+    // The first definition's input (by index) and position.
+    let mut seen: std::collections::HashMap<Id, (usize, Pos)> = std::collections::HashMap::new();
+    for (input_index, input) in inputs.iter().enumerate() {
         for doc in Documents::new(&input.text, options.limits) {
             let doc = doc.map_err(|source| {
                 if input.text.contains("{{") {
@@ -350,7 +351,8 @@ fn transform(
                     .map_or("", |(g, _)| g)
                     .to_string();
                 let id = (group, kind.clone(), namespace.clone(), name.clone());
-                if let Some((first_file, first_pos)) = seen.get(&id) {
+                if let Some(&(first_input, first_pos)) = seen.get(&id) {
+                    let first_file = &inputs[first_input].name;
                     return Err(RenderError::Duplicate {
                         file: input.name.clone(),
                         pos: object.pos,
@@ -361,7 +363,7 @@ fn transform(
                         first: format!("{first_file}:{first_pos}"),
                     });
                 }
-                seen.insert(id, (input.name.clone(), object.pos));
+                seen.insert(id, (input_index, object.pos));
                 each(object, api_version, kind);
             }
         }
