@@ -15,5 +15,5 @@ pub mod resolve;
 mod suggest;
 pub mod time;
 
-pub use project::{Component, ManifestSource, Project, ProjectError, PullPolicy};
+pub use project::{Component, Manifest, ManifestSource, Project, ProjectError, PullPolicy};
 pub use resolve::{Origin, Overrides, Resolution, ResolveError, ResolvedImage};

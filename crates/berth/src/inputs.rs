@@ -23,8 +23,8 @@ pub fn gather(project: &Project, args: &[String]) -> Result<Vec<Input>> {
             .iter()
             .map(|m| {
                 (
-                    absolute(&project.dir, m),
-                    format!("{} `manifests:`", project.file),
+                    absolute(&project.dir, &m.source),
+                    format!("{}:{} (`manifests:`)", project.file, m.pos),
                 )
             })
             .collect()
@@ -61,11 +61,24 @@ pub fn gather(project: &Project, args: &[String]) -> Result<Vec<Input>> {
                 read_path(&path, &origin, !args.is_empty(), &mut inputs)?
             }
             ManifestSource::Kustomize(dir) => {
+                if !dir.is_dir() {
+                    bail!(
+                        "{origin}: `kustomize: {}` is not a directory; name the directory that holds kustomization.yaml{}",
+                        shown(&dir),
+                        if args.is_empty() { format!(" (relative to the directory of {})", project.file) } else { String::new() }
+                    );
+                }
+                if !is_kustomization(&dir) {
+                    bail!(
+                        "{origin}: `kustomize: {}` has no kustomization.yaml (nor kustomization.yml, Kustomization); name an overlay's directory, or list plain manifests without `kustomize:`",
+                        shown(&dir)
+                    );
+                }
                 if args.is_empty() {
                     crate::fs_source::contained(&project.dir, &dir)
                         .map_err(|e| anyhow!("cannot use {} (from {origin}): {e}", shown(&dir)))?;
                 }
-                inputs.push(kustomize(&dir)?)
+                inputs.push(kustomize(&dir).map_err(|e| anyhow!("{origin}: {e}"))?)
             }
         }
     }
@@ -113,10 +126,7 @@ fn read_path(path: &Path, origin: &str, given: bool, inputs: &mut Vec<Input>) ->
     }
     // A kustomization's directory is rendered by kustomize, as a `kustomize:` entry is:
     // its files are kustomize's input (patches, the Kustomization), not objects.
-    if ["kustomization.yaml", "kustomization.yml", "Kustomization"]
-        .iter()
-        .any(|name| path.join(name).is_file())
-    {
+    if is_kustomization(path) {
         inputs.push(kustomize(path)?);
         return Ok(());
     }
@@ -165,7 +175,48 @@ fn kustomize(dir: &Path) -> Result<Input> {
     })?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        bail!("kubectl kustomize {} failed: {}", shown(dir), stderr.trim());
+        bail!(
+            "kubectl kustomize {} failed: {}",
+            shown(dir),
+            kubectl_error(&stderr)
+        );
     }
     input(name, output.stdout)
+}
+
+/// Whether `dir` holds a kustomization file (the names kustomize looks for).
+fn is_kustomization(dir: &Path) -> bool {
+    ["kustomization.yaml", "kustomization.yml", "Kustomization"]
+        .iter()
+        .any(|name| dir.join(name).is_file())
+}
+
+/// kubectl's message without its log prefix: `E1201 12:00:00.0 1 run.go:72]
+/// "command failed" err="…"` says only the quoted part to a user.
+fn kubectl_error(stderr: &str) -> String {
+    let stderr = stderr.trim();
+    match stderr.split_once("\"command failed\" err=\"") {
+        Some((_, rest)) if !stderr.contains('\n') => rest
+            .strip_suffix('"')
+            .unwrap_or(rest)
+            .replace("\\\"", "\"")
+            .replace("\\\\", "\\"),
+        _ => stderr.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kubectl_error;
+
+    #[test]
+    fn kubectl_errors_lose_the_log_prefix_and_quoting() {
+        let stderr = "E1201 12:54:55.262499   14856 run.go:72] \"command failed\" err=\"accumulating resources from 'nope.yaml': \\\"x\\\"\"\n";
+        assert_eq!(
+            kubectl_error(stderr),
+            "accumulating resources from 'nope.yaml': \"x\""
+        );
+        assert_eq!(kubectl_error("plain text\n"), "plain text");
+        assert_eq!(kubectl_error("two\nlines"), "two\nlines");
+    }
 }

@@ -270,11 +270,22 @@ fn validate_warns_about_what_cannot_be_resolved_and_strict_refuses() {
         "warning: berth.yaml:6:17: components `web` and `twin` both claim repository `ghcr.io/acme/web`; `web` (the first) gets every image there",
         "warning: berth.yaml:5:18: component `ghost` (`ghcr.io/acme/ghost:v1`) matches no image in the manifests",
         "warning: berth.yaml:8:3: `unused` is referenced by no object in the manifests",
-        "warning: app.yaml:7:22: image `${EPP_IMAGE}` is a placeholder that names no component's variable",
-        "warning: app.yaml:8:22: image `BAD REF` is not an image reference",
+        "warning: app.yaml:7:22 (Pod/p): image `${EPP_IMAGE}` is a placeholder that names no component's variable",
+        "warning: app.yaml:8:22 (Pod/p): image `BAD REF` is not an image reference",
     ] {
         assert!(stderr.contains(want), "want {want}\n got {stderr}");
     }
+    // render says what would reach the cluster unresolved, and only that: a
+    // partial render may well leave components unmatched.
+    let render = berth(dir.path()).arg("render").output().unwrap();
+    assert!(render.status.success());
+    let warnings = String::from_utf8_lossy(&render.stderr);
+    assert_eq!(warnings.lines().count(), 2, "{warnings}");
+    assert!(
+        warnings.contains("app.yaml:7:22 (Pod/p): image `${EPP_IMAGE}`")
+            && warnings.contains("app.yaml:8:22 (Pod/p): image `BAD REF`"),
+        "{warnings}"
+    );
     let strict = berth(dir.path())
         .args(["validate", "--strict"])
         .output()

@@ -288,6 +288,48 @@ fn kustomization_entries_run_kubectl_kustomize() {
 }
 
 #[test]
+fn a_broken_kustomize_entry_names_its_line_in_berth_yaml() {
+    let dir =
+        project("name: demo\nmanifests:\n  - deploy/\n  - kustomize: overlays/dev\nimages: {}\n");
+    fs::create_dir(dir.path().join("deploy")).unwrap();
+    let render = || berth(dir.path()).arg("render").output().unwrap();
+    let out = render();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: berth.yaml:4:16 (`manifests:`): `kustomize: overlays/dev` is not a directory; name the directory that holds kustomization.yaml (relative to the directory of berth.yaml)\n"
+    );
+    fs::create_dir_all(dir.path().join("overlays/dev")).unwrap();
+    let out = render();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).starts_with(
+            "error: berth.yaml:4:16 (`manifests:`): `kustomize: overlays/dev` has no kustomization.yaml"
+        ),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if !require_program("kubectl", "kustomize errors") {
+        return;
+    }
+    fs::write(
+        dir.path().join("overlays/dev/kustomization.yaml"),
+        "resources: [missing.yaml]\n",
+    )
+    .unwrap();
+    let out = render();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    // kubectl's own words, without its log prefix.
+    assert!(
+        stderr.starts_with("error: berth.yaml:4:16 (`manifests:`): kubectl kustomize overlays/dev failed: accumulating resources")
+            && stderr.contains("missing.yaml")
+            && !stderr.contains("run.go"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
 fn nothing_to_render_says_how_to_fix() {
     let dir = project("name: demo\nimages: {}\n");
     let out = berth(dir.path()).arg("render").output().unwrap();
@@ -299,6 +341,11 @@ fn nothing_to_render_says_how_to_fix() {
 fn kustomize_entries_without_kubectl_say_what_to_do() {
     let dir = project("name: demo\nmanifests:\n  - kustomize: overlay\nimages: {}\n");
     fs::create_dir(dir.path().join("overlay")).unwrap();
+    fs::write(
+        dir.path().join("overlay/kustomization.yaml"),
+        "resources: []\n",
+    )
+    .unwrap();
     let empty = tempfile::tempdir().unwrap();
     let out = berth(dir.path())
         .arg("render")

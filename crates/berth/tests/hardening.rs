@@ -174,7 +174,7 @@ fn files_outside_the_project_are_refused_unless_the_restrictor_is_none() {
         ),
         (
             format!("manifests: ['{o}/deploy.yaml']\n"),
-            "(from berth.yaml `manifests:`)",
+            "(from berth.yaml:2:13 (`manifests:`))",
         ),
     ];
     for (body, want) in &cases {

@@ -47,7 +47,7 @@ pub struct Project {
     /// `namespace:`, the default namespace for cluster commands.
     pub namespace: Option<String>,
     /// `manifests:`, in order.
-    pub manifests: Vec<ManifestSource>,
+    pub manifests: Vec<Manifest>,
     /// `images:`, in file order.
     pub components: Vec<Component>,
     /// `registry.env`: the variable holding a registry prefix for every component.
@@ -126,7 +126,16 @@ impl PullPolicy {
     }
 }
 
-/// One entry of `manifests:`.
+/// One entry of `manifests:`, with where berth.yaml gives it (for messages about it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    /// What to read.
+    pub source: ManifestSource,
+    /// The entry's `line:column` in berth.yaml.
+    pub pos: Pos,
+}
+
+/// What one `manifests:` entry reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ManifestSource {
     /// A file, or a directory read recursively (`*.yaml`, `*.yml`, sorted by path).
@@ -637,22 +646,29 @@ impl Loader<'_> {
         Ok(env)
     }
 
-    fn manifests(&self, node: &Node) -> Result<Vec<ManifestSource>, ProjectError> {
+    fn manifests(&self, node: &Node) -> Result<Vec<Manifest>, ProjectError> {
         let expected = "a list of paths, `-`, or `kustomize: DIR` entries";
         let mut out = Vec::new();
         for item in self.list(node, "manifests", expected)? {
             if item.as_map().is_some() {
                 for (_, dir) in self.fields(item, "a manifests entry", &["kustomize"])? {
-                    out.push(ManifestSource::Kustomize(PathBuf::from(
-                        self.string(dir, "manifests[].kustomize")?,
-                    )));
+                    out.push(Manifest {
+                        source: ManifestSource::Kustomize(PathBuf::from(
+                            self.string(dir, "manifests[].kustomize")?,
+                        )),
+                        pos: dir.pos,
+                    });
                 }
                 continue;
             }
-            match self.string(item, "manifests[]")? {
-                "-" => out.push(ManifestSource::Stdin),
-                path => out.push(ManifestSource::Path(PathBuf::from(path))),
-            }
+            let source = match self.string(item, "manifests[]")? {
+                "-" => ManifestSource::Stdin,
+                path => ManifestSource::Path(PathBuf::from(path)),
+            };
+            out.push(Manifest {
+                source,
+                pos: item.pos,
+            });
         }
         Ok(out)
     }

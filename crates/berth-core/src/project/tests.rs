@@ -36,7 +36,10 @@ fn loads_the_design_example() {
     assert_eq!(p.name, "llm-d-scheduler");
     assert_eq!(p.namespace.as_deref(), Some("llm-d"));
     assert_eq!(
-        p.manifests,
+        p.manifests
+            .iter()
+            .map(|m| m.source.clone())
+            .collect::<Vec<_>>(),
         vec![
             ManifestSource::Path("deploy/".into()),
             ManifestSource::Stdin,

@@ -68,8 +68,8 @@ pub struct Findings {
     pub unmatched_components: Vec<String>,
     /// Configs and CA bundles no object refers to.
     pub unused_configs: Vec<String>,
-    /// `file:line:column` and value of image fields that are neither a reference nor a
-    /// placeholder of a component's variable (`${NOPE_IMAGE}`, `BAD REF`).
+    /// `file:line:column (Kind/name)` and value of image fields that are neither a
+    /// reference nor a placeholder of a component's variable (`${NOPE_IMAGE}`, `BAD REF`).
     pub unparsed_images: Vec<(String, String)>,
 }
 
@@ -194,16 +194,7 @@ pub fn render(
         &mut |object, api_version, kind| emit(&mut out, object, api_version, kind),
     )?;
     out.images_matched = matched;
-    out.findings = Findings {
-        unparsed_images: unparsed,
-        unmatched_components: unmatched,
-        unused_configs: generated
-            .iter()
-            .zip(&used_in)
-            .filter(|(_, used)| used.is_empty())
-            .map(|(g, _)| g.base_name.clone())
-            .collect(),
-    };
+    out.findings = Findings::new(generated, &used_in, unmatched, unparsed);
     Ok(prepend_generated(out, generated, &used_in))
 }
 
@@ -215,6 +206,28 @@ pub struct RenderedObjects {
     pub objects: Vec<Node>,
     /// Image fields that matched a component.
     pub images_matched: usize,
+    /// What `berth validate` warns about.
+    pub findings: Findings,
+}
+
+impl Findings {
+    fn new(
+        generated: &[Generated],
+        used_in: &[UsedIn],
+        unmatched_components: Vec<String>,
+        unparsed_images: Vec<(String, String)>,
+    ) -> Self {
+        Findings {
+            unmatched_components,
+            unused_configs: generated
+                .iter()
+                .zip(used_in)
+                .filter(|(_, used)| used.is_empty())
+                .map(|(g, _)| g.base_name.clone())
+                .collect(),
+            unparsed_images,
+        }
+    }
 }
 
 /// [`render`], returning the objects instead of text.
@@ -229,7 +242,8 @@ pub fn render_objects(
     let Transformed {
         matched: images_matched,
         used_in,
-        ..
+        unmatched,
+        unparsed,
     } = transform(
         project,
         resolution,
@@ -245,6 +259,7 @@ pub fn render_objects(
     Ok(RenderedObjects {
         objects,
         images_matched,
+        findings: Findings::new(generated, &used_in, unmatched, unparsed),
     })
 }
 
@@ -324,7 +339,13 @@ fn transform(
                 }
                 matched += rewriter.rewrite(&mut object, &api_version, &kind);
                 for (pos, value) in rewriter.take_unparsed() {
-                    unparsed.push((format!("{}:{pos}", input.name), value));
+                    // The object too: a kustomize output's line is not in any source file.
+                    let name = object
+                        .get("metadata")
+                        .and_then(|m| m.get("name"))
+                        .and_then(Node::as_str)
+                        .unwrap_or("(no name)");
+                    unparsed.push((format!("{}:{pos} ({kind}/{name})", input.name), value));
                 }
                 injector.inject(&mut object, &kind);
                 let namespace = object

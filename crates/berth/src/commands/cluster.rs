@@ -16,6 +16,9 @@ use crate::settings::{self, Render};
 
 fn desired(render: &Render, project: &Project, resolution: &Resolution<'_>) -> Result<Desired> {
     let (rendered, generated) = render_objects(render, project, resolution)?;
+    for warning in crate::commands::validate::unparsed_image_warnings(&rendered.findings) {
+        say!("warning: {warning}");
+    }
     if rendered.objects.is_empty() {
         bail!(
             "nothing to apply: {} renders no objects; list them under `manifests:` or pass PATHs",

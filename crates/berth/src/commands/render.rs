@@ -58,6 +58,9 @@ pub fn render_objects(
 
 pub fn run(command: &RenderCommand, project: &Project, resolution: &Resolution<'_>) -> Result<()> {
     let rendered = render_all(&command.render, project, resolution)?;
+    for warning in crate::commands::validate::unparsed_image_warnings(&rendered.findings) {
+        say!("warning: {warning}");
+    }
     match &command.out {
         None => print(&rendered.yaml),
         Some(dir) => write_dir(dir, &rendered),

@@ -2,6 +2,7 @@
 //! about what is probably a mistake (errors with `--strict`).
 
 use anyhow::{bail, Result};
+use berth_core::render::Findings;
 use berth_core::{Project, Resolution};
 
 use crate::commands::render::render_all;
@@ -22,14 +23,7 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
     } else {
         let rendered = render_all(settings, project, resolution)?;
         let findings = &rendered.findings;
-        for (at, value) in &findings.unparsed_images {
-            let hint = match value.strip_prefix('$') {
-                Some(_) => "a placeholder that names no component's variable (`env:`); add the component, or set its `env:` to this variable",
-                None => "not an image reference, so no component can match it; fix the value, or render the templating step first",
-            };
-            let shown: String = value.chars().take(200).collect();
-            warnings.push(format!("{at}: image `{shown}` is {hint}"));
-        }
+        warnings.extend(unparsed_image_warnings(findings));
         for name in &findings.unmatched_components {
             if let Some(c) = project.component(name) {
                 warnings.push(format!(
@@ -70,4 +64,17 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
         );
     }
     Ok(())
+}
+
+/// One warning per image field that is neither a reference nor a placeholder berth
+/// knows: `render` prints them too, since such a value reaches the cluster as written.
+pub fn unparsed_image_warnings(findings: &Findings) -> impl Iterator<Item = String> + '_ {
+    findings.unparsed_images.iter().map(|(at, value)| {
+        let hint = match value.strip_prefix('$') {
+            Some(_) => "a placeholder that names no component's variable (`env:`); add the component, or set its `env:` to this variable",
+            None => "not an image reference, so no component can match it; fix the value, or render the templating step first",
+        };
+        let shown: String = value.chars().take(200).collect();
+        format!("{at}: image `{shown}` is {hint}")
+    })
 }
