@@ -1,0 +1,174 @@
+//! The OGX example (`examples/ogx`): an `OGXServer` whose config and CA bundle
+//! come from berth — hashed, labelled for the operator's cache — and whose
+//! fields name the generated objects, rendered and applied to the test plane.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
+
+mod common;
+
+use std::process::Output;
+
+use common::testenv::plane;
+use common::{berth, copy_example};
+
+fn stdout(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+/// `metadata.name` of each generated ConfigMap, by the name it was given in berth.yaml.
+fn generated_name(yaml: &str, base: &str) -> String {
+    yaml.lines()
+        .filter_map(|l| l.strip_prefix("  name: "))
+        .find(|n| {
+            n.strip_prefix(base)
+                .and_then(|rest| rest.strip_prefix('-'))
+                .is_some_and(|hash| hash.len() == 10)
+        })
+        .unwrap_or_else(|| panic!("no generated {base}-<hash> in:\n{yaml}"))
+        .to_string()
+}
+
+#[test]
+fn the_server_names_the_generated_config_and_bundle() {
+    let dir = copy_example("ogx");
+    let out = berth(dir.path()).arg("render").output().unwrap();
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let yaml = stdout(&out);
+    insta::assert_snapshot!(yaml);
+    let config = generated_name(&yaml, "ogx-config");
+    let bundle = generated_name(&yaml, "custom-ca-bundle");
+    assert!(yaml.contains(&format!("overrideConfig:\n    configMapName: {config}\n")));
+    assert!(yaml.contains(&format!("caBundle:\n    configMapName: {bundle}\n")));
+    // Both carry the label the operator's cache selects.
+    assert_eq!(
+        yaml.matches("    ogx.io/watch: \"true\"\n").count(),
+        2,
+        "{yaml}"
+    );
+    // The references count: nothing is unused, nothing unmatched.
+    berth(dir.path())
+        .args(["validate", "--strict"])
+        .assert()
+        .success();
+
+    // A changed config is a new name, and the server follows it; the bundle stays.
+    let file = dir.path().join("config/config.yaml");
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("port: 8321", "port: 8322");
+    std::fs::write(&file, text).unwrap();
+    let changed = stdout(&berth(dir.path()).arg("render").output().unwrap());
+    let new_config = generated_name(&changed, "ogx-config");
+    assert_ne!(new_config, config);
+    assert!(changed.contains(&format!("configMapName: {new_config}\n")));
+    assert_eq!(generated_name(&changed, "custom-ca-bundle"), bundle);
+
+    // The image follows berth's resolution through `imagePaths:`.
+    let moved = berth(dir.path())
+        .arg("render")
+        .env("OGX_IMAGE", "quay.io/me/distribution-starter:fix")
+        .output()
+        .unwrap();
+    assert!(stdout(&moved).contains("    image: quay.io/me/distribution-starter:fix\n"));
+}
+
+#[test]
+fn a_config_that_breaks_its_schema_never_reaches_the_server() {
+    let dir = copy_example("ogx");
+    let file = dir.path().join("config/config.yaml");
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("provider_type: remote::ollama", "provider_type: ollama");
+    std::fs::write(&file, text).unwrap();
+    let out = berth(dir.path()).arg("render").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("config/config.yaml:10:22: /providers/inference/0/provider_type: \"ollama\" does not match \"^(remote|inline)::\""),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn applied_the_server_and_its_labelled_configs_are_in_the_cluster() {
+    let Some(plane) = plane() else {
+        return;
+    };
+    let dir = copy_example("ogx");
+    // The operator's CRD (trimmed); the operator itself cannot run here (no images).
+    let crd = dir.path().join("crd/ogx.io_ogxservers.yaml");
+    plane.ok(&["apply", "--server-side", "-f", crd.to_str().unwrap()]);
+    plane.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/ogxservers.ogx.io",
+        "--timeout=30s",
+    ]);
+    let ns = plane.namespace("ogx");
+    let apply = |what: &str| {
+        let out = berth(dir.path())
+            .args(["apply", "--timeout", "60", "-n", &ns.name, "--kubeconfig"])
+            .arg(&ns.kubeconfig)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    apply("first apply");
+    let field = |path: &str| {
+        ns.ok(&[
+            "get",
+            "ogxserver",
+            "ogx-starter",
+            "-o",
+            &format!("jsonpath={{{path}}}"),
+        ])
+    };
+    let config = field(".spec.overrideConfig.configMapName");
+    let bundle = field(".spec.caBundle.configMapName");
+    assert!(config.starts_with("ogx-config-"), "{config}");
+    assert!(bundle.starts_with("custom-ca-bundle-"), "{bundle}");
+    let watched = ns.ok(&["get", "configmaps", "-l", "ogx.io/watch=true", "-o", "name"]);
+    let mut watched: Vec<&str> = watched.lines().collect();
+    watched.sort();
+    assert_eq!(
+        watched,
+        [format!("configmap/{bundle}"), format!("configmap/{config}")]
+    );
+    let pem = ns.ok(&[
+        "get",
+        "configmap",
+        &bundle,
+        "-o",
+        "jsonpath={.data.ca-bundle\\.crt}",
+    ]);
+    assert_eq!(
+        pem.matches("-----BEGIN CERTIFICATE-----").count(),
+        2,
+        "{pem}"
+    );
+
+    // Edit the config, apply again: the server names the new generation.
+    let file = dir.path().join("config/config.yaml");
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("llama3.2:1b", "llama3.2:3b");
+    std::fs::write(&file, text).unwrap();
+    apply("second apply");
+    let next = field(".spec.overrideConfig.configMapName");
+    assert!(next.starts_with("ogx-config-") && next != config, "{next}");
+    assert!(ns.get("configmap", &next).is_some());
+    assert_eq!(field(".spec.caBundle.configMapName"), bundle);
+}
