@@ -15,7 +15,7 @@ fuzz_target!(|text: &str| {
     let project = berth_core::project::parse("berth.yaml", "/fuzz".into(), PROJECT).expect("the fixed project is valid");
     let env: HashMap<String, String> = HashMap::new();
     let resolution = resolve(&project, &Overrides::default(), &|k| env.get(k).cloned()).expect("no overrides, no errors");
-    let inputs = [Input { name: "fuzz.yaml".into(), text: text.to_string() }];
+    let inputs = [Input::text("fuzz.yaml", text)];
     if let Ok(rendered) = render(&project, &resolution, &[], &inputs, &Options::default()) {
         let again = berth_yaml::load_all(&rendered.yaml, berth_yaml::Limits::default())
             .unwrap_or_else(|e| panic!("render wrote YAML it cannot read: {e}\n{}", rendered.yaml));

@@ -545,10 +545,10 @@ pub fn plan(
         text.push_str(&serde_json::to_string(workload).unwrap_or_default());
         text.push('\n');
     }
-    let inputs = [Input {
-        name: format!("{}.spec.workloads", project.file),
+    let inputs = [Input::text(
+        format!("{}.spec.workloads", project.file),
         text,
-    }];
+    )];
     let rendered = render::render_objects(
         &project,
         &resolution,

@@ -2,7 +2,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use saphyr_parser::{Event, Marker, Parser, ScalarStyle, Span, StrInput, Tag};
+use saphyr_parser::{
+    BufferedInput, Event, Input, Marker, Parser, ScalarStyle, Span, StrInput, Tag,
+};
 
 use crate::{Node, Pos, Scalar, Style, Value};
 
@@ -105,9 +107,11 @@ enum Frame {
     },
 }
 
-/// An iterator over the documents of a YAML stream.
-pub struct Documents<'a> {
-    parser: Parser<'a, StrInput<'a>>,
+/// An iterator over the documents of a YAML stream: a string, or characters as
+/// they arrive ([`Documents::from_chars`]), so a pipe's first document is
+/// checked before the next one has been written.
+pub struct Documents<'a, T: Input = StrInput<'a>> {
+    parser: Parser<'a, T>,
     limits: Limits,
     done: bool,
 }
@@ -126,7 +130,21 @@ impl<'a> Documents<'a> {
             done: false,
         }
     }
+}
 
+impl<'a, I: Iterator<Item = char> + 'a> Documents<'a, BufferedInput<I>> {
+    /// Starts reading characters from `chars`, pulling only as many as the next
+    /// document needs: errors are found as the input arrives, not at its end.
+    pub fn from_chars(chars: I, limits: Limits) -> Self {
+        Documents {
+            parser: Parser::new_from_iter(chars),
+            limits,
+            done: false,
+        }
+    }
+}
+
+impl<'a, T: Input> Documents<'a, T> {
     fn next_event(&mut self) -> Result<Option<(Event<'a>, Span)>, Error> {
         match self.parser.next_event() {
             None => Ok(None),
@@ -169,7 +187,7 @@ impl<'a> Documents<'a> {
     }
 }
 
-impl Iterator for Documents<'_> {
+impl<T: Input> Iterator for Documents<'_, T> {
     type Item = Result<Node, Error>;
 
     fn next(&mut self) -> Option<Self::Item> {

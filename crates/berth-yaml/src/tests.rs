@@ -1,7 +1,8 @@
 use proptest::prelude::*;
 
 use crate::{
-    load_all, write_document, write_stream, Error, Limits, Node, Pos, Scalar, Style, Value,
+    load_all, write_document, write_stream, Documents, Error, Limits, Node, Pos, Scalar, Style,
+    Value,
 };
 
 /// Compares values and types, ignoring positions and how strings were quoted.
@@ -279,4 +280,35 @@ proptest! {
     fn loader_never_panics(src in "\\PC{0,200}|[-:\\[\\]{}&*!|>'\"#?@ \na-c0-9]{0,200}") {
         let _ = load_all(&src, Limits::default());
     }
+}
+
+#[test]
+fn documents_from_chars_pull_only_what_the_next_document_needs() {
+    use std::cell::Cell;
+    let pulled = Cell::new(0usize);
+    let first = "a: 1\n---\n";
+    let endless = first
+        .chars()
+        .chain(std::iter::repeat("b: 2\n---\n").flat_map(str::chars))
+        .inspect(|_| pulled.set(pulled.get() + 1));
+    let mut docs = Documents::from_chars(endless, Limits::default());
+    let doc = docs.next().unwrap().unwrap();
+    assert_eq!(doc.get("a").and_then(Node::as_str), Some("1"));
+    // A little lookahead past the first document, not the endless rest.
+    assert!(pulled.get() < first.len() + 64, "pulled {}", pulled.get());
+    assert!(docs.next().unwrap().is_ok());
+}
+
+#[test]
+fn documents_from_chars_stop_at_an_error_without_reading_on() {
+    let endless = "a: 1\na: 2\n"
+        .chars()
+        .chain(std::iter::repeat("b: 2\n").flat_map(str::chars));
+    let mut docs = Documents::from_chars(endless, Limits::default());
+    let error = docs.next().unwrap().unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "2:1: duplicate key `a` (first at line 1); remove one of them"
+    );
+    assert!(docs.next().is_none());
 }

@@ -7,6 +7,9 @@ use anyhow::{anyhow, bail, Result};
 use berth_core::render::Input;
 use berth_core::{ManifestSource, Project};
 
+use crate::char_stream::ReadChars;
+use crate::fs_source::MAX_FILE;
+
 /// Inputs named on the command line (relative to the current directory), or
 /// else the project's `manifests:` (relative to berth.yaml).
 pub fn gather(project: &Project, args: &[String]) -> Result<Vec<Input>> {
@@ -48,9 +51,11 @@ pub fn gather(project: &Project, args: &[String]) -> Result<Vec<Input>> {
             }
             ManifestSource::Stdin => {
                 stdin_used = true;
-                let bytes = crate::fs_source::read_limited(std::io::stdin().lock())
-                    .map_err(|e| anyhow!("cannot read standard input: {e}"))?;
-                inputs.push(input("<stdin>".into(), bytes)?);
+                // Read as it arrives: each document is checked once it is complete.
+                inputs.push(Input::stream(
+                    "<stdin>",
+                    Box::new(ReadChars::new(std::io::stdin().lock(), MAX_FILE)),
+                ));
             }
             ManifestSource::Path(path) => {
                 if args.is_empty() {
@@ -100,7 +105,7 @@ fn input(name: String, bytes: Vec<u8>) -> Result<Input> {
             e.utf8_error().valid_up_to()
         )
     })?;
-    Ok(Input { name, text })
+    Ok(Input::text(name, text))
 }
 
 fn shown(path: &Path) -> String {
@@ -114,6 +119,16 @@ fn shown(path: &Path) -> String {
 fn read_path(path: &Path, origin: &str, given: bool, inputs: &mut Vec<Input>) -> Result<()> {
     let metadata =
         std::fs::metadata(path).map_err(|e| anyhow!("{} (from {origin}): {e}", shown(path)))?;
+    if given && is_pipe(&metadata) {
+        // `berth render <(helm template …)`: a pipe, read as it arrives.
+        let file =
+            std::fs::File::open(path).map_err(|e| anyhow!("cannot read {}: {e}", shown(path)))?;
+        inputs.push(Input::stream(
+            shown(path),
+            Box::new(ReadChars::new(file, MAX_FILE)),
+        ));
+        return Ok(());
+    }
     if !metadata.is_dir() {
         let read = if given {
             crate::fs_source::read_given
@@ -203,6 +218,11 @@ fn kubectl_error(stderr: &str) -> String {
             .replace("\\\\", "\\"),
         _ => stderr.to_string(),
     }
+}
+
+fn is_pipe(metadata: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::FileTypeExt as _;
+    metadata.file_type().is_fifo()
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ macro_rules! say {
     }};
 }
 
+mod char_stream;
 mod cli;
 mod commands;
 mod fs_source;

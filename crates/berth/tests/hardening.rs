@@ -283,6 +283,89 @@ fn endless_and_blocking_inputs_fail_fast() {
     );
 }
 
+/// `berth render -` fed by `feed` on a thread; the exit status and stderr once
+/// berth has exited, within 10 s, and how many bytes `feed` got written.
+fn render_stream(
+    feed: impl FnOnce(&mut std::process::ChildStdin) -> u64 + Send + 'static,
+) -> (Option<i32>, String, u64) {
+    let dir = project("name: demo\n");
+    let mut child = plain(dir.path())
+        .args(["render", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (done, finished) = std::sync::mpsc::channel();
+    let writer = std::thread::spawn(move || {
+        let written = feed(&mut stdin);
+        // Hold the pipe open (no end of input) until berth has exited.
+        let _ = finished.recv_timeout(std::time::Duration::from_secs(10));
+        written
+    });
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("berth still reads a stream whose error it has seen");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let _ = done.send(());
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    (status.code(), err, writer.join().unwrap())
+}
+
+#[test]
+fn errors_in_an_endless_stream_are_reported_as_it_arrives() {
+    use std::io::Write as _;
+    // A duplicate key on line 4, then input without end: reported at once, not at a limit.
+    let (code, err, written) = render_stream(|stdin| {
+        let mut written = 0;
+        let head = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\nmetadata: {name: b}\n";
+        if stdin.write_all(head).is_ok() {
+            written += head.len() as u64;
+            let line = "x: y\n".repeat(1000);
+            while stdin.write_all(line.as_bytes()).is_ok() {
+                written += line.len() as u64;
+            }
+        }
+        written
+    });
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        err,
+        "error: <stdin>:4:1: duplicate key `metadata` (first at line 3); remove one of them\n"
+    );
+    assert!(
+        written < 4 << 20,
+        "berth read {written} bytes past the error"
+    );
+    // A stream that stays open after a bad document: the error comes before its end
+    // (once the parser has the next token, which it needs to know the error is one).
+    let (code, err, _) = render_stream(|stdin| {
+        let docs = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkind: [}\n---\napiVersion: v1\n";
+        stdin.write_all(docs).map_or(0, |()| docs.len() as u64)
+    });
+    assert_eq!(code, Some(1));
+    assert!(err.starts_with("error: <stdin>:5:8: invalid YAML"), "{err}");
+    // Bytes that are not UTF-8 are named with their offset, as in a file.
+    let (code, err, _) = render_stream(|stdin| {
+        let bytes = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: \xff}\n";
+        stdin.write_all(bytes).map_or(0, |()| bytes.len() as u64)
+    });
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        err,
+        "error: <stdin>: not UTF-8 text (invalid byte at offset 48); manifests must be UTF-8 YAML\n"
+    );
+}
+
 #[test]
 fn render_out_never_deletes_a_file_it_did_not_write() {
     let dir = project("name: demo\nmanifests: [app.yaml]\n");

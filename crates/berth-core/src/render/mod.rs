@@ -6,13 +6,14 @@
 
 mod images;
 mod inject;
+mod input;
 pub mod pods;
 mod refs;
 mod workloads;
 
 use std::ops::Range;
 
-use berth_yaml::{Documents, Limits, Node, Pos};
+use berth_yaml::{Limits, Node, Pos};
 
 use crate::configs::Generated;
 use crate::project::{Project, PullPolicy};
@@ -20,17 +21,9 @@ use crate::resolve::Resolution;
 use crate::suggest::hint;
 pub use images::ImageRewriter;
 pub use inject::CaInjector;
+pub use input::{CharStream, Input};
 pub use refs::{ConfigRewriter, CONFIG_HASH_ANNOTATION};
 pub use workloads::{workloads, PodSelector, Workload};
-
-/// One input stream: its name (for messages) and its text.
-#[derive(Debug, Clone)]
-pub struct Input {
-    /// A file path, `<stdin>`, or `kustomize DIR`.
-    pub name: String,
-    /// The YAML text.
-    pub text: String,
-}
 
 /// Render settings beyond the project and the resolution.
 #[derive(Debug, Clone, Default)]
@@ -120,6 +113,14 @@ pub enum RenderError {
         /// `file:line:column` of the first.
         first: String,
     },
+    /// A stream stopped before its end: a read error, a size limit, bytes that are not UTF-8.
+    #[error("{file}: {message}")]
+    Read {
+        /// The input.
+        file: String,
+        /// What stopped it.
+        message: String,
+    },
     /// An input is not valid YAML (or breaks a limit).
     #[error("{file}:{source}")]
     Yaml {
@@ -173,7 +174,7 @@ pub fn render(
     inputs: &[Input],
     options: &Options,
 ) -> Result<Rendered, RenderError> {
-    let total: usize = inputs.iter().map(|i| i.text.len()).sum();
+    let total: usize = inputs.iter().map(|i| i.text.len()).sum(); // 0 for streams
     let mut out = Rendered {
         yaml: String::with_capacity(total + total / 8),
         objects: Vec::new(),
@@ -305,22 +306,9 @@ fn transform(
     // The first definition's input (by index) and position.
     let mut seen: std::collections::HashMap<Id, (usize, Pos)> = std::collections::HashMap::new();
     for (input_index, input) in inputs.iter().enumerate() {
-        for doc in Documents::new(&input.text, options.limits) {
-            let doc = doc.map_err(|source| {
-                if input.text.contains("{{") {
-                    RenderError::Template {
-                        file: input.name.clone(),
-                        source,
-                    }
-                } else {
-                    RenderError::Yaml {
-                        file: input.name.clone(),
-                        source,
-                    }
-                }
-            })?;
+        input::for_each_document(input, options.limits, &mut |doc| {
             if doc.is_null() {
-                continue; // empty documents are skipped
+                return Ok(()); // empty documents are skipped
             }
             for mut object in expand_list(&input.name, doc)? {
                 if let Some(pos) = non_text_key(&object) {
@@ -387,7 +375,8 @@ fn transform(
                 seen.insert(id, (input_index, object.pos));
                 each(object, api_version, kind);
             }
-        }
+            Ok(())
+        })?;
     }
     let unmatched = rewriter
         .unmatched()

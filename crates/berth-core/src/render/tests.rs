@@ -34,10 +34,7 @@ fn run(src: &str, env: &[(&str, &str)], options: &Options) -> Result<Rendered, R
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let resolution = resolve(&project, &Overrides::default(), &|k| env.get(k).cloned()).unwrap();
-    let inputs = [Input {
-        name: "in.yaml".into(),
-        text: src.into(),
-    }];
+    let inputs = [Input::text("in.yaml", src)];
     render(&project, &resolution, &[], &inputs, options)
 }
 
@@ -363,10 +360,10 @@ fn objects_are_what_the_text_says() {
     };
     let generated =
         vec![crate::configs::from_entries(&shape, [("A".to_string(), b"1".to_vec())]).unwrap()];
-    let inputs = [Input {
-        name: "in.yaml".into(),
-        text: "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: a}\nspec:\n  containers: [{name: c, image: nginx, envFrom: [{configMapRef: {name: app-config}}]}]\n---\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Service, metadata: {name: s}}\n".into(),
-    }];
+    let inputs = [Input::text(
+        "in.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: a}\nspec:\n  containers: [{name: c, image: nginx, envFrom: [{configMapRef: {name: app-config}}]}]\n---\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Service, metadata: {name: s}}\n",
+    )];
     let options = Options::default();
     let text = render(&project, &resolution, &generated, &inputs, &options).unwrap();
     let objects = render_objects(&project, &resolution, &generated, &inputs, &options).unwrap();

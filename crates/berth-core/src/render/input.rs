@@ -1,0 +1,112 @@
+//! Render inputs: a text, or characters read as they arrive (a pipe), and the
+//! documents of either, one at a time.
+
+use std::cell::RefCell;
+
+use berth_yaml::{Documents, Limits, Node};
+
+use super::RenderError;
+
+/// Characters of an input read as it arrives. The edge that reads (stdin, a
+/// pipe) implements it, so the core stays free of I/O.
+pub trait CharStream: Iterator<Item = char> {
+    /// Why the characters stopped before the input's end (a read error, a size
+    /// limit, bytes that are not UTF-8), if they did.
+    fn failure(&mut self) -> Option<String>;
+    /// Whether `{{` has appeared so far: the mark of an unrendered template.
+    fn templated(&self) -> bool;
+}
+
+/// One input: its name (for messages) and its text, or a stream of it.
+pub struct Input {
+    /// A file path, `<stdin>`, or `kustomize DIR`.
+    pub name: String,
+    /// The YAML text (empty for a stream).
+    pub text: String,
+    /// Set for an input read as it arrives: each document is rendered, and its
+    /// errors reported, before the next one has been written.
+    pub stream: Option<RefCell<Box<dyn CharStream>>>,
+}
+
+impl Input {
+    /// An input whose whole text is at hand.
+    pub fn text(name: impl Into<String>, text: impl Into<String>) -> Input {
+        Input {
+            name: name.into(),
+            text: text.into(),
+            stream: None,
+        }
+    }
+
+    /// An input read as it arrives.
+    pub fn stream(name: impl Into<String>, chars: Box<dyn CharStream>) -> Input {
+        Input {
+            name: name.into(),
+            text: String::new(),
+            stream: Some(RefCell::new(chars)),
+        }
+    }
+}
+
+impl std::fmt::Debug for Input {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Input")
+            .field("name", &self.name)
+            .field("text_len", &self.text.len())
+            .field("stream", &self.stream.is_some())
+            .finish()
+    }
+}
+
+/// Why [`for_each_document`] stopped.
+enum Stop {
+    Yaml(berth_yaml::Error),
+    Render(RenderError),
+}
+
+fn each_document(
+    docs: impl Iterator<Item = Result<Node, berth_yaml::Error>>,
+    each: &mut dyn FnMut(Node) -> Result<(), RenderError>,
+) -> Result<(), Stop> {
+    for doc in docs {
+        each(doc.map_err(Stop::Yaml)?).map_err(Stop::Render)?;
+    }
+    Ok(())
+}
+
+/// Calls `each` with every document of `input` in order, a stream's as each
+/// one arrives; the first error ends it.
+pub(crate) fn for_each_document(
+    input: &Input,
+    limits: Limits,
+    each: &mut dyn FnMut(Node) -> Result<(), RenderError>,
+) -> Result<(), RenderError> {
+    let mut stream = input.stream.as_ref().map(RefCell::borrow_mut);
+    let outcome = match stream.as_deref_mut() {
+        Some(chars) => each_document(Documents::from_chars(chars.as_mut(), limits), each),
+        None => each_document(Documents::new(&input.text, limits), each),
+    };
+    if let Err(Stop::Render(error)) = outcome {
+        return Err(error);
+    }
+    // A stream cut short (a limit, a read error) explains a YAML error at its cut.
+    if let Some(message) = stream.as_deref_mut().and_then(|s| s.failure()) {
+        return Err(RenderError::Read {
+            file: input.name.clone(),
+            message,
+        });
+    }
+    let Err(Stop::Yaml(source)) = outcome else {
+        return Ok(());
+    };
+    let templated = match stream.as_deref() {
+        Some(chars) => chars.templated(),
+        None => input.text.contains("{{"),
+    };
+    let file = input.name.clone();
+    Err(if templated {
+        RenderError::Template { file, source }
+    } else {
+        RenderError::Yaml { file, source }
+    })
+}
