@@ -312,3 +312,10 @@ fn documents_from_chars_stop_at_an_error_without_reading_on() {
     );
     assert!(docs.next().is_none());
 }
+
+#[test]
+fn columns_count_characters_on_directive_lines_too() {
+    // saphyr's string input counts bytes there; berth reads every text as characters.
+    let error = load_all("%éb\0\n", Limits::default()).unwrap_err();
+    assert_eq!(error.pos(), Pos { line: 1, column: 4 });
+}

@@ -7,8 +7,8 @@ use anyhow::{anyhow, bail, Result};
 use berth_core::render::Input;
 use berth_core::{ManifestSource, Project};
 
-use crate::char_stream::ReadChars;
 use crate::fs_source::MAX_FILE;
+use crate::text_stream::ReadText;
 
 /// Inputs named on the command line (relative to the current directory), or
 /// else the project's `manifests:` (relative to berth.yaml).
@@ -54,7 +54,7 @@ pub fn gather(project: &Project, args: &[String]) -> Result<Vec<Input>> {
                 // Read as it arrives: each document is checked once it is complete.
                 inputs.push(Input::stream(
                     "<stdin>",
-                    Box::new(ReadChars::new(std::io::stdin().lock(), MAX_FILE)),
+                    Box::new(ReadText::new(std::io::stdin().lock(), MAX_FILE)),
                 ));
             }
             ManifestSource::Path(path) => {
@@ -125,7 +125,7 @@ fn read_path(path: &Path, origin: &str, given: bool, inputs: &mut Vec<Input>) ->
             std::fs::File::open(path).map_err(|e| anyhow!("cannot read {}: {e}", shown(path)))?;
         inputs.push(Input::stream(
             shown(path),
-            Box::new(ReadChars::new(file, MAX_FILE)),
+            Box::new(ReadText::new(file, MAX_FILE)),
         ));
         return Ok(());
     }

@@ -9,7 +9,6 @@ macro_rules! say {
     }};
 }
 
-mod char_stream;
 mod cli;
 mod commands;
 mod fs_source;
@@ -19,6 +18,7 @@ mod output;
 mod project_file;
 mod runtime;
 mod settings;
+mod text_stream;
 
 use std::process::ExitCode;
 

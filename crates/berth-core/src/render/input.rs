@@ -1,20 +1,55 @@
 //! Render inputs: a text, or characters read as they arrive (a pipe), and the
 //! documents of either, one at a time.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use berth_yaml::{Documents, Limits, Node};
 
 use super::RenderError;
 
-/// Characters of an input read as it arrives. The edge that reads (stdin, a
-/// pipe) implements it, so the core stays free of I/O.
-pub trait CharStream: Iterator<Item = char> {
-    /// Why the characters stopped before the input's end (a read error, a size
-    /// limit, bytes that are not UTF-8), if they did.
+/// The text of an input read as it arrives, piece by piece. The edge that reads
+/// (stdin, a pipe) implements it, so the core stays free of I/O.
+pub trait TextStream {
+    /// The next piece of text; `None` at the end, or once the stream failed.
+    fn next_text(&mut self) -> Option<String>;
+    /// Why the text stopped before the input's end (a read error, a size
+    /// limit, bytes that are not UTF-8), if it did.
     fn failure(&mut self) -> Option<String>;
-    /// Whether `{{` has appeared so far: the mark of an unrendered template.
-    fn templated(&self) -> bool;
+}
+
+/// The characters of a [`TextStream`], for the parser; notes `{{` on the way.
+struct StreamChars<'s> {
+    stream: &'s mut dyn TextStream,
+    text: String,
+    pos: usize,
+    previous_brace: bool,
+    templated: &'s Cell<bool>,
+}
+
+impl Iterator for StreamChars<'_> {
+    type Item = char;
+
+    fn next(&mut self) -> Option<char> {
+        loop {
+            // ASCII, nearly all of a manifest, without decoding.
+            let c = match self.text.as_bytes().get(self.pos) {
+                Some(&b) if b.is_ascii() => Some(char::from(b)),
+                Some(_) => self.text[self.pos..].chars().next(),
+                None => None,
+            };
+            if let Some(c) = c {
+                self.pos += c.len_utf8();
+                return Some(c);
+            }
+            self.text = self.stream.next_text()?;
+            self.pos = 0;
+            let joined = self.previous_brace && self.text.starts_with('{');
+            if joined || self.text.contains("{{") {
+                self.templated.set(true);
+            }
+            self.previous_brace = self.text.ends_with('{');
+        }
+    }
 }
 
 /// One input: its name (for messages) and its text, or a stream of it.
@@ -25,7 +60,7 @@ pub struct Input {
     pub text: String,
     /// Set for an input read as it arrives: each document is rendered, and its
     /// errors reported, before the next one has been written.
-    pub stream: Option<RefCell<Box<dyn CharStream>>>,
+    pub stream: Option<RefCell<Box<dyn TextStream>>>,
 }
 
 impl Input {
@@ -39,11 +74,11 @@ impl Input {
     }
 
     /// An input read as it arrives.
-    pub fn stream(name: impl Into<String>, chars: Box<dyn CharStream>) -> Input {
+    pub fn stream(name: impl Into<String>, text: Box<dyn TextStream>) -> Input {
         Input {
             name: name.into(),
             text: String::new(),
-            stream: Some(RefCell::new(chars)),
+            stream: Some(RefCell::new(text)),
         }
     }
 }
@@ -82,8 +117,18 @@ pub(crate) fn for_each_document(
     each: &mut dyn FnMut(Node) -> Result<(), RenderError>,
 ) -> Result<(), RenderError> {
     let mut stream = input.stream.as_ref().map(RefCell::borrow_mut);
+    let templated = Cell::new(false);
     let outcome = match stream.as_deref_mut() {
-        Some(chars) => each_document(Documents::from_chars(chars.as_mut(), limits), each),
+        Some(text) => {
+            let chars = StreamChars {
+                stream: text.as_mut(),
+                text: String::new(),
+                pos: 0,
+                previous_brace: false,
+                templated: &templated,
+            };
+            each_document(Documents::from_chars(chars, limits), each)
+        }
         None => each_document(Documents::new(&input.text, limits), each),
     };
     if let Err(Stop::Render(error)) = outcome {
@@ -99,10 +144,7 @@ pub(crate) fn for_each_document(
     let Err(Stop::Yaml(source)) = outcome else {
         return Ok(());
     };
-    let templated = match stream.as_deref() {
-        Some(chars) => chars.templated(),
-        None => input.text.contains("{{"),
-    };
+    let templated = templated.get() || input.text.contains("{{");
     let file = input.name.clone();
     Err(if templated {
         RenderError::Template { file, source }

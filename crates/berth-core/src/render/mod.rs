@@ -21,7 +21,7 @@ use crate::resolve::Resolution;
 use crate::suggest::hint;
 pub use images::ImageRewriter;
 pub use inject::CaInjector;
-pub use input::{CharStream, Input};
+pub use input::{Input, TextStream};
 pub use refs::{ConfigRewriter, CONFIG_HASH_ANNOTATION};
 pub use workloads::{workloads, PodSelector, Workload};
 

@@ -1,55 +1,47 @@
-//! Standard input and pipes as characters that arrive: render checks each
+//! Standard input and pipes as text that arrives: render checks each
 //! document as soon as it is complete, so `yes 'a: b' | berth render -` fails at
 //! the duplicate key on line 2, not at a size limit or at the end of input.
 
 use std::io::Read;
 
-use berth_core::render::CharStream;
+use berth_core::render::TextStream;
 
 /// Bytes read per call; a pipe hands over what it has, up to this.
 const CHUNK: usize = 64 << 10;
 
-/// UTF-8 characters of `reader`, at most `limit` bytes of them.
-pub struct ReadChars<R> {
+/// UTF-8 text of `reader`, a read at a time, at most `limit` bytes of it.
+pub struct ReadText<R> {
     reader: R,
     limit: u64,
     read: u64,
-    /// Decoded text of the last chunk, and how much of it was handed out.
-    text: String,
-    pos: usize,
     /// The start of a character split across two reads.
     tail: Vec<u8>,
     failure: Option<String>,
     done: bool,
-    previous_brace: bool,
-    templated: bool,
 }
 
-impl<R: Read> ReadChars<R> {
-    /// Characters of `reader`; more than `limit` bytes end it with a failure.
+impl<R: Read> ReadText<R> {
+    /// Text of `reader`; more than `limit` bytes end it with a failure.
     pub fn new(reader: R, limit: u64) -> Self {
-        ReadChars {
+        ReadText {
             reader,
             limit,
             read: 0,
-            text: String::new(),
-            pos: 0,
             tail: Vec::new(),
             failure: None,
             done: false,
-            previous_brace: false,
-            templated: false,
         }
     }
 
-    fn stop(&mut self, why: String) -> bool {
+    fn stop(&mut self, why: String) -> Option<String> {
         self.failure = Some(why);
         self.done = true;
-        false
+        None
     }
 
-    /// Decodes the next chunk into `text`; false at the end (or a failure).
-    fn refill(&mut self) -> bool {
+    /// Decodes the next read; `None` at the end (or a failure). A read that
+    /// holds only the start of a character gives an empty text.
+    fn refill(&mut self) -> Option<String> {
         let mut bytes = std::mem::take(&mut self.tail);
         let kept = bytes.len();
         bytes.resize(kept + CHUNK, 0);
@@ -67,7 +59,7 @@ impl<R: Read> ReadChars<R> {
                 let at = self.read - bytes.len() as u64;
                 return self.stop(not_utf8(at));
             }
-            return false;
+            return None;
         }
         self.read += n as u64;
         if self.read > self.limit {
@@ -87,9 +79,7 @@ impl<R: Read> ReadChars<R> {
         };
         self.tail = bytes.split_off(valid);
         // Proven valid UTF-8 just above.
-        self.text = String::from_utf8(bytes).unwrap_or_default();
-        self.pos = 0;
-        true
+        Some(String::from_utf8(bytes).unwrap_or_default())
     }
 }
 
@@ -97,31 +87,16 @@ fn not_utf8(offset: u64) -> String {
     format!("not UTF-8 text (invalid byte at offset {offset}); manifests must be UTF-8 YAML")
 }
 
-impl<R: Read> Iterator for ReadChars<R> {
-    type Item = char;
-
-    fn next(&mut self) -> Option<char> {
-        loop {
-            if let Some(c) = self.text[self.pos..].chars().next() {
-                self.pos += c.len_utf8();
-                self.templated |= self.previous_brace && c == '{';
-                self.previous_brace = c == '{';
-                return Some(c);
-            }
-            if self.done || !self.refill() {
-                return None;
-            }
+impl<R: Read> TextStream for ReadText<R> {
+    fn next_text(&mut self) -> Option<String> {
+        if self.done {
+            return None;
         }
+        self.refill()
     }
-}
 
-impl<R: Read> CharStream for ReadChars<R> {
     fn failure(&mut self) -> Option<String> {
         self.failure.clone()
-    }
-
-    fn templated(&self) -> bool {
-        self.templated
     }
 }
 
@@ -141,8 +116,13 @@ mod tests {
         }
     }
 
+    /// All the text a stream gives.
+    fn all<R: Read>(stream: &mut ReadText<R>) -> String {
+        std::iter::from_fn(|| stream.next_text()).collect()
+    }
+
     proptest::proptest! {
-        /// However the bytes are cut into reads, the characters are exactly
+        /// However the bytes are cut into reads, the text is exactly
         /// `from_utf8`'s, and invalid input fails at `from_utf8`'s offset.
         #[test]
         fn any_bytes_in_any_reads_decode_as_from_utf8(
@@ -154,16 +134,16 @@ mod tests {
             if let Some((at, byte)) = bad {
                 bytes.insert(at.min(bytes.len()), byte);
             }
-            let mut chars = ReadChars::new(Trickle(bytes.clone(), 0, step), 1 << 20);
-            let got: String = chars.by_ref().collect();
+            let mut stream = ReadText::new(Trickle(bytes.clone(), 0, step), 1 << 20);
+            let got = all(&mut stream);
             match std::str::from_utf8(&bytes) {
                 Ok(want) => {
                     proptest::prop_assert_eq!(got, want);
-                    proptest::prop_assert_eq!(chars.failure(), None);
+                    proptest::prop_assert_eq!(stream.failure(), None);
                 }
                 Err(e) => {
                     proptest::prop_assert!(bytes[..e.valid_up_to()].starts_with(got.as_bytes()));
-                    proptest::prop_assert_eq!(chars.failure(), Some(not_utf8(e.valid_up_to() as u64)));
+                    proptest::prop_assert_eq!(stream.failure(), Some(not_utf8(e.valid_up_to() as u64)));
                 }
             }
         }
@@ -172,24 +152,22 @@ mod tests {
     #[test]
     fn characters_split_across_reads_are_joined() {
         let text = "naïve: ✓ {{ x }}\n";
-        let mut chars = ReadChars::new(Trickle(text.as_bytes().to_vec(), 0, 3), 1 << 20);
-        assert_eq!(chars.by_ref().collect::<String>(), text);
-        assert_eq!(chars.failure(), None);
-        assert!(chars.templated());
+        let mut stream = ReadText::new(Trickle(text.as_bytes().to_vec(), 0, 3), 1 << 20);
+        assert_eq!(all(&mut stream), text);
+        assert_eq!(stream.failure(), None);
     }
 
     #[test]
     fn bad_bytes_and_the_limit_are_failures() {
-        let mut chars = ReadChars::new(&b"a: b\n\xff\n"[..], 1 << 20);
-        assert_eq!(chars.by_ref().collect::<String>(), "");
-        assert_eq!(chars.failure(), Some(not_utf8(5)));
+        let mut stream = ReadText::new(&b"a: b\n\xff\n"[..], 1 << 20);
+        assert_eq!(all(&mut stream), "");
+        assert_eq!(stream.failure(), Some(not_utf8(5)));
         // A cut character at the very end is invalid too.
-        let mut cut = ReadChars::new(&"é".as_bytes()[..1], 1 << 20);
-        assert_eq!(cut.by_ref().count(), 0);
+        let mut cut = ReadText::new(&"é".as_bytes()[..1], 1 << 20);
+        assert_eq!(all(&mut cut), "");
         assert_eq!(cut.failure(), Some(not_utf8(0)));
-        let mut long = ReadChars::new(std::io::repeat(b'a'), 1 << 20);
-        assert_eq!(long.by_ref().count(), 1 << 20);
+        let mut long = ReadText::new(std::io::repeat(b'a'), 1 << 20);
+        assert_eq!(all(&mut long).len(), 1 << 20);
         assert!(long.failure().unwrap().contains("larger than 1 MiB"));
-        assert!(!long.templated());
     }
 }
