@@ -67,10 +67,13 @@ pub fn gather(project: &Project, args: &[String]) -> Result<Vec<Input>> {
             }
             ManifestSource::Kustomize(dir) => {
                 if !dir.is_dir() {
+                    let relative = match args.is_empty() {
+                        true => format!(" (relative to the directory of {})", project.file),
+                        false => String::new(),
+                    };
                     bail!(
-                        "{origin}: `kustomize: {}` is not a directory; name the directory that holds kustomization.yaml{}",
-                        shown(&dir),
-                        if args.is_empty() { format!(" (relative to the directory of {})", project.file) } else { String::new() }
+                        "{origin}: `kustomize: {}` is not a directory; name the directory that holds kustomization.yaml{relative}",
+                        shown(&dir)
                     );
                 }
                 if !is_kustomization(&dir) {
@@ -100,10 +103,8 @@ fn absolute(dir: &Path, source: &ManifestSource) -> ManifestSource {
 
 fn input(name: String, bytes: Vec<u8>) -> Result<Input> {
     let text = String::from_utf8(bytes).map_err(|e| {
-        anyhow!(
-            "{name}: not UTF-8 text (invalid byte at offset {}); manifests must be UTF-8 YAML",
-            e.utf8_error().valid_up_to()
-        )
+        let offset = e.utf8_error().valid_up_to() as u64;
+        anyhow!("{name}: {}", crate::text_stream::not_utf8(offset))
     })?;
     Ok(Input::text(name, text))
 }

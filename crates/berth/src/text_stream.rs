@@ -83,7 +83,8 @@ impl<R: Read> ReadText<R> {
     }
 }
 
-fn not_utf8(offset: u64) -> String {
+/// What berth says of bytes that are not UTF-8, from a file or a stream.
+pub fn not_utf8(offset: u64) -> String {
     format!("not UTF-8 text (invalid byte at offset {offset}); manifests must be UTF-8 YAML")
 }
 
