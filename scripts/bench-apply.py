@@ -18,6 +18,7 @@ machine's kubectl 1.32 is outside the supported version skew.
 """
 
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -72,8 +73,8 @@ def main():
         line = run([str(REPO / "scripts/testenv"), "up", own_plane]).stdout.strip().splitlines()[-1]
         kubeconfig = line.removeprefix("export KUBECONFIG=")
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"), "KUBECONFIG": kubeconfig}
+    work = Path(tempfile.mkdtemp(prefix="berth-bench-apply."))
     try:
-        work = Path(tempfile.mkdtemp(prefix="berth-bench-apply."))
         project(work, n)
         rendered = work / "rendered.yaml"
         rendered.write_text(run([str(berth), "render"], cwd=work, env=env).stdout)
@@ -109,6 +110,8 @@ def main():
     finally:
         if own_plane:
             run([str(REPO / "scripts/testenv"), "down", own_plane])
+            shutil.rmtree(own_plane, ignore_errors=True)  # etcd's data
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

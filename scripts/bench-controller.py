@@ -23,6 +23,7 @@ import base64
 import json
 import os
 import ssl
+import shutil
 import statistics
 import subprocess
 import sys
@@ -45,6 +46,7 @@ class Api:
         self.server = config["clusters"][0]["cluster"]["server"]
         user = config["users"][0]["user"]
         tmp = Path(tempfile.mkdtemp(prefix="bench-api."))
+        self.certs = tmp
         for name, key in [("ca", None), ("crt", "client-certificate-data"), ("key", "client-key-data")]:
             data = config["clusters"][0]["cluster"]["certificate-authority-data"] if key is None else user[key]
             (tmp / name).write_bytes(base64.b64decode(data))
@@ -278,6 +280,8 @@ def main():
         for p in processes:
             p.kill()
         subprocess.run([str(REPO / "scripts/testenv"), "down", plane], capture_output=True)
+        shutil.rmtree(plane, ignore_errors=True)  # etcd's data: hundreds of MB per run
+        shutil.rmtree(api.certs, ignore_errors=True)
 
 
 if __name__ == "__main__":
