@@ -292,11 +292,41 @@ impl Drop for Podman {
             let _ = service.wait();
         }
         let _ = self.cmd().args(["rm", "-af", "-t", "0"]).output();
+        kill_conmons_under(self.dir.path());
         // vfs layers can hold files podman made read-only; make them removable.
         let _ = Command::new("chmod")
             .arg("-R")
             .arg("u+w")
             .arg(self.dir.path())
             .output();
+    }
+}
+
+/// Exec sessions opened through the Docker API leave a `conmon --exit-delay 300`
+/// behind after their container is removed; stop the ones that name this store, so a
+/// test run leaves no process of its own.
+fn kill_conmons_under(dir: &Path) {
+    let needle = dir.as_os_str().as_encoded_bytes();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let conmon = cmdline
+            .split(|b| *b == 0)
+            .next()
+            .is_some_and(|argv0| argv0.ends_with(b"conmon"));
+        if conmon && cmdline.windows(needle.len()).any(|w| w == needle) {
+            let _ = Command::new("kill").arg(pid.to_string()).output();
+        }
     }
 }
