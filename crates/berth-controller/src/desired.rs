@@ -193,6 +193,10 @@ fn project(berth: &Berth, namespace: &str) -> Result<Project, Problem> {
             pull_policy,
             repositories,
             follows_registry: true,
+            repository_env: None,
+            follows_tag: true,
+            same_as: None,
+            deployed: true,
         });
     }
     let ca_bundles = berth
@@ -233,6 +237,8 @@ fn project(berth: &Berth, namespace: &str) -> Result<Project, Problem> {
         manifests: Vec::new(),
         components,
         registry_env: None,
+        tag_env: None,
+        profiles: Vec::new(),
         image_paths: Vec::new(),
         config_paths: Vec::new(),
         configs: Vec::new(),

@@ -3,15 +3,18 @@
 //! Precedence, highest first:
 //! 1. `--image NAME=REF` (full reference);
 //! 2. the component's full-reference variable (`env:`, default `<NAME>_IMAGE`);
-//! 3. partial overrides of the default: registry (`--registry`, else the
-//!    `registry.env` variable) and tag (`--tag NAME=TAG`, else `tagEnv`);
-//! 4. `image:` in berth.yaml;
+//! 3. partial overrides of the default: the repository (`repositoryEnv`), else
+//!    the registry (`--registry`, else the `registry.env` variable); the tag
+//!    (`--tag NAME=TAG`, else `tagEnv`, else the shared `tag.env` unless `tag: false`);
+//! 4. `image:` in berth.yaml, or with `sameAs: OTHER` OTHER's resolved image;
 //! 5. with `--locked`, the digest `berth.lock` records for the resulting
 //!    repository and tag (a reference that already has a digest keeps it).
 //!
-//! A full override and a tag override that disagree are an error naming both;
-//! a full reference is never re-prefixed by a registry override. Empty
-//! variables count as unset, because Makefiles export empty variables freely.
+//! A full override and a tag (or repository) override that disagree are an
+//! error naming both; a full reference is never re-prefixed by a registry
+//! override. Empty variables count as unset, because Makefiles export empty
+//! variables freely. Variables given on the command line of the program `berth
+//! env` runs (`make test EPP_TAG=x`) win over the environment, as make's do.
 
 use std::fmt;
 
@@ -32,8 +35,48 @@ pub struct Overrides {
     pub registry: Option<String>,
     /// The pins of a lock, applied last (`--locked`).
     pub lock: Option<crate::lock::Lock>,
+    /// `NAME=VALUE` variables from a command line (make's `make test EPP_TAG=x`),
+    /// read before the environment: they win over it, as they do in make.
+    pub command_line: Vec<(String, String)>,
+    /// How messages name the command line: `command line of `make``.
+    pub command_line_name: String,
     /// How messages name these sources.
     pub names: SourceNames,
+}
+
+/// Where a variable's value was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VarSource {
+    /// The process environment.
+    Environment,
+    /// A command line's `NAME=VALUE` word; the text names the command line.
+    CommandLine(String),
+}
+
+/// A variable and where its value was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Var {
+    /// The variable's name.
+    pub name: String,
+    /// Where its value came from.
+    pub source: VarSource,
+}
+
+impl Var {
+    /// A variable read from the environment.
+    pub fn env(name: &str) -> Self {
+        Var {
+            name: name.to_string(),
+            source: VarSource::Environment,
+        }
+    }
+
+    fn source_text(&self) -> String {
+        match &self.source {
+            VarSource::Environment => "environment".into(),
+            VarSource::CommandLine(name) => name.clone(),
+        }
+    }
 }
 
 /// How the caller's override sources are named in messages, so the core never
@@ -101,15 +144,17 @@ pub enum Origin {
     /// A full-reference override the caller gave.
     Image(Given),
     /// The component's full-reference variable.
-    ImageEnv(String),
+    ImageEnv(Var),
+    /// The component's repository variable (`repositoryEnv`).
+    RepositoryEnv(Var),
     /// The registry override the caller gave.
     Registry(Given),
     /// The `registry.env` variable.
-    RegistryEnv(String),
+    RegistryEnv(Var),
     /// A tag override the caller gave.
     Tag(Given),
-    /// The component's tag variable.
-    TagEnv(String),
+    /// The component's tag variable, or the shared `tag.env`.
+    TagEnv(Var),
     /// The lock.
     Lock(Given),
 }
@@ -120,9 +165,10 @@ impl fmt::Display for Origin {
             Origin::Project { file, component } => write!(f, "{file} (images.{component}.image)"),
             Origin::Image(given) | Origin::Tag(given) => write!(f, "{}", given.with("…")),
             Origin::Registry(given) | Origin::Lock(given) => write!(f, "{}", given.with("")),
-            Origin::ImageEnv(var) | Origin::RegistryEnv(var) | Origin::TagEnv(var) => {
-                write!(f, "{var} (environment)")
-            }
+            Origin::ImageEnv(var)
+            | Origin::RepositoryEnv(var)
+            | Origin::RegistryEnv(var)
+            | Origin::TagEnv(var) => write!(f, "{} ({})", var.name, var.source_text()),
         }
     }
 }
@@ -137,9 +183,10 @@ impl Origin {
             Origin::Image(given) | Origin::Tag(given) | Origin::Registry(given) => {
                 format!("`{}`", given.with(value))
             }
-            Origin::ImageEnv(var) | Origin::RegistryEnv(var) | Origin::TagEnv(var) => {
-                format!("`{var}={value}` (environment)")
-            }
+            Origin::ImageEnv(var)
+            | Origin::RepositoryEnv(var)
+            | Origin::RegistryEnv(var)
+            | Origin::TagEnv(var) => format!("`{}={value}` ({})", var.name, var.source_text()),
             Origin::Lock(given) => format!("`{value}` ({})", given.with("")),
         }
     }
@@ -215,6 +262,17 @@ pub enum ResolveError {
     /// A full override and a tag override for one component disagree.
     #[error("{0}")]
     Conflict(Box<TagConflict>),
+    /// A full override and a repository override for one component disagree.
+    #[error("{0}")]
+    RepositoryConflict(Box<RepositoryConflict>),
+    /// A repository override carries a tag or digest.
+    #[error("{}: a repository variable gives the repository only (the tag comes from the default or the tag variable); drop the tag and digest", origin.assignment(value))]
+    NotARepository {
+        /// Where the value came from.
+        origin: Origin,
+        /// The value as given.
+        value: String,
+    },
     /// An image or tag override names a component the project does not have.
     #[error("{source_name}: no component `{name}` in {file}{}", hint(suggestion.as_deref()))]
     UnknownComponent {
@@ -250,6 +308,28 @@ pub enum ResolveError {
     },
 }
 
+/// A full override and a repository override of one component that disagree.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "component `{component}`: {} and {} disagree (the full reference's repository is `{full_repository}`); unset one of them or make them agree",
+    full_origin.assignment(full),
+    repository_origin.assignment(repository)
+)]
+pub struct RepositoryConflict {
+    /// The component.
+    pub component: String,
+    /// The full reference's source.
+    pub full_origin: Origin,
+    /// The full reference as given.
+    pub full: String,
+    /// Its repository.
+    pub full_repository: String,
+    /// The repository override's source.
+    pub repository_origin: Origin,
+    /// The repository as given.
+    pub repository: String,
+}
+
 /// A full override and a tag override of one component that disagree.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error(
@@ -281,7 +361,28 @@ pub fn resolve<'p>(
     overrides: &Overrides,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Resolution<'p>, ResolveError> {
-    let env = |name: &str| env(name).filter(|v| !v.is_empty());
+    // The command line's words first (make's precedence), then the environment.
+    let read = |name: &str| -> Option<(Var, String)> {
+        let from_line = overrides
+            .command_line
+            .iter()
+            .rev() // make: the last assignment of a variable wins
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .filter(|v| !v.is_empty());
+        match from_line {
+            Some(value) => Some((
+                Var {
+                    name: name.to_string(),
+                    source: VarSource::CommandLine(overrides.command_line_name.clone()),
+                },
+                value,
+            )),
+            None => env(name)
+                .filter(|v| !v.is_empty())
+                .map(|v| (Var::env(name), v)),
+        }
+    };
     let image_flags = per_component(project, &overrides.names.image, &overrides.images)?;
     let tag_flags = per_component(project, &overrides.names.tag, &overrides.tags)?;
     let registry = match (&overrides.registry, &project.registry_env) {
@@ -289,7 +390,7 @@ pub fn resolve<'p>(
             Origin::Registry(Given::new(&overrides.names.registry, "")),
             prefix.clone(),
         )),
-        (None, Some(var)) => env(var).map(|v| (Origin::RegistryEnv(var.clone()), v)),
+        (None, Some(var)) => read(var).map(|(v, value)| (Origin::RegistryEnv(v), value)),
         (None, None) => None,
     };
     let registry = registry
@@ -302,46 +403,131 @@ pub fn resolve<'p>(
             }),
         })
         .transpose()?;
+    let shared_tag = project
+        .tag_env
+        .as_ref()
+        .and_then(|var| read(var))
+        .map(|(v, value)| (Origin::TagEnv(v), value));
 
-    let images = project
-        .components
-        .iter()
-        .map(|component| {
+    // Unlocked resolutions, filled in dependency order: a `sameAs` component's
+    // default is its source's resolved image.
+    let mut unlocked: Vec<Option<ResolvedImage<'p>>> = vec![None; project.components.len()];
+    for index in 0..project.components.len() {
+        resolve_index(index, project, &mut unlocked, &|component, default| {
             let name = &component.name;
             let full = match find(&image_flags, name) {
                 Some(value) => Some((
                     Origin::Image(Given::new(&overrides.names.image, name)),
                     value.to_string(),
                 )),
-                None => env(&component.env).map(|v| (Origin::ImageEnv(component.env.clone()), v)),
+                None => read(&component.env).map(|(v, value)| (Origin::ImageEnv(v), value)),
             };
             let tag = match find(&tag_flags, name) {
                 Some(value) => Some((
                     Origin::Tag(Given::new(&overrides.names.tag, name)),
                     value.to_string(),
                 )),
-                None => {
-                    env(&component.tag_env).map(|v| (Origin::TagEnv(component.tag_env.clone()), v))
-                }
+                None => read(&component.tag_env)
+                    .map(|(v, value)| (Origin::TagEnv(v), value))
+                    .or_else(|| shared_tag.clone().filter(|_| component.follows_tag)),
             };
-            let resolved = resolve_one(project, component, full, tag, registry.as_ref())?;
-            match &overrides.lock {
-                Some(lock) => apply_lock(resolved, lock, &overrides.names),
-                None => Ok(resolved),
-            }
+            let repository = component
+                .repository_env
+                .as_ref()
+                .and_then(|var| read(var))
+                .map(|(v, value)| (Origin::RepositoryEnv(v), value));
+            resolve_one(
+                component,
+                default,
+                Partial {
+                    full,
+                    tag,
+                    repository,
+                    registry: registry.as_ref(),
+                },
+            )
+        })?;
+    }
+    let images = unlocked
+        .into_iter()
+        .flatten()
+        .map(|resolved| match &overrides.lock {
+            Some(lock) => apply_lock(resolved, lock, &overrides.names),
+            None => Ok(resolved),
         })
         .collect::<Result<_, _>>()?;
     Ok(Resolution { images })
 }
 
-fn resolve_one<'p>(
-    project: &Project,
-    component: &'p Component,
+/// The default a component's overrides apply to, and where its parts came from.
+type Base = (Reference, Origins);
+
+/// Resolves component `index` into `done`, its `sameAs` source first (the loader
+/// refused cycles and unknown names).
+fn resolve_index<'p>(
+    index: usize,
+    project: &'p Project,
+    done: &mut Vec<Option<ResolvedImage<'p>>>,
+    one: &dyn Fn(&'p Component, Base) -> Result<ResolvedImage<'p>, ResolveError>,
+) -> Result<(), ResolveError> {
+    if done[index].is_some() {
+        return Ok(());
+    }
+    let component = &project.components[index];
+    let default = match &component.same_as {
+        Some(other) => {
+            let source = project
+                .components
+                .iter()
+                .position(|c| &c.name == other)
+                .filter(|&i| i != index);
+            match source {
+                Some(source) => {
+                    resolve_index(source, project, done, one)?;
+                    match &done[source] {
+                        Some(r) => (r.reference.clone(), r.origins.clone()),
+                        None => own_default(project, component),
+                    }
+                }
+                None => own_default(project, component),
+            }
+        }
+        None => own_default(project, component),
+    };
+    done[index] = Some(one(component, default)?);
+    Ok(())
+}
+
+fn own_default(project: &Project, component: &Component) -> Base {
+    let origin = Origin::Project {
+        file: project.file.clone(),
+        component: component.name.clone(),
+    };
+    let reference = component.image.clone();
+    let origins = Origins {
+        registry: origin.clone(),
+        name: origin.clone(),
+        tag: reference.tag().map(|_| origin.clone()),
+        digest: reference.digest().map(|_| origin.clone()),
+    };
+    (reference, origins)
+}
+
+/// The overrides of one component that were set, with their sources.
+struct Partial<'a> {
     full: Option<(Origin, String)>,
     tag: Option<(Origin, String)>,
-    registry: Option<&(Origin, RegistryPrefix)>,
+    repository: Option<(Origin, String)>,
+    registry: Option<&'a (Origin, RegistryPrefix)>,
+}
+
+fn resolve_one<'p>(
+    component: &'p Component,
+    (default, default_origins): Base,
+    given: Partial<'_>,
 ) -> Result<ResolvedImage<'p>, ResolveError> {
-    let tag = tag
+    let tag = given
+        .tag
         .map(|(origin, value)| match Tag::parse(&value) {
             Ok(tag) => Ok((origin, value, tag)),
             Err(source) => Err(ResolveError::Invalid {
@@ -351,8 +537,20 @@ fn resolve_one<'p>(
             }),
         })
         .transpose()?;
+    let repository = given
+        .repository
+        .map(|(origin, value)| match Reference::parse(&value) {
+            Ok(r) if r.tag().is_none() && r.digest().is_none() => Ok((origin, value, r)),
+            Ok(_) => Err(ResolveError::NotARepository { origin, value }),
+            Err(source) => Err(ResolveError::Invalid {
+                origin,
+                value,
+                source,
+            }),
+        })
+        .transpose()?;
 
-    if let Some((full_origin, value)) = full {
+    if let Some((full_origin, value)) = given.full {
         let reference = Reference::parse(&value).map_err(|source| ResolveError::Invalid {
             origin: full_origin.clone(),
             value: value.clone(),
@@ -370,7 +568,21 @@ fn resolve_one<'p>(
                 })));
             }
         }
-        let ignored = registry.map(|(origin, prefix)| {
+        if let Some((repository_origin, repository_value, wanted)) = repository {
+            if reference.repository() != wanted.repository() {
+                return Err(ResolveError::RepositoryConflict(Box::new(
+                    RepositoryConflict {
+                        component: component.name.clone(),
+                        full_origin,
+                        full: value,
+                        full_repository: reference.repository().to_string(),
+                        repository_origin,
+                        repository: repository_value,
+                    },
+                )));
+            }
+        }
+        let ignored = given.registry.map(|(origin, prefix)| {
             format!("{origin} (`{prefix}`) not applied: {full_origin} gives a full reference")
         });
         return Ok(ResolvedImage {
@@ -386,36 +598,38 @@ fn resolve_one<'p>(
         });
     }
 
-    let default_origin = Origin::Project {
-        file: project.file.clone(),
-        component: component.name.clone(),
-    };
-    let mut reference = component.image.clone();
-    let mut origins = Origins {
-        registry: default_origin.clone(),
-        name: default_origin.clone(),
-        tag: reference.tag().map(|_| default_origin.clone()),
-        digest: reference.digest().map(|_| default_origin.clone()),
-    };
+    let mut reference = default;
+    let mut origins = default_origins;
     let mut ignored = None;
-    let registry = match registry {
-        Some((origin, prefix)) if !component.follows_registry => {
-            ignored = Some(format!(
-                "{origin} (`{prefix}`) not applied: the component has `registry: false`"
-            ));
-            None
-        }
-        other => other,
-    };
-    if let Some((origin, prefix)) = registry {
-        reference = reference
-            .with_prefix(prefix)
-            .map_err(|source| ResolveError::Invalid {
-                origin: origin.clone(),
-                value: prefix.to_string(),
-                source,
-            })?;
+    if let Some((origin, _, wanted)) = &repository {
+        reference = reference.with_repository(wanted.repository());
         origins.registry = origin.clone();
+        origins.name = origin.clone();
+        if let Some((registry_origin, prefix)) = given.registry {
+            ignored = Some(format!(
+                "{registry_origin} (`{prefix}`) not applied: {origin} gives the repository"
+            ));
+        }
+    } else {
+        let registry = match given.registry {
+            Some((origin, prefix)) if !component.follows_registry => {
+                ignored = Some(format!(
+                    "{origin} (`{prefix}`) not applied: the component has `registry: false`"
+                ));
+                None
+            }
+            other => other,
+        };
+        if let Some((origin, prefix)) = registry {
+            reference = reference
+                .with_prefix(prefix)
+                .map_err(|source| ResolveError::Invalid {
+                    origin: origin.clone(),
+                    value: prefix.to_string(),
+                    source,
+                })?;
+            origins.registry = origin.clone();
+        }
     }
     if let Some((origin, _, tag)) = tag {
         reference = reference.with_tag(tag);

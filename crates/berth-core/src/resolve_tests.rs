@@ -51,6 +51,7 @@ fn flags(images: &[(&str, &str)], tags: &[(&str, &str)], registry: Option<&str>)
         registry: registry.map(str::to_string),
         lock: None,
         names: cli_names(),
+        ..Overrides::default()
     }
 }
 
@@ -221,13 +222,16 @@ fn explain_records_origins_and_ignored_registry() {
     let lookup = |k: &str| env.get(k).map(|v| v.to_string());
     let r = resolve(&p, &Overrides::default(), &lookup).unwrap();
     let epp = &r.images[0].origins;
-    assert_eq!(epp.registry, Origin::RegistryEnv("IMAGE_REGISTRY".into()));
+    assert_eq!(
+        epp.registry,
+        Origin::RegistryEnv(Var::env("IMAGE_REGISTRY"))
+    );
     assert!(matches!(epp.name, Origin::Project { .. }));
-    assert_eq!(epp.tag, Some(Origin::TagEnv("EPP_TAG".into())));
+    assert_eq!(epp.tag, Some(Origin::TagEnv(Var::env("EPP_TAG"))));
     let sidecar = &r.images[1];
     assert_eq!(
         sidecar.origins.registry,
-        Origin::ImageEnv("SIDECAR_IMAGE".into())
+        Origin::ImageEnv(Var::env("SIDECAR_IMAGE"))
     );
     assert!(sidecar.ignored.as_deref().unwrap().contains("not applied"));
     assert_eq!(sidecar.reference.to_string(), "a.io/s:1");
@@ -298,5 +302,145 @@ fn locked_adds_the_pinned_digest_or_fails_clearly() {
     assert_eq!(
         run(&p, &[("EPP_IMAGE", own.as_str())], locked).unwrap()[0],
         own
+    );
+}
+
+const FAMILY: &str = r#"
+name: kfp
+images:
+  api:
+    image: ghcr.io/kubeflow/kfp-api-server:2.5.0
+  ui:
+    image: ghcr.io/kubeflow/kfp-frontend:2.5.0
+    tagEnv: UI_TAG
+  driver:
+    image: ghcr.io/kubeflow/kfp-driver:2.5.0
+    tag: false
+  operator:
+    image: quay.io/ogx-ai/ogx-k8s-operator:latest
+    env: IMG
+    repositoryEnv: IMAGE_TAG_BASE
+  vllm:
+    image: ghcr.io/llm-d/llm-d-inference-sim:v0.3.0
+    env: VLLM_IMAGE
+  render:
+    sameAs: vllm
+    env: VLLM_RENDER_IMAGE
+registry:
+  env: IMAGE_REGISTRY
+tag:
+  env: RELEASE_TAG
+"#;
+
+fn family() -> Project {
+    project::parse("berth.yaml", PathBuf::from("/p"), FAMILY).unwrap()
+}
+
+#[test]
+fn the_shared_tag_moves_a_family_below_each_own_tag_variable() {
+    let p = family();
+    let got = run(
+        &p,
+        &[("RELEASE_TAG", "2.6.0"), ("UI_TAG", "ui-fix")],
+        flags(&[], &[], None),
+    )
+    .unwrap();
+    assert_eq!(got[0], "ghcr.io/kubeflow/kfp-api-server:2.6.0");
+    assert_eq!(
+        got[1], "ghcr.io/kubeflow/kfp-frontend:ui-fix",
+        "tagEnv wins"
+    );
+    assert_eq!(
+        got[2], "ghcr.io/kubeflow/kfp-driver:2.5.0",
+        "tag: false opts out"
+    );
+    assert_eq!(got[3], "quay.io/ogx-ai/ogx-k8s-operator:2.6.0");
+    // `--tag` still wins over both.
+    let got = run(
+        &p,
+        &[("RELEASE_TAG", "2.6.0")],
+        flags(&[], &[("api", "x")], None),
+    )
+    .unwrap();
+    assert_eq!(got[0], "ghcr.io/kubeflow/kfp-api-server:x");
+}
+
+#[test]
+fn a_repository_variable_moves_the_repository_keeps_the_tag_and_beats_the_registry() {
+    let p = family();
+    let env = [
+        ("IMAGE_TAG_BASE", "quay.io/me/op"),
+        ("IMAGE_REGISTRY", "reg.io/fork"),
+    ];
+    let got = run(&p, &env, flags(&[], &[], None)).unwrap();
+    assert_eq!(got[3], "quay.io/me/op:latest");
+    assert_eq!(got[0], "reg.io/fork/kfp-api-server:2.5.0");
+    // A full reference that agrees is fine; one that disagrees names both.
+    let agree = [
+        ("IMAGE_TAG_BASE", "quay.io/me/op"),
+        ("IMG", "quay.io/me/op:v1"),
+    ];
+    assert_eq!(
+        run(&p, &agree, flags(&[], &[], None)).unwrap()[3],
+        "quay.io/me/op:v1"
+    );
+    let disagree = [
+        ("IMAGE_TAG_BASE", "quay.io/me/op"),
+        ("IMG", "quay.io/you/op:v1"),
+    ];
+    assert_eq!(
+        run(&p, &disagree, flags(&[], &[], None)).unwrap_err().to_string(),
+        "component `operator`: `IMG=quay.io/you/op:v1` (environment) and `IMAGE_TAG_BASE=quay.io/me/op` (environment) disagree (the full reference's repository is `quay.io/you/op`); unset one of them or make them agree"
+    );
+    let tagged = [("IMAGE_TAG_BASE", "quay.io/me/op:v2")];
+    assert_eq!(
+        run(&p, &tagged, flags(&[], &[], None)).unwrap_err().to_string(),
+        "`IMAGE_TAG_BASE=quay.io/me/op:v2` (environment): a repository variable gives the repository only (the tag comes from the default or the tag variable); drop the tag and digest"
+    );
+}
+
+#[test]
+fn same_as_takes_the_other_components_resolved_image_and_its_own_variables_win() {
+    let p = family();
+    let got = run(&p, &[], flags(&[], &[], None)).unwrap();
+    assert_eq!(got[5], "ghcr.io/llm-d/llm-d-inference-sim:v0.3.0");
+    let got = run(
+        &p,
+        &[("VLLM_IMAGE", "quay.io/me/sim:fix")],
+        flags(&[], &[], None),
+    )
+    .unwrap();
+    assert_eq!(got[5], "quay.io/me/sim:fix", "follows the other's override");
+    let env = [
+        ("VLLM_IMAGE", "quay.io/me/sim:fix"),
+        ("VLLM_RENDER_IMAGE", "docker.io/vllm/r:1"),
+    ];
+    let got = run(&p, &env, flags(&[], &[], None)).unwrap();
+    assert_eq!(
+        (got[4].as_str(), got[5].as_str()),
+        ("quay.io/me/sim:fix", "docker.io/vllm/r:1")
+    );
+    let got = run(&p, &[("RENDER_TAG", "t")], flags(&[], &[], None)).unwrap();
+    assert_eq!(got[5], "ghcr.io/llm-d/llm-d-inference-sim:t");
+}
+
+#[test]
+fn command_line_variables_win_over_the_environment_and_are_named() {
+    let p = project();
+    let mut overrides = flags(&[], &[], None);
+    overrides.command_line = vec![("EPP_TAG".into(), "x".into())];
+    overrides.command_line_name = "command line of `make`".into();
+    let got = run(&p, &[("EPP_TAG", "env")], overrides.clone()).unwrap();
+    assert_eq!(got[0], "ghcr.io/llm-d/llm-d-inference-scheduler:x");
+    let err = run(
+        &p,
+        &[("EPP_IMAGE", "ghcr.io/llm-d/llm-d-inference-scheduler:a")],
+        overrides,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("`EPP_TAG=x` (command line of `make`)"),
+        "{err}"
     );
 }

@@ -170,6 +170,15 @@ impl Reference {
         }
     }
 
+    /// `repository` with this reference's tag and digest (operator-sdk's
+    /// `IMAGE_TAG_BASE`: the repository moves, the tag stays).
+    pub fn with_repository(&self, repository: &Repository) -> Reference {
+        Reference {
+            repository: repository.clone(),
+            ..self.clone()
+        }
+    }
+
     /// The same reference without its digest (the tag is kept).
     pub fn without_digest(&self) -> Reference {
         Reference {

@@ -60,9 +60,16 @@ fn run(cli: &Cli) -> Result<u8> {
         Command::Images(args) => with_resolution(cli, &args.resolve, |_, resolution| {
             commands::images::run(&args.into(), resolution).map(|()| 0)
         }),
-        Command::Env(args) => with_resolution(cli, &args.resolve, |_, resolution| {
-            commands::env::run(settings::env_command(args), resolution)
-        }),
+        Command::Env(args) => {
+            let project = project_file::load(cli.project.as_deref())?;
+            let command = settings::env_command(args);
+            let lock = load_lock(&args.resolve, &project)?;
+            let mut overrides = overrides(&args.resolve, lock);
+            (overrides.command_line, overrides.command_line_name) =
+                settings::command_line_variables(&project, command);
+            let resolution = resolve::resolve(&project, &overrides, &env_var)?;
+            commands::env::run(command, &resolution)
+        }
         Command::Render(args) if args.pin => with_pins(cli, args, |project, resolution| {
             commands::render::run(&args.into(), project, resolution).map(|()| 0)
         }),
@@ -139,13 +146,16 @@ fn with_resolution(
     command: impl FnOnce(&Project, &Resolution<'_>) -> Result<u8>,
 ) -> Result<u8> {
     let project = project_file::load(cli.project.as_deref())?;
-    let lock = if args.locked {
-        Some(project_file::load_lock(&project)?)
-    } else {
-        None
-    };
+    let lock = load_lock(args, &project)?;
     let resolution = resolve::resolve(&project, &overrides(args, lock), &env_var)?;
     command(&project, &resolution)
+}
+
+/// berth.lock, when `--locked` asks for it.
+fn load_lock(args: &ResolveArgs, project: &Project) -> Result<Option<berth_core::lock::Lock>> {
+    args.locked
+        .then(|| project_file::load_lock(project))
+        .transpose()
 }
 
 fn overrides(args: &ResolveArgs, lock: Option<berth_core::lock::Lock>) -> Overrides {

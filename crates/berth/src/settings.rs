@@ -34,8 +34,42 @@ pub fn overrides(args: &cli::ResolveArgs, lock: Option<berth_core::lock::Lock>) 
         tags: args.tags.clone(),
         registry: args.registry.clone(),
         lock,
+        command_line: Vec::new(),
+        command_line_name: String::new(),
         names: source_names(),
     }
+}
+
+/// The `NAME=VALUE` words of the command `berth env` runs that set one of the
+/// project's variables (make's `make test EPP_TAG=x`, `env EPP_TAG=x cmd`), and how
+/// messages name them: `command line of `make``. make gives its command-line
+/// variables precedence over the environment, so the resolution must see them.
+pub fn command_line_variables(
+    project: &Project,
+    command: &[OsString],
+) -> (Vec<(String, String)>, String) {
+    let variables = project.variables();
+    let words = command
+        .iter()
+        .skip(1)
+        .filter_map(|word| {
+            let (name, value) = word.to_str()?.split_once('=')?;
+            variables
+                .contains(&name)
+                .then(|| (name.to_string(), value.to_string()))
+        })
+        .collect();
+    let program = command
+        .first()
+        .map(|p| {
+            std::path::Path::new(p)
+                .file_name()
+                .unwrap_or(p)
+                .to_string_lossy()
+                .into_owned()
+        })
+        .unwrap_or_default();
+    (words, format!("command line of `{program}`"))
 }
 
 /// What to render and how (`render`, `validate`, `apply`, `diff`, and the

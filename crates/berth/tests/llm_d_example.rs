@@ -174,6 +174,78 @@ fn every_consumer_sees_the_same_fork_images() {
     }
 }
 
+/// llm-d #408 with make 4.3, which gives command-line variables to recipes but
+/// not to `$(shell)`: `make X EPP_TAG=x`, `EPP_TAG=x make X`, `berth env -- make X
+/// EPP_TAG=x` and a recipe running `berth env` all give `:x`.
+#[test]
+fn make_command_line_variables_reach_every_consumer() {
+    if !require_program("make", "the example Makefile") {
+        return;
+    }
+    let dir = example();
+    let dir = dir.path();
+    let want = "EPP_IMAGE=ghcr.io/llm-d/llm-d-router-endpoint-picker:my-fix";
+    let epp = |out: &Output, who: &str| -> String {
+        let text = stdout(out, who);
+        text.lines()
+            .find(|l| l.starts_with("EPP_IMAGE="))
+            .unwrap_or_else(|| panic!("{who}: no EPP_IMAGE line in {text}"))
+            .to_string()
+    };
+    let on_line = run(dir, "make", &["-s", "print-images", "EPP_TAG=my-fix"], &[]);
+    assert_eq!(epp(&on_line, "make print-images EPP_TAG=my-fix"), want);
+    let in_env = run(
+        dir,
+        "make",
+        &["-s", "print-images"],
+        &[("EPP_TAG", "my-fix")],
+    );
+    assert_eq!(epp(&in_env, "EPP_TAG=my-fix make print-images"), want);
+    let under_env = run(
+        dir,
+        berth_path().to_str().unwrap(),
+        &["env", "--", "make", "-s", "print-images", "EPP_TAG=my-fix"],
+        &[],
+    );
+    assert_eq!(epp(&under_env, "berth env -- make … EPP_TAG=my-fix"), want);
+    let recipe = run(dir, "make", &["-s", "print-epp", "EPP_TAG=my-fix"], &[]);
+    assert_eq!(epp(&recipe, "a recipe running berth env"), want);
+    let plain = run(
+        dir,
+        berth_path().to_str().unwrap(),
+        &[
+            "env",
+            "--",
+            "env",
+            "EPP_TAG=my-fix",
+            "sh",
+            "-c",
+            "echo EPP_IMAGE=$EPP_IMAGE",
+        ],
+        &[],
+    );
+    assert_eq!(epp(&plain, "berth env -- env EPP_TAG=my-fix sh -c …"), want);
+
+    // The command line wins over the environment, as in make; a disagreement with a
+    // full reference in the environment stops make, naming both.
+    let wins = run(
+        dir,
+        "make",
+        &["-s", "print-images", "EPP_TAG=my-fix"],
+        &[("EPP_TAG", "other")],
+    );
+    assert_eq!(epp(&wins, "EPP_TAG=other make … EPP_TAG=my-fix"), want);
+    let conflict = run(
+        dir,
+        berth_path().to_str().unwrap(),
+        &["env", "--", "make", "-s", "print-images", "EPP_TAG=b"],
+        &[("EPP_IMAGE", "ghcr.io/llm-d/llm-d-router-endpoint-picker:a")],
+    );
+    assert_eq!(conflict.status.code(), Some(1));
+    insta::assert_snapshot!(String::from_utf8_lossy(&conflict.stderr), @"error: component `epp`: `EPP_IMAGE=ghcr.io/llm-d/llm-d-router-endpoint-picker:a` (environment) and `EPP_TAG=b` (command line of `make`) disagree (the full reference has tag `a`); unset one of them or make them agree");
+    assert!(conflict.stdout.is_empty());
+}
+
 #[test]
 fn an_explicit_always_in_an_overlay_is_kept_and_the_base_stays_if_not_present() {
     if !require_program("kubectl", "the llm-d example's kustomize overlays") {

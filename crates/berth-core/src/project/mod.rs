@@ -11,6 +11,7 @@ use berth_yaml::{Limits, Node, Pos};
 
 use crate::suggest::{closest, hint};
 
+mod components;
 mod generated;
 mod sync;
 pub use generated::{CaBundleSpec, ConfigSpec, Inject, Spanned};
@@ -30,10 +31,12 @@ const TOP_KEYS: &[&str] = &[
     "configs",
     "caBundles",
     "sync",
+    "tag",
+    "profiles",
 ];
-const COMPONENT_KEYS: &[&str] = &["image", "env", "tagEnv", "pullPolicy", "match", "registry"];
 const REGISTRY_KEYS: &[&str] = &["env"];
 const IMAGE_PATH_KEYS: &[&str] = &["kind", "apiVersion", "path"];
+const CONFIG_PATH_KEYS: &[&str] = &["kind", "apiVersion", "path", "key"];
 
 /// A loaded, validated `berth.yaml`.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,6 +55,11 @@ pub struct Project {
     pub components: Vec<Component>,
     /// `registry.env`: the variable holding a registry prefix for every component.
     pub registry_env: Option<String>,
+    /// `tag.env`: one tag variable for every component without `tag: false`
+    /// (below each component's own `tagEnv`).
+    pub tag_env: Option<String>,
+    /// `profiles:`: alternative manifest sets, chosen with `--profile NAME`.
+    pub profiles: Vec<Profile>,
     /// `imagePaths:`: image fields of custom resources.
     pub image_paths: Vec<ImagePath>,
     /// `configPaths:`: fields of custom resources that name a config or CA bundle.
@@ -84,6 +92,30 @@ pub struct Component {
     /// `registry:` (default true); `false` keeps the component out of the registry
     /// override (a third-party image a fork does not mirror).
     pub follows_registry: bool,
+    /// `repositoryEnv:`: a variable that replaces the repository and keeps the tag
+    /// (operator-sdk's `IMAGE_TAG_BASE`); it wins over the registry override.
+    pub repository_env: Option<String>,
+    /// `tag:` (default true); `false` keeps the component out of the shared tag
+    /// variable (`tag.env`).
+    pub follows_tag: bool,
+    /// `sameAs:`: the component whose resolved image is this one's default. `image`
+    /// then holds that component's `image:` (for messages); the resolver uses its
+    /// resolved reference instead.
+    pub same_as: Option<String>,
+    /// `deployed:` (default true); `false`: built and pushed, never in manifests, so
+    /// nothing looks for it there.
+    pub deployed: bool,
+}
+
+/// One entry of `profiles:`: a named set of manifests used instead of `manifests:`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Profile {
+    /// The key under `profiles:`.
+    pub name: String,
+    /// Its manifests, in order.
+    pub manifests: Vec<Manifest>,
+    /// Where the key is written.
+    pub pos: Pos,
 }
 
 /// `pullPolicy:` of a component.
@@ -146,7 +178,7 @@ pub enum ManifestSource {
     Kustomize(PathBuf),
 }
 
-/// One entry of `imagePaths:`.
+/// One entry of `imagePaths:` or `configPaths:`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImagePath {
     /// The object kind it applies to.
@@ -155,6 +187,20 @@ pub struct ImagePath {
     pub api_version: Option<String>,
     /// The field, as segments.
     pub path: Vec<PathSegment>,
+    /// `configPaths` only: the field beside the name that holds the key the
+    /// resource reads (`spec.overrideConfig.key`), checked against the config.
+    pub key: Option<Vec<PathSegment>>,
+    /// The entry as written (`spec.overrideConfig.name`), for messages.
+    pub text: String,
+    /// Where the entry is in berth.yaml.
+    pub pos: Pos,
+}
+
+impl ImagePath {
+    /// Whether the entry applies to an object of this apiVersion and kind.
+    pub fn applies(&self, api_version: &str, kind: &str) -> bool {
+        self.kind == kind && self.api_version.as_deref().is_none_or(|v| v == api_version)
+    }
 }
 
 /// A step of an [`ImagePath`]: a mapping key, or every item of a list (`[]`).
@@ -277,6 +323,18 @@ pub enum ProjectError {
         /// Why it is invalid.
         source: RefError,
     },
+    /// `sameAs:` names no component, itself, or a chain that comes back.
+    #[error("{file}:{pos}: `images.{component}.sameAs`: {problem}")]
+    SameAs {
+        /// The file.
+        file: String,
+        /// Where `sameAs:` is.
+        pos: Pos,
+        /// The component that has it.
+        component: String,
+        /// What is wrong and how to fix it.
+        problem: String,
+    },
     /// A value outside its allowed set or syntax.
     #[error("{file}:{pos}: invalid `{key}` value `{value}`: {reason}")]
     InvalidValue {
@@ -345,6 +403,19 @@ impl Project {
         shared
     }
 
+    /// Every variable the resolution reads: each component's `env`, `tagEnv` and
+    /// `repositoryEnv`, `registry.env` and `tag.env`.
+    pub fn variables(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = self.registry_env.iter().map(String::as_str).collect();
+        out.extend(self.tag_env.as_deref());
+        for c in &self.components {
+            out.extend([c.env.as_str(), c.tag_env.as_str()]);
+            out.extend(c.repository_env.as_deref());
+        }
+        out.retain(|v| !v.is_empty());
+        out
+    }
+
     /// The component called `name`.
     pub fn component(&self, name: &str) -> Option<&Component> {
         self.components.iter().find(|c| c.name == name)
@@ -406,6 +477,7 @@ impl Loader<'_> {
         let entries = self.fields(&root, "the project", TOP_KEYS)?;
         let mut ca_node = None;
         let mut sync_node = None;
+        let mut tag_node = None;
         let mut project = Project {
             file,
             dir,
@@ -414,6 +486,8 @@ impl Loader<'_> {
             manifests: Vec::new(),
             components: Vec::new(),
             registry_env: None,
+            tag_env: None,
+            profiles: Vec::new(),
             image_paths: Vec::new(),
             config_paths: Vec::new(),
             configs: Vec::new(),
@@ -440,6 +514,8 @@ impl Loader<'_> {
                 "manifests" => project.manifests = self.manifests(value)?,
                 "images" => project.components = self.components(value)?,
                 "registry" => project.registry_env = self.registry(value)?,
+                "tag" => tag_node = Some(value),
+                "profiles" => project.profiles = self.profiles(value)?,
                 "imagePaths" => project.image_paths = self.field_paths(value, "imagePaths")?,
                 "configPaths" => project.config_paths = self.field_paths(value, "configPaths")?,
                 "configs" => project.configs = self.configs(value)?,
@@ -464,7 +540,13 @@ impl Loader<'_> {
         if let Some(node) = sync_node {
             project.sync = self.sync_rules(node, &names)?;
         }
-        self.check_variables(&project)?;
+        let mut tag_pos = root.pos;
+        if let Some(node) = tag_node {
+            project.tag_env = self.shared_tag(node)?;
+            tag_pos = node.pos;
+        }
+        self.check_same_as(&mut project)?;
+        self.check_variables(&project, tag_pos)?;
         self.check_generated_names(&project)?;
         Ok(project)
     }
@@ -555,84 +637,6 @@ impl Loader<'_> {
         node.as_seq().ok_or_else(|| self.wrong(node, key, expected))
     }
 
-    fn components(&self, node: &Node) -> Result<Vec<Component>, ProjectError> {
-        if node.is_null() {
-            return Ok(Vec::new());
-        }
-        let entries = node
-            .as_map()
-            .ok_or_else(|| self.wrong(node, "images", "a mapping of component names"))?;
-        entries.iter().map(|(k, v)| self.component(k, v)).collect()
-    }
-
-    fn component(&self, key: &Node, node: &Node) -> Result<Component, ProjectError> {
-        let name = self.string(key, "images")?;
-        let valid_name = name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
-            && name.starts_with(|c: char| c.is_ascii_alphabetic());
-        if !valid_name {
-            return Err(self.invalid(key, "images", name, "a component name starts with a letter and has only letters, digits, `-`, `_` and `.`"));
-        }
-        let context = format!("images.{name}");
-        let entries = self.fields(node, &context, COMPONENT_KEYS)?;
-        let mut image = None;
-        let mut env = default_variable(name, "IMAGE");
-        let mut tag_env = default_variable(name, "TAG");
-        let mut pull_policy = None;
-        let mut follows_registry = true;
-        let mut matches = Vec::new();
-        for (k, v) in entries {
-            let key = format!("{context}.{}", k.as_str().unwrap_or_default());
-            match k.as_str().unwrap_or_default() {
-                "image" => image = Some((self.reference(v, &key)?, v.pos)),
-                "env" => env = self.variable(v, &key)?,
-                "tagEnv" => tag_env = self.variable(v, &key)?,
-                "pullPolicy" => {
-                    let text = self.string(v, &key)?;
-                    let policy = PullPolicy::parse(text).ok_or_else(|| {
-                        self.invalid(
-                            v,
-                            &key,
-                            text,
-                            "use one of auto, Always, IfNotPresent, Never",
-                        )
-                    })?;
-                    pull_policy = Some(policy);
-                }
-                "registry" => follows_registry = self.bool(v, &key)?,
-                "match" => {
-                    for item in self.list(v, &key, "a list of image repositories")? {
-                        matches.push(self.reference(item, &key)?.repository().clone());
-                    }
-                }
-                _ => {}
-            }
-        }
-        let (image, image_pos) = image.ok_or_else(|| ProjectError::Missing {
-            file: self.file.to_string(),
-            pos: node.pos,
-            key: "image",
-            context: format!("component `{name}`"),
-        })?;
-        let mut repositories = vec![image.repository().clone()];
-        for repository in matches {
-            if !repositories.contains(&repository) {
-                repositories.push(repository);
-            }
-        }
-        Ok(Component {
-            name: name.to_string(),
-            image,
-            image_pos,
-            env,
-            tag_env,
-            pull_policy,
-            repositories,
-            follows_registry,
-        })
-    }
-
     fn registry(&self, node: &Node) -> Result<Option<String>, ProjectError> {
         if node.is_null() {
             return Ok(None);
@@ -678,8 +682,12 @@ impl Loader<'_> {
         let mut out = Vec::new();
         for item in self.list(node, section, "a list of {kind, path} entries")? {
             let context = format!("a {section} entry");
-            let entries = self.fields(item, &context, IMAGE_PATH_KEYS)?;
-            let (mut kind, mut api_version, mut path) = (None, None, None);
+            let allowed = match section {
+                "configPaths" => CONFIG_PATH_KEYS,
+                _ => IMAGE_PATH_KEYS,
+            };
+            let entries = self.fields(item, &context, allowed)?;
+            let (mut kind, mut api_version, mut path, mut key_path) = (None, None, None, None);
             for (k, v) in entries {
                 match k.as_str().unwrap_or_default() {
                     "kind" => {
@@ -694,8 +702,15 @@ impl Loader<'_> {
                     "path" => {
                         let key = format!("{section}[].path");
                         let text = self.string(v, &key)?;
-                        path = Some(parse_field_path(text).ok_or_else(|| {
+                        path = Some((parse_field_path(text).ok_or_else(|| {
                             self.invalid(v, &key, text, "a dotted field path such as `spec.server.image`; `[]` walks a list (`spec.images[].ref`)")
+                        })?, text.to_string()));
+                    }
+                    "key" => {
+                        let key = format!("{section}[].key");
+                        let text = self.string(v, &key)?;
+                        key_path = Some(parse_field_path(text).ok_or_else(|| {
+                            self.invalid(v, &key, text, "a dotted field path such as `spec.overrideConfig.key`, beside the name `path:` gives")
                         })?);
                     }
                     _ => {}
@@ -707,22 +722,44 @@ impl Loader<'_> {
                 key,
                 context: context.clone(),
             };
+            let (path, text) = path.ok_or_else(|| missing("path"))?;
             out.push(ImagePath {
                 kind: kind.ok_or_else(|| missing("kind"))?,
                 api_version,
-                path: path.ok_or_else(|| missing("path"))?,
+                path,
+                key: key_path,
+                text,
+                pos: item.pos,
             });
         }
         Ok(out)
     }
 
-    fn check_variables(&self, project: &Project) -> Result<(), ProjectError> {
+    /// Two users of one variable are an error (`tag_pos`: where `tag:` is written).
+    fn check_variables(&self, project: &Project, tag_pos: Pos) -> Result<(), ProjectError> {
         let mut users: Vec<(&str, String)> = Vec::new();
         if let Some(var) = &project.registry_env {
             users.push((var, "`registry.env`".into()));
         }
+        if let Some(var) = &project.tag_env {
+            if let Some((_, first)) = users.iter().find(|(v, _)| *v == var.as_str()) {
+                return Err(ProjectError::DuplicateVariable {
+                    file: self.file.to_string(),
+                    pos: tag_pos,
+                    var: var.clone(),
+                    first: first.clone(),
+                    second: "`tag.env`".into(),
+                });
+            }
+            users.push((var, "`tag.env`".into()));
+        }
         for c in &project.components {
-            for (var, role) in [(&c.env, "env"), (&c.tag_env, "tagEnv")] {
+            let roles = [
+                Some((&c.env, "env")),
+                Some((&c.tag_env, "tagEnv")),
+                c.repository_env.as_ref().map(|v| (v, "repositoryEnv")),
+            ];
+            for (var, role) in roles.into_iter().flatten() {
                 let who = format!("`images.{}.{role}`", c.name);
                 if let Some((_, first)) = users.iter().find(|(v, _)| *v == var.as_str()) {
                     return Err(ProjectError::DuplicateVariable {

@@ -132,6 +132,11 @@ fn explain(images: &[ResolvedImage<'_>]) -> String {
             i.component.name, i.component.env, r
         ));
         out.push_str(&table(&rows));
+        if let Some(other) = &i.component.same_as {
+            out.push_str(&format!(
+                "  note: the default is component `{other}`'s resolved image (`sameAs: {other}`)\n"
+            ));
+        }
         if let Some(note) = &i.ignored {
             out.push_str(&format!("  note: {note}\n"));
         }

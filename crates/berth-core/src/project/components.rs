@@ -1,0 +1,242 @@
+//! `images:`, `tag:` and `profiles:` of berth.yaml: the components and how they
+//! are overridden.
+
+use berth_yaml::{Node, Pos};
+
+use super::{default_variable, Component, Loader, Profile, Project, ProjectError, PullPolicy};
+
+const COMPONENT_KEYS: &[&str] = &[
+    "image",
+    "env",
+    "tagEnv",
+    "pullPolicy",
+    "match",
+    "registry",
+    "repositoryEnv",
+    "tag",
+    "sameAs",
+    "deployed",
+];
+const TAG_KEYS: &[&str] = &["env"];
+
+impl Loader<'_> {
+    pub(super) fn components(&self, node: &Node) -> Result<Vec<Component>, ProjectError> {
+        if node.is_null() {
+            return Ok(Vec::new());
+        }
+        let entries = node
+            .as_map()
+            .ok_or_else(|| self.wrong(node, "images", "a mapping of component names"))?;
+        entries.iter().map(|(k, v)| self.component(k, v)).collect()
+    }
+
+    fn component(&self, key: &Node, node: &Node) -> Result<Component, ProjectError> {
+        let name = self.string(key, "images")?;
+        let valid_name = name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+            && name.starts_with(|c: char| c.is_ascii_alphabetic());
+        if !valid_name {
+            return Err(self.invalid(key, "images", name, "a component name starts with a letter and has only letters, digits, `-`, `_` and `.`"));
+        }
+        let context = format!("images.{name}");
+        let entries = self.fields(node, &context, COMPONENT_KEYS)?;
+        let mut image = None;
+        let mut same_as: Option<(String, Pos)> = None;
+        let mut component = Component {
+            name: name.to_string(),
+            image: berth_ref::Reference::parse("scratch").map_err(|source| {
+                ProjectError::InvalidImage {
+                    file: self.file.to_string(),
+                    pos: node.pos,
+                    key: context.clone(),
+                    source,
+                }
+            })?,
+            image_pos: node.pos,
+            env: default_variable(name, "IMAGE"),
+            tag_env: default_variable(name, "TAG"),
+            pull_policy: None,
+            repositories: Vec::new(),
+            follows_registry: true,
+            repository_env: None,
+            follows_tag: true,
+            same_as: None,
+            deployed: true,
+        };
+        let mut matches = Vec::new();
+        for (k, v) in entries {
+            let key = format!("{context}.{}", k.as_str().unwrap_or_default());
+            match k.as_str().unwrap_or_default() {
+                "image" => image = Some((self.reference(v, &key)?, v.pos)),
+                "env" => component.env = self.variable(v, &key)?,
+                "tagEnv" => component.tag_env = self.variable(v, &key)?,
+                "repositoryEnv" => component.repository_env = Some(self.variable(v, &key)?),
+                "pullPolicy" => {
+                    let text = self.string(v, &key)?;
+                    let policy = PullPolicy::parse(text).ok_or_else(|| {
+                        self.invalid(
+                            v,
+                            &key,
+                            text,
+                            "use one of auto, Always, IfNotPresent, Never",
+                        )
+                    })?;
+                    component.pull_policy = Some(policy);
+                }
+                "registry" => component.follows_registry = self.bool(v, &key)?,
+                "tag" => component.follows_tag = self.bool(v, &key)?,
+                "deployed" => component.deployed = self.bool(v, &key)?,
+                "sameAs" => same_as = Some((self.string(v, &key)?.to_string(), v.pos)),
+                "match" => {
+                    for item in self.list(v, &key, "a list of image repositories")? {
+                        let reference = self.reference(item, &key)?;
+                        if reference.tag().is_some() || reference.digest().is_some() {
+                            return Err(self.invalid(item, &key, item.as_str().unwrap_or_default(), "`match:` lists repositories, which any tag or digest matches: drop the tag and digest"));
+                        }
+                        matches.push(reference.repository().clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+        match (image, same_as) {
+            (Some(_), Some((_, pos))) => {
+                return Err(ProjectError::SameAs {
+                    file: self.file.to_string(),
+                    pos,
+                    component: name.to_string(),
+                    problem: "a component has either `image:` (its own default) or `sameAs:` (another component's resolved image as its default), not both; remove one".into(),
+                })
+            }
+            (Some((reference, pos)), None) => {
+                component.repositories.push(reference.repository().clone());
+                component.image = reference;
+                component.image_pos = pos;
+            }
+            (None, Some((other, pos))) => {
+                // `image` is filled in from `other` once every component is read.
+                component.same_as = Some(other);
+                component.image_pos = pos;
+            }
+            (None, None) => {
+                return Err(ProjectError::Missing {
+                    file: self.file.to_string(),
+                    pos: node.pos,
+                    key: "image",
+                    context: format!("component `{name}`"),
+                })
+            }
+        }
+        for repository in matches {
+            if !component.repositories.contains(&repository) {
+                component.repositories.push(repository);
+            }
+        }
+        Ok(component)
+    }
+
+    /// `tag: {env: NAME}`: one tag variable for every component without `tag: false`.
+    pub(super) fn shared_tag(&self, node: &Node) -> Result<Option<String>, ProjectError> {
+        if node.is_null() {
+            return Ok(None);
+        }
+        let mut env = None;
+        for (k, v) in self.fields(node, "tag", TAG_KEYS)? {
+            if k.as_str() == Some("env") {
+                env = Some(self.variable(v, "tag.env")?);
+            }
+        }
+        Ok(env)
+    }
+
+    /// `profiles: {NAME: [manifests entries]}`.
+    pub(super) fn profiles(&self, node: &Node) -> Result<Vec<Profile>, ProjectError> {
+        if node.is_null() {
+            return Ok(Vec::new());
+        }
+        let entries = node.as_map().ok_or_else(|| {
+            self.wrong(
+                node,
+                "profiles",
+                "a mapping of profile names to lists of manifests",
+            )
+        })?;
+        let mut out = Vec::new();
+        for (key, value) in entries {
+            let name = self.string(key, "profiles")?;
+            if !super::is_dns_label(name, 63) {
+                return Err(self.invalid(
+                    key,
+                    "profiles",
+                    name,
+                    "a profile name is lowercase letters, digits and `-` (it is given as `--profile NAME`)",
+                ));
+            }
+            let manifests = self.manifests(value)?;
+            if manifests.is_empty() {
+                return Err(self.wrong(
+                    value,
+                    &format!("profiles.{name}"),
+                    "a non-empty list of manifests (paths, `-`, or `kustomize: DIR`)",
+                ));
+            }
+            out.push(Profile {
+                name: name.to_string(),
+                manifests,
+                pos: key.pos,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Every `sameAs:` names another component and no chain comes back; each such
+    /// component's `image` becomes the default its chain ends at (for messages).
+    pub(super) fn check_same_as(&self, project: &mut Project) -> Result<(), ProjectError> {
+        let fail = |c: &Component, problem: String| ProjectError::SameAs {
+            file: self.file.to_string(),
+            pos: c.image_pos,
+            component: c.name.clone(),
+            problem,
+        };
+        for c in &project.components {
+            let mut seen = vec![c.name.as_str()];
+            let mut current = c;
+            while let Some(other) = &current.same_as {
+                let Some(next) = project.component(other) else {
+                    let hint = crate::suggest::hint(project.suggest_component(other));
+                    return Err(fail(c, format!("no component `{other}`{hint}")));
+                };
+                if seen.contains(&next.name.as_str()) {
+                    seen.push(&next.name);
+                    return Err(fail(
+                        c,
+                        format!(
+                            "`sameAs` goes round in a circle ({}); one of them needs its own `image:`",
+                            seen.join(" → ")
+                        ),
+                    ));
+                }
+                seen.push(&next.name);
+                current = next;
+            }
+        }
+        let defaults: Vec<Option<berth_ref::Reference>> = project
+            .components
+            .iter()
+            .map(|c| {
+                let mut current = c;
+                while let Some(next) = current.same_as.as_ref().and_then(|o| project.component(o)) {
+                    current = next;
+                }
+                c.same_as.as_ref().map(|_| current.image.clone())
+            })
+            .collect();
+        for (c, default) in project.components.iter_mut().zip(defaults) {
+            if let Some(image) = default {
+                c.image = image;
+            }
+        }
+        Ok(())
+    }
+}
