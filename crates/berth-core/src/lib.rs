@@ -12,7 +12,8 @@ pub mod project;
 pub mod redact;
 pub mod render;
 pub mod resolve;
-mod suggest;
+pub mod scan;
+pub mod suggest;
 pub mod time;
 
 pub use project::{Component, Manifest, ManifestSource, Project, ProjectError, PullPolicy};

@@ -1,10 +1,7 @@
 //! "Did you mean" hints for misspelt keys and names.
 
 /// The candidate closest to `input`, if it is close enough to be a likely typo.
-pub(crate) fn closest<'a>(
-    input: &str,
-    candidates: impl IntoIterator<Item = &'a str>,
-) -> Option<&'a str> {
+pub fn closest<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let lowered = input.to_ascii_lowercase();
     candidates
         .into_iter()
@@ -15,7 +12,7 @@ pub(crate) fn closest<'a>(
 }
 
 /// `" (did you mean `x`?)"` or nothing.
-pub(crate) fn hint(suggestion: Option<&str>) -> String {
+pub fn hint(suggestion: Option<&str>) -> String {
     suggestion
         .map(|s| format!("; did you mean `{s}`?"))
         .unwrap_or_default()

@@ -55,6 +55,17 @@ pub enum Command {
     /// post-renderer and after `kubectl kustomize`:
     /// `kubectl kustomize overlays/dev | berth render - | kubectl apply -f -`.
     Render(RenderArgs),
+    /// Find hard-coded copies of component images outside berth.yaml and the manifests.
+    ///
+    /// Walks the repository (default: the directory of berth.yaml; `.gitignore` respected,
+    /// `.git/` skipped) and prints one line per copy of a component's image — any tag, any
+    /// spelling that normalizes to its repository, `repo:$(TAG)` too — as
+    /// `file:line:column: component `NAME`: …` with how that kind of file reads it from berth
+    /// instead. Skips berth.yaml, berth.lock, the manifests berth renders and third-party
+    /// images (`registry: false`). A count goes to stderr.
+    ///
+    /// Examples: `berth audit`; `berth audit --strict` (CI: exit 1 when any copy exists).
+    Audit(AuditArgs),
     /// Run every check of the project without writing anything.
     ///
     /// Loads berth.yaml, resolves every image, generates every config (validating typed
@@ -227,6 +238,9 @@ pub struct SyncArgs {
     pub engine: EngineChoice,
     #[command(flatten)]
     pub cluster: ClusterArgs,
+    /// Find the workloads in profile NAME's manifests (berth.yaml's `profiles:`).
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
     /// Seconds between checks for new or restarted containers while watching.
     #[arg(long, default_value_t = 1.0, value_name = "SECONDS")]
     pub poll: f64,
@@ -258,6 +272,9 @@ pub struct ManifestArgs {
     /// Files or directories to apply instead of the project's `manifests:`; `-` reads stdin.
     #[arg(value_name = "PATH")]
     pub paths: Vec<String>,
+    /// Render the manifests of profile NAME (berth.yaml's `profiles:`) instead of `manifests:`.
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
     /// Set the pull policy of component NAME's containers (see `berth render`). Repeatable.
     #[arg(long = "pull-policy", value_name = "NAME=POLICY", value_parser = name_value)]
     pub pull_policies: Vec<(String, String)>,
@@ -443,6 +460,19 @@ pub enum ImagesFormat {
 }
 
 #[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// The directory to search (default: the directory of berth.yaml).
+    #[arg(value_name = "PATH")]
+    pub path: Option<PathBuf>,
+    /// Exit with status 1 when any hard-coded copy is found.
+    #[arg(long)]
+    pub strict: bool,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = RefFormat::Text)]
+    pub output: RefFormat,
+}
+
+#[derive(Debug, Args)]
 pub struct EnvArgs {
     #[command(flatten)]
     pub resolve: ResolveArgs,
@@ -458,6 +488,10 @@ pub struct RenderArgs {
     /// Files or directories to render instead of the project's `manifests:`; `-` reads stdin.
     #[arg(value_name = "PATH")]
     pub paths: Vec<String>,
+    /// Use the manifests of profile NAME (berth.yaml's `profiles:`) instead of `manifests:`.
+    /// `berth validate` without it checks `manifests:` and every profile, each on its own.
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
     /// Write one file per object into DIR (replaced atomically) instead of stdout.
     #[arg(long, value_name = "DIR")]
     pub out: Option<std::path::PathBuf>,

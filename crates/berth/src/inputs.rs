@@ -5,24 +5,23 @@ use std::process::Command;
 
 use anyhow::{anyhow, bail, Result};
 use berth_core::render::Input;
-use berth_core::{ManifestSource, Project};
+use berth_core::{Manifest, ManifestSource, Project};
 
 use crate::fs_source::MAX_FILE;
 use crate::text_stream::ReadText;
 
 /// Inputs named on the command line (relative to the current directory), or
-/// else the project's `manifests:` (relative to berth.yaml).
-pub fn gather(project: &Project, args: &[String]) -> Result<Vec<Input>> {
+/// else `manifests` (the project's `manifests:` or a profile's, relative to berth.yaml).
+pub fn gather(project: &Project, manifests: &[Manifest], args: &[String]) -> Result<Vec<Input>> {
     let sources: Vec<(ManifestSource, String)> = if args.is_empty() {
-        if project.manifests.is_empty() {
+        if manifests.is_empty() {
             bail!(
                 "nothing to render: {} has no `manifests:` and no paths were given; \
                  add `manifests: [deploy/]` or run `berth render FILE...` (`-` for stdin)",
                 project.file
             );
         }
-        project
-            .manifests
+        manifests
             .iter()
             .map(|m| {
                 (
@@ -140,8 +139,17 @@ fn read_path(path: &Path, origin: &str, given: bool, inputs: &mut Vec<Input>) ->
         inputs.push(input(shown(path), bytes)?);
         return Ok(());
     }
-    // A kustomization's directory is rendered by kustomize, as a `kustomize:` entry is:
-    // its files are kustomize's input (patches, the Kustomization), not objects.
+    // A `manifests:` directory means every YAML file below it; one holding a
+    // kustomization means kustomize's output, which may be fewer objects: say which.
+    if !given && is_kustomization(path) {
+        bail!(
+            "{origin}: `{}` holds a kustomization.yaml, so reading every YAML file below it would take kustomize's input (patches, the Kustomization) for objects, and its output may be fewer objects; write `- kustomize: {}` to render it with kustomize",
+            shown(path),
+            shown(path).trim_end_matches('/')
+        );
+    }
+    // A kustomization's directory given on the command line is rendered by kustomize,
+    // as a `kustomize:` entry is: its files are kustomize's input, not objects.
     if is_kustomization(path) {
         inputs.push(kustomize(path)?);
         return Ok(());

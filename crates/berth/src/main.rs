@@ -120,6 +120,15 @@ fn run(cli: &Cli) -> Result<u8> {
             )
         }),
         Command::Controller(args) => commands::controller::run(args),
+        Command::Audit(args) => {
+            let project = project_file::load(cli.project.as_deref())?;
+            let audit = commands::audit::Audit {
+                root: args.path.clone(),
+                strict: args.strict,
+                json: args.output == cli::RefFormat::Json,
+            };
+            commands::audit::run(&audit, &project)
+        }
         Command::Validate(args) => with_resolution(cli, &args.resolve, |project, resolution| {
             commands::validate::run(&settings::validate(args)?, project, resolution).map(|()| 0)
         }),

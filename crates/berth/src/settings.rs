@@ -84,9 +84,43 @@ pub struct Render {
     pub strict: bool,
     /// Only components an override touched are rewritten (`--only-overridden`).
     pub only_overridden: bool,
+    /// `--profile NAME`: that profile's manifests instead of `manifests:`.
+    pub profile: Option<String>,
 }
 
 impl Render {
+    /// The manifests to read: the profile's, else `manifests:`. Paths given on the
+    /// command line replace both (the caller reads those).
+    pub fn manifests<'p>(&self, project: &'p Project) -> Result<&'p [berth_core::Manifest]> {
+        match &self.profile {
+            Some(name) => match project.profiles.iter().find(|p| &p.name == name) {
+                Some(profile) => Ok(&profile.manifests),
+                None if project.profiles.is_empty() => bail!(
+                    "--profile {name}: {} has no `profiles:`; add one (`profiles: {{{name}: [{{kustomize: DIR}}]}}`) or drop --profile",
+                    project.file
+                ),
+                None => {
+                    let names: Vec<&str> = project.profiles.iter().map(|p| p.name.as_str()).collect();
+                    let hint = berth_core::suggest::hint(berth_core::suggest::closest(name, names.iter().copied()));
+                    bail!(
+                        "--profile {name}: no profile `{name}` in {}{hint}; its profiles are: {}",
+                        project.file,
+                        names.join(", ")
+                    )
+                }
+            },
+            None if project.manifests.is_empty() && !project.profiles.is_empty() && self.paths.is_empty() => {
+                let names: Vec<&str> = project.profiles.iter().map(|p| p.name.as_str()).collect();
+                bail!(
+                    "{} has no `manifests:`, only profiles: choose one with --profile ({})",
+                    project.file,
+                    names.join(", ")
+                )
+            }
+            None => Ok(&project.manifests),
+        }
+    }
+
     /// The core's render options.
     pub fn options(&self) -> berth_core::render::Options {
         berth_core::render::Options {
@@ -105,6 +139,7 @@ impl From<&cli::RenderArgs> for Render {
             pull_policies: args.pull_policies.clone(),
             strict: args.strict,
             only_overridden: args.only_overridden,
+            profile: args.profile.clone(),
         }
     }
 }
@@ -116,6 +151,7 @@ impl From<&cli::ManifestArgs> for Render {
             pull_policies: args.pull_policies.clone(),
             strict: args.strict,
             only_overridden: false,
+            profile: args.profile.clone(),
         }
     }
 }
@@ -351,6 +387,8 @@ pub struct Sync {
     pub cluster_configured: bool,
     /// Between container checks while watching.
     pub poll: Duration,
+    /// `--profile NAME`: find the workloads in that profile's manifests.
+    pub profile: Option<String>,
 }
 
 impl Sync {
@@ -394,6 +432,7 @@ impl Sync {
             connection: connection(&args.cluster, project),
             cluster_configured,
             poll: Duration::from_secs_f64(args.poll),
+            profile: args.profile.clone(),
         })
     }
 }

@@ -275,15 +275,16 @@ fn validate_warns_about_what_cannot_be_resolved_and_strict_refuses() {
     ] {
         assert!(stderr.contains(want), "want {want}\n got {stderr}");
     }
-    // render says what would reach the cluster unresolved, and only that: a
-    // partial render may well leave components unmatched.
+    // render says what would reach the cluster unresolved or silently changed, and
+    // only that: a partial render may well leave components unmatched.
     let render = berth(dir.path()).arg("render").output().unwrap();
     assert!(render.status.success());
     let warnings = String::from_utf8_lossy(&render.stderr);
-    assert_eq!(warnings.lines().count(), 2, "{warnings}");
+    assert_eq!(warnings.lines().count(), 3, "{warnings}");
     assert!(
         warnings.contains("app.yaml:7:22 (Pod/p): image `${EPP_IMAGE}`")
-            && warnings.contains("app.yaml:8:22 (Pod/p): image `BAD REF`"),
+            && warnings.contains("app.yaml:8:22 (Pod/p): image `BAD REF`")
+            && warnings.contains("app.yaml:6:22 (Pod/p): image `ghcr.io/acme/web:v0` differs from berth.yaml's default for component `web` (`ghcr.io/acme/web:v1`, berth.yaml:4:16), and berth writes `ghcr.io/acme/web:v1`"),
         "{warnings}"
     );
     let strict = berth(dir.path())
@@ -293,7 +294,7 @@ fn validate_warns_about_what_cannot_be_resolved_and_strict_refuses() {
     assert_eq!(strict.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&strict.stderr)
-            .contains("error: 6 warnings (errors under --strict)"),
+            .contains("error: 7 warnings (errors under --strict)"),
         "{}",
         String::from_utf8_lossy(&strict.stderr)
     );

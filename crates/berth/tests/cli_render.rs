@@ -471,3 +471,8 @@ fn only_overridden_leaves_a_charts_own_tags_unless_an_override_touches_them() {
         "{env}"
     );
 }
+
+/// Nothing disagrees silently: drift, idle overrides, stray copies, missing keys,
+/// collisions, profiles (in the same test binary: one link).
+#[path = "cli_render/field_truth.rs"]
+mod field_truth;

@@ -45,8 +45,8 @@ fn the_server_names_the_generated_config_and_bundle() {
     insta::assert_snapshot!(yaml);
     let config = generated_name(&yaml, "ogx-config");
     let bundle = generated_name(&yaml, "custom-ca-bundle");
-    assert!(yaml.contains(&format!("overrideConfig:\n    configMapName: {config}\n")));
-    assert!(yaml.contains(&format!("caBundle:\n    configMapName: {bundle}\n")));
+    assert!(yaml.contains(&format!("overrideConfig:\n    name: {config}\n")));
+    assert!(yaml.contains(&format!("caCertificates:\n      - name: {bundle}\n")));
     // Both carry the label the operator's cache selects.
     assert_eq!(
         yaml.matches("    ogx.io/watch: \"true\"\n").count(),
@@ -68,7 +68,7 @@ fn the_server_names_the_generated_config_and_bundle() {
     let changed = stdout(&berth(dir.path()).arg("render").output().unwrap());
     let new_config = generated_name(&changed, "ogx-config");
     assert_ne!(new_config, config);
-    assert!(changed.contains(&format!("configMapName: {new_config}\n")));
+    assert!(changed.contains(&format!("name: {new_config}\n    key: config.yaml\n")));
     assert_eq!(generated_name(&changed, "custom-ca-bundle"), bundle);
 
     // The image follows berth's resolution through `imagePaths:`.
@@ -136,8 +136,8 @@ fn applied_the_server_and_its_labelled_configs_are_in_the_cluster() {
             &format!("jsonpath={{{path}}}"),
         ])
     };
-    let config = field(".spec.overrideConfig.configMapName");
-    let bundle = field(".spec.caBundle.configMapName");
+    let config = field(".spec.overrideConfig.name");
+    let bundle = field(".spec.tls.trust.caCertificates[0].name");
     assert!(config.starts_with("ogx-config-"), "{config}");
     assert!(bundle.starts_with("custom-ca-bundle-"), "{bundle}");
     let watched = ns.ok(&["get", "configmaps", "-l", "ogx.io/watch=true", "-o", "name"]);
@@ -167,8 +167,8 @@ fn applied_the_server_and_its_labelled_configs_are_in_the_cluster() {
         .replace("llama3.2:1b", "llama3.2:3b");
     std::fs::write(&file, text).unwrap();
     apply("second apply");
-    let next = field(".spec.overrideConfig.configMapName");
+    let next = field(".spec.overrideConfig.name");
     assert!(next.starts_with("ogx-config-") && next != config, "{next}");
     assert!(ns.get("configmap", &next).is_some());
-    assert_eq!(field(".spec.caBundle.configMapName"), bundle);
+    assert_eq!(field(".spec.tls.trust.caCertificates[0].name"), bundle);
 }

@@ -17,6 +17,30 @@ struct Target {
     image: Option<String>,
     /// The component's pull policy, if it sets one.
     pull_policy: Option<PullPolicy>,
+    /// `--only-overridden`: the parts of a field's own reference to keep.
+    keep: Option<Keep>,
+}
+
+/// Parts of a field's own reference no override changed (`--only-overridden`).
+#[derive(Debug, Clone, Copy)]
+struct Keep {
+    repository: bool,
+    tag: bool,
+    digest: bool,
+}
+
+/// Whether an origin is an override (not berth.yaml's default).
+fn overridden_part(origin: &crate::resolve::Origin) -> bool {
+    !matches!(origin, crate::resolve::Origin::Project { .. })
+}
+
+/// Whether the component was given a full reference (which replaces every part).
+fn is_full(resolved: &crate::resolve::ResolvedImage<'_>) -> bool {
+    use crate::resolve::Origin;
+    matches!(
+        resolved.origins.name,
+        Origin::Image(_) | Origin::ImageEnv(_)
+    )
 }
 
 /// What one matched image field is rewritten to.
@@ -34,7 +58,43 @@ impl Target {
     /// a full override without one) — the resolved repository with the field's
     /// own tag and digest, as kustomize's `newName` keeps them.
     fn for_field(&self, own: Option<&Reference>) -> Rewrite {
-        let reference = match (&self.image, own) {
+        let reference = match (self.keep, own) {
+            (Some(keep), Some(own)) => self.keeping(keep, own),
+            _ => self.resolved_for(own),
+        };
+        Rewrite {
+            pull_policy: self.pull_policy.map(|p| p.for_image(&reference)),
+            keeps_always: self.pull_policy == Some(PullPolicy::Auto)
+                && reference.digest().is_none(),
+            image: reference.to_string(),
+        }
+    }
+
+    /// The field's own reference with the overridden parts of the resolved one.
+    fn keeping(&self, keep: Keep, own: &Reference) -> Reference {
+        let mut out = if keep.repository {
+            own.clone()
+        } else {
+            own.with_repository(self.reference.repository())
+        };
+        if !keep.tag {
+            out = match self.reference.tag() {
+                Some(tag) => out.with_tag(tag.clone()),
+                None => out,
+            };
+        }
+        if !keep.digest {
+            out = match self.reference.digest() {
+                Some(digest) => out.with_digest(digest.clone()),
+                None => out.without_digest(),
+            };
+        }
+        out
+    }
+
+    /// The resolved reference for a field (its own tag kept when that names none).
+    fn resolved_for(&self, own: Option<&Reference>) -> Reference {
+        match (&self.image, own) {
             (None, Some(own)) => {
                 let mut keep = self.reference.clone();
                 if let Some(tag) = own.tag() {
@@ -46,12 +106,6 @@ impl Target {
                 keep
             }
             _ => self.reference.clone(),
-        };
-        Rewrite {
-            pull_policy: self.pull_policy.map(|p| p.for_image(&reference)),
-            keeps_always: self.pull_policy == Some(PullPolicy::Auto)
-                && reference.digest().is_none(),
-            image: reference.to_string(),
         }
     }
 }
@@ -94,6 +148,27 @@ pub struct ImageRewriter<'a> {
     hits: Vec<std::cell::Cell<usize>>,
     /// Image values that are neither references nor known placeholders, since the last take.
     unparsed: std::cell::RefCell<Vec<(Pos, String)>>,
+    /// Per target, whether an override touched it (then a manifest's own tag is not drift).
+    overridden: Vec<bool>,
+    /// Image fields whose own tag or digest differs from the component's default
+    /// while no override is active (position, value, target), since the last take.
+    drift: std::cell::RefCell<Vec<(Pos, String, usize)>>,
+    /// Per `imagePaths` entry: an object of its kind was seen; a field was at its path.
+    paths_seen: Vec<(std::cell::Cell<bool>, std::cell::Cell<bool>)>,
+    /// Positions of the fields `imagePaths` rewrote (they are not stray copies).
+    path_fields: std::cell::RefCell<std::collections::HashSet<Pos>>,
+}
+
+/// An image field whose tag or digest berth replaces with berth.yaml's default
+/// although no override asked it to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Drift {
+    /// Where the field is.
+    pub pos: Pos,
+    /// The field's value.
+    pub found: String,
+    /// The component (index into the resolution).
+    pub component: usize,
 }
 
 impl<'a> ImageRewriter<'a> {
@@ -108,21 +183,23 @@ impl<'a> ImageRewriter<'a> {
         let mut by_variable = HashMap::new();
         let mut targets = Vec::with_capacity(resolution.images.len());
         for (i, resolved) in resolution.images.iter().enumerate() {
+            if !resolved.component.env.is_empty() {
+                // Placeholders are filled in either mode: `${API_IMAGE}` is no image.
+                by_variable
+                    .entry(resolved.component.env.as_str())
+                    .or_insert(i);
+            }
             let untouched = only_overridden && !resolved.origins.overridden();
             if untouched {
                 // Still a target (its index must line up), but nothing maps to it; it
                 // counts as matched so validate does not warn about it.
                 targets.push(Target {
-                    image: None,
+                    image: Some(resolved.reference.to_string()),
                     reference: resolved.reference.clone(),
                     pull_policy: None,
+                    keep: None,
                 });
                 continue;
-            }
-            if !resolved.component.env.is_empty() {
-                by_variable
-                    .entry(resolved.component.env.as_str())
-                    .or_insert(i);
             }
             for repository in &resolved.component.repositories {
                 // Earlier components win a repository two components both claim.
@@ -130,10 +207,24 @@ impl<'a> ImageRewriter<'a> {
             }
             let reference = &resolved.reference;
             let pinned = reference.tag().is_some() || reference.digest().is_some();
+            // --only-overridden: a field keeps the parts of its own reference that no
+            // override changed (a chart's tag under a registry override).
+            let keep = (only_overridden && !is_full(resolved)).then(|| Keep {
+                repository: !overridden_part(&resolved.origins.registry)
+                    && !overridden_part(&resolved.origins.name),
+                tag: !resolved.origins.tag.as_ref().is_some_and(overridden_part),
+                digest: !resolved
+                    .origins
+                    .digest
+                    .as_ref()
+                    .is_some_and(overridden_part)
+                    && !resolved.origins.tag.as_ref().is_some_and(overridden_part),
+            });
             targets.push(Target {
                 image: pinned.then(|| reference.to_string()),
                 reference: reference.clone(),
                 pull_policy: pull_policies.get(i).copied().flatten(),
+                keep,
             });
         }
         let hits = resolution
@@ -146,13 +237,47 @@ impl<'a> ImageRewriter<'a> {
             by_variable,
             hits,
             unparsed: std::cell::RefCell::new(Vec::new()),
+            overridden: resolution
+                .images
+                .iter()
+                .map(|r| r.origins.overridden())
+                .collect(),
+            drift: std::cell::RefCell::new(Vec::new()),
+            paths_seen: image_paths.iter().map(|_| Default::default()).collect(),
+            path_fields: Default::default(),
             targets,
             image_paths,
         }
     }
 
-    /// What `image` becomes, if it is a component's.
-    fn target(&self, image: &str) -> Option<Rewrite> {
+    /// The drifted image fields seen since the last call.
+    pub fn take_drift(&self) -> Vec<Drift> {
+        std::mem::take(&mut *self.drift.borrow_mut())
+            .into_iter()
+            .map(|(pos, found, component)| Drift {
+                pos,
+                found,
+                component,
+            })
+            .collect()
+    }
+
+    /// Per `imagePaths` entry: whether an object of its kind was seen, and whether a
+    /// field was found at its path.
+    pub fn paths_seen(&self) -> Vec<(bool, bool)> {
+        self.paths_seen
+            .iter()
+            .map(|(kind, field)| (kind.get(), field.get()))
+            .collect()
+    }
+
+    /// Whether the field at `pos` is one an `imagePaths` entry rewrote.
+    pub fn rewrote_path_field(&self, pos: Pos) -> bool {
+        self.path_fields.borrow().contains(&pos)
+    }
+
+    /// What `image` (at `pos`) becomes, if it is a component's.
+    fn target(&self, image: &str, pos: Pos) -> Option<Rewrite> {
         // `${EPP_IMAGE}` or `$EPP_IMAGE`, as envsubst fills them: the component whose
         // variable it is, with its resolved reference.
         if let Some(variable) = placeholder_variable(image) {
@@ -166,7 +291,20 @@ impl<'a> ImageRewriter<'a> {
         };
         let index = *self.by_repository.get(reference.repository())?;
         self.hit(index);
-        Some(self.targets[index].for_field(own.as_ref()))
+        let target = &self.targets[index];
+        if let (Some(own), false, Some(_), None) =
+            (&own, self.overridden[index], &target.image, &target.keep)
+        {
+            let resolved = &target.reference;
+            let tag_differs = own.tag().is_some() && own.tag() != resolved.tag();
+            let digest_differs = own.digest().is_some() && own.digest() != resolved.digest();
+            if tag_differs || digest_differs {
+                self.drift
+                    .borrow_mut()
+                    .push((pos, image.to_string(), index));
+            }
+        }
+        Some(target.for_field(own.as_ref()))
     }
 
     fn hit(&self, index: usize) {
@@ -205,11 +343,10 @@ impl<'a> ImageRewriter<'a> {
                 }
             });
         });
-        for path in self.image_paths {
-            let applies =
-                path.kind == kind && path.api_version.as_deref().is_none_or(|v| v == api_version);
-            if applies {
-                count += self.rewrite_path(object, &path.path);
+        for (index, path) in self.image_paths.iter().enumerate() {
+            if path.applies(api_version, kind) {
+                self.paths_seen[index].0.set(true);
+                count += self.rewrite_path(object, &path.path, index);
             }
         }
         count
@@ -227,7 +364,7 @@ impl<'a> ImageRewriter<'a> {
         else {
             return 0;
         };
-        let Some(target) = self.target(text) else {
+        let Some(target) = self.target(text, pos) else {
             // Neither a reference nor a placeholder berth knows: say so (validate warns).
             if Reference::parse(text).is_err() && placeholder_tag(text).is_none() {
                 self.unparsed.borrow_mut().push((pos, text.to_string()));
@@ -248,43 +385,33 @@ impl<'a> ImageRewriter<'a> {
         1
     }
 
-    fn rewrite_path(&self, node: &mut Node, path: &[PathSegment]) -> usize {
+    /// Rewrites the field at `path` below `node` (entry `index` of `imagePaths`).
+    fn rewrite_path(&self, node: &mut Node, path: &[PathSegment], index: usize) -> usize {
         match path {
-            [] => 0,
-            [PathSegment::Key(key)] => {
-                let Some(target) = node
-                    .get(key)
-                    .and_then(Node::as_str)
-                    .and_then(|s| self.target(s))
-                else {
-                    return 0;
-                };
-                node.get_mut(key).map_or(0, |n| {
-                    n.set_string(target.image);
-                    1
-                })
-            }
-            [PathSegment::Key(key), rest @ ..] => {
-                node.get_mut(key).map_or(0, |n| self.rewrite_path(n, rest))
-            }
+            [] => self.rewrite_leaf(node, index),
+            [PathSegment::Key(key), rest @ ..] => node
+                .get_mut(key)
+                .map_or(0, |n| self.rewrite_path(n, rest, index)),
             [PathSegment::Each, rest @ ..] => match &mut node.value {
                 Value::Seq(items) => items
                     .iter_mut()
-                    .map(|item| self.rewrite_each(item, rest))
+                    .map(|item| self.rewrite_path(item, rest, index))
                     .sum(),
                 _ => 0,
             },
         }
     }
 
-    /// A list item at the end of a path (`images[]`) is itself the image.
-    fn rewrite_each(&self, item: &mut Node, rest: &[PathSegment]) -> usize {
-        if !rest.is_empty() {
-            return self.rewrite_path(item, rest);
-        }
-        match item.as_str().and_then(|s| self.target(s)) {
+    /// The field a path ends at: its image, if it is a component's.
+    fn rewrite_leaf(&self, node: &mut Node, index: usize) -> usize {
+        let Some(text) = node.as_str() else {
+            return 0;
+        };
+        self.paths_seen[index].1.set(true);
+        match self.target(text, node.pos) {
             Some(target) => {
-                item.set_string(target.image);
+                self.path_fields.borrow_mut().insert(node.pos);
+                node.set_string(target.image);
                 1
             }
             None => 0,

@@ -4,6 +4,7 @@
 //! writes the output. Each document is loaded, transformed and written before
 //! the next is read, so memory stays near the size of input plus output.
 
+mod findings;
 mod images;
 mod inject;
 mod input;
@@ -19,6 +20,7 @@ use crate::configs::Generated;
 use crate::project::{Project, PullPolicy};
 use crate::resolve::Resolution;
 use crate::suggest::hint;
+pub use findings::{path_warnings, Stray};
 pub use images::ImageRewriter;
 pub use inject::CaInjector;
 pub use input::{Input, TextStream};
@@ -64,6 +66,45 @@ pub struct Findings {
     /// `file:line:column (Kind/name)` and value of image fields that are neither a
     /// reference nor a placeholder of a component's variable (`${NOPE_IMAGE}`, `BAD REF`).
     pub unparsed_images: Vec<(String, String)>,
+    /// Components (indices into the resolution) no image field matched.
+    pub unmatched: Vec<usize>,
+    /// Image fields whose own tag or digest berth replaced with berth.yaml's default
+    /// although no override was active.
+    pub drifted: Vec<DriftFinding>,
+    /// Component images where berth does not rewrite (ConfigMap data, env values).
+    pub strays: Vec<Stray>,
+    /// Keys asked of generated configs that they do not have.
+    pub missing_keys: Vec<MissingKeyFinding>,
+    /// Per `imagePaths` entry: an object of its kind was seen; a field was at its path.
+    pub image_paths_seen: Vec<(bool, bool)>,
+    /// The same per `configPaths` entry.
+    pub config_paths_seen: Vec<(bool, bool)>,
+}
+
+/// An image field whose tag or digest differs from berth.yaml's default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriftFinding {
+    /// `file:line:column (Kind/name)`.
+    pub at: String,
+    /// The field's value.
+    pub found: String,
+    /// The component (index into the resolution).
+    pub component: usize,
+}
+
+/// A key a reference asks of a generated config that is not in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingKeyFinding {
+    /// `file:line:column (Kind/name)`.
+    pub at: String,
+    /// The field that asks.
+    pub field: &'static str,
+    /// The config's base name.
+    pub config: String,
+    /// The key asked for.
+    pub key: String,
+    /// The keys the config has.
+    pub available: Vec<String>,
 }
 
 /// Identity of a rendered object.
@@ -139,6 +180,18 @@ pub enum RenderError {
         /// What is missing.
         problem: &'static str,
     },
+    /// An object of the manifests has the id or base name of a generated config.
+    #[error("{file}:{pos}: {object} is also what berth generates from {generated}: two objects would claim one name (or the manifests' copy would be left unused beside berth's); remove it from the manifests (a kustomize `configMapGenerator`/`secretGenerator` or an inline copy), or rename the berth entry")]
+    Collision {
+        /// The input.
+        file: String,
+        /// Where the object starts.
+        pos: Pos,
+        /// `ConfigMap/name (namespace ns)`.
+        object: String,
+        /// `berth.yaml:L:C (`configs.NAME`)`.
+        generated: String,
+    },
     /// A pull-policy override names no component.
     #[error("{source_name}…: no component `{name}` in {file}{}", hint(suggestion.as_deref()))]
     UnknownComponent {
@@ -181,12 +234,7 @@ pub fn render(
         images_matched: 0,
         findings: Findings::default(),
     };
-    let Transformed {
-        matched,
-        used_in,
-        unmatched,
-        unparsed,
-    } = transform(
+    let t = transform(
         project,
         resolution,
         generated,
@@ -194,8 +242,9 @@ pub fn render(
         options,
         &mut |object, api_version, kind| emit(&mut out, object, api_version, kind),
     )?;
-    out.images_matched = matched;
-    out.findings = Findings::new(generated, &used_in, unmatched, unparsed);
+    out.images_matched = t.matched;
+    let used_in = t.used_in.clone();
+    out.findings = Findings::new(generated, resolution, t);
     Ok(prepend_generated(out, generated, &used_in))
 }
 
@@ -212,21 +261,26 @@ pub struct RenderedObjects {
 }
 
 impl Findings {
-    fn new(
-        generated: &[Generated],
-        used_in: &[UsedIn],
-        unmatched_components: Vec<String>,
-        unparsed_images: Vec<(String, String)>,
-    ) -> Self {
+    fn new(generated: &[Generated], resolution: &Resolution<'_>, t: Transformed) -> Self {
         Findings {
-            unmatched_components,
+            unmatched_components: t
+                .unmatched
+                .iter()
+                .map(|&i| resolution.images[i].component.name.clone())
+                .collect(),
             unused_configs: generated
                 .iter()
-                .zip(used_in)
+                .zip(&t.used_in)
                 .filter(|(_, used)| used.is_empty())
                 .map(|(g, _)| g.base_name.clone())
                 .collect(),
-            unparsed_images,
+            unparsed_images: t.unparsed,
+            unmatched: t.unmatched,
+            drifted: t.drifted,
+            strays: t.strays,
+            missing_keys: t.missing_keys,
+            image_paths_seen: t.image_paths_seen,
+            config_paths_seen: t.config_paths_seen,
         }
     }
 }
@@ -240,12 +294,7 @@ pub fn render_objects(
     options: &Options,
 ) -> Result<RenderedObjects, RenderError> {
     let mut body = Vec::new();
-    let Transformed {
-        matched: images_matched,
-        used_in,
-        unmatched,
-        unparsed,
-    } = transform(
+    let t = transform(
         project,
         resolution,
         generated,
@@ -253,14 +302,14 @@ pub fn render_objects(
         options,
         &mut |object, _, _| body.push(object),
     )?;
-    let mut objects: Vec<Node> = generated_objects(generated, &used_in)
+    let mut objects: Vec<Node> = generated_objects(generated, &t.used_in)
         .map(|(node, _)| node)
         .collect();
     objects.extend(body);
     Ok(RenderedObjects {
         objects,
-        images_matched,
-        findings: Findings::new(generated, &used_in, unmatched, unparsed),
+        images_matched: t.matched,
+        findings: Findings::new(generated, resolution, t),
     })
 }
 
@@ -273,10 +322,15 @@ struct Transformed {
     matched: usize,
     /// Per generated config, the namespaces that use it.
     used_in: Vec<UsedIn>,
-    /// Components no image field matched.
-    unmatched: Vec<String>,
+    /// Components (indices) no image field matched.
+    unmatched: Vec<usize>,
     /// `file:line:column` and value of image fields that are no reference.
     unparsed: Vec<(String, String)>,
+    drifted: Vec<DriftFinding>,
+    strays: Vec<Stray>,
+    missing_keys: Vec<MissingKeyFinding>,
+    image_paths_seen: Vec<(bool, bool)>,
+    config_paths_seen: Vec<(bool, bool)>,
 }
 
 /// Each input object transformed (images, pull policies, CA injection, config
@@ -299,8 +353,18 @@ fn transform(
     );
     let injector = CaInjector::new(project, resolution);
     let mut configs = ConfigRewriter::new(generated);
+    let scanner = crate::scan::Scanner::new(
+        resolution
+            .images
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (i, r.component.repositories.as_slice())),
+    );
     let mut matched = 0;
     let mut unparsed = Vec::new();
+    let mut drifted = Vec::new();
+    let mut strays = Vec::new();
+    let mut missing_keys = Vec::new();
     // kustomize's resource id: group, kind, namespace, name (not the version).
     type Id = (String, String, Option<String>, String);
     // The first definition's input (by index) and position.
@@ -325,16 +389,34 @@ fn transform(
                         problem: "it is kustomize's input, not an object for the cluster; list its directory under `manifests:` as `- kustomize: DIR` (or give the directory as the path)",
                     });
                 }
+                check_collision(project, generated, input, &object, &kind)?;
                 matched += rewriter.rewrite(&mut object, &api_version, &kind);
+                // The object too: a kustomize output's line is not in any source file.
+                let object_name = object
+                    .get("metadata")
+                    .and_then(|m| m.get("name"))
+                    .and_then(Node::as_str)
+                    .unwrap_or("(no name)")
+                    .to_string();
+                let at = |pos: Pos| format!("{}:{pos} ({kind}/{object_name})", input.name);
                 for (pos, value) in rewriter.take_unparsed() {
-                    // The object too: a kustomize output's line is not in any source file.
-                    let name = object
-                        .get("metadata")
-                        .and_then(|m| m.get("name"))
-                        .and_then(Node::as_str)
-                        .unwrap_or("(no name)");
-                    unparsed.push((format!("{}:{pos} ({kind}/{name})", input.name), value));
+                    unparsed.push((at(pos), value));
                 }
+                for drift in rewriter.take_drift() {
+                    drifted.push(DriftFinding {
+                        at: at(drift.pos),
+                        found: drift.found,
+                        component: drift.component,
+                    });
+                }
+                findings::strays(
+                    &scanner,
+                    &mut object,
+                    &kind,
+                    &|pos| rewriter.rewrote_path_field(pos),
+                    &at,
+                    &mut strays,
+                );
                 injector.inject(&mut object, &kind);
                 let namespace = object
                     .get("metadata")
@@ -349,6 +431,21 @@ fn transform(
                     namespace.as_deref(),
                     &project.config_paths,
                 );
+                for missing in configs.take_missing() {
+                    let g = &generated[missing.config];
+                    missing_keys.push(MissingKeyFinding {
+                        at: at(missing.pos),
+                        field: missing.field,
+                        config: g.base_name.clone(),
+                        key: missing.key,
+                        available: g
+                            .data
+                            .iter()
+                            .chain(&g.binary_data)
+                            .map(|(k, _)| k.clone())
+                            .collect(),
+                    });
+                }
                 let name = object
                     .get("metadata")
                     .and_then(|m| m.get("name"))
@@ -378,16 +475,67 @@ fn transform(
             Ok(())
         })?;
     }
-    let unmatched = rewriter
-        .unmatched()
-        .into_iter()
-        .map(|i| resolution.images[i].component.name.clone())
-        .collect();
+    let mut config_paths_seen = configs.paths_seen.clone();
+    config_paths_seen.resize(project.config_paths.len(), (false, false));
     Ok(Transformed {
         matched,
         used_in: configs.used_in,
-        unmatched,
+        unmatched: rewriter.unmatched(),
         unparsed,
+        drifted,
+        strays,
+        missing_keys,
+        image_paths_seen: rewriter.paths_seen(),
+        config_paths_seen,
+    })
+}
+
+/// A ConfigMap or Secret of the manifests whose name is a generated config's base
+/// or generated name: kustomize's own generator output, or an inline copy.
+fn check_collision(
+    project: &Project,
+    generated: &[Generated],
+    input: &Input,
+    object: &Node,
+    kind: &str,
+) -> Result<(), RenderError> {
+    let Some(name) = object
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Node::as_str)
+    else {
+        return Ok(());
+    };
+    let Some(g) = generated
+        .iter()
+        .find(|g| g.kind.as_str() == kind && (g.base_name == name || g.name == name))
+    else {
+        return Ok(());
+    };
+    let (section, pos) = match project.configs.iter().find(|c| c.name == g.base_name) {
+        Some(c) => ("configs", c.pos),
+        None => (
+            "caBundles",
+            project
+                .ca_bundles
+                .iter()
+                .find(|b| b.name == g.base_name)
+                .map(|b| b.pos)
+                .unwrap_or_default(),
+        ),
+    };
+    let namespace = object
+        .get("metadata")
+        .and_then(|m| m.get("namespace"))
+        .and_then(Node::as_str);
+    Err(RenderError::Collision {
+        file: input.name.clone(),
+        pos: object.pos,
+        object: match namespace {
+            Some(ns) => format!("{kind}/{name} (namespace {ns})"),
+            None => format!("{kind}/{name}"),
+        },
+        generated: format!("{}:{pos} (`{section}.{}`)", project.file, g.base_name),
     })
 }
 

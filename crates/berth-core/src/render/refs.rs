@@ -18,6 +18,24 @@ pub struct ConfigRewriter<'a> {
     generated: &'a [Generated],
     /// Per generated config, the namespaces of the objects that use it.
     pub used_in: Vec<BTreeSet<Option<String>>>,
+    /// Keys asked of a generated config that it does not have, since the last take.
+    missing: Vec<MissingKey>,
+    /// Per `configPaths` entry: an object of its kind was seen; a field was at its path.
+    pub paths_seen: Vec<(bool, bool)>,
+}
+
+/// A key a reference asks of a generated config or bundle that is not in it:
+/// the pod would fail with `CreateContainerConfigError`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingKey {
+    /// Where the key is asked for.
+    pub pos: Pos,
+    /// The field that asks (`configMapKeyRef`, `volumes[].configMap.items[]`).
+    pub field: &'static str,
+    /// The generated config (index).
+    pub config: usize,
+    /// The key asked for.
+    pub key: String,
 }
 
 impl<'a> ConfigRewriter<'a> {
@@ -32,7 +50,20 @@ impl<'a> ConfigRewriter<'a> {
             by_name,
             generated,
             used_in: vec![BTreeSet::new(); generated.len()],
+            missing: Vec::new(),
+            paths_seen: Vec::new(),
         }
+    }
+
+    /// The missing keys seen since the last call.
+    pub fn take_missing(&mut self) -> Vec<MissingKey> {
+        std::mem::take(&mut self.missing)
+    }
+
+    /// Whether generated config `index` has `key` (in `data` or `binaryData`).
+    fn has_key(&self, index: usize, key: &str) -> bool {
+        let g = &self.generated[index];
+        g.data.iter().chain(&g.binary_data).any(|(k, _)| k == key)
     }
 
     /// Rewrites one object whose namespace is `namespace` (none: the namespace it is applied to).
@@ -43,7 +74,8 @@ impl<'a> ConfigRewriter<'a> {
         for_each_pod(object, kind, &mut |mut pod| {
             let mut used = BTreeSet::new();
             if let Some(spec) = pod.spec() {
-                self.rewrite_spec(spec, &mut used);
+                let missing = self.rewrite_spec(spec, &mut used);
+                self.missing.extend(missing);
             }
             for &i in &used {
                 self.used_in[i].insert(namespace.map(str::to_string));
@@ -62,15 +94,21 @@ impl<'a> ConfigRewriter<'a> {
         namespace: Option<&str>,
         paths: &[ImagePath],
     ) {
-        if self.generated.is_empty() {
-            return;
+        if self.paths_seen.len() != paths.len() {
+            self.paths_seen = vec![(false, false); paths.len()];
         }
         let mut used = BTreeSet::new();
-        for path in paths {
-            let applies =
-                path.kind == kind && path.api_version.as_deref().is_none_or(|v| v == api_version);
-            if applies {
-                self.rename_at(object, &path.path, &mut used);
+        for (n, path) in paths.iter().enumerate() {
+            if path.applies(api_version, kind) {
+                self.paths_seen[n].0 = true;
+                let mut found = Vec::new();
+                collect_at(object, &path.path, &mut Vec::new(), &mut found);
+                if !found.is_empty() {
+                    self.paths_seen[n].1 = true;
+                }
+                for trail in found {
+                    self.rename_path(object, &trail, path, &mut used);
+                }
             }
         }
         for &i in &used {
@@ -78,50 +116,92 @@ impl<'a> ConfigRewriter<'a> {
         }
     }
 
-    fn rename_at(&self, node: &mut Node, path: &[PathSegment], used: &mut BTreeSet<usize>) {
-        match path {
-            [] => {
-                // A custom resource names a config without saying which kind: a
-                // ConfigMap config first, then a Secret one.
-                let index = node.as_str().and_then(|name| {
-                    self.by_name
-                        .get(&(name, ConfigKind::ConfigMap))
-                        .or_else(|| self.by_name.get(&(name, ConfigKind::Secret)))
-                        .copied()
-                });
-                if let Some(index) = index {
-                    node.set_string(self.generated[index].name.as_str());
-                    used.insert(index);
-                }
-            }
-            [PathSegment::Key(key), rest @ ..] => {
-                if let Some(child) = node.get_mut(key) {
-                    self.rename_at(child, rest, used);
-                }
-            }
-            [PathSegment::Each, rest @ ..] => {
-                if let Some(items) = node.as_seq_mut() {
-                    for item in items {
-                        self.rename_at(item, rest, used);
+    /// Renames the field at `trail` (a concrete path to one field of `entry`) and
+    /// checks the key beside it, when the entry names one (`key:`).
+    fn rename_path(
+        &mut self,
+        object: &mut Node,
+        trail: &[Step],
+        entry: &ImagePath,
+        used: &mut BTreeSet<usize>,
+    ) {
+        let Some(node) = follow_mut(object, trail) else {
+            return;
+        };
+        // A custom resource names a config without saying which kind: a
+        // ConfigMap config first, then a Secret one.
+        let index = node.as_str().and_then(|name| {
+            self.by_name
+                .get(&(name, ConfigKind::ConfigMap))
+                .or_else(|| self.by_name.get(&(name, ConfigKind::Secret)))
+                .copied()
+        });
+        let Some(index) = index else { return };
+        node.set_string(self.generated[index].name.as_str());
+        used.insert(index);
+        let Some(key_path) = &entry.key else { return };
+        // The key sits beside the name: the concrete steps both paths share (the
+        // same list items), then the key path's own.
+        let shared = common_prefix(&entry.path, key_path).min(trail.len().saturating_sub(1));
+        let mut key_trail: Vec<Step> = trail[..shared].to_vec();
+        let mut keys = Vec::new();
+        if let Some(base) = follow(object, &key_trail) {
+            collect_at(base, &key_path[shared..], &mut key_trail, &mut keys);
+        }
+        for at in keys {
+            if let Some(key) = follow(object, &at) {
+                if let Some(text) = key.as_str() {
+                    if !self.has_key(index, text) {
+                        self.missing.push(MissingKey {
+                            pos: key.pos,
+                            field: "configPaths `key:`",
+                            config: index,
+                            key: text.to_string(),
+                        });
                     }
                 }
             }
         }
     }
 
-    fn rewrite_spec(&self, spec: &mut Node, used: &mut BTreeSet<usize>) {
+    fn rewrite_spec(&self, spec: &mut Node, used: &mut BTreeSet<usize>) -> Vec<MissingKey> {
         use ConfigKind::{ConfigMap, Secret};
+        let mut missing = Vec::new();
         for_each_volume(spec, &mut |volume| {
-            self.rename(volume.get_mut("configMap"), "name", ConfigMap, used);
-            self.rename(volume.get_mut("secret"), "secretName", Secret, used);
+            let c = self.rename(volume.get_mut("configMap"), "name", ConfigMap, used);
+            self.check_items(
+                volume.get("configMap"),
+                c,
+                "volumes[].configMap.items[]",
+                &mut missing,
+            );
+            let s = self.rename(volume.get_mut("secret"), "secretName", Secret, used);
+            self.check_items(
+                volume.get("secret"),
+                s,
+                "volumes[].secret.items[]",
+                &mut missing,
+            );
             if let Some(sources) = volume
                 .get_mut("projected")
                 .and_then(|p| p.get_mut("sources"))
                 .and_then(Node::as_seq_mut)
             {
                 for source in sources {
-                    self.rename(source.get_mut("configMap"), "name", ConfigMap, used);
-                    self.rename(source.get_mut("secret"), "name", Secret, used);
+                    let c = self.rename(source.get_mut("configMap"), "name", ConfigMap, used);
+                    self.check_items(
+                        source.get("configMap"),
+                        c,
+                        "projected configMap items[]",
+                        &mut missing,
+                    );
+                    let s = self.rename(source.get_mut("secret"), "name", Secret, used);
+                    self.check_items(
+                        source.get("secret"),
+                        s,
+                        "projected secret items[]",
+                        &mut missing,
+                    );
                 }
             }
         });
@@ -136,8 +216,15 @@ impl<'a> ConfigRewriter<'a> {
                 for item in items {
                     let from = item.get_mut("valueFrom");
                     if let Some(from) = from {
-                        self.rename(from.get_mut("configMapKeyRef"), "name", ConfigMap, used);
-                        self.rename(from.get_mut("secretKeyRef"), "name", Secret, used);
+                        let c =
+                            self.rename(from.get_mut("configMapKeyRef"), "name", ConfigMap, used);
+                        if let (Some(i), Some(r)) = (c, from.get("configMapKeyRef")) {
+                            self.key_of(r, i, "configMapKeyRef", &mut missing);
+                        }
+                        let s = self.rename(from.get_mut("secretKeyRef"), "name", Secret, used);
+                        if let (Some(i), Some(r)) = (s, from.get("secretKeyRef")) {
+                            self.key_of(r, i, "secretKeyRef", &mut missing);
+                        }
                     }
                 }
             }
@@ -147,27 +234,73 @@ impl<'a> ConfigRewriter<'a> {
                 self.rename(Some(item), "name", Secret, used);
             }
         }
+        missing
     }
 
-    /// `holder[field]`, if it names a config of `kind`, becomes its generated name.
+    /// `items[].key` of a volume source that names generated config `index`.
+    fn check_items(
+        &self,
+        source: Option<&Node>,
+        index: Option<usize>,
+        field: &'static str,
+        missing: &mut Vec<MissingKey>,
+    ) {
+        let (Some(source), Some(index)) = (source, index) else {
+            return;
+        };
+        if source.get("optional").and_then(Node::as_str) == Some("true") {
+            return;
+        }
+        for item in source
+            .get("items")
+            .and_then(Node::as_seq)
+            .unwrap_or_default()
+        {
+            self.key_of(item, index, field, missing);
+        }
+    }
+
+    /// `holder.key`, when generated config `index` lacks it.
+    fn key_of(
+        &self,
+        holder: &Node,
+        index: usize,
+        field: &'static str,
+        missing: &mut Vec<MissingKey>,
+    ) {
+        if holder.get("optional").and_then(Node::as_str) == Some("true") {
+            return; // the kubelet starts the pod without it
+        }
+        if let Some(key) = holder.get("key") {
+            if let Some(text) = key.as_str() {
+                if !self.has_key(index, text) {
+                    missing.push(MissingKey {
+                        pos: key.pos,
+                        field,
+                        config: index,
+                        key: text.to_string(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// `holder[field]`, if it names a config of `kind`, becomes its generated name;
+    /// returns the config's index.
     fn rename(
         &self,
         holder: Option<&mut Node>,
         field: &str,
         kind: ConfigKind,
         used: &mut BTreeSet<usize>,
-    ) {
-        let Some(node) = holder.and_then(|h| h.get_mut(field)) else {
-            return;
-        };
-        let Some(&index) = node
+    ) -> Option<usize> {
+        let node = holder.and_then(|h| h.get_mut(field))?;
+        let &index = node
             .as_str()
-            .and_then(|name| self.by_name.get(&(name, kind)))
-        else {
-            return;
-        };
+            .and_then(|name| self.by_name.get(&(name, kind)))?;
         node.set_string(self.generated[index].name.as_str());
         used.insert(index);
+        Some(index)
     }
 
     /// Writes the annotation when the pod uses configs whose names do not change with content.
@@ -215,4 +348,51 @@ impl<'a> ConfigRewriter<'a> {
             }
         }
     }
+}
+
+/// One step of a concrete path: a mapping key, or a list index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// Every concrete path below `node` that `path` reaches (each `[]` expanded).
+fn collect_at(node: &Node, path: &[PathSegment], trail: &mut Vec<Step>, out: &mut Vec<Vec<Step>>) {
+    match path {
+        [] => out.push(trail.clone()),
+        [PathSegment::Key(key), rest @ ..] => {
+            if let Some(child) = node.get(key) {
+                trail.push(Step::Key(key.clone()));
+                collect_at(child, rest, trail, out);
+                trail.pop();
+            }
+        }
+        [PathSegment::Each, rest @ ..] => {
+            for (i, item) in node.as_seq().unwrap_or_default().iter().enumerate() {
+                trail.push(Step::Index(i));
+                collect_at(item, rest, trail, out);
+                trail.pop();
+            }
+        }
+    }
+}
+
+fn follow<'n>(node: &'n Node, trail: &[Step]) -> Option<&'n Node> {
+    trail.iter().try_fold(node, |n, step| match step {
+        Step::Key(k) => n.get(k),
+        Step::Index(i) => n.as_seq()?.get(*i),
+    })
+}
+
+fn follow_mut<'n>(node: &'n mut Node, trail: &[Step]) -> Option<&'n mut Node> {
+    trail.iter().try_fold(node, |n, step| match step {
+        Step::Key(k) => n.get_mut(k),
+        Step::Index(i) => n.as_seq_mut()?.get_mut(*i),
+    })
+}
+
+/// How many leading segments two paths share.
+fn common_prefix(a: &[PathSegment], b: &[PathSegment]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }

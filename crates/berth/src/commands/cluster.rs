@@ -16,7 +16,9 @@ use crate::settings::{self, Render};
 
 fn desired(render: &Render, project: &Project, resolution: &Resolution<'_>) -> Result<Desired> {
     let (rendered, generated) = render_objects(render, project, resolution)?;
-    for warning in crate::commands::validate::unparsed_image_warnings(&rendered.findings) {
+    for warning in
+        crate::commands::validate::render_warnings(&rendered.findings, project, resolution)
+    {
         say!("warning: {warning}");
     }
     if rendered.objects.is_empty() {

@@ -1,5 +1,6 @@
 //! One module per command.
 
+pub mod audit;
 pub mod cluster;
 pub mod controller;
 pub mod env;

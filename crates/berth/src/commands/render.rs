@@ -30,7 +30,7 @@ pub fn render_generated(
     resolution: &Resolution<'_>,
 ) -> Result<(Rendered, Vec<berth_core::configs::Generated>)> {
     let generated = generate::all(project, settings.strict)?;
-    let inputs = inputs::gather(project, &settings.paths)?;
+    let inputs = inputs::gather(project, settings.manifests(project)?, &settings.paths)?;
     let options = settings.options();
     let rendered =
         render::render(project, resolution, &generated, &inputs, &options).map_err(explain)?;
@@ -44,7 +44,7 @@ pub fn render_objects(
     resolution: &Resolution<'_>,
 ) -> Result<(render::RenderedObjects, Vec<berth_core::configs::Generated>)> {
     let generated = generate::all(project, settings.strict)?;
-    let inputs = inputs::gather(project, &settings.paths)?;
+    let inputs = inputs::gather(project, settings.manifests(project)?, &settings.paths)?;
     let rendered = render::render_objects(
         project,
         resolution,
@@ -58,7 +58,9 @@ pub fn render_objects(
 
 pub fn run(command: &RenderCommand, project: &Project, resolution: &Resolution<'_>) -> Result<()> {
     let rendered = render_all(&command.render, project, resolution)?;
-    for warning in crate::commands::validate::unparsed_image_warnings(&rendered.findings) {
+    for warning in
+        crate::commands::validate::render_warnings(&rendered.findings, project, resolution)
+    {
         say!("warning: {warning}");
     }
     match &command.out {

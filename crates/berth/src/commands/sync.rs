@@ -87,7 +87,11 @@ fn kubernetes(
     project: &Project,
     resolution: &Resolution<'_>,
 ) -> Result<Arc<dyn Target>> {
-    let rendered = render_all(&Render::default(), project, resolution)?;
+    let render = Render {
+        profile: settings.profile.clone(),
+        ..Render::default()
+    };
+    let rendered = render_all(&render, project, resolution)?;
     let workloads = berth_core::render::workloads(&rendered.yaml)?;
     if workloads.is_empty() {
         bail!(

@@ -1,13 +1,39 @@
 //! `berth validate`: every check of `render`, nothing written, and warnings
 //! about what is probably a mistake (errors with `--strict`).
+//!
+//! Without `--profile` it checks `manifests:` and each profile on its own: a
+//! component (unless `deployed: false`), a config and a path entry must be used
+//! by at least one of them.
 
 use anyhow::{bail, Result};
-use berth_core::render::Findings;
+use berth_core::render::{path_warnings, Findings};
 use berth_core::{Project, Resolution};
 
 use crate::commands::render::render_all;
 use crate::generate;
 use crate::settings::Render;
+
+/// Every warning of one render: the shared ones, then its path entries'.
+pub fn render_warnings(
+    findings: &Findings,
+    project: &Project,
+    resolution: &Resolution<'_>,
+) -> Vec<String> {
+    let mut out = findings.warnings(project, resolution);
+    out.extend(path_warnings(
+        project,
+        "imagePaths",
+        &project.image_paths,
+        &findings.image_paths_seen,
+    ));
+    out.extend(path_warnings(
+        project,
+        "configPaths",
+        &project.config_paths,
+        &findings.config_paths_seen,
+    ));
+    out
+}
 
 pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) -> Result<()> {
     let mut warnings = Vec::new();
@@ -17,41 +43,38 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
             project.file, second.image_pos, first.name, second.name, first.name
         ));
     }
-    if settings.paths.is_empty() && project.manifests.is_empty() {
+    // What to check: the profile asked for; else `manifests:` and every profile.
+    let mut sets: Vec<(Option<String>, Render)> = Vec::new();
+    if settings.profile.is_some() || !settings.paths.is_empty() {
+        sets.push((settings.profile.clone(), settings.clone()));
+    } else {
+        if !project.manifests.is_empty() {
+            sets.push((None, settings.clone()));
+        }
+        for profile in &project.profiles {
+            let render = Render {
+                profile: Some(profile.name.clone()),
+                ..settings.clone()
+            };
+            sets.push((Some(profile.name.clone()), render));
+        }
+    }
+    if sets.is_empty() {
         // Nothing to render: the configs and CA bundles are still checked.
         generate::all(project, settings.strict)?;
     } else {
-        let rendered = render_all(settings, project, resolution)?;
-        let findings = &rendered.findings;
-        warnings.extend(unparsed_image_warnings(findings));
-        for name in &findings.unmatched_components {
-            if let Some(c) = project.component(name) {
-                warnings.push(format!(
-                    "{}:{}: component `{name}` (`{}`) matches no image in the manifests; check its `image:` and `match:`, or the manifests' image fields (`imagePaths:` for custom resources)",
-                    project.file, c.image_pos, c.image
-                ));
-            }
+        let mut all: Vec<Findings> = Vec::new();
+        for (profile, render) in &sets {
+            let rendered = render_all(render, project, resolution)?;
+            let prefix = match profile {
+                Some(name) if sets.len() > 1 => format!("profile `{name}`: "),
+                _ => String::new(),
+            };
+            let shared = rendered.findings.warnings(project, resolution);
+            warnings.extend(shared.into_iter().map(|w| format!("{prefix}{w}")));
+            all.push(rendered.findings);
         }
-        for name in &findings.unused_configs {
-            let pos = project
-                .configs
-                .iter()
-                .find(|c| &c.name == name)
-                .map(|c| c.pos)
-                .or_else(|| {
-                    project
-                        .ca_bundles
-                        .iter()
-                        .find(|b| &b.name == name)
-                        .map(|b| b.pos)
-                });
-            let at = pos
-                .map(|p| format!("{}:{p}: ", project.file))
-                .unwrap_or_default();
-            warnings.push(format!(
-                "{at}`{name}` is referenced by no object in the manifests, so its generated name reaches nothing; refer to `{name}` from a pod spec (or inject it), or remove it"
-            ));
-        }
+        warnings.extend(aggregated(project, &all));
     }
     for warning in &warnings {
         say!("warning: {warning}");
@@ -66,15 +89,63 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
     Ok(())
 }
 
-/// One warning per image field that is neither a reference nor a placeholder berth
-/// knows: `render` prints them too, since such a value reaches the cluster as written.
-pub fn unparsed_image_warnings(findings: &Findings) -> impl Iterator<Item = String> + '_ {
-    findings.unparsed_images.iter().map(|(at, value)| {
-        let hint = match value.strip_prefix('$') {
-            Some(_) => "a placeholder that names no component's variable (`env:`); add the component, or set its `env:` to this variable",
-            None => "not an image reference, so no component can match it; fix the value, or render the templating step first",
-        };
-        let shown: String = value.chars().take(200).collect();
-        format!("{at}: image `{shown}` is {hint}")
-    })
+/// What must hold in at least one of the renders: every deployed component
+/// matched, every config used, every path entry reaching a field.
+fn aggregated(project: &Project, all: &[Findings]) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let in_none = |missing: &dyn Fn(&Findings) -> bool| all.iter().all(missing);
+    for c in &project.components {
+        if !c.deployed || c.same_as.is_some() && c.repositories.is_empty() {
+            continue;
+        }
+        if in_none(&|f| f.unmatched_components.contains(&c.name)) {
+            let sets = if all.len() > 1 {
+                " (in no profile)"
+            } else {
+                ""
+            };
+            warnings.push(format!(
+                "{}:{}: component `{}` (`{}`) matches no image in the manifests{sets}; check its `image:` and `match:`, or the manifests' image fields (`imagePaths:` for custom resources); a component that is built but never deployed takes `deployed: false`",
+                project.file, c.image_pos, c.name, c.image
+            ));
+        }
+    }
+    let names = project
+        .configs
+        .iter()
+        .map(|c| (&c.name, c.pos))
+        .chain(project.ca_bundles.iter().map(|b| (&b.name, b.pos)));
+    for (name, pos) in names {
+        if in_none(&|f| f.unused_configs.contains(name)) {
+            warnings.push(format!(
+                "{}:{pos}: `{name}` is referenced by no object in the manifests, so its generated name reaches nothing; refer to `{name}` from a pod spec (or inject it), list a custom resource's field that names it under `configPaths:`, or remove it",
+                project.file
+            ));
+        }
+    }
+    let merge = |pick: &dyn Fn(&Findings) -> &Vec<(bool, bool)>, len: usize| -> Vec<(bool, bool)> {
+        (0..len)
+            .map(|i| {
+                all.iter().fold((false, false), |acc, f| {
+                    let (k, v) = pick(f).get(i).copied().unwrap_or_default();
+                    (acc.0 || k, acc.1 || v)
+                })
+            })
+            .collect()
+    };
+    let image = merge(&|f| &f.image_paths_seen, project.image_paths.len());
+    let config = merge(&|f| &f.config_paths_seen, project.config_paths.len());
+    warnings.extend(path_warnings(
+        project,
+        "imagePaths",
+        &project.image_paths,
+        &image,
+    ));
+    warnings.extend(path_warnings(
+        project,
+        "configPaths",
+        &project.config_paths,
+        &config,
+    ));
+    warnings
 }

@@ -1,0 +1,226 @@
+//! What a render saw that disagrees with berth.yaml or will fail later, and the
+//! warnings that say so (`render`, `apply` and `diff` print them; `validate
+//! --strict` fails on them). Each message names both sides and the fix.
+
+use berth_yaml::Node;
+
+use super::pods::{for_each_container, for_each_pod};
+use crate::project::{ImagePath, PathSegment, Project};
+use crate::resolve::{Origin, Resolution};
+use crate::scan::Scanner;
+
+/// A component image spelt where berth does not rewrite it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stray {
+    /// `file:line:column (Kind/name)`.
+    pub at: String,
+    /// Where in the object: `data key `run.yaml``, `env `RELATED_IMAGE_X` of container `c``.
+    pub place: String,
+    /// The spelling.
+    pub text: String,
+    /// The component (index into the resolution).
+    pub component: usize,
+}
+
+/// Component images in ConfigMap data and container env values (but the fields an
+/// `imagePaths` entry rewrote, `skip`), pushed to `out` with `at` (`file:line:column
+/// (Kind/name)` given a position).
+pub(super) fn strays(
+    scanner: &Scanner,
+    object: &mut Node,
+    kind: &str,
+    skip: &dyn Fn(berth_yaml::Pos) -> bool,
+    at: &dyn Fn(berth_yaml::Pos) -> String,
+    out: &mut Vec<Stray>,
+) {
+    if scanner.is_empty() {
+        return;
+    }
+    let mut push = |node: &Node, place: String| {
+        let Some(text) = node.as_str() else { return };
+        if skip(node.pos) || !scanner.may_match(text) {
+            return;
+        }
+        // A quoted scalar's text starts after its quote; a block scalar's lines at its
+        // position's column (the indentation YAML strips).
+        let quoted = node
+            .as_scalar()
+            .is_some_and(|s| s.style != berth_yaml::Style::Plain && !text.contains('\n'));
+        for (n, line) in text.lines().enumerate() {
+            for found in scanner.line(line) {
+                let mut pos = node.pos;
+                pos.line += n as u32;
+                pos.column += found.offset as u32 + u32::from(quoted);
+                out.push(Stray {
+                    at: at(pos),
+                    place: place.clone(),
+                    text: found.text.to_string(),
+                    component: found.component,
+                });
+            }
+        }
+    };
+    if kind == "ConfigMap" {
+        for (key, value) in object
+            .get("data")
+            .and_then(Node::as_map)
+            .unwrap_or_default()
+        {
+            push(
+                value,
+                format!("data key `{}`", key.as_str().unwrap_or_default()),
+            );
+        }
+        return;
+    }
+    let mut envs: Vec<(Node, String)> = Vec::new();
+    for_each_pod(object, kind, &mut |mut pod| {
+        let Some(spec) = pod.spec() else { return };
+        for_each_container(spec, &mut |container| {
+            let name = container
+                .get("name")
+                .and_then(Node::as_str)
+                .unwrap_or_default()
+                .to_string();
+            for item in container
+                .get("env")
+                .and_then(Node::as_seq)
+                .unwrap_or_default()
+            {
+                if let Some(value) = item.get("value") {
+                    let var = item.get("name").and_then(Node::as_str).unwrap_or_default();
+                    envs.push((value.clone(), format!("env `{var}` of container `{name}`")));
+                }
+            }
+        });
+    });
+    for (value, place) in envs {
+        push(&value, place);
+    }
+}
+
+/// The first part of a resolved image an override set, as its source names it.
+fn override_of(origins: &crate::resolve::Origins) -> Option<&Origin> {
+    [
+        Some(&origins.name),
+        Some(&origins.registry),
+        origins.tag.as_ref(),
+        origins.digest.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|o| !matches!(o, Origin::Project { .. }))
+}
+
+impl super::Findings {
+    /// The warnings of one render: manifests that disagree with berth.yaml,
+    /// overrides that reach nothing, images berth cannot rewrite, missing keys.
+    pub fn warnings(&self, project: &Project, resolution: &Resolution<'_>) -> Vec<String> {
+        let mut out = Vec::new();
+        for (at, value) in &self.unparsed_images {
+            let hint = match value.strip_prefix('$') {
+                Some(rest) if rest.starts_with('{') && !rest.ends_with('}') || rest.contains(":-") || rest.contains('}') && !rest.ends_with('}') => {
+                    "not filled in: berth fills only a whole `${VAR}` or `$VAR` placeholder that is a component's variable (no defaults, no text around it); write the value as exactly `${VAR}`"
+                }
+                Some(_) => "a placeholder that names no component's variable (`env:`); add the component, or set its `env:` to this variable",
+                None => "not an image reference, so no component can match it; fix the value, or render the templating step first",
+            };
+            let shown: String = value.chars().take(200).collect();
+            out.push(format!("{at}: image `{shown}` is {hint}"));
+        }
+        for drift in &self.drifted {
+            let Some(resolved) = resolution.images.get(drift.component) else {
+                continue;
+            };
+            let c = resolved.component;
+            out.push(format!(
+                "{}: image `{}` differs from berth.yaml's default for component `{}` (`{}`, {}:{}), and berth writes `{}`: put the tag you want in `images.{}.image` of {} (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest",
+                drift.at, drift.found, c.name, c.image, project.file, c.image_pos, resolved.reference, c.name, project.file
+            ));
+        }
+        for &index in &self.unmatched {
+            let Some(resolved) = resolution.images.get(index) else {
+                continue;
+            };
+            if !resolved.component.deployed {
+                continue;
+            }
+            if let Some(origin) = override_of(&resolved.origins) {
+                out.push(format!(
+                    "{origin} is set for component `{}`, but no image field of the manifests is `{}`, so the override changes nothing: check `images.{}.image` and `match:` in {}, add the field under `imagePaths:` (custom resources, env values), or unset it",
+                    resolved.component.name, resolved.component.image.repository(), resolved.component.name, project.file
+                ));
+            }
+        }
+        for stray in &self.strays {
+            let Some(resolved) = resolution.images.get(stray.component) else {
+                continue;
+            };
+            let name = &resolved.component.name;
+            out.push(format!(
+                "{}: {} holds `{}`, an image of component `{name}`, where berth does not rewrite it: overrides (`{}`, the registry) and pins never reach it; for an env value or a custom resource's field add it under `imagePaths:`, otherwise have the program take `{}` from its environment",
+                stray.at, stray.place, stray.text, resolved.component.env, resolved.component.env
+            ));
+        }
+        for missing in &self.missing_keys {
+            let keys = if missing.available.is_empty() {
+                "it has no keys".to_string()
+            } else {
+                format!("its keys: {}", missing.available.join(", "))
+            };
+            out.push(format!(
+                "{}: {} asks `{}` for key `{}`, which it does not have ({keys}); the pod would fail with CreateContainerConfigError: fix the key, or add it to `{}` in {}",
+                missing.at, missing.field, missing.config, missing.key, missing.config, project.file
+            ));
+        }
+        out
+    }
+}
+
+/// Warnings about `imagePaths` and `configPaths` entries that reached nothing:
+/// `seen[i]` says whether an object of entry `i`'s kind was seen, and whether a
+/// field was at its path.
+pub fn path_warnings(
+    project: &Project,
+    section: &str,
+    entries: &[ImagePath],
+    seen: &[(bool, bool)],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (entry, &(kind, field)) in entries.iter().zip(seen) {
+        let key = entry
+            .key
+            .as_ref()
+            .map(|k| format!(", key: {}", path_text(k)))
+            .unwrap_or_default();
+        let shown = format!("{{kind: {}, path: {}{key}}}", entry.kind, entry.text);
+        if !kind {
+            out.push(format!(
+                "{}:{}: `{section}` entry `{shown}` matches nothing: no object of kind `{}` is in the manifests; check the kind's spelling, or remove the entry",
+                project.file, entry.pos, entry.kind
+            ));
+        } else if !field {
+            out.push(format!(
+                "{}:{}: `{section}` entry `{shown}` matches no field: no `{}` object has `{}`; check the field path against the objects",
+                project.file, entry.pos, entry.kind, entry.text
+            ));
+        }
+    }
+    out
+}
+
+fn path_text(path: &[PathSegment]) -> String {
+    let mut out = String::new();
+    for segment in path {
+        match segment {
+            PathSegment::Key(k) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(k);
+            }
+            PathSegment::Each => out.push_str("[]"),
+        }
+    }
+    out
+}

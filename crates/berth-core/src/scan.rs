@@ -1,0 +1,196 @@
+//! Finds spellings of component images in free text: ConfigMap data and env
+//! values at render time, and every file of a repository for `berth audit`.
+//!
+//! A word is a run of the characters an image reference is made of; it counts
+//! when it parses as a reference whose repository is a component's and it is
+//! spelt as one (it has a `/`, a `:` tag or an `@` digest, so the bare word
+//! `nginx` in prose is not `docker.io/library/nginx`). A tag that is a
+//! variable (`repo:$(TAG)`, `repo:${TAG}`, `"repo:" + tag`) is the repository.
+
+use std::collections::HashMap;
+
+use berth_ref::{Reference, Repository};
+
+/// A component image spelt in a line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spelling<'t> {
+    /// The byte offset of the word in the line.
+    pub offset: usize,
+    /// The word as written (tag and digest included).
+    pub text: &'t str,
+    /// The index of the component whose repository it is.
+    pub component: usize,
+}
+
+/// The repositories to look for, by component index.
+pub struct Scanner {
+    by_repository: HashMap<Repository, usize>,
+    /// Each repository's last path component: a line without one of these holds
+    /// no spelling, which is checked before any word is parsed.
+    needles: Vec<String>,
+}
+
+impl Scanner {
+    /// A scanner for `(component index, its repositories)`; the first component
+    /// to claim a repository gets it, as in render.
+    pub fn new<'r>(components: impl IntoIterator<Item = (usize, &'r [Repository])>) -> Self {
+        let mut by_repository = HashMap::new();
+        let mut needles: Vec<String> = Vec::new();
+        for (index, repositories) in components {
+            for repository in repositories {
+                by_repository.entry(repository.clone()).or_insert(index);
+                let needle = repository.last_component().to_string();
+                if !needles.contains(&needle) {
+                    needles.push(needle);
+                }
+            }
+        }
+        Scanner {
+            by_repository,
+            needles,
+        }
+    }
+
+    /// Whether there is nothing to look for.
+    pub fn is_empty(&self) -> bool {
+        self.needles.is_empty()
+    }
+
+    /// The last path components searched for (`berth audit` prefilters whole files with them).
+    pub fn needles(&self) -> &[String] {
+        &self.needles
+    }
+
+    /// Whether `text` may hold a spelling (it contains a needle).
+    pub fn may_match(&self, text: &str) -> bool {
+        self.needles.iter().any(|n| text.contains(n.as_str()))
+    }
+
+    /// Every spelling of a component image in `line`, in order.
+    pub fn line<'t>(&self, line: &'t str) -> Vec<Spelling<'t>> {
+        let mut out = Vec::new();
+        if !self.may_match(line) {
+            return out;
+        }
+        for (offset, word) in words(line) {
+            let Some((within, text, reference)) = as_reference(word) else {
+                continue;
+            };
+            if let Some(&component) = self.by_repository.get(reference.repository()) {
+                out.push(Spelling {
+                    offset: offset + within,
+                    text,
+                    component,
+                });
+            }
+        }
+        out
+    }
+}
+
+/// Characters of a reference (`$`, braces and parentheses end a word, so
+/// `repo:$(TAG)` gives `repo:`).
+fn in_word(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '/' | ':' | '@' | '[' | ']')
+}
+
+/// The words of `line` with their byte offsets.
+fn words(line: &str) -> impl Iterator<Item = (usize, &str)> {
+    let mut start = None;
+    let mut out = Vec::new();
+    for (i, c) in line.char_indices() {
+        match (in_word(c), start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                out.push((s, &line[s..i]));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        out.push((s, &line[s..]));
+    }
+    out.into_iter()
+}
+
+/// A word as a reference, if it is spelt as an image: `:-`/`:=` shell defaults
+/// and URLs are not, a trailing `:` (a tag that follows as a variable) is dropped.
+/// Returns the offset of the reference in the word, its text and the reference.
+fn as_reference(word: &str) -> Option<(usize, &str, Reference)> {
+    if word.contains("://") {
+        return None;
+    }
+    // `${IMAGE:-ghcr.io/x:v1}` splits at `{`: the word is `IMAGE:-ghcr.io/x:v1`.
+    let text = match word.rfind(":-").or_else(|| word.rfind(":=")) {
+        Some(i) => &word[i + 2..],
+        None => word,
+    };
+    let text = text.trim_end_matches([':', '.', '/', '-', '@']);
+    let text = text.trim_start_matches(['/', '.', '-', ':', '@']);
+    let spelt = text.contains('/') || text.contains(':') || text.contains('@');
+    if !spelt {
+        return None;
+    }
+    let within = text.as_ptr() as usize - word.as_ptr() as usize;
+    Reference::parse(text).ok().map(|r| (within, text, r))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scanner() -> Scanner {
+        let epp = Reference::parse("ghcr.io/llm-d/llm-d-inference-scheduler").unwrap();
+        let nginx = Reference::parse("nginx").unwrap();
+        let repos = [epp.repository().clone()];
+        let nginx_repos = [nginx.repository().clone()];
+        Scanner::new([(0, &repos[..]), (1, &nginx_repos[..])])
+    }
+
+    fn found(line: &str) -> Vec<(&str, usize)> {
+        scanner()
+            .line(line)
+            .into_iter()
+            .map(|s| (s.text, s.component))
+            .collect()
+    }
+
+    #[test]
+    fn spellings_in_the_languages_that_hard_code_images() {
+        let cases: &[(&str, &[(&str, usize)])] = &[
+            (
+                "EPP_IMAGE ?= ghcr.io/llm-d/llm-d-inference-scheduler:dev",
+                &[("ghcr.io/llm-d/llm-d-inference-scheduler:dev", 0)],
+            ),
+            (
+                "IMG=${IMG:-ghcr.io/llm-d/llm-d-inference-scheduler:v1}",
+                &[("ghcr.io/llm-d/llm-d-inference-scheduler:v1", 0)],
+            ),
+            (
+                "  image: \"ghcr.io/llm-d/llm-d-inference-scheduler:$(EPP_TAG)\"",
+                &[("ghcr.io/llm-d/llm-d-inference-scheduler", 0)],
+            ),
+            (
+                "epp := \"ghcr.io/llm-d/llm-d-inference-scheduler:\" + tag",
+                &[("ghcr.io/llm-d/llm-d-inference-scheduler", 0)],
+            ),
+            (
+                "FROM docker.io/library/nginx:1.25 AS web",
+                &[("docker.io/library/nginx:1.25", 1)],
+            ),
+            ("docker run nginx:1.25", &[("nginx:1.25", 1)]),
+            // Bare words, URLs and other repositories are not spellings of an image.
+            ("we serve nginx to users", &[]),
+            ("see https://ghcr.io/llm-d/llm-d-inference-scheduler", &[]),
+            ("ghcr.io/llm-d/llm-d-inference-scheduler-dev:1", &[]),
+            (
+                "image = f\"{REGISTRY}/llm-d-inference-scheduler:{TAG}\"",
+                &[],
+            ),
+        ];
+        for (line, want) in cases {
+            assert_eq!(&found(line), want, "{line}");
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! `berth audit [PATH]`: every hard-coded copy of a component's image outside
+//! berth.yaml, berth.lock and the manifests berth renders — the copies that
+//! drift (llm-d #408 lived in a Makefile, a pull script and a Go e2e test).
+//!
+//! The repository is walked with ripgrep's walker (`.gitignore` respected,
+//! hidden directories such as `.github/` included, `.git/` skipped), in
+//! parallel; a file is read only up to [`MAX_AUDITED`] and parsed line by line
+//! only when it holds one of the components' image names.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use anyhow::{anyhow, Result};
+use berth_core::scan::Scanner;
+use berth_core::{ManifestSource, Project};
+use serde_json::json;
+
+use crate::output::print;
+
+/// Files larger than this are skipped (and counted): sources are smaller.
+pub const MAX_AUDITED: u64 = 8 * 1024 * 1024;
+
+/// `berth audit`.
+pub struct Audit {
+    /// Where to look (default: the project's directory).
+    pub root: Option<PathBuf>,
+    /// Exit 1 when any copy is found.
+    pub strict: bool,
+    /// A JSON array instead of lines.
+    pub json: bool,
+}
+
+/// One hard-coded copy.
+struct Copy {
+    path: PathBuf,
+    line: usize,
+    column: usize,
+    text: String,
+    component: usize,
+}
+
+pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
+    let root = settings.root.clone().unwrap_or_else(|| project.dir.clone());
+    if !root.is_dir() {
+        anyhow::bail!(
+            "berth audit {}: not a directory; give the repository's directory",
+            root.display()
+        );
+    }
+    // Third-party images (`registry: false`) are not the project's to spell.
+    let scanner = Scanner::new(
+        project
+            .components
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.follows_registry)
+            .map(|(i, c)| (i, c.repositories.as_slice())),
+    );
+    let skipped = skipped_paths(project);
+    let found: Mutex<Vec<Copy>> = Mutex::new(Vec::new());
+    let counts = Mutex::new((0usize, 0usize)); // files searched, files too large
+    let walker = ignore::WalkBuilder::new(&root)
+        .hidden(false)
+        .require_git(false)
+        .filter_entry(|e| e.file_name() != ".git")
+        .threads(
+            std::thread::available_parallelism()
+                .map_or(2, |n| n.get())
+                .min(8),
+        )
+        .build_parallel();
+    walker.run(|| {
+        Box::new(|entry| {
+            let Ok(entry) = entry else {
+                return ignore::WalkState::Continue;
+            };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return ignore::WalkState::Continue;
+            }
+            let path = entry.path();
+            if skipped.iter().any(|s| path.starts_with(s)) {
+                return ignore::WalkState::Continue;
+            }
+            let mut copies = Vec::new();
+            let searched = search(path, &scanner, &mut copies);
+            if let Ok(mut c) = counts.lock() {
+                match searched {
+                    Searched::Yes => c.0 += 1,
+                    Searched::TooLarge => c.1 += 1,
+                    Searched::No => {}
+                }
+            }
+            if !copies.is_empty() {
+                if let Ok(mut all) = found.lock() {
+                    all.extend(copies);
+                }
+            }
+            ignore::WalkState::Continue
+        })
+    });
+    let mut copies = found
+        .into_inner()
+        .map_err(|_| anyhow!("berth audit: a search thread failed"))?;
+    let (searched, large) = counts.into_inner().unwrap_or_default();
+    copies.sort_by(|a, b| (&a.path, a.line, a.column).cmp(&(&b.path, b.line, b.column)));
+    let shown = |p: &Path| -> String { p.strip_prefix(&root).unwrap_or(p).display().to_string() };
+    let mut out = String::new();
+    if settings.json {
+        let items: Vec<serde_json::Value> = copies
+            .iter()
+            .map(|c| {
+                let component = &project.components[c.component];
+                json!({
+                    "file": shown(&c.path),
+                    "line": c.line,
+                    "column": c.column,
+                    "component": component.name,
+                    "variable": component.env,
+                    "image": c.text,
+                    "fix": fix(&c.path, &component.env),
+                })
+            })
+            .collect();
+        out = serde_json::to_string_pretty(&items)?;
+        out.push('\n');
+    } else {
+        for c in &copies {
+            let component = &project.components[c.component];
+            out.push_str(&format!(
+                "{}:{}:{}: component `{}`: `{}` is a hard-coded copy of its image; {}\n",
+                shown(&c.path),
+                c.line,
+                c.column,
+                component.name,
+                c.text,
+                fix(&c.path, &component.env)
+            ));
+        }
+    }
+    print(&out)?;
+    let files: std::collections::BTreeSet<&PathBuf> = copies.iter().map(|c| &c.path).collect();
+    let large = if large > 0 {
+        format!(
+            "; {large} file(s) over {} MiB skipped",
+            MAX_AUDITED / 1024 / 1024
+        )
+    } else {
+        String::new()
+    };
+    say!(
+        "berth audit: {} hard-coded cop{} in {} file(s); {searched} file(s) searched{large}",
+        copies.len(),
+        if copies.len() == 1 { "y" } else { "ies" },
+        files.len()
+    );
+    Ok(u8::from(settings.strict && !copies.is_empty()))
+}
+
+enum Searched {
+    Yes,
+    No,
+    TooLarge,
+}
+
+/// The copies in one file: read (bounded), binary files skipped, lines parsed
+/// only when the file holds a component's image name.
+fn search(path: &Path, scanner: &Scanner, out: &mut Vec<Copy>) -> Searched {
+    let Ok(file) = std::fs::File::open(path) else {
+        return Searched::No;
+    };
+    let mut bytes = Vec::new();
+    if file.take(MAX_AUDITED + 1).read_to_end(&mut bytes).is_err() {
+        return Searched::No;
+    }
+    if bytes.len() as u64 > MAX_AUDITED {
+        return Searched::TooLarge;
+    }
+    if bytes[..bytes.len().min(8192)].contains(&0) {
+        return Searched::No; // binary
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    if !scanner.may_match(&text) {
+        return Searched::Yes;
+    }
+    for (n, line) in text.lines().enumerate() {
+        for spelling in scanner.line(line) {
+            out.push(Copy {
+                path: path.to_path_buf(),
+                line: n + 1,
+                column: line[..spelling.offset].chars().count() + 1,
+                text: spelling.text.to_string(),
+                component: spelling.component,
+            });
+        }
+    }
+    Searched::Yes
+}
+
+/// berth.yaml, berth.lock and what berth renders (manifest files and
+/// directories, kustomizations and the local resources they name).
+fn skipped_paths(project: &Project) -> Vec<PathBuf> {
+    let canonical = |p: PathBuf| p.canonicalize().unwrap_or(p);
+    let mut out = vec![
+        canonical(project.dir.join(berth_core::project::PROJECT_FILE)),
+        canonical(project.dir.join("berth.lock")),
+    ];
+    let manifests = project
+        .manifests
+        .iter()
+        .chain(project.profiles.iter().flat_map(|p| &p.manifests));
+    for manifest in manifests {
+        match &manifest.source {
+            ManifestSource::Path(p) => out.push(canonical(project.dir.join(p))),
+            ManifestSource::Kustomize(dir) => kustomization(&project.dir.join(dir), &mut out, 0),
+            ManifestSource::Stdin => {}
+        }
+    }
+    // The walker gives paths under the root as given; compare both spellings.
+    let dir = canonical(project.dir.clone());
+    let more: Vec<PathBuf> = out
+        .iter()
+        .filter_map(|p| p.strip_prefix(&dir).ok().map(|r| project.dir.join(r)))
+        .collect();
+    out.extend(more);
+    out
+}
+
+/// The files of a kustomization's directory and, recursively, of the local
+/// `resources:`, `components:` and `bases:` it names.
+fn kustomization(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    if depth > 20 || out.contains(&dir) {
+        return;
+    }
+    out.push(dir.clone());
+    let text = ["kustomization.yaml", "kustomization.yml", "Kustomization"]
+        .iter()
+        .find_map(|name| crate::fs_source::read_bounded(&dir.join(name)).ok());
+    let Some(text) = text.and_then(|b| String::from_utf8(b).ok()) else {
+        return;
+    };
+    let Some(doc) = berth_yaml::load_all(&text, berth_yaml::Limits::default())
+        .ok()
+        .and_then(|docs| docs.into_iter().next())
+    else {
+        return;
+    };
+    for key in ["resources", "components", "bases"] {
+        for item in doc
+            .get(key)
+            .and_then(berth_yaml::Node::as_seq)
+            .unwrap_or_default()
+        {
+            let Some(entry) = item.as_str() else { continue };
+            if entry.contains("://") || entry.starts_with("github.com/") {
+                continue; // remote
+            }
+            let path = dir.join(entry);
+            if path.is_dir() {
+                kustomization(&path, out, depth + 1);
+            } else {
+                out.push(path.canonicalize().unwrap_or(path));
+            }
+        }
+    }
+}
+
+/// How a file of this kind reads the image from berth instead.
+fn fix(path: &Path, variable: &str) -> String {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or_default();
+    let in_workflow = path
+        .components()
+        .any(|c| c.as_os_str() == ".github" || c.as_os_str() == ".gitlab-ci.yml");
+    match (name, ext) {
+        ("Makefile" | "GNUmakefile" | "makefile", _) | (_, "mk") => format!(
+            "use `$({variable})` (include `berth images --output make`, or run make under `berth env --`)"
+        ),
+        ("Dockerfile" | "Containerfile", _) | (_, "dockerfile" | "containerfile") => format!(
+            "declare `ARG {variable}` and use `${{{variable}}}`, built with `--build-arg {variable}=\"$({variable})\"` under `berth env --`"
+        ),
+        (_, "go") => format!("read `os.Getenv(\"{variable}\")`, run under `berth env --`"),
+        (_, "py") => format!("read `os.environ[\"{variable}\"]`, run under `berth env --`"),
+        (_, "rs") => format!("read `std::env::var(\"{variable}\")`, run under `berth env --`"),
+        (_, "yaml" | "yml") if in_workflow => format!(
+            "use `${{{{ env.{variable} }}}}` after a step running `berth images --output env >> \"$GITHUB_ENV\"`"
+        ),
+        (_, "sh" | "bash" | "zsh") => format!("use `\"${variable}\"`, run under `berth env --`"),
+        _ => format!("read `{variable}` from the environment under `berth env --`"),
+    }
+}

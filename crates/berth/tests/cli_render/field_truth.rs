@@ -1,0 +1,383 @@
+//! One source of truth on trees shaped like the projects that broke it: a
+//! Katib-like overlay bumping `newTag`, an OGX-like custom resource, a
+//! Kubeflow-like ConfigMap of images, kustomize's own generator output.
+
+use std::fs;
+use std::path::Path;
+
+use super::common::{berth, project, require_program, transcript};
+
+fn write(dir: &Path, path: &str, text: &str) {
+    let path = dir.join(path);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+const KATIB: &str = "\
+name: katib
+manifests: [{kustomize: overlay}]
+images:
+  controller: {image: 'ghcr.io/kubeflow/katib/katib-controller:v0.19.0'}
+";
+
+#[test]
+fn a_kustomize_tag_bump_berth_yaml_does_not_know_is_reported_and_strict_refuses() {
+    if !require_program("kubectl", "kustomize overlays") {
+        return;
+    }
+    let dir = project(KATIB);
+    let d = dir.path();
+    write(d, "base/kustomization.yaml", "resources: [deploy.yaml]\n");
+    write(d, "base/deploy.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: katib-controller}\nspec:\n  template:\n    spec:\n      containers:\n      - {name: c, image: ghcr.io/kubeflow/katib/katib-controller}\n");
+    write(d, "overlay/kustomization.yaml", "resources: [../base]\nimages:\n- {name: ghcr.io/kubeflow/katib/katib-controller, newTag: v0.20.0}\n");
+    let out = berth(d).arg("render").output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    insta::assert_snapshot!(stderr(&out), @"warning: kustomize overlay:9:16 (Deployment/katib-controller): image `ghcr.io/kubeflow/katib/katib-controller:v0.20.0` differs from berth.yaml's default for component `controller` (`ghcr.io/kubeflow/katib/katib-controller:v0.19.0`, berth.yaml:4:23), and berth writes `ghcr.io/kubeflow/katib/katib-controller:v0.19.0`: put the tag you want in `images.controller.image` of berth.yaml (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest");
+    let strict = berth(d).args(["validate", "--strict"]).output().unwrap();
+    assert_eq!(strict.status.code(), Some(1), "{}", stderr(&strict));
+    assert!(stderr(&strict).contains("error: 1 warning (errors under --strict)"));
+    // An override is the user asking: then the manifest's tag is not drift.
+    let asked = berth(d)
+        .arg("render")
+        .env("CONTROLLER_TAG", "v0.21.0")
+        .output()
+        .unwrap();
+    assert_eq!(stderr(&asked), "");
+    assert!(String::from_utf8_lossy(&asked.stdout).contains("katib-controller:v0.21.0"));
+}
+
+#[test]
+fn overrides_and_paths_that_reach_nothing_and_images_berth_cannot_rewrite_are_named() {
+    let dir = project(
+        "\
+name: ogx
+manifests: [deploy.yaml]
+images:
+  starter: {image: 'docker.io/llamastack/distribution-starter:0.2.0'}
+  suggestion: {image: 'ghcr.io/kubeflow/katib/suggestion-hyperopt:v0.19.0', deployed: false}
+imagePaths:
+  - {kind: OGXServer, path: spec.server.image}
+  - {kind: Nothing, path: spec.image}
+configPaths:
+  - {kind: OGXServer, path: spec.overrideConfig.nam}
+configs:
+  run: {literals: ['run.yaml=x: 1']}
+",
+    );
+    write(dir.path(), "deploy.yaml", "\
+apiVersion: ogx.io/v1beta1
+kind: OGXServer
+metadata: {name: s}
+spec:
+  distribution: {name: starter}
+  overrideConfig: {name: run, key: run.yaml}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: katib-config}
+data:
+  config.yaml: |
+    suggestion:
+      image: ghcr.io/kubeflow/katib/suggestion-hyperopt:v0.19.0
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: op}
+spec:
+  template:
+    spec:
+      containers:
+      - name: manager
+        image: docker.io/llamastack/distribution-starter:0.2.0
+        env:
+        - {name: RELATED_IMAGE_SUGGESTION, value: 'ghcr.io/kubeflow/katib/suggestion-hyperopt:v0.19.0'}
+");
+    let out = berth(dir.path())
+        .arg("render")
+        .env("SUGGESTION_IMAGE", "quay.io/me/x:y")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    insta::assert_snapshot!(stderr(&out), @r"
+    warning: deploy.yaml:14:14 (ConfigMap/katib-config): data key `config.yaml` holds `ghcr.io/kubeflow/katib/suggestion-hyperopt:v0.19.0`, an image of component `suggestion`, where berth does not rewrite it: overrides (`SUGGESTION_IMAGE`, the registry) and pins never reach it; for an env value or a custom resource's field add it under `imagePaths:`, otherwise have the program take `SUGGESTION_IMAGE` from its environment
+    warning: deploy.yaml:26:52 (Deployment/op): env `RELATED_IMAGE_SUGGESTION` of container `manager` holds `ghcr.io/kubeflow/katib/suggestion-hyperopt:v0.19.0`, an image of component `suggestion`, where berth does not rewrite it: overrides (`SUGGESTION_IMAGE`, the registry) and pins never reach it; for an env value or a custom resource's field add it under `imagePaths:`, otherwise have the program take `SUGGESTION_IMAGE` from its environment
+    warning: berth.yaml:7:5: `imagePaths` entry `{kind: OGXServer, path: spec.server.image}` matches no field: no `OGXServer` object has `spec.server.image`; check the field path against the objects
+    warning: berth.yaml:8:5: `imagePaths` entry `{kind: Nothing, path: spec.image}` matches nothing: no object of kind `Nothing` is in the manifests; check the kind's spelling, or remove the entry
+    warning: berth.yaml:10:5: `configPaths` entry `{kind: OGXServer, path: spec.overrideConfig.nam}` matches no field: no `OGXServer` object has `spec.overrideConfig.nam`; check the field path against the objects
+    ");
+    // An override of a component no field is: it changes nothing, so it is said.
+    let idle = berth(dir.path())
+        .arg("render")
+        .env("STARTER_IMAGE", "quay.io/me/starter:fix")
+        .env("STARTER_TAG", "fix")
+        .output()
+        .unwrap();
+    let text = stderr(&idle);
+    assert!(
+        !text.contains("STARTER_IMAGE (environment) is set"),
+        "the Deployment's container is `starter`: {text}"
+    );
+    let nothing = project("name: x\nmanifests: [d.yaml]\nimages:\n  starter: {image: 'docker.io/llamastack/distribution-starter:0.2.0'}\n");
+    write(nothing.path(), "d.yaml", "apiVersion: ogx.io/v1beta1\nkind: OGXServer\nmetadata: {name: s}\nspec:\n  distribution: {name: starter}\n");
+    let idle = berth(nothing.path())
+        .arg("render")
+        .env("STARTER_IMAGE", "quay.io/me/x:y")
+        .output()
+        .unwrap();
+    insta::assert_snapshot!(stderr(&idle), @"warning: STARTER_IMAGE (environment) is set for component `starter`, but no image field of the manifests is `docker.io/llamastack/distribution-starter`, so the override changes nothing: check `images.starter.image` and `match:` in berth.yaml, add the field under `imagePaths:` (custom resources, env values), or unset it");
+}
+
+#[test]
+fn image_paths_reach_env_values_of_built_in_kinds() {
+    let dir = project(
+        "\
+name: op
+manifests: [deploy.yaml]
+images:
+  suggestion: {image: 'ghcr.io/kubeflow/katib/suggestion-hyperopt:v0.19.0'}
+imagePaths:
+  - {kind: Deployment, path: 'spec.template.spec.containers[].env[].value'}
+",
+    );
+    write(dir.path(), "deploy.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: op}\nspec:\n  template:\n    spec:\n      containers:\n      - name: manager\n        image: quay.io/op/manager:v1\n        env:\n        - {name: LOG_LEVEL, value: info}\n        - {name: RELATED_IMAGE_SUGGESTION, value: 'ghcr.io/kubeflow/katib/suggestion-hyperopt:v0.19.0'}\n");
+    let out = berth(dir.path())
+        .arg("render")
+        .env("IMAGE_REGISTRY", "x")
+        .env("SUGGESTION_TAG", "v2")
+        .output()
+        .unwrap();
+    let text = transcript(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("value: ghcr.io/kubeflow/katib/suggestion-hyperopt:v2"),
+        "{text}"
+    );
+    assert!(text.contains("value: info"), "{text}");
+    assert_eq!(stderr(&out), "");
+}
+
+#[test]
+fn keys_a_pod_or_custom_resource_asks_of_a_generated_config_are_checked() {
+    let dir = project("\
+name: app
+manifests: [deploy.yaml]
+configs:
+  app: {literals: ['config.yaml=a: 1']}
+configPaths:
+  - {kind: OGXServer, path: spec.overrideConfig.name, key: spec.overrideConfig.key}
+  - {kind: OGXServer, path: 'spec.tls.trust.caCertificates[].name', key: 'spec.tls.trust.caCertificates[].key'}
+");
+    write(
+        dir.path(),
+        "deploy.yaml",
+        "\
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - name: c
+    image: busybox
+    env:
+    - name: A
+      valueFrom: {configMapKeyRef: {name: app, key: conf.yaml}}
+    - name: B
+      valueFrom: {configMapKeyRef: {name: app, key: gone, optional: true}}
+  volumes:
+  - name: v
+    configMap: {name: app, items: [{key: config.yaml, path: c}, {key: other.yaml, path: o}]}
+---
+apiVersion: ogx.io/v1beta1
+kind: OGXServer
+metadata: {name: s}
+spec:
+  overrideConfig: {name: app, key: run.yaml}
+  tls:
+    trust:
+      caCertificates:
+      - {name: app, key: config.yaml}
+      - {name: app, key: ca.crt}
+",
+    );
+    let out = berth(dir.path()).arg("validate").output().unwrap();
+    insta::assert_snapshot!(stderr(&out), @r"
+    warning: deploy.yaml:15:71 (Pod/p): volumes[].configMap.items[] asks `app` for key `other.yaml`, which it does not have (its keys: config.yaml); the pod would fail with CreateContainerConfigError: fix the key, or add it to `app` in berth.yaml
+    warning: deploy.yaml:10:53 (Pod/p): configMapKeyRef asks `app` for key `conf.yaml`, which it does not have (its keys: config.yaml); the pod would fail with CreateContainerConfigError: fix the key, or add it to `app` in berth.yaml
+    warning: deploy.yaml:21:36 (OGXServer/s): configPaths `key:` asks `app` for key `run.yaml`, which it does not have (its keys: config.yaml); the pod would fail with CreateContainerConfigError: fix the key, or add it to `app` in berth.yaml
+    warning: deploy.yaml:26:26 (OGXServer/s): configPaths `key:` asks `app` for key `ca.crt`, which it does not have (its keys: config.yaml); the pod would fail with CreateContainerConfigError: fix the key, or add it to `app` in berth.yaml
+    ");
+}
+
+#[test]
+fn a_generated_config_named_like_an_object_of_the_manifests_is_an_error() {
+    for hash in ["false", "true"] {
+        let dir = project(&format!("name: katib\nmanifests: [deploy.yaml]\nconfigs:\n  katib-config: {{literals: ['a=b'], hash: {hash}}}\n"));
+        write(dir.path(), "deploy.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: katib-config, namespace: kubeflow}\ndata: {a: b}\n");
+        let out = berth(dir.path()).arg("render").output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert!(out.stdout.is_empty());
+        insta::allow_duplicates! {
+        insta::assert_snapshot!(stderr(&out), @"error: deploy.yaml:1:1: ConfigMap/katib-config (namespace kubeflow) is also what berth generates from berth.yaml:4:3 (`configs.katib-config`): two objects would claim one name (or the manifests' copy would be left unused beside berth's); remove it from the manifests (a kustomize `configMapGenerator`/`secretGenerator` or an inline copy), or rename the berth entry");
+        }
+    }
+}
+
+const PROFILES: &str = "\
+name: llm-d
+images:
+  epp: {image: 'ghcr.io/llm-d/epp:dev'}
+  sim: {image: 'ghcr.io/llm-d/sim:dev'}
+  builder: {image: 'ghcr.io/llm-d/builder:dev', deployed: false}
+profiles:
+  epd: [epd.yaml]
+  p-d: [pd.yaml]
+";
+
+fn pod(name: &str, image: &str) -> String {
+    format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers: [{{name: c, image: '{image}'}}]\n")
+}
+
+#[test]
+fn profiles_are_alternative_manifest_sets_validated_each_on_its_own() {
+    let dir = project(PROFILES);
+    // Both define Pod/router: together they would collide; each alone is fine.
+    write(
+        dir.path(),
+        "epd.yaml",
+        &pod("router", "ghcr.io/llm-d/epp:dev"),
+    );
+    write(
+        dir.path(),
+        "pd.yaml",
+        &format!(
+            "{}---\n{}",
+            pod("router", "ghcr.io/llm-d/epp:dev"),
+            pod("sim", "ghcr.io/llm-d/sim:dev")
+        ),
+    );
+    let strict = berth(dir.path())
+        .args(["validate", "--strict"])
+        .output()
+        .unwrap();
+    assert!(strict.status.success(), "{}", stderr(&strict));
+    let out = berth(dir.path())
+        .args(["render", "--profile", "p-d"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("name: sim"));
+    let none = berth(dir.path()).arg("render").output().unwrap();
+    insta::assert_snapshot!(stderr(&none), @"error: berth.yaml has no `manifests:`, only profiles: choose one with --profile (epd, p-d)");
+    let typo = berth(dir.path())
+        .args(["render", "--profile", "p_d"])
+        .output()
+        .unwrap();
+    insta::assert_snapshot!(stderr(&typo), @"error: --profile p_d: no profile `p_d` in berth.yaml; did you mean `p-d`?; its profiles are: epd, p-d");
+    // A component in no profile is named once, not per profile.
+    write(
+        dir.path(),
+        "pd.yaml",
+        &pod("router", "ghcr.io/llm-d/epp:dev"),
+    );
+    let missing = berth(dir.path()).args(["validate"]).output().unwrap();
+    insta::assert_snapshot!(stderr(&missing), @"warning: berth.yaml:4:16: component `sim` (`ghcr.io/llm-d/sim:dev`) matches no image in the manifests (in no profile); check its `image:` and `match:`, or the manifests' image fields (`imagePaths:` for custom resources); a component that is built but never deployed takes `deployed: false`");
+}
+
+#[test]
+fn only_overridden_fills_placeholders_and_keeps_a_charts_own_tag() {
+    let dir = project("name: chart\nimages:\n  api: {image: 'ghcr.io/acme/api:0.9.0'}\n  web: {image: 'ghcr.io/acme/web:0.9.0'}\nregistry: {env: IMAGE_REGISTRY}\n");
+    let chart = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: a, image: '${API_IMAGE}'}\n  - {name: w, image: 'ghcr.io/acme/web:1.0.0'}\n";
+    let out = berth(dir.path())
+        .args(["render", "--only-overridden", "-"])
+        .env("IMAGE_REGISTRY", "quay.io/me")
+        .write_stdin(chart)
+        .output()
+        .unwrap();
+    let text = transcript(&out);
+    assert!(text.contains("image: quay.io/me/api:0.9.0"), "{text}");
+    assert!(
+        text.contains("image: quay.io/me/web:1.0.0"),
+        "the chart's tag stays: {text}"
+    );
+    assert!(!text.contains("warning"), "{text}");
+    let tag = berth(dir.path())
+        .args(["render", "--only-overridden", "-"])
+        .env("WEB_TAG", "1.1.0")
+        .write_stdin(chart)
+        .output()
+        .unwrap();
+    let text = transcript(&tag);
+    assert!(
+        text.contains("image: ghcr.io/acme/web:1.1.0")
+            && text.contains("image: ghcr.io/acme/api:0.9.0"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_manifests_directory_holding_a_kustomization_is_an_error_naming_kustomize() {
+    let dir = project("name: x\nmanifests: [deploy/]\n");
+    write(
+        dir.path(),
+        "deploy/kustomization.yaml",
+        "resources: [a.yaml]\n",
+    );
+    write(dir.path(), "deploy/a.yaml", &pod("a", "nginx"));
+    write(dir.path(), "deploy/b.yaml", &pod("b", "nginx"));
+    let out = berth(dir.path()).arg("render").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = stderr(&out);
+    assert!(
+        text.starts_with("error: berth.yaml:2:13 (`manifests:`): `"),
+        "{text}"
+    );
+    assert!(
+        text.contains("holds a kustomization.yaml") && text.contains("write `- kustomize: "),
+        "{text}"
+    );
+}
+
+#[test]
+fn audit_finds_hard_coded_copies_outside_what_berth_renders() {
+    let dir = project("\
+name: llm-d
+manifests: [deploy/]
+images:
+  epp: {image: 'ghcr.io/llm-d/llm-d-inference-scheduler:dev', env: EPP_IMAGE}
+  web: {image: 'nginx:1.25'}
+  vllm: {image: 'docker.io/vllm/vllm-openai-cpu:v0.9', registry: false}
+");
+    let d = dir.path();
+    write(d, "deploy/app.yaml", &pod("app", "ghcr.io/llm-d/llm-d-inference-scheduler:dev"));
+    write(d, "Makefile", "EPP_IMAGE ?= ghcr.io/llm-d/llm-d-inference-scheduler:dev\nIMG ?= $(IMAGE_REGISTRY)/llm-d-inference-scheduler\n");
+    write(d, "scripts/pull.sh", "docker pull \"ghcr.io/llm-d/llm-d-inference-scheduler:${EPP_TAG}\"\ndocker pull docker.io/vllm/vllm-openai-cpu:v0.9\n");
+    write(d, "test/e2e/suite_test.go", "const img = \"ghcr.io/llm-d/llm-d-inference-scheduler:\" + tag\n");
+    write(d, ".github/workflows/ci.yaml", "steps:\n- run: docker run docker.io/library/nginx:1.27\n");
+    write(d, "Dockerfile", "FROM nginx:1.25\n");
+    write(d, ".gitignore", "vendor/\n");
+    write(d, "vendor/dep.sh", "docker pull ghcr.io/llm-d/llm-d-inference-scheduler:old\n");
+    fs::write(d.join("blob.bin"), b"\0ghcr.io/llm-d/llm-d-inference-scheduler:x").unwrap();
+    let out = berth(d).arg("audit").output().unwrap();
+    insta::assert_snapshot!(transcript(&out), @r#"
+    exit: 0
+    --- stdout
+    .github/workflows/ci.yaml:2:19: component `web`: `docker.io/library/nginx:1.27` is a hard-coded copy of its image; use `${{ env.WEB_IMAGE }}` after a step running `berth images --output env >> "$GITHUB_ENV"`
+    Dockerfile:1:6: component `web`: `nginx:1.25` is a hard-coded copy of its image; declare `ARG WEB_IMAGE` and use `${WEB_IMAGE}`, built with `--build-arg WEB_IMAGE="$(WEB_IMAGE)"` under `berth env --`
+    Makefile:1:14: component `epp`: `ghcr.io/llm-d/llm-d-inference-scheduler:dev` is a hard-coded copy of its image; use `$(EPP_IMAGE)` (include `berth images --output make`, or run make under `berth env --`)
+    scripts/pull.sh:1:14: component `epp`: `ghcr.io/llm-d/llm-d-inference-scheduler` is a hard-coded copy of its image; use `"$EPP_IMAGE"`, run under `berth env --`
+    test/e2e/suite_test.go:1:14: component `epp`: `ghcr.io/llm-d/llm-d-inference-scheduler` is a hard-coded copy of its image; read `os.Getenv("EPP_IMAGE")`, run under `berth env --`
+    --- stderr
+    berth audit: 5 hard-coded copies in 5 file(s); 6 file(s) searched
+    "#);
+    let strict = berth(d).args(["audit", "--strict", "--output", "json"]).output().unwrap();
+    assert_eq!(strict.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&strict.stdout).unwrap();
+    assert_eq!(json.as_array().unwrap().len(), 5);
+    assert_eq!(json[2]["variable"], "EPP_IMAGE");
+    let clean = project("name: x\nimages:\n  web: {image: 'nginx:1.25'}\n");
+    let quiet = berth(clean.path()).args(["audit", "--strict"]).output().unwrap();
+    assert_eq!(quiet.status.code(), Some(0), "{}", stderr(&quiet));
+}
