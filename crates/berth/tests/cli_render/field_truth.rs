@@ -342,24 +342,46 @@ fn a_manifests_directory_holding_a_kustomization_is_an_error_naming_kustomize() 
 
 #[test]
 fn audit_finds_hard_coded_copies_outside_what_berth_renders() {
-    let dir = project("\
+    let dir = project(
+        "\
 name: llm-d
 manifests: [deploy/]
 images:
   epp: {image: 'ghcr.io/llm-d/llm-d-inference-scheduler:dev', env: EPP_IMAGE}
   web: {image: 'nginx:1.25'}
   vllm: {image: 'docker.io/vllm/vllm-openai-cpu:v0.9', registry: false}
-");
+",
+    );
     let d = dir.path();
-    write(d, "deploy/app.yaml", &pod("app", "ghcr.io/llm-d/llm-d-inference-scheduler:dev"));
+    write(
+        d,
+        "deploy/app.yaml",
+        &pod("app", "ghcr.io/llm-d/llm-d-inference-scheduler:dev"),
+    );
     write(d, "Makefile", "EPP_IMAGE ?= ghcr.io/llm-d/llm-d-inference-scheduler:dev\nIMG ?= $(IMAGE_REGISTRY)/llm-d-inference-scheduler\n");
     write(d, "scripts/pull.sh", "docker pull \"ghcr.io/llm-d/llm-d-inference-scheduler:${EPP_TAG}\"\ndocker pull docker.io/vllm/vllm-openai-cpu:v0.9\n");
-    write(d, "test/e2e/suite_test.go", "const img = \"ghcr.io/llm-d/llm-d-inference-scheduler:\" + tag\n");
-    write(d, ".github/workflows/ci.yaml", "steps:\n- run: docker run docker.io/library/nginx:1.27\n");
+    write(
+        d,
+        "test/e2e/suite_test.go",
+        "const img = \"ghcr.io/llm-d/llm-d-inference-scheduler:\" + tag\n",
+    );
+    write(
+        d,
+        ".github/workflows/ci.yaml",
+        "steps:\n- run: docker run docker.io/library/nginx:1.27\n",
+    );
     write(d, "Dockerfile", "FROM nginx:1.25\n");
     write(d, ".gitignore", "vendor/\n");
-    write(d, "vendor/dep.sh", "docker pull ghcr.io/llm-d/llm-d-inference-scheduler:old\n");
-    fs::write(d.join("blob.bin"), b"\0ghcr.io/llm-d/llm-d-inference-scheduler:x").unwrap();
+    write(
+        d,
+        "vendor/dep.sh",
+        "docker pull ghcr.io/llm-d/llm-d-inference-scheduler:old\n",
+    );
+    fs::write(
+        d.join("blob.bin"),
+        b"\0ghcr.io/llm-d/llm-d-inference-scheduler:x",
+    )
+    .unwrap();
     let out = berth(d).arg("audit").output().unwrap();
     insta::assert_snapshot!(transcript(&out), @r#"
     exit: 0
@@ -372,12 +394,48 @@ images:
     --- stderr
     berth audit: 5 hard-coded copies in 5 file(s); 6 file(s) searched
     "#);
-    let strict = berth(d).args(["audit", "--strict", "--output", "json"]).output().unwrap();
+    let strict = berth(d)
+        .args(["audit", "--strict", "--output", "json"])
+        .output()
+        .unwrap();
     assert_eq!(strict.status.code(), Some(1));
     let json: serde_json::Value = serde_json::from_slice(&strict.stdout).unwrap();
     assert_eq!(json.as_array().unwrap().len(), 5);
     assert_eq!(json[2]["variable"], "EPP_IMAGE");
     let clean = project("name: x\nimages:\n  web: {image: 'nginx:1.25'}\n");
-    let quiet = berth(clean.path()).args(["audit", "--strict"]).output().unwrap();
+    let quiet = berth(clean.path())
+        .args(["audit", "--strict"])
+        .output()
+        .unwrap();
     assert_eq!(quiet.status.code(), Some(0), "{}", stderr(&quiet));
+}
+
+#[test]
+fn the_kustomize_tag_bump_example_is_reported_until_berth_yaml_agrees() {
+    if !require_program("kubectl", "the example's kustomize overlay") {
+        return;
+    }
+    let dir = super::common::copy_example("kustomize-tag-bump");
+    let strict = berth(dir.path())
+        .args(["validate", "--strict"])
+        .output()
+        .unwrap();
+    assert_eq!(strict.status.code(), Some(1));
+    assert!(stderr(&strict).contains("image `ghcr.io/kubeflow/katib/katib-controller:v0.20.0` differs from berth.yaml's default"), "{}", stderr(&strict));
+    let asked = berth(dir.path())
+        .args(["validate", "--strict"])
+        .env("KATIB_CONTROLLER_TAG", "v0.20.0")
+        .output()
+        .unwrap();
+    assert!(asked.status.success(), "{}", stderr(&asked));
+    let file = dir.path().join("berth.yaml");
+    let text = fs::read_to_string(&file)
+        .unwrap()
+        .replace("v0.19.0", "v0.20.0");
+    fs::write(&file, text).unwrap();
+    let agreed = berth(dir.path())
+        .args(["validate", "--strict"])
+        .output()
+        .unwrap();
+    assert!(agreed.status.success(), "{}", stderr(&agreed));
 }
