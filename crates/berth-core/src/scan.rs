@@ -28,6 +28,9 @@ pub struct Scanner {
     /// Each repository's last path component: a line without one of these holds
     /// no spelling, which is checked before any word is parsed.
     needles: Vec<String>,
+    /// The needles as one automaton: one pass over a file, whatever their
+    /// number (`None` only if it could not be built; then each is looked for).
+    finder: Option<aho_corasick::AhoCorasick>,
 }
 
 impl Scanner {
@@ -45,9 +48,11 @@ impl Scanner {
                 }
             }
         }
+        let finder = aho_corasick::AhoCorasick::new(&needles).ok();
         Scanner {
             by_repository,
             needles,
+            finder,
         }
     }
 
@@ -63,7 +68,18 @@ impl Scanner {
 
     /// Whether `text` may hold a spelling (it contains a needle).
     pub fn may_match(&self, text: &str) -> bool {
-        self.needles.iter().any(|n| text.contains(n.as_str()))
+        self.may_match_bytes(text.as_bytes())
+    }
+
+    /// [`Scanner::may_match`] on bytes not yet known to be text.
+    pub fn may_match_bytes(&self, bytes: &[u8]) -> bool {
+        match &self.finder {
+            Some(finder) => finder.is_match(bytes),
+            None => self
+                .needles
+                .iter()
+                .any(|n| bytes.windows(n.len()).any(|w| w == n.as_bytes())),
+        }
     }
 
     /// Every spelling of a component image in `line`, in order.

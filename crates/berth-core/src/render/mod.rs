@@ -217,7 +217,8 @@ pub enum RenderError {
 }
 
 /// Renders `inputs` in order, after the `generated` configs (each emitted in
-/// every namespace that uses it, or once without a namespace if none does), as
+/// every namespace that uses it, or once in the manifests' one namespace, if
+/// they have one, when none does), as
 /// one YAML stream: the text edge of [`render_objects`], written object by object
 /// so memory stays near the size of the output.
 pub fn render(
@@ -244,8 +245,9 @@ pub fn render(
     )?;
     out.images_matched = t.matched;
     let used_in = t.used_in.clone();
+    let home = t.home.clone();
     out.findings = Findings::new(generated, resolution, t);
-    Ok(prepend_generated(out, generated, &used_in))
+    Ok(prepend_generated(out, generated, &used_in, home.as_deref()))
 }
 
 /// The rendered objects as YAML trees, generated configs first: what `apply` and
@@ -302,7 +304,7 @@ pub fn render_objects(
         options,
         &mut |object, _, _| body.push(object),
     )?;
-    let mut objects: Vec<Node> = generated_objects(generated, &t.used_in)
+    let mut objects: Vec<Node> = generated_objects(generated, &t.used_in, t.home.as_deref())
         .map(|(node, _)| node)
         .collect();
     objects.extend(body);
@@ -322,6 +324,9 @@ struct Transformed {
     matched: usize,
     /// Per generated config, the namespaces that use it.
     used_in: Vec<UsedIn>,
+    /// The one namespace every object that names one names (none if they differ
+    /// or none does): where a config no object uses goes, beside the others.
+    home: Option<String>,
     /// Components (indices) no image field matched.
     unmatched: Vec<usize>,
     /// `file:line:column` and value of image fields that are no reference.
@@ -369,6 +374,7 @@ fn transform(
     type Id = (String, String, Option<String>, String);
     // The first definition's input (by index) and position.
     let mut seen: std::collections::HashMap<Id, (usize, Pos)> = std::collections::HashMap::new();
+    let mut namespaces = std::collections::BTreeSet::new();
     for (input_index, input) in inputs.iter().enumerate() {
         input::for_each_document(input, options.limits, &mut |doc| {
             if doc.is_null() {
@@ -470,6 +476,7 @@ fn transform(
                     });
                 }
                 seen.insert(id, (input_index, object.pos));
+                namespaces.extend(namespace);
                 each(object, api_version, kind);
             }
             Ok(())
@@ -477,9 +484,14 @@ fn transform(
     }
     let mut config_paths_seen = configs.paths_seen.clone();
     config_paths_seen.resize(project.config_paths.len(), (false, false));
+    let home = match namespaces.len() {
+        1 => namespaces.pop_first(),
+        _ => None,
+    };
     Ok(Transformed {
         matched,
         used_in: configs.used_in,
+        home,
         unmatched: rewriter.unmatched(),
         unparsed,
         drifted,
@@ -539,18 +551,19 @@ fn check_collision(
     })
 }
 
-/// Each generated config in every namespace that uses it (once without a
-/// namespace if none does), with its kind.
+/// Each generated config in every namespace that uses it (once in `home`, the
+/// manifests' one namespace, if none does), with its kind.
 fn generated_objects<'g>(
     generated: &'g [Generated],
     used_in: &'g [UsedIn],
+    home: Option<&'g str>,
 ) -> impl Iterator<Item = (Node, &'static str)> + 'g {
     generated
         .iter()
         .zip(used_in)
-        .flat_map(|(config, namespaces)| {
+        .flat_map(move |(config, namespaces)| {
             let namespaces: Vec<Option<String>> = if namespaces.is_empty() {
-                vec![None]
+                vec![home.map(str::to_string)]
             } else {
                 namespaces.iter().cloned().collect()
             };
@@ -564,7 +577,8 @@ fn generated_objects<'g>(
 fn prepend_generated(
     body: Rendered,
     generated: &[Generated],
-    used_in: &[std::collections::BTreeSet<Option<String>>],
+    used_in: &[UsedIn],
+    home: Option<&str>,
 ) -> Rendered {
     if generated.is_empty() {
         return body;
@@ -575,7 +589,7 @@ fn prepend_generated(
         images_matched: body.images_matched,
         findings: body.findings.clone(),
     };
-    for (node, kind) in generated_objects(generated, used_in) {
+    for (node, kind) in generated_objects(generated, used_in, home) {
         emit(&mut out, node, "v1".into(), kind.into());
     }
     if !body.objects.is_empty() {

@@ -149,18 +149,9 @@ impl<'a> ConfigRewriter<'a> {
             collect_at(base, &key_path[shared..], &mut key_trail, &mut keys);
         }
         for at in keys {
-            if let Some(key) = follow(object, &at) {
-                if let Some(text) = key.as_str() {
-                    if !self.has_key(index, text) {
-                        self.missing.push(MissingKey {
-                            pos: key.pos,
-                            field: "configPaths `key:`",
-                            config: index,
-                            key: text.to_string(),
-                        });
-                    }
-                }
-            }
+            let found =
+                follow(object, &at).and_then(|key| self.absent(key, index, "configPaths `key:`"));
+            self.missing.extend(found);
         }
     }
 
@@ -271,18 +262,22 @@ impl<'a> ConfigRewriter<'a> {
         if holder.get("optional").and_then(Node::as_str) == Some("true") {
             return; // the kubelet starts the pod without it
         }
-        if let Some(key) = holder.get("key") {
-            if let Some(text) = key.as_str() {
-                if !self.has_key(index, text) {
-                    missing.push(MissingKey {
-                        pos: key.pos,
-                        field,
-                        config: index,
-                        key: text.to_string(),
-                    });
-                }
-            }
-        }
+        missing.extend(
+            holder
+                .get("key")
+                .and_then(|key| self.absent(key, index, field)),
+        );
+    }
+
+    /// `key`, a key of generated config `index` that it lacks.
+    fn absent(&self, key: &Node, index: usize, field: &'static str) -> Option<MissingKey> {
+        let text = key.as_str()?;
+        (!self.has_key(index, text)).then(|| MissingKey {
+            pos: key.pos,
+            field,
+            config: index,
+            key: text.to_string(),
+        })
     }
 
     /// `holder[field]`, if it names a config of `kind`, becomes its generated name;

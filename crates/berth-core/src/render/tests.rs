@@ -384,6 +384,50 @@ fn objects_are_what_the_text_says() {
 }
 
 #[test]
+fn a_config_no_object_uses_goes_to_the_manifests_one_namespace() {
+    let project = project::parse("berth.yaml", PathBuf::from("/p"), PROJECT).unwrap();
+    let resolution = resolve(&project, &Overrides::default(), &|_| None).unwrap();
+    let shape = crate::configs::ConfigShape {
+        name: "unused".into(),
+        kind: crate::configs::ConfigKind::ConfigMap,
+        secret_type: None,
+        hash: false,
+        immutable: false,
+    };
+    let generated =
+        vec![crate::configs::from_entries(&shape, [("A".to_string(), b"1".to_vec())]).unwrap()];
+    let namespace_of = |src: &str| {
+        let inputs = [Input::text("in.yaml", src)];
+        let out = render_objects(
+            &project,
+            &resolution,
+            &generated,
+            &inputs,
+            &Options::default(),
+        )
+        .unwrap();
+        assert_eq!(out.findings.unused_configs, ["unused"]);
+        out.objects[0]
+            .get("metadata")
+            .and_then(|m| m.get("namespace"))
+            .and_then(Node::as_str)
+            .map(str::to_string)
+    };
+    let one = "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: kubeflow}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: kubeflow}\n";
+    assert_eq!(namespace_of(one).as_deref(), Some("kubeflow"));
+    let two = "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: a}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: b}\n";
+    assert_eq!(
+        namespace_of(two),
+        None,
+        "two namespaces: the one it is applied to"
+    );
+    assert_eq!(
+        namespace_of("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n"),
+        None
+    );
+}
+
+#[test]
 fn an_untagged_resolution_keeps_each_fields_own_tag_and_digest() {
     // `api` resolved to a reference without tag or digest (a full override
     // `API_IMAGE=quay.io/me/api`): each container keeps what it had.

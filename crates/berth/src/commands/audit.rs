@@ -71,7 +71,11 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
         )
         .build_parallel();
     walker.run(|| {
-        Box::new(|entry| {
+        // One buffer per thread, big enough for most sources in one read: a
+        // fresh Vec costs several growing reads per file, and reads are the cost.
+        let mut buffer = Vec::with_capacity(256 * 1024);
+        let (scanner, skipped, found, counts) = (&scanner, &skipped, &found, &counts);
+        Box::new(move |entry| {
             let Ok(entry) = entry else {
                 return ignore::WalkState::Continue;
             };
@@ -83,7 +87,7 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
                 return ignore::WalkState::Continue;
             }
             let mut copies = Vec::new();
-            let searched = search(path, &scanner, &mut copies);
+            let searched = search(path, scanner, &mut buffer, &mut copies);
             if let Ok(mut c) = counts.lock() {
                 match searched {
                     Searched::Yes => c.0 += 1,
@@ -165,12 +169,12 @@ enum Searched {
 
 /// The copies in one file: read (bounded), binary files skipped, lines parsed
 /// only when the file holds a component's image name.
-fn search(path: &Path, scanner: &Scanner, out: &mut Vec<Copy>) -> Searched {
+fn search(path: &Path, scanner: &Scanner, bytes: &mut Vec<u8>, out: &mut Vec<Copy>) -> Searched {
     let Ok(file) = std::fs::File::open(path) else {
         return Searched::No;
     };
-    let mut bytes = Vec::new();
-    if file.take(MAX_AUDITED + 1).read_to_end(&mut bytes).is_err() {
+    bytes.clear();
+    if file.take(MAX_AUDITED + 1).read_to_end(bytes).is_err() {
         return Searched::No;
     }
     if bytes.len() as u64 > MAX_AUDITED {
@@ -179,10 +183,11 @@ fn search(path: &Path, scanner: &Scanner, out: &mut Vec<Copy>) -> Searched {
     if bytes[..bytes.len().min(8192)].contains(&0) {
         return Searched::No; // binary
     }
-    let text = String::from_utf8_lossy(&bytes);
-    if !scanner.may_match(&text) {
+    // Most files hold no image name: found out on the bytes, before any decoding.
+    if !scanner.may_match_bytes(bytes) {
         return Searched::Yes;
     }
+    let text = String::from_utf8_lossy(bytes);
     for (n, line) in text.lines().enumerate() {
         for spelling in scanner.line(line) {
             out.push(Copy {
