@@ -232,6 +232,50 @@ def cases():
     kube("reflecting proxy", "REFLECT", special="reflect")
     kube("credential plugin prints the secret and fails", f"apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:1'}}}}]\nusers: [{{name: u, user: {{exec: {{apiVersion: client.authentication.k8s.io/v1, command: sh, args: [-c, 'echo {{\\\"token\\\": \\\"{SECRET}\\\"}}; exit 3'], interactiveMode: Never}}}}}}]\ncontexts: [{{name: x, context: {{cluster: c, user: u}}}}]\ncurrent-context: x\n")
     kube("missing file", None, argv=("diff", "--kubeconfig", "nope"))
+
+    # --- the third sweep: leaks, hangs, unbounded reads, accepted-though-wrong ------------
+    def third(name, files, argv=("render",), env=None, limit=20, ok=False):
+        merged = {"berth.yaml": BASE, "app.yaml": APP}
+        merged.update(files)
+        out.append(Case("sweep 3", name, merged, argv, ok, env=env, limit=limit))
+
+    kc = lambda user, extra="": f"apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:1'{extra}}}}}]\nusers: [{{name: u, user: {user}}}]\ncontexts: [{{name: x, context: {{cluster: c, user: u}}}}]\ncurrent-context: x\n"
+    diff = ("diff", "--request-timeout", "3", "--kubeconfig", "kc")
+    helper = "#!/bin/sh\n"
+    pin_local = ("pin", "--timeout", "3", "--insecure-registry", "127.0.0.1:1", "--image", "web=127.0.0.1:1/acme/web:v1")
+    third("symlink below manifests dir to a secret", {"p/berth.yaml": "name: demo\nmanifests: [deploy/]\n", "p/deploy/app.yaml": APP, "outside/secret.yaml": f"apiVersion: v1\nkind: Secret\nmetadata: {{name: s}}\nstringData: {{t: {SECRET}}}\n", "p/deploy/kc.yaml@": "../../outside/secret.yaml"}, ("--project", "p/berth.yaml", "render"))
+    third("DOCKER_CONFIG config.json is /dev/zero", {"dc/config.json@": "/dev/zero"}, pin_local, env={"DOCKER_CONFIG": "dc"})
+    third("credential helper prints its secret and fails", {"dc/config.json": '{"credHelpers": {"127.0.0.1:1": "sweep"}}', "bin/docker-credential-sweep": helper + f"echo '{{\"Secret\":\"{SECRET}\"}}'; exit 1\n"}, pin_local, env={"DOCKER_CONFIG": "dc", "PATH": "bin:" + os.environ.get("PATH", "")})
+    third("credential helper that never ends", {"dc/config.json": '{"credHelpers": {"127.0.0.1:1": "sweep"}}', "bin/docker-credential-sweep": helper + "exec sleep 3600\n"}, pin_local, env={"DOCKER_CONFIG": "dc", "PATH": "bin:" + os.environ.get("PATH", "")})
+    third("credential helper that prints forever", {"dc/config.json": '{"credHelpers": {"127.0.0.1:1": "sweep"}}', "bin/docker-credential-sweep": helper + f"exec yes {SECRET}\n"}, pin_local, env={"DOCKER_CONFIG": "dc", "PATH": "bin:" + os.environ.get("PATH", "")})
+    third("--kubeconfig /dev/zero", {}, ("diff", "--kubeconfig", "/dev/zero"))
+    third("KUBECONFIG=/dev/zero", {}, ("diff",), env={"KUBECONFIG": "/dev/zero"})
+    third("exec plugin that never ends", {"kc": kc("{exec: {apiVersion: client.authentication.k8s.io/v1, command: sh, args: [-c, 'exec sleep 3600'], interactiveMode: Never}}")}, diff)
+    third("exec plugin that prints forever", {"kc": kc(f"{{exec: {{apiVersion: client.authentication.k8s.io/v1, command: sh, args: [-c, 'exec yes {SECRET}'], interactiveMode: Never}}}}")}, diff)
+    third("exec plugin missing", {"kc": kc("{exec: {apiVersion: client.authentication.k8s.io/v1, command: berth-sweep-missing}}")}, diff)
+    third("client-key-data not base64", {"kc": kc(f"{{client-certificate-data: LS0t, client-key-data: '!{SECRET}'}}")}, diff)
+    third("tokenFile is /dev/zero", {"kc": kc("{tokenFile: /dev/zero}")}, diff)
+    third("proxy-url", {"kc": kc("{token: t}", ", proxy-url: 'http://127.0.0.1:1'")}, diff)
+    third("two missing KUBECONFIG files", {}, ("diff",), env={"KUBECONFIG": "/nope/a:/nope/b"})
+    third("namespace with a space", {}, ("diff", "--namespace", "a b"))
+    third("reserved label on a config", {"berth.yaml": BASE + "configs: {c: {literals: [a=b], labels: {app.kubernetes.io/managed-by: me}}}\n"})
+    third("upper-case label prefix", {"berth.yaml": BASE + "configs: {c: {literals: [a=b], labels: {Example.COM/x: y}}}\n"})
+    third("300 KB annotation", {"berth.yaml": BASE + "configs: {c: {literals: [a=b], annotations: {a: '" + "x" * (300 << 10) + "'}}}\n"})
+    third("configPaths path: 5", {"berth.yaml": BASE + "configPaths: [{kind: X, path: 5}]\n"})
+    third("configPaths on metadata.name", {"berth.yaml": BASE + "configPaths: [{kind: X, path: metadata.name}]\n"})
+    third("certificate glued to a key's end", {"berth.yaml": BASE + "caBundles: {ca: {sources: [ca.pem]}}\n", "ca.pem": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END PRIVATE KEY-----\n"})
+    third("$schema draft-03", {"berth.yaml": BASE + "configs: {c: {files: [c.json], schema: s.json}}\n", "c.json": "{}", "s.json": '{"$schema": "http://json-schema.org/draft-03/schema#"}'})
+    third("tls Secret without tls.crt", {"berth.yaml": BASE + "configs: {t: {secret: true, type: kubernetes.io/tls, files: [tls.key]}}\n", "tls.key": "k"})
+    third("apiVersion: 1", {"app.yaml": "apiVersion: 1\nkind: Pod\nmetadata: {name: p}\n"})
+    third("empty name", {"app.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: ''}\n"})
+    third("metadata: 5", {"app.yaml": "apiVersion: v1\nkind: Pod\nmetadata: 5\n"})
+    third("custom YAML tag", {"app.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: !foo b}\n"})
+    third("UTF-16 env file", {"berth.yaml": BASE + "configs: {c: {envs: [w.env]}}\n", "w.env": b"\xff\xfeA\x00=\x00b\x00"})
+    third("PEM behind a UTF-8 BOM, nothing else wrong but no certificate", {"berth.yaml": BASE + "caBundles: {ca: {sources: [ca.pem]}}\n", "ca.pem": "\ufeffnot a pem\n"})
+    third("sync from: a FIFO", {"berth.yaml": BASE + "sync: [{target: {component: web}, paths: [{from: pipe, to: /app/pipe}]}]\n", "pipe|": None}, ("sync", "--once", "--dry-run", "--engine", "podman"))
+    third("escape sequence in a value", {}, ("images", "--image", "web=\x1b]0;pwned\x07a"))
+    third("BERTH_PROJECT exported empty (valid)", {}, ("images",), env={"BERTH_PROJECT": ""}, ok=True)
+    third("promote --platform", {}, ("promote", "--to", "127.0.0.1:1/x", "--platform", "linux/arm64"))
     return out
 
 
@@ -269,6 +313,8 @@ def materialise(directory, files):
         if path.endswith("/"):
             os.makedirs(os.path.join(directory, path[:-1]), exist_ok=True)
             continue
+        parent = os.path.dirname(os.path.join(directory, path.rstrip("|@")))
+        os.makedirs(parent, exist_ok=True)
         if path.endswith("|"):
             os.mkfifo(os.path.join(directory, path[:-1]))
             continue
@@ -310,6 +356,14 @@ def judge(case, berth):
                 f.write(f"apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{port}'}}}}]\nusers: [{{name: u, user: {{token: {SECRET}}}}}]\ncontexts: [{{name: x, context: {{cluster: c, user: u}}}}]\ncurrent-context: x\n")
         before = snapshot(directory)
         env = {"PATH": os.environ.get("PATH", ""), "HOME": directory, **case.env}
+        # Paths in a case's environment are relative to its directory.
+        for key in ("DOCKER_CONFIG", "PATH"):
+            if key in case.env:
+                env[key] = ":".join(p if p.startswith("/") or not p else os.path.join(directory, p) for p in env[key].split(":"))
+        bin_dir = os.path.join(directory, "bin")
+        if os.path.isdir(bin_dir):
+            for name in os.listdir(bin_dir):
+                os.chmod(os.path.join(bin_dir, name), 0o755)
         stdin = subprocess.DEVNULL
         zero = None
         if case.special == "zero-stdin":
@@ -342,6 +396,10 @@ def judge(case, berth):
                 problems.append(f"stderr has no `error:` line: {err.strip()[:200]}")
         if SECRET in out or SECRET in err:
             problems.append("printed the planted secret")
+        if "\x1b" in err or "\x07" in err:
+            problems.append("echoed a control character to the terminal")
+        if len(err) > 20000:
+            problems.append(f"a message of {len(err)} characters")
         after = snapshot(directory)
         for path, content in before.items():
             if after.get(path) != content:

@@ -72,6 +72,9 @@ pub enum Error {
     /// The Lease could not be renewed in time: another replica may lead now.
     #[error("lost the leader Lease; exiting so that one replica leads")]
     LeadershipLost,
+    /// The registry client cannot be set up.
+    #[error(transparent)]
+    Registry(#[from] berth_registry::RegistryError),
     /// The health and metrics address cannot be served.
     #[error("cannot serve health and metrics: {0}")]
     Serve(#[from] std::io::Error),
@@ -175,7 +178,7 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
         registry: berth_registry::Registry::new(
             settings.registry.clone(),
             settings.docker_config.clone(),
-        ),
+        )?,
     });
     metrics
         .running
@@ -218,7 +221,10 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
                 Err(kube::runtime::controller::Error::ObjectNotFound(object)) => {
                     say!("level=info msg=gone berth={object}")
                 }
-                Err(e) => say!("level=warn msg=\"reconcile failed\" error=\"{e}\""),
+                Err(e) => say!(
+                    "level=warn msg=\"reconcile failed\" error=\"{}\"",
+                    crate::logged::error(&e)
+                ),
             }
         })
         .await;
@@ -264,7 +270,10 @@ impl kube::runtime::utils::Backoff for WatchBackoff {
 }
 
 fn error_policy(_: Arc<Berth>, error: &Error, _: Arc<Context>) -> Action {
-    say!("level=warn msg=\"will retry\" error=\"{error}\"");
+    say!(
+        "level=warn msg=\"will retry\" error=\"{}\"",
+        crate::logged::error(error)
+    );
     Action::requeue(Duration::from_secs(5))
 }
 

@@ -111,7 +111,10 @@ impl Election {
                     waited = true;
                 }
                 Ok(false) => {}
-                Err(e) => say!("level=warn msg=\"lease\" error=\"{e}\""),
+                Err(e) => say!(
+                    "level=warn msg=\"lease\" error=\"{}\"",
+                    crate::logged::error(&e)
+                ),
             }
             tokio::time::sleep(self.duration / 3).await;
         }
@@ -126,7 +129,10 @@ impl Election {
             match self.try_hold(client).await {
                 Ok(true) => last = std::time::Instant::now(),
                 Ok(false) => return,
-                Err(e) => say!("level=warn msg=\"lease renewal\" error=\"{e}\""),
+                Err(e) => say!(
+                    "level=warn msg=\"lease renewal\" error=\"{}\"",
+                    crate::logged::error(&e)
+                ),
             }
             if last.elapsed() > self.duration {
                 return;

@@ -18,6 +18,7 @@ macro_rules! say {
 pub mod controller;
 pub mod desired;
 pub mod lease;
+mod logged;
 pub mod serve;
 mod status;
 pub mod types;

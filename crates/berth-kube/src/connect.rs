@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::config::KubeConfigOptions;
 use kube::discovery::ApiResource;
 
 use crate::error::ClusterError;
@@ -28,6 +28,14 @@ pub struct Connection {
     pub namespace: Option<String>,
     /// `--request-timeout`: how long one API request may take (else [`REQUEST_TIMEOUT`]).
     pub request_timeout: Option<Duration>,
+    /// Run a kubeconfig `exec:` credential plugin once, bounded in time and
+    /// output, and use its credential for the whole run (the CLI); `false`
+    /// leaves it to kube-rs, which runs it again when the credential expires (a
+    /// long-running controller outside the cluster).
+    pub exec_once: bool,
+    /// The most bytes one API answer may have (the CLI's commands make no
+    /// watches, so none is endless); `None` for the controller, whose watches are.
+    pub response_limit: Option<usize>,
 }
 
 /// A client for one cluster and a default namespace. It holds no runtime: its
@@ -57,39 +65,6 @@ fn config_error(
     }
 }
 
-/// The files `KUBECONFIG` lists that exist, merged (the first to set a value wins),
-/// with how to name them; `None` when it lists none. kubectl skips files of the
-/// list that do not exist, so `KUBECONFIG=/missing:/good` works as it does there.
-fn kubeconfig_from_env() -> Result<Option<(Kubeconfig, String)>, ClusterError> {
-    let Some(list) = std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) else {
-        return Ok(None);
-    };
-    let paths: Vec<PathBuf> = std::env::split_paths(&list)
-        .filter(|p| !p.as_os_str().is_empty() && p.exists())
-        .collect();
-    let mut merged: Option<Kubeconfig> = None;
-    for path in &paths {
-        let file = Kubeconfig::read_from(path).map_err(|e| {
-            config_error(format!("cannot read kubeconfig {}: {e}", path.display()), e)
-        })?;
-        merged = Some(match merged {
-            None => file,
-            Some(m) => m.merge(file).map_err(|e| {
-                config_error(
-                    format!("cannot merge kubeconfig {}: {e}", path.display()),
-                    e,
-                )
-            })?,
-        });
-    }
-    let shown = paths
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join(":");
-    Ok(merged.map(|m| (m, format!("kubeconfig {shown}"))))
-}
-
 impl Cluster {
     /// Reads the configuration and builds a client (no request is made yet).
     pub async fn connect(connection: &Connection) -> Result<Self, ClusterError> {
@@ -97,32 +72,45 @@ impl Cluster {
             context: connection.context.clone(),
             ..KubeConfigOptions::default()
         };
-        let from_env = match &connection.kubeconfig {
-            Some(_) => None,
-            None => kubeconfig_from_env()?,
+        // kubectl's order: --kubeconfig, KUBECONFIG, ~/.kube/config, else in-cluster.
+        let file = match &connection.kubeconfig {
+            Some(path) => Some((
+                crate::kubeconfig::read(path)?,
+                format!("kubeconfig {}", path.display()),
+            )),
+            None => match std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
+                Some(list) => Some(crate::kubeconfig::read_list(&list)?),
+                None => match crate::kubeconfig::default_path() {
+                    Some(path) => Some((
+                        crate::kubeconfig::read(&path)?,
+                        format!("kubeconfig {}", path.display()),
+                    )),
+                    None => None,
+                },
+            },
         };
-        let config = match &connection.kubeconfig {
-            None if from_env.is_some() => {
-                let (file, shown) = from_env.unwrap_or_default();
+        let config = match file {
+            Some((mut file, shown)) => {
+                crate::kubeconfig::prepare(
+                    &mut file,
+                    connection.context.as_deref(),
+                    connection.request_timeout.unwrap_or(REQUEST_TIMEOUT),
+                    connection.exec_once,
+                )?;
                 kube::Config::from_custom_kubeconfig(file, &options)
                     .await
                     .map_err(|e| config_error(format!("{shown}: {e}"), e))?
             }
-            Some(path) => {
-                let file = Kubeconfig::read_from(path).map_err(|e| {
-                    config_error(format!("cannot read kubeconfig {}: {e}", path.display()), e)
-                })?;
-                kube::Config::from_custom_kubeconfig(file, &options)
-                    .await
-                    .map_err(|e| config_error(format!("{}: {e}", path.display()), e))?
+            None if connection.context.is_some() => {
+                return Err(ClusterError::Config {
+                    message: "--context is given but there is no kubeconfig (no --kubeconfig, KUBECONFIG or ~/.kube/config)".into(),
+                    source: None,
+                })
             }
-            None if connection.context.is_some() => kube::Config::from_kubeconfig(&options)
-                .await
-                .map_err(|e| config_error(format!("kubeconfig: {e}"), e))?,
-            None => kube::Config::infer().await.map_err(|e| {
+            None => kube::Config::incluster().map_err(|e| {
                 config_error(
                     format!(
-                        "no cluster configuration ({e}); set KUBECONFIG, pass --kubeconfig, or run inside a pod"
+                        "no cluster configuration (no --kubeconfig, KUBECONFIG or ~/.kube/config, and not inside a pod: {e}); set KUBECONFIG, pass --kubeconfig, or run inside a pod"
                     ),
                     e,
                 )
@@ -139,13 +127,24 @@ impl Cluster {
             .map(|c| format!("context {c}, "))
             .unwrap_or_default();
         let describe = format!("kubernetes ({context}{server}, namespace {namespace})");
-        let client = kube::Client::try_from(config).map_err(|e| {
+        let builder = kube::client::ClientBuilder::try_from(config).map_err(|e| {
             let why = match &e {
                 kube::Error::Auth(auth) => crate::error::auth_message(auth),
                 other => crate::error::root_cause(other),
             };
             config_error(format!("cannot create a client for {server}: {why}"), e)
         })?;
+        let client = match connection.response_limit {
+            // Each answer read with a bound: an endless body is an error, not memory.
+            Some(limit) => builder
+                .with_layer(&tower::util::MapResponseLayer::new(
+                    move |response: http::Response<Box<kube::client::DynBody>>| {
+                        response.map(|body| http_body_util::Limited::new(body, limit))
+                    },
+                ))
+                .build(),
+            None => builder.build(),
+        };
         let mut cluster = Cluster::new(client, namespace, server);
         cluster.describe = describe;
         cluster.request_timeout = connection.request_timeout.unwrap_or(REQUEST_TIMEOUT);

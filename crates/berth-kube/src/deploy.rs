@@ -231,8 +231,10 @@ impl Cluster {
     }
 
     /// Applies `desired`, records it, waits for rollouts and cleans up old generations.
-    /// When the objects are exactly those of the last successful apply, the dry run,
-    /// the record and the clean-up are skipped: they were all done for that apply.
+    /// When the objects are exactly those of the last successful apply, the record
+    /// and the clean-up are skipped (they were done for that apply); the dry run
+    /// never is: another field manager may have taken a field since, and a
+    /// conflict must change nothing.
     pub async fn deploy(
         &self,
         desired: &Desired,
@@ -246,6 +248,7 @@ impl Cluster {
         let records = self.records(&desired.project).await?;
         if rollback_of.is_none() {
             if let Some(same) = records.unchanged(&manifest) {
+                self.dry_run(&objects, options).await?;
                 events(Event::Unchanged(
                     self.record_name(&desired.project, same.record.sequence),
                 ));

@@ -178,6 +178,26 @@ pub(crate) fn explain(
             message: peer_text(&status.message),
             source: Box::new(error),
         },
+        // An answer past berth's bound (http-body-util's `Limited`).
+        _ if root_cause(&error) == "length limit exceeded" => ClusterError::Api {
+            action,
+            code: None,
+            message: format!(
+                "the answer is larger than {}, berth's bound on one answer; is {server} a Kubernetes API server (a proxy in front of it may be streaming)?",
+                berth_io::limits::size(berth_io::limits::API_BODY as u64)
+            ),
+            source: Box::new(error),
+        },
+        // Not JSON: a login page, a proxy's HTML, an empty redirect.
+        kube::Error::SerdeError(_) => ClusterError::Api {
+            action,
+            code: None,
+            message: format!(
+                "the answer is not the API server's JSON ({}); is {server} the API server itself, not a proxy, a login page or a redirect (berth does not follow redirects)?",
+                peer_text(&root_cause(&error))
+            ),
+            source: Box::new(error),
+        },
         kube::Error::HyperError(_) | kube::Error::Service(_) => ClusterError::Unreachable {
             server: server.into(),
             cause: peer_text(&root_cause(&error)),

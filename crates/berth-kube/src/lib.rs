@@ -18,6 +18,7 @@ mod connect;
 mod deploy;
 mod error;
 mod exec;
+pub mod kubeconfig;
 mod ops;
 mod pods;
 mod records;

@@ -52,12 +52,29 @@ impl Cluster {
             .await?;
         let mut out = Vec::new();
         for item in items {
-            let Some(sequence) = secret_text(&item, "sequence").and_then(|s| s.parse().ok()) else {
-                continue;
+            let name = text(&item, &["metadata", "name"])
+                .unwrap_or("(no name)")
+                .to_string();
+            // An unreadable record is an error, never skipped or read as empty: clean-up
+            // would then delete a generation the record says is in use.
+            let unreadable = |field: &str| {
+                ClusterError::Record {
+                action: format!("read apply record Secret/{name} (namespace {})", self.namespace),
+                message: format!(
+                    "its `{field}` is missing or unreadable; berth neither cleans up nor rolls back while a record is unreadable: restore it, or delete it (`kubectl delete secret {name} -n {}`) if that apply is no longer needed",
+                    self.namespace
+                ),
+            }
             };
-            let configs: BTreeMap<String, String> = secret_text(&item, "configs")
-                .and_then(|s| serde_json::from_str(&s).ok())
-                .unwrap_or_default();
+            let sequence: u64 = secret_text(&item, "sequence")
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| unreadable("sequence"))?;
+            let configs: BTreeMap<String, String> = match item.pointer("/data/configs") {
+                None => BTreeMap::new(), // an apply without generated configs
+                Some(_) => secret_text(&item, "configs")
+                    .and_then(|s| serde_json::from_str(&s).ok())
+                    .ok_or_else(|| unreadable("configs"))?,
+            };
             let annotation = |key: &str| {
                 item.pointer(&format!("/metadata/annotations/{}", key.replace('/', "~1")))
                     .and_then(Value::as_str)

@@ -2,9 +2,9 @@
 //! `credHelpers` for the registry, then `auths`, then `credsStore`, else anonymous
 //! (the registry's bearer-token flow then applies).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
+use std::time::Duration;
 
 use base64::Engine as _;
 use oci_client::secrets::RegistryAuth;
@@ -33,8 +33,12 @@ impl DockerConfig {
 
     /// Reads a config file; a missing file is an empty config.
     pub fn from_file(path: &Path) -> Result<DockerConfig, RegistryError> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
+        // Bounded, and a regular file only: `DOCKER_CONFIG=/dev/zero` must not fill memory.
+        let text = match berth_io::read_file(path, false) {
+            Ok(bytes) => String::from_utf8(bytes).map_err(|_| RegistryError::DockerConfig {
+                path: path.display().to_string(),
+                reason: "it is not UTF-8 text".into(),
+            })?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(DockerConfig::default())
             }
@@ -45,10 +49,22 @@ impl DockerConfig {
                 })
             }
         };
-        let json = serde_json::from_str(&text).map_err(|e| RegistryError::DockerConfig {
+        DockerConfig::parse(&text, path)
+    }
+
+    /// A config from its text (`path` names it in messages); the fuzz target's entry.
+    pub fn parse(text: &str, path: &Path) -> Result<DockerConfig, RegistryError> {
+        let json: Value = serde_json::from_str(text).map_err(|e| RegistryError::DockerConfig {
             path: path.display().to_string(),
-            reason: format!("not valid JSON: {e}"),
+            // Where, never what: the file holds credentials.
+            reason: format!("not valid JSON (line {}, column {})", e.line(), e.column()),
         })?;
+        if !json.is_object() {
+            return Err(RegistryError::DockerConfig {
+                path: path.display().to_string(),
+                reason: "not a JSON object (the Docker config is `{\"auths\": {…}}`)".into(),
+            });
+        }
         Ok(DockerConfig {
             path: Some(path.to_path_buf()),
             json,
@@ -82,8 +98,13 @@ fn host_of(key: &str) -> &str {
     rest.split('/').next().unwrap_or(rest)
 }
 
-/// Credentials for `registry` (a host, with port if any).
-pub fn credentials(config: &DockerConfig, registry: &str) -> Result<RegistryAuth, RegistryError> {
+/// Credentials for `registry` (a host, with port if any); a credential helper
+/// may take at most `timeout` (and [`berth_io::limits::HELPER_TIMEOUT`]).
+pub fn credentials(
+    config: &DockerConfig,
+    registry: &str,
+    timeout: Duration,
+) -> Result<RegistryAuth, RegistryError> {
     let keys = config_keys(registry);
     if let Some(helpers) = config.json.get("credHelpers").and_then(Value::as_object) {
         if let Some(helper) = helpers
@@ -91,7 +112,7 @@ pub fn credentials(config: &DockerConfig, registry: &str) -> Result<RegistryAuth
             .find(|(k, _)| keys.contains(k) || host_of(k) == registry)
             .and_then(|(_, v)| v.as_str())
         {
-            return helper_get(helper, registry, &keys[0]);
+            return helper_get(helper, registry, &keys[0], timeout);
         }
     }
     if let Some(auths) = config.json.get("auths").and_then(Value::as_object) {
@@ -107,7 +128,7 @@ pub fn credentials(config: &DockerConfig, registry: &str) -> Result<RegistryAuth
         }
     }
     if let Some(store) = config.json.get("credsStore").and_then(Value::as_str) {
-        return helper_get(store, registry, &keys[0]);
+        return helper_get(store, registry, &keys[0], timeout);
     }
     Ok(RegistryAuth::Anonymous)
 }
@@ -150,40 +171,50 @@ fn basic_from_entry(
 }
 
 /// `docker-credential-<helper> get`, with the server URL on stdin.
-fn helper_get(helper: &str, registry: &str, server: &str) -> Result<RegistryAuth, RegistryError> {
+fn helper_get(
+    helper: &str,
+    registry: &str,
+    server: &str,
+    timeout: Duration,
+) -> Result<RegistryAuth, RegistryError> {
     let program = format!("docker-credential-{helper}");
     let fail = |reason: String| RegistryError::CredentialHelper {
         helper: helper.to_string(),
         registry: registry.to_string(),
         reason,
     };
-    let mut child = Command::new(&program)
-        .arg("get")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            fail(format!(
-                "cannot run `{program}`: {e}; install it or remove it from the Docker config"
-            ))
-        })?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(server.as_bytes())
-            .map_err(|e| fail(e.to_string()))?;
-    }
-    let output = child.wait_with_output().map_err(|e| fail(e.to_string()))?;
+    // A helper waiting for a keychain or a GPG unlock never ends: bounded in time
+    // and in what it prints. Its stdout holds the credential: never shown.
+    let output = berth_io::run(
+        Command::new(&program).arg("get"),
+        server.as_bytes(),
+        berth_io::limits::HELPER_TIMEOUT.min(timeout),
+        berth_io::limits::HELPER_OUTPUT,
+    )
+    .map_err(|e| match e {
+        berth_io::RunError::Spawn(e) => fail(format!(
+            "cannot run `{program}`: {e}; install it or remove it from the Docker config"
+        )),
+        other => fail(other.to_string()),
+    })?;
     if !output.status.success() {
-        let message = String::from_utf8_lossy(&output.stdout).trim().to_string()
-            + String::from_utf8_lossy(&output.stderr).trim();
-        if message.contains("credentials not found") {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        // The helpers' own word for "no credentials for this server" (on stdout).
+        if String::from_utf8_lossy(&output.stdout).contains("credentials not found")
+            || stderr.contains("credentials not found")
+        {
             return Ok(RegistryAuth::Anonymous);
         }
-        return Err(fail(format!(
-            "exit status {}: {message}",
-            output.status.code().unwrap_or(-1)
-        )));
+        let status = match output.status.code() {
+            Some(code) => format!("exit status {code}"),
+            None => "killed by a signal".to_string(),
+        };
+        let said = berth_core::redact::peer_text(stderr.trim());
+        return Err(fail(if said.is_empty() {
+            format!("{status} (what it printed on stdout is not shown: it may hold a credential)")
+        } else {
+            format!("{status}: {said}")
+        }));
     }
     let json: Value = serde_json::from_slice(&output.stdout)
         .map_err(|e| fail(format!("printed invalid JSON: {e}")))?;
@@ -206,6 +237,8 @@ fn helper_get(helper: &str, registry: &str, server: &str) -> Result<RegistryAuth
 mod tests {
     use super::*;
 
+    const T: Duration = Duration::from_secs(5);
+
     fn config(json: &str) -> DockerConfig {
         DockerConfig {
             path: None,
@@ -219,16 +252,19 @@ mod tests {
             r#"{"auths": {"https://index.docker.io/v1/": {"auth": "dXNlcjpwYXNz"}, "quay.io": {"username": "u", "password": "p"}}}"#,
         );
         assert_eq!(
-            credentials(&c, "docker.io").unwrap(),
+            credentials(&c, "docker.io", T).unwrap(),
             RegistryAuth::Basic("user".into(), "pass".into())
         );
         assert_eq!(
-            credentials(&c, "quay.io").unwrap(),
+            credentials(&c, "quay.io", T).unwrap(),
             RegistryAuth::Basic("u".into(), "p".into())
         );
-        assert_eq!(credentials(&c, "ghcr.io").unwrap(), RegistryAuth::Anonymous);
+        assert_eq!(
+            credentials(&c, "ghcr.io", T).unwrap(),
+            RegistryAuth::Anonymous
+        );
         let bad = config(r#"{"auths": {"quay.io": {"auth": "!!"}}}"#);
-        assert!(credentials(&bad, "quay.io")
+        assert!(credentials(&bad, "quay.io", T)
             .unwrap_err()
             .to_string()
             .contains("not base64"));
@@ -237,7 +273,7 @@ mod tests {
     #[test]
     fn helpers_are_named_when_they_fail() {
         let c = config(r#"{"credHelpers": {"ghcr.io": "berth-test-missing-helper"}}"#);
-        let err = credentials(&c, "ghcr.io").unwrap_err().to_string();
+        let err = credentials(&c, "ghcr.io", T).unwrap_err().to_string();
         assert!(err.starts_with("credential helper `docker-credential-berth-test-missing-helper` failed for `ghcr.io`: cannot run"), "{err}");
     }
 }

@@ -1,15 +1,15 @@
-//! A registry client. oci-client does the authentication (the bearer-token
-//! flow, basic auth); berth makes the distribution API requests itself,
+//! A registry client. berth makes the distribution API requests itself,
 //! because it needs their response headers — `Retry-After` to wait as long as
-//! the registry asks, `Docker-Content-Digest` — and to stream blobs with
-//! known sizes. oci-client exposes neither headers nor a way to wrap its calls.
+//! the registry asks, `Docker-Content-Digest` — to stream blobs with known
+//! sizes, and to bound every answer it reads; oci-client exposes neither
+//! headers nor bounds. The token flow is [`crate::token`]; oci-client gives
+//! the media types and the credential type.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use berth_ref::{Digest, Reference};
-use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::manifest::{
     IMAGE_MANIFEST_LIST_MEDIA_TYPE, IMAGE_MANIFEST_MEDIA_TYPE, OCI_IMAGE_INDEX_MEDIA_TYPE,
     OCI_IMAGE_MEDIA_TYPE,
@@ -23,6 +23,7 @@ use reqwest::{Response, StatusCode};
 use sha2::{Digest as _, Sha256};
 
 use crate::error::Status;
+use crate::token::Challenge;
 use crate::{credentials, DockerConfig, RegistryError};
 
 /// Every manifest type berth asks for: an OCI index, an OCI manifest, a
@@ -62,6 +63,9 @@ impl Default for Options {
     }
 }
 
+/// Request URL → the URL a redirect sent it to.
+type Redirects = std::sync::Arc<Mutex<HashMap<String, String>>>;
+
 /// The `Authorization` a repository needs for an operation.
 #[derive(Clone)]
 enum Credential {
@@ -87,42 +91,58 @@ impl From<RegistryError> for Attempt {
 
 /// A registry client shared by concurrent operations.
 pub struct Registry {
-    auth_client: oci_client::Client,
     http: reqwest::Client,
+    /// Request URL → where the registry last redirected it.
+    redirects: Redirects,
     config: DockerConfig,
     options: Options,
     credentials: Mutex<HashMap<String, RegistryAuth>>,
     tokens: Mutex<HashMap<(String, String, bool), Credential>>,
+    /// Per registry host, what its `/v2/` asks for.
+    challenges: Mutex<HashMap<String, Challenge>>,
 }
 
 impl Registry {
-    /// A client with these options and Docker credentials.
-    pub fn new(options: Options, config: DockerConfig) -> Registry {
-        let protocol = if options.insecure.is_empty() {
-            ClientProtocol::Https
-        } else {
-            ClientProtocol::HttpsExcept(options.insecure.clone())
-        };
-        let auth_client = oci_client::Client::new(ClientConfig {
-            protocol,
-            connect_timeout: Some(options.timeout),
-            read_timeout: Some(options.timeout),
-            ..ClientConfig::default()
+    /// A client with these options and Docker credentials; an error when the
+    /// TLS backend cannot be set up (never a client without its timeouts).
+    pub fn new(options: Options, config: DockerConfig) -> Result<Registry, RegistryError> {
+        let redirects: Redirects = std::sync::Arc::new(Mutex::new(HashMap::new()));
+        let seen = std::sync::Arc::clone(&redirects);
+        let policy = reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.previous().len() > 10 {
+                return attempt.error("more than 10 redirects");
+            }
+            if !matches!(attempt.url().scheme(), "http" | "https") {
+                let target = berth_io::shown(attempt.url().as_str());
+                return attempt.error(format!(
+                    "it redirected to `{target}`, which is not an http(s) URL, so berth does not follow it"
+                ));
+            }
+            // Where each request was sent on to, for a failure there to say so.
+            if let (Some(first), Ok(mut seen)) = (attempt.previous().first(), seen.lock()) {
+                seen.insert(first.to_string(), attempt.url().to_string());
+            }
+            attempt.follow()
         });
         let http = reqwest::Client::builder()
+            .redirect(policy)
             .connect_timeout(options.timeout)
             .read_timeout(options.timeout)
             .user_agent(concat!("berth/", env!("CARGO_PKG_VERSION")))
             .build()
-            .unwrap_or_default();
-        Registry {
-            auth_client,
+            .map_err(|e| RegistryError::Client {
+                reason: e.to_string(),
+                source: std::sync::Arc::new(e),
+            })?;
+        Ok(Registry {
             http,
+            redirects,
             config,
             options,
             credentials: Mutex::new(HashMap::new()),
             tokens: Mutex::new(HashMap::new()),
-        }
+            challenges: Mutex::new(HashMap::new()),
+        })
     }
 
     /// The digest of the manifest (or index) `image` names: one HEAD request.
@@ -214,6 +234,32 @@ impl Registry {
             bytes.extend_from_slice(&chunk);
         }
         Ok(bytes)
+    }
+
+    /// A small blob of `image`'s repository (an image config), read with the
+    /// manifest bound and checked against its digest.
+    pub(crate) async fn small_blob(
+        &self,
+        image: &Reference,
+        digest: &Digest,
+    ) -> Result<Vec<u8>, RegistryError> {
+        let url = self.url(image, &format!("blobs/{digest}"));
+        self.retry(image, || async {
+            let response = self
+                .send(image, RegistryOperation::Pull, |c| c.get(&url))
+                .await?;
+            let response = self.expect(image, response, &[StatusCode::OK]).await?;
+            let bytes = self.read_manifest(image, response).await?;
+            let actual = digest_of(&bytes);
+            if &actual != digest {
+                return Err(Attempt::Fail(self.other(
+                    image,
+                    format!("the registry served blob {digest} with content of digest {actual}"),
+                )));
+            }
+            Ok(bytes)
+        })
+        .await
     }
 
     /// Whether `target`'s repository already has the blob.
@@ -388,7 +434,7 @@ impl Registry {
         {
             return Ok(auth);
         }
-        let auth = credentials(&self.config, registry)?;
+        let auth = credentials(&self.config, registry, self.options.timeout)?;
         if let Ok(mut cache) = self.credentials.lock() {
             cache.insert(registry.to_string(), auth.clone());
         }
@@ -411,55 +457,138 @@ impl Registry {
             return Ok(found);
         }
         let auth = self.registry_auth(image.domain())?;
-        let oci: oci_client::Reference =
-            image
-                .to_string()
-                .parse()
-                .map_err(|e: oci_client::ParseError| {
-                    self.other(
-                        image,
-                        format!("the OCI client cannot address this reference: {e}"),
-                    )
-                })?;
-        let token = self
-            .auth_client
-            .auth(&oci, &auth, operation)
-            .await
-            .map_err(|e| match e {
-                oci_client::errors::OciDistributionError::RequestError(e) => {
-                    // The token flow may talk to another host (the realm of the
-                    // registry's WWW-Authenticate): then say that one failed.
-                    match e.url().and_then(host_of) {
-                        Some(host) if host != image.domain() => {
-                            let mut cause = e.to_string();
-                            let mut source = std::error::Error::source(&e);
-                            while let Some(inner) = source {
-                                cause = inner.to_string();
-                                source = inner.source();
-                            }
-                            self.other(
-                                image,
-                                format!("the registry's token server `{host}` (the realm its WWW-Authenticate names) cannot be reached: {cause}"),
-                            )
-                        }
-                        _ => self.transport(image, e),
-                    }
-                }
-                oci_client::errors::OciDistributionError::AuthenticationFailure(reason) => {
-                    denied(image, &format!("401 Unauthorized: {}", reason.trim()))
-                }
-                other => self.other(image, other.to_string()),
-            })?;
-        let credential = match (token, auth) {
-            (Some(token), _) => Credential::Bearer(token),
-            (None, RegistryAuth::Basic(user, password)) => Credential::Basic(user, password),
-            (None, RegistryAuth::Bearer(token)) => Credential::Bearer(token),
-            (None, RegistryAuth::Anonymous) => Credential::None,
+        let credential = match (self.challenge(image).await?, auth) {
+            // An identity token from a helper (`<token>` as user name).
+            (_, RegistryAuth::Bearer(token)) => Credential::Bearer(token),
+            (Challenge::Bearer { realm, service }, auth) => Credential::Bearer(
+                self.token(image, operation, &realm, service.as_deref(), &auth)
+                    .await?,
+            ),
+            (_, RegistryAuth::Basic(user, password)) => Credential::Basic(user, password),
+            (_, RegistryAuth::Anonymous) => Credential::None,
         };
         if let Ok(mut tokens) = self.tokens.lock() {
             tokens.insert(key, credential.clone());
         }
         Ok(credential)
+    }
+
+    /// What `image`'s registry asks for (`GET /v2/` without credentials), once per host.
+    async fn challenge(&self, image: &Reference) -> Result<Challenge, RegistryError> {
+        let host = image.domain().to_string();
+        if let Some(found) = self
+            .challenges
+            .lock()
+            .ok()
+            .and_then(|c| c.get(&host).cloned())
+        {
+            return Ok(found);
+        }
+        let url = self.url(image, "");
+        let base = &url[..url.find("/v2/").map_or(url.len(), |i| i + 4)];
+        let response = self
+            .http
+            .get(base)
+            .send()
+            .await
+            .map_err(|e| self.transport(image, e))?;
+        let status = response.status();
+        let challenge = crate::token::challenge_of(&response).ok_or_else(|| {
+            denied(image, &format!("{status} with no challenge berth can answer (it asks for neither Basic nor Bearer authentication)"))
+        })?;
+        if let Ok(mut cache) = self.challenges.lock() {
+            cache.insert(host, challenge.clone());
+        }
+        Ok(challenge)
+    }
+
+    /// A token from the token server `realm` for `operation` on `image`'s repository.
+    async fn token(
+        &self,
+        image: &Reference,
+        operation: RegistryOperation,
+        realm: &str,
+        service: Option<&str>,
+        auth: &RegistryAuth,
+    ) -> Result<String, RegistryError> {
+        let mut url = reqwest::Url::parse(realm)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https"))
+            .ok_or_else(|| {
+                self.other(
+                    image,
+                    format!(
+                        "the registry names `{}` as its token server, which is not an http(s) URL",
+                        berth_io::shown(realm)
+                    ),
+                )
+            })?;
+        let server = host_of(&url).unwrap_or_default();
+        let actions = match operation {
+            RegistryOperation::Push => "pull,push",
+            RegistryOperation::Pull => "pull",
+        };
+        {
+            let mut query = url.query_pairs_mut();
+            if let Some(service) = service {
+                query.append_pair("service", service);
+            }
+            query.append_pair("scope", &format!("repository:{}:{actions}", image.path()));
+        }
+        let mut request = self.http.get(url);
+        if let RegistryAuth::Basic(user, password) = auth {
+            request = request.basic_auth(user, Some(password));
+        }
+        let response = request.send().await.map_err(|e| {
+            if e.is_timeout() {
+                return self.transport(image, e);
+            }
+            let mut cause = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(inner) = source {
+                cause = inner.to_string();
+                source = inner.source();
+            }
+            self.other(
+                image,
+                format!("the registry's token server `{server}` (the realm its WWW-Authenticate names) cannot be reached: {cause}"),
+            )
+        })?;
+        let status = response.status();
+        // Only the status: a failing token server may echo the request's credentials.
+        match status.as_u16() {
+            200 => {}
+            401 | 403 => {
+                return Err(denied(
+                    image,
+                    &format!("its token server `{server}` answered {status}"),
+                ))
+            }
+            _ => {
+                return Err(self.other(
+                    image,
+                    format!("its token server `{server}` answered {status} (what it said is not shown: it may repeat the credentials)"),
+                ))
+            }
+        }
+        let body = read_bounded(response, berth_io::limits::TOKEN_BODY)
+            .await
+            .map_err(|e| self.transport(image, e))?
+            .ok_or_else(|| {
+                self.other(
+                    image,
+                    format!(
+                        "its token server `{server}` answered more than {}, which is no token",
+                        berth_io::limits::size(berth_io::limits::TOKEN_BODY)
+                    ),
+                )
+            })?;
+        crate::token::token_of(&body).map_err(|why| {
+            self.other(
+                image,
+                format!("its token server `{server}` gave no token: {why}"),
+            )
+        })
     }
 
     /// Sends one request with credentials; a 401 with a cached token refreshes it once.
@@ -504,13 +633,34 @@ impl Registry {
         if ok.contains(&status) {
             return Ok(response);
         }
+        if status.is_redirection() {
+            // Redirects berth follows were followed; this one leads where it does not go.
+            let location = response
+                .headers()
+                .get(LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .map(berth_io::shown);
+            let reason = match location {
+                Some(location) => format!("{status}: it redirected to `{location}`, which is not an http(s) URL, so berth does not follow it"),
+                None => format!("{status} without a Location header, so there is nowhere to follow"),
+            };
+            return Err(Attempt::Fail(self.other(image, reason)));
+        }
         let wait = retry_after(response.headers());
-        let body = response.text().await.unwrap_or_default();
+        // An error envelope is small; a bigger answer is not read, only its status shown.
+        let body = read_bounded(response, berth_io::limits::ERROR_BODY)
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        let envelope = match status.as_u16() {
+            // What a refusal says may repeat the credentials sent: only its code.
+            401 | 403 => envelope_code(&body),
+            _ => envelope_message(&String::from_utf8_lossy(&body)),
+        };
         let reason = format!(
             "{status}{}",
-            envelope_message(&body)
-                .map(|m| format!(": {m}"))
-                .unwrap_or_default()
+            envelope.map(|m| format!(": {m}")).unwrap_or_default()
         );
         Err(match status.as_u16() {
             404 => Attempt::Fail(RegistryError::NotFound {
@@ -585,6 +735,21 @@ impl Registry {
         while let Some(inner) = source {
             reason = inner.to_string();
             source = inner.source();
+        }
+        // A redirect elsewhere (a blob store, a mirror) that failed: say where it led.
+        let redirected = error.url().and_then(|url| {
+            let seen = self.redirects.lock().ok()?;
+            seen.get(url.as_str()).cloned()
+        });
+        if let Some(target) = redirected.filter(|_| !reason.contains("redirected to")) {
+            let host = reqwest::Url::parse(&target)
+                .ok()
+                .and_then(|u| host_of(&u))
+                .unwrap_or(target);
+            reason = format!(
+                "{reason} (at `{}`, where the registry redirected)",
+                berth_io::shown(&host)
+            );
         }
         let unreachable = error.is_connect() || error.is_request();
         let source = Some(std::sync::Arc::new(error));
@@ -678,19 +843,37 @@ fn digest_of(bytes: &[u8]) -> Digest {
 }
 
 fn header_digest(image: &Reference, headers: &HeaderMap) -> Result<Option<Digest>, Attempt> {
-    let Some(value) = headers
-        .get("Docker-Content-Digest")
-        .and_then(|v| v.to_str().ok())
-    else {
-        return Ok(None);
-    };
-    Digest::parse(value).map(Some).map_err(|e| {
+    let values: std::collections::BTreeSet<&str> = headers
+        .get_all("Docker-Content-Digest")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .map(str::trim)
+        .collect();
+    let fail = |reason: String| {
         Attempt::Fail(RegistryError::Other {
             image: image.to_string(),
             registry: image.domain().to_string(),
-            reason: format!("the registry answered with an unusable digest `{value}`: {e}"),
+            reason,
             source: None,
         })
+    };
+    let value = match values.len() {
+        0 => return Ok(None),
+        1 => values.iter().next().copied().unwrap_or_default(),
+        _ => {
+            let shown: Vec<String> = values.iter().map(|v| berth_io::shown(v)).collect();
+            return Err(fail(format!(
+                "the registry answered with {} different Docker-Content-Digest headers ({}), so nothing was pinned; a proxy in front of the registry may be adding one",
+                values.len(),
+                shown.join(", ")
+            )));
+        }
+    };
+    Digest::parse(value).map(Some).map_err(|e| {
+        fail(format!(
+            "the registry answered with an unusable digest `{}`: {e}",
+            berth_io::shown(value)
+        ))
     })
 }
 
@@ -708,6 +891,39 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 }
 
 /// The first message of an OCI error envelope, if the body is one.
+/// At most `limit` bytes of `response`'s body, read as they arrive; `None` when
+/// there are more.
+async fn read_bounded(
+    mut response: Response,
+    limit: u64,
+) -> Result<Option<Vec<u8>>, reqwest::Error> {
+    if response.content_length().is_some_and(|n| n > limit) {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if (bytes.len() + chunk.len()) as u64 > limit {
+            return Ok(None);
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(Some(bytes))
+}
+
+/// The `code` of the first error of an OCI error envelope (`UNAUTHORIZED`).
+fn envelope_code(body: &[u8]) -> Option<String> {
+    let json: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let code = json
+        .get("errors")?
+        .as_array()?
+        .first()?
+        .get("code")?
+        .as_str()?;
+    code.bytes()
+        .all(|b| b.is_ascii_uppercase() || b == b'_')
+        .then(|| code.to_string())
+}
+
 fn envelope_message(body: &str) -> Option<String> {
     let json: serde_json::Value = serde_json::from_str(body).ok()?;
     let first = json.get("errors")?.as_array()?.first()?;

@@ -93,6 +93,15 @@ pub enum RegistryError {
         /// The platforms present.
         available: String,
     },
+    /// The HTTP client could not be built (the TLS backend failed to start).
+    #[error("cannot set up the registry client: {reason}")]
+    Client {
+        /// The client's explanation.
+        reason: String,
+        /// The client's error.
+        #[source]
+        source: Arc<reqwest::Error>,
+    },
     /// Anything else the registry answered.
     #[error("{image}: registry `{registry}`: {reason}")]
     Other {

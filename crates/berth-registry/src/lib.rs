@@ -10,6 +10,7 @@ mod error;
 mod manifest;
 mod pin;
 mod promote;
+mod token;
 
 pub use auth::{credentials, DockerConfig};
 pub use client::{Options, Registry};

@@ -110,16 +110,74 @@ pub async fn pin_all(
         .collect()
 }
 
-/// With `--platform`: the matching entry of an index, or the manifest itself.
+/// The platform a single-platform manifest's image config names.
+async fn single_platform(
+    registry: &Registry,
+    image: &Reference,
+    manifest: &Value,
+) -> Result<Platform, RegistryError> {
+    let other = |reason: String| RegistryError::Other {
+        image: image.to_string(),
+        registry: image.domain().to_string(),
+        reason,
+        source: None,
+    };
+    let config = manifest
+        .pointer("/config/digest")
+        .and_then(Value::as_str)
+        .ok_or_else(|| other("its manifest names no config, so its platform is unknown; pin it without --platform".into()))?;
+    let config = Digest::parse(config)
+        .map_err(|e| other(format!("its manifest names an unusable config digest: {e}")))?;
+    let bytes = registry.small_blob(image, &config).await?;
+    let json: Value = serde_json::from_slice(&bytes).map_err(|_| {
+        other(
+            "its image config is not JSON, so its platform is unknown; pin it without --platform"
+                .into(),
+        )
+    })?;
+    let field = |k: &str| {
+        json.get(k)
+            .and_then(Value::as_str)
+            .filter(|v| !v.is_empty())
+    };
+    match (field("os"), field("architecture")) {
+        (Some(os), Some(architecture)) => Ok(Platform {
+            os: os.to_string(),
+            architecture: architecture.to_string(),
+            variant: field("variant").map(str::to_string),
+        }),
+        _ => Err(other("its config names no os and architecture (it is not a container image), so --platform cannot apply; pin it without --platform".into())),
+    }
+}
+
+/// With `--platform`: the matching entry of an index, or the manifest itself
+/// when it is of that platform.
 async fn platform_digest(
     registry: &Registry,
     image: &Reference,
     platform: &Platform,
 ) -> Result<Digest, RegistryError> {
     let (bytes, digest) = registry.manifest(image).await?;
+    // `manifest` has checked that this is a manifest's JSON.
     let json: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     let Some(manifests) = json.get("manifests").and_then(Value::as_array) else {
-        return Ok(digest); // a single-platform manifest
+        // A single-platform manifest: its config says which platform it is.
+        let found = single_platform(registry, image, &json).await?;
+        let matches = found.os == platform.os
+            && found.architecture == platform.architecture
+            && platform
+                .variant
+                .as_ref()
+                .is_none_or(|v| found.variant.as_ref() == Some(v));
+        return if matches {
+            Ok(digest)
+        } else {
+            Err(RegistryError::NoPlatform {
+                image: image.to_string(),
+                platform: platform.to_string(),
+                available: format!("{found} only: it is a single-platform image, not an index"),
+            })
+        };
     };
     let describe = |m: &Value| {
         let p = m.get("platform");

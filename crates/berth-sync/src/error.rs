@@ -134,6 +134,14 @@ pub enum SyncError {
         /// Its output (trimmed).
         output: String,
     },
+    /// The thread syncing one container panicked (a bug in berth): reported, never dropped.
+    #[error("the sync into {container} stopped unexpectedly ({message}); this is a bug in berth, please report it")]
+    Panicked {
+        /// The container's label.
+        container: String,
+        /// The panic's message.
+        message: String,
+    },
     /// The file watcher failed.
     #[error("watching files: {0}")]
     Watch(#[from] notify::Error),

@@ -53,6 +53,27 @@ pub struct Outcome {
     pub result: Result<(), SyncError>,
 }
 
+/// A container thread's outcome; a panic becomes a failed outcome for that
+/// container instead of vanishing from the report.
+fn joined(container: &Container, result: std::thread::Result<Outcome>) -> Outcome {
+    result.unwrap_or_else(|panic| {
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".into());
+        Outcome {
+            container: container.clone(),
+            update: Update::default(),
+            steps: Vec::new(),
+            result: Err(SyncError::Panicked {
+                container: container.label.clone(),
+                message,
+            }),
+        }
+    })
+}
+
 /// The outcome of one update of one rule.
 #[derive(Debug)]
 pub struct Report {
@@ -302,9 +323,12 @@ impl Session {
                 std::thread::scope(|scope| {
                     let handles: Vec<_> = fresh
                         .iter()
-                        .map(|c| scope.spawn(|| self.full_sync(rule, c)))
+                        .map(|c| (c, scope.spawn(|| self.full_sync(rule, c))))
                         .collect();
-                    handles.into_iter().filter_map(|h| h.join().ok()).collect()
+                    handles
+                        .into_iter()
+                        .map(|(c, h)| joined(c, h.join()))
+                        .collect()
                 })
             } else {
                 Vec::new()
@@ -523,10 +547,13 @@ impl Session {
                     .iter()
                     .map(|c| {
                         let update = update.clone();
-                        scope.spawn(move || this.send(rule, c, update))
+                        (c, scope.spawn(move || this.send(rule, c, update)))
                     })
                     .collect();
-                handles.into_iter().filter_map(|h| h.join().ok()).collect()
+                handles
+                    .into_iter()
+                    .map(|(c, h)| joined(c, h.join()))
+                    .collect()
             });
             reports.push(Report {
                 rule: rule.spec.name.clone(),
@@ -619,6 +646,26 @@ mod tests {
     use crate::protocol::ExecOutput;
     use crate::target::Input;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn a_panicked_container_thread_is_a_failed_outcome_not_a_missing_one() {
+        let container = Container {
+            id: "c1".into(),
+            name: "web".into(),
+            image: "x".into(),
+            instance: "c1/1".into(),
+            label: "fake:web".into(),
+        };
+        let outcome = std::thread::scope(|scope| {
+            let handle = scope.spawn(|| -> Outcome { panic!("boom") });
+            joined(&container, handle.join())
+        });
+        let err = outcome.result.unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "the sync into fake:web stopped unexpectedly (boom); this is a bug in berth, please report it"
+        );
+    }
 
     /// One container whose every exec fails, counting execs.
     struct Failing(Arc<AtomicUsize>);

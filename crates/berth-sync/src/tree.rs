@@ -79,6 +79,15 @@ impl Mapping {
     ) -> Result<Mapping, SyncError> {
         let local = project_dir.join(from);
         let meta = std::fs::metadata(&local).map_err(SyncError::io(&local))?;
+        if !meta.is_dir() && !meta.is_file() {
+            // A FIFO blocks the reader, a device never ends: neither is sent.
+            return Err(SyncError::Io {
+                path: local,
+                source: std::io::Error::other(
+                    "`from:` is not a regular file or a directory (a FIFO, a socket or a device); sync files or directories",
+                ),
+            });
+        }
         let rel = from
             .trim_start_matches("./")
             .trim_end_matches('/')

@@ -101,8 +101,9 @@ pub enum Command {
     ///
     /// Field manager `berth`; objects are labelled `app.kubernetes.io/managed-by: berth` and
     /// `berth.dev/project: <name>`; Namespaces and CRDs go first. Everything is dry-run first,
-    /// so a conflict or refusal changes nothing. Each apply is recorded in a ConfigMap
-    /// (`berth-<project>-r<N>`) for `berth rollback`. After the rollout succeeds, generated
+    /// so a conflict or refusal changes nothing. Each apply is recorded in a Secret
+    /// (`berth-<project>-r<N>`, type `berth.dev/apply-record`: the objects it holds may be
+    /// Secrets) for `berth rollback`. After the rollout succeeds, generated
     /// configs and CA bundles older than the last `--keep` generations are deleted (only
     /// objects with this project's berth labels); a failed rollout deletes nothing.
     ///
@@ -147,7 +148,7 @@ pub struct ControllerArgs {
     #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
     /// Reconcile the Berths of this namespace only (default: every namespace).
-    #[arg(long, short = 'n', value_name = "NAMESPACE")]
+    #[arg(long, short = 'n', value_name = "NAMESPACE", value_parser = namespace_name)]
     pub namespace: Option<String>,
     /// Serve `/healthz`, `/readyz` (200 only while leading) and Prometheus `/metrics` here.
     #[arg(long, value_name = "ADDRESS", default_value = "127.0.0.1:8080")]
@@ -177,6 +178,22 @@ fn at_least_one(value: &str) -> Result<usize, String> {
         Ok(0) => Err("must be at least 1".into()),
         Ok(n) => Ok(n),
         Err(_) => Err(format!("`{value}` is not a whole number")),
+    }
+}
+
+/// A namespace's name: a DNS label (lowercase letters, digits, `-`, at most 63).
+fn namespace_name(value: &str) -> Result<String, String> {
+    let ok = !value.is_empty()
+        && value.len() <= 63
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !value.starts_with('-')
+        && !value.ends_with('-');
+    if ok {
+        Ok(value.to_string())
+    } else {
+        Err("a namespace is at most 63 lowercase letters, digits and `-`, starting and ending with a letter or digit".into())
     }
 }
 
@@ -258,7 +275,7 @@ pub struct ClusterArgs {
     pub context: Option<String>,
     /// The namespace of objects that do not set one (default: berth.yaml's `namespace:`, then
     /// the context's).
-    #[arg(long, short = 'n', value_name = "NAMESPACE")]
+    #[arg(long, short = 'n', value_name = "NAMESPACE", value_parser = namespace_name)]
     pub namespace: Option<String>,
     /// Give up on an API request that has not answered after this many seconds (a server
     /// that accepts connections and never answers would otherwise hold berth forever).
@@ -412,7 +429,8 @@ pub struct RegistryArgs {
     /// Reach HOST (with port, e.g. `localhost:5000`) over plain HTTP instead of TLS. Repeatable.
     #[arg(long = "insecure-registry", value_name = "HOST", value_parser = registry_host)]
     pub insecure: Vec<String>,
-    /// Pin this platform's manifest (`os/arch[/variant]`) instead of the multi-platform index.
+    /// Pin this platform's manifest (`os/arch[/variant]`) instead of the multi-platform
+    /// index; a single-platform image of another platform is an error (`berth pin` only).
     #[arg(long, value_name = "OS/ARCH")]
     pub platform: Option<String>,
     /// Registry requests in flight at once.

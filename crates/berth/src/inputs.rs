@@ -62,7 +62,8 @@ pub fn gather(project: &Project, manifests: &[Manifest], args: &[String]) -> Res
                         anyhow!("cannot read {} (from {origin}): {e}", shown(&path))
                     })?;
                 }
-                read_path(&path, &origin, !args.is_empty(), &mut inputs)?
+                let root = args.is_empty().then_some(project.dir.as_path());
+                read_path(&path, &origin, root, &mut inputs)?
             }
             ManifestSource::Kustomize(dir) => {
                 if !dir.is_dir() {
@@ -116,7 +117,17 @@ fn shown(path: &Path) -> String {
         .to_string()
 }
 
-fn read_path(path: &Path, origin: &str, given: bool, inputs: &mut Vec<Input>) -> Result<()> {
+/// Reads `path` (a file, a directory of YAML, a pipe) into `inputs`. `root` is
+/// the project's directory for what berth.yaml names: every file found below a
+/// directory must resolve inside it too (a link to `~/.kube/config` must not be
+/// printed); `None` for paths given on the command line, which berth reads as given.
+fn read_path(
+    path: &Path,
+    origin: &str,
+    root: Option<&Path>,
+    inputs: &mut Vec<Input>,
+) -> Result<()> {
+    let given = root.is_none();
     let metadata =
         std::fs::metadata(path).map_err(|e| anyhow!("{} (from {origin}): {e}", shown(path)))?;
     if given && is_pipe(&metadata) {
@@ -158,6 +169,10 @@ fn read_path(path: &Path, origin: &str, given: bool, inputs: &mut Vec<Input>) ->
     collect_yaml(path, &mut files)?;
     files.sort();
     for file in files {
+        if let Some(root) = root {
+            crate::fs_source::contained(root, &file)
+                .map_err(|e| anyhow!("cannot read {} (below {origin}): {e}", shown(&file)))?;
+        }
         let bytes = crate::fs_source::read_bounded(&file)
             .map_err(|e| anyhow!("cannot read {}: {e}", shown(&file)))?;
         inputs.push(input(shown(&file), bytes)?);

@@ -2,10 +2,13 @@
 
 /// `eprintln!` that cannot panic: when stderr cannot be written (`2>/dev/full`, a
 /// closed pipe) the message is dropped and the exit code still says what happened.
+/// Every message goes through [`output::for_terminal`]: what came from input
+/// (a value, a peer's answer) cannot drive the terminal or flood it.
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+        let text = crate::output::for_terminal(&format!($($arg)*));
+        let _ = writeln!(std::io::stderr().lock(), "{text}");
     }};
 }
 
@@ -33,6 +36,11 @@ use cli::{Cli, Command, ResolveArgs};
 const FAILURE: u8 = 1;
 
 fn main() -> ExitCode {
+    // An exported but empty `BERTH_PROJECT=` means unset, as an empty KUBECONFIG
+    // does for kubectl (clap would call it a missing value). Single-threaded here.
+    if std::env::var_os("BERTH_PROJECT").is_some_and(|v| v.is_empty()) {
+        std::env::remove_var("BERTH_PROJECT");
+    }
     let cli = Cli::parse();
     fs_source::set_restrictor(cli.load_restrictor);
     match run(&cli) {

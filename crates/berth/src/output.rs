@@ -17,6 +17,34 @@ pub fn print(text: &str) -> Result<()> {
         })
 }
 
+/// The longest line a message keeps; the rest is counted, not shown.
+const MAX_MESSAGE_LINE: usize = 2000;
+
+/// A message as stderr shows it: control characters other than newline and tab
+/// escaped (`\u{1b}`: an ESC sequence from a file or a peer must not move the
+/// cursor, retitle the window or ring the bell), each line cut at
+/// [`MAX_MESSAGE_LINE`] characters (a 100 KB value is not repeated whole).
+pub fn for_terminal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let count = line.chars().count();
+        for c in line.chars().take(MAX_MESSAGE_LINE) {
+            if c.is_control() && c != '\t' {
+                out.extend(c.escape_default());
+            } else {
+                out.push(c);
+            }
+        }
+        if count > MAX_MESSAGE_LINE {
+            out.push_str(&format!("… ({} more characters)", count - MAX_MESSAGE_LINE));
+        }
+    }
+    out
+}
+
 /// A JSON value as a YAML document, keeping key order and types.
 pub fn json_to_yaml(value: &serde_json::Value) -> Node {
     let plain = |text: String| {
@@ -72,4 +100,22 @@ pub fn table(rows: &[Vec<String>]) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn messages_cannot_drive_the_terminal_or_flood_it() {
+        assert_eq!(
+            super::for_terminal("a\u{1b}]0;pwned\u{7}b\n\tc\r"),
+            "a\\u{1b}]0;pwned\\u{7}b\n\tc\\r"
+        );
+        let long = format!("x{}", "y".repeat(100_000));
+        let shown = super::for_terminal(&long);
+        assert!(
+            shown.ends_with("… (98001 more characters)"),
+            "{}",
+            &shown[shown.len() - 40..]
+        );
+    }
 }

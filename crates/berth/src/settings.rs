@@ -220,6 +220,8 @@ pub fn connection(args: &cli::ClusterArgs, project: &Project) -> Connection {
         context: args.context.clone(),
         namespace: args.namespace.clone().or_else(|| project.namespace.clone()),
         request_timeout: Some(Duration::from_secs(args.request_timeout)),
+        exec_once: true,
+        response_limit: Some(berth_io::limits::API_BODY),
     }
 }
 
@@ -350,6 +352,11 @@ pub struct Promote {
 impl Promote {
     /// From the flags.
     pub fn resolve(args: &cli::PromoteArgs) -> Result<Self> {
+        if let Some(platform) = &args.registry.platform {
+            anyhow::bail!(
+                "--platform {platform} does not apply to `berth promote`: it copies each image whole (every platform of an index), so the target has the source's digest; drop --platform, and pin one platform afterwards with `berth pin --platform {platform}`"
+            );
+        }
         Ok(Promote {
             to: args.to.clone(),
             dry_run: args.dry_run,

@@ -361,6 +361,41 @@ fn conflicts_are_reported_and_nothing_is_applied() {
         s.ns.get("deployments", "web").unwrap()["spec"]["replicas"],
         1
     );
+    // The same objects again (the "unchanged" path), after someone took a field
+    // and the Service went: the dry run still comes first, so nothing is written.
+    s.ns.ok(&["delete", "service", "web"]);
+    let taken = plane().unwrap().kubectl_with(
+        &s.ns.kubeconfig,
+        &[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager",
+            "other",
+            "-f",
+            "-",
+        ],
+        Some(
+            &DEPLOY
+                .split("---")
+                .next()
+                .unwrap()
+                .replace("replicas: 1", "replicas: 3"),
+        ),
+    );
+    assert!(taken.status.success(), "{}", stderr(&taken));
+    let out = s.run(&["apply"]);
+    let log = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{log}");
+    assert!(
+        log.contains("apply conflicts with other field managers"),
+        "{log}"
+    );
+    assert!(!log.contains("unchanged"), "{log}");
+    assert!(
+        s.ns.get("services", "web").is_none(),
+        "nothing applied before the conflict"
+    );
 }
 
 #[test]
@@ -737,7 +772,7 @@ fn a_failing_credential_plugin_is_named_and_its_output_never_printed() {
         assert!(!out.status.success());
         let log = stderr(&out);
         assert!(
-            log.contains("credential plugin exited 3: session expired"),
+            log.contains("kubeconfig user `u`: credential plugin `sh` exited 3: session expired"),
             "{log}"
         );
         for channel in [&log, &stdout(&out)] {
@@ -747,4 +782,45 @@ fn a_failing_credential_plugin_is_named_and_its_output_never_printed() {
             );
         }
     }
+}
+
+#[test]
+fn a_token_file_ending_in_a_newline_authenticates_as_with_kubectl() {
+    let Some(s) = setup("token-file", "") else {
+        return;
+    };
+    s.ns.ok(&["create", "serviceaccount", "deployer"]);
+    s.ns.ok(&[
+        "create",
+        "rolebinding",
+        "deployer",
+        "--clusterrole=cluster-admin",
+        &format!("--serviceaccount={}:deployer", s.ns.name),
+    ]);
+    let token = s.ns.ok(&["create", "token", "deployer", "--duration=10m"]);
+    let file = s.dir.path().join("token");
+    std::fs::write(&file, format!("{}\n", token.trim())).unwrap(); // `echo "$TOKEN" > token`
+    let kubeconfig = s.ns.token_kubeconfig("deployer");
+    let path = file.display().to_string();
+    for args in [
+        &["config", "set", "users.deployer.tokenFile", path.as_str()][..],
+        &["config", "unset", "users.deployer.token"],
+    ] {
+        let out = plane().unwrap().kubectl_with(&kubeconfig, args, None);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    s.manifests(DEPLOY);
+    let out = berth(s.dir.path())
+        .args(["diff", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .args(["--namespace", &s.ns.name])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "differences, no error: {}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).contains("Deployment"), "{}", stdout(&out));
 }

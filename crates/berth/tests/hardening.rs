@@ -4,6 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "hardening/sweep3.rs"]
+mod sweep3;
 
 use common::{berth, project};
 

@@ -180,6 +180,57 @@ fn multi_platform_images_pin_the_index_or_one_platform() {
 }
 
 #[test]
+fn a_single_platform_image_of_another_platform_is_not_pinned_as_if_it_matched() {
+    let Some(registry) = TestRegistry::start(None) else {
+        return;
+    };
+    let digest = registry.push(&Layout::image("single", 1, 10), "acme/single", "v1");
+    let dir = project_for(&registry, &[("single", "acme/single:v1")]);
+    let insecure = ["--insecure-registry", registry.host.as_str()];
+    let out = berth(dir.path())
+        .args(["pin", "--platform", "linux/arm64"])
+        .args(insecure)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("no manifest for platform `linux/arm64` in its index (it has: linux/amd64 only: it is a single-platform image, not an index)"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("berth.lock").exists(), "nothing written");
+    // Its own platform pins it.
+    berth(dir.path())
+        .args(["pin", "--platform", "linux/amd64"])
+        .args(insecure)
+        .assert()
+        .success();
+    let lock = fs::read_to_string(dir.path().join("berth.lock")).unwrap();
+    assert!(
+        lock.contains(&format!("digest: {digest}\n  platform: linux/amd64\n")),
+        "{lock}"
+    );
+    // promote copies whole images: --platform is refused, not ignored.
+    let out = berth(dir.path())
+        .args([
+            "promote",
+            "--to",
+            "127.0.0.1:1/x",
+            "--platform",
+            "linux/arm64",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("--platform linux/arm64 does not apply to `berth promote`"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
 fn credentials_come_from_the_docker_config() {
     let Some(registry) = TestRegistry::start(Some(("berth", "s3cret"))) else {
         return;
@@ -626,4 +677,197 @@ fn an_unreachable_token_server_is_named_as_such() {
         stderr.contains("the registry's token server `127.0.0.1:1` (the realm its WWW-Authenticate names) cannot be reached"),
         "{stderr}"
     );
+}
+
+/// A token server no real one is: it answers every request with `answer(request)`
+/// (a misbehaving peer, for what no real token server does on purpose: echo the
+/// request, answer endlessly, answer a login page).
+fn bad_token_server(answer: fn(&str, &mut TcpStream)) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let realm = format!("http://{}/token", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut client in listener.incoming().flatten() {
+            let mut buf = [0u8; 8192];
+            let n = client.read(&mut buf).unwrap_or(0);
+            let request = String::from_utf8_lossy(&buf[..n]).into_owned();
+            std::thread::spawn(move || answer(&request, &mut client));
+        }
+    });
+    realm
+}
+
+/// `berth pin` of `acme/app:v1` through a token-auth registry whose token server
+/// is `realm`, with `sweep:pl4nted-password` for the registry in the Docker config.
+fn pin_with_token_server(realm: &str) -> Option<String> {
+    let registry = TestRegistry::start_token_auth(realm)?;
+    let dir = project("name: p\nimages:\n  app: {image: 'example.com/acme/app:v1'}\n");
+    let auth = base64::engine::general_purpose::STANDARD.encode("sweep:pl4nted-password");
+    fs::write(
+        dir.path().join("config.json"),
+        format!(
+            r#"{{"auths": {{"{}": {{"auth": "{auth}"}}}}}}"#,
+            registry.host
+        ),
+    )
+    .unwrap();
+    let out = berth(dir.path())
+        .env("DOCKER_CONFIG", dir.path())
+        .args(["pin", "--timeout", "10", "--image"])
+        .arg(format!("app={}/acme/app:v1", registry.host))
+        .args(["--insecure-registry", &registry.host])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let encoded = base64::engine::general_purpose::STANDARD.encode("sweep:pl4nted-password");
+    assert!(
+        !stderr.contains("pl4nted") && !stderr.contains(&encoded[..12]),
+        "the credentials leaked: {stderr}"
+    );
+    Some(stderr)
+}
+
+#[test]
+fn a_token_server_that_echoes_the_request_is_shown_only_by_its_status() {
+    let realm = bad_token_server(|request, client| {
+        let body = format!("token server failed; request had {request}");
+        let _ = write!(
+            client,
+            "HTTP/1.1 500 Internal Server Error\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+    });
+    let Some(stderr) = pin_with_token_server(&realm) else {
+        return;
+    };
+    assert!(
+        stderr.contains("its token server `127.0.0.1:")
+            && stderr.contains("answered 500 Internal Server Error (what it said is not shown: it may repeat the credentials)"),
+        "{stderr}"
+    );
+    let realm = bad_token_server(|request, client| {
+        let body = format!("denied: {request}");
+        let _ = write!(
+            client,
+            "HTTP/1.1 401 Unauthorized\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+    });
+    let stderr = pin_with_token_server(&realm).unwrap();
+    assert!(
+        stderr.contains("refused access (its token server `127.0.0.1:")
+            && stderr.contains("answered 401 Unauthorized); log in"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_token_server_that_never_stops_or_answers_html_is_refused_clearly() {
+    let realm = bad_token_server(|_, client| {
+        let _ = client.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{\"token\": \"");
+        let chunk = vec![b'a'; 64 * 1024];
+        for _ in 0..(256 * 16) {
+            if client.write_all(&chunk).is_err() {
+                return;
+            }
+        }
+    });
+    let Some(stderr) = pin_with_token_server(&realm) else {
+        return;
+    };
+    assert!(
+        stderr.contains("answered more than 1 MiB, which is no token"),
+        "{stderr}"
+    );
+    let realm = bad_token_server(|_, client| {
+        let body = "<html><body>Sign in</body></html>";
+        let _ = write!(
+            client,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+    });
+    let stderr = pin_with_token_server(&realm).unwrap();
+    assert!(
+        stderr.contains("gave no token: its answer is not JSON (a login page or a proxy in front of it answers like this)"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_token_flow_fetches_a_scoped_token_with_the_docker_config_credentials() {
+    // A registry and token server in one small peer (no token server ships in
+    // Debian): `/v2/` challenges, `/token` wants the basic credentials and the
+    // repository's pull scope, the manifest wants the token it issued.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let host = listener.local_addr().unwrap().to_string();
+    let digest = format!("sha256:{}", "7".repeat(64));
+    let basic = base64::engine::general_purpose::STANDARD.encode("sweep:pw");
+    let (realm_host, served, expected) = (host.clone(), digest.clone(), basic.clone());
+    std::thread::spawn(move || {
+        for mut client in listener.incoming().flatten() {
+            let mut buf = [0u8; 8192];
+            let n = client.read(&mut buf).unwrap_or(0);
+            let request = String::from_utf8_lossy(&buf[..n]).into_owned();
+            let line = request.lines().next().unwrap_or_default().to_string();
+            let answer = if line.starts_with("GET /v2/ ") {
+                format!("HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer realm=\"http://{realm_host}/token\",service=\"fake\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            } else if line
+                .starts_with("GET /token?service=fake&scope=repository%3Aacme%2Fapp%3Apull ")
+                && request.contains(&format!("authorization: Basic {expected}"))
+            {
+                let body = r#"{"token": "tok-1", "expires_in": 300}"#;
+                format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len())
+            } else if line.starts_with("HEAD /v2/acme/app/manifests/v1 ")
+                && request.contains("authorization: Bearer tok-1")
+            {
+                format!("HTTP/1.1 200 OK\r\nDocker-Content-Digest: {served}\r\nContent-Type: application/vnd.oci.image.index.v1+json\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            } else {
+                "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    .to_string()
+            };
+            let _ = client.write_all(answer.as_bytes());
+        }
+    });
+    let dir = project("name: p\nimages:\n  app: {image: 'example.com/acme/app:v1'}\n");
+    fs::write(
+        dir.path().join("config.json"),
+        format!(r#"{{"auths": {{"{host}": {{"auth": "{basic}"}}}}}}"#),
+    )
+    .unwrap();
+    let out = berth(dir.path())
+        .env("DOCKER_CONFIG", dir.path())
+        .args(["pin", "--image", &format!("app={host}/acme/app:v1")])
+        .args(["--insecure-registry", &host])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lock = fs::read_to_string(dir.path().join("berth.lock")).unwrap();
+    assert!(lock.contains(&digest), "{lock}");
+}
+
+#[test]
+fn a_redirect_that_leads_nowhere_or_off_http_is_said() {
+    for (answer, want) in [
+        (
+            "HTTP/1.1 307 Temporary Redirect\r\nLocation: http://berth-unresolvable.invalid/v2/\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            "(at `berth-unresolvable.invalid`, where the registry redirected)",
+        ),
+        (
+            "HTTP/1.1 307 Temporary Redirect\r\nLocation: file:///etc/passwd\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            "it redirected to `file:///etc/passwd`, which is not an http(s) URL, so berth does not follow it",
+        ),
+    ] {
+        let (host, _) = failing_proxy("127.0.0.1:1".into(), usize::MAX, answer);
+        let dir = project("name: p\nimages:\n  app: {image: 'example.com/acme/app:v1'}\n");
+        let out = pin_via(dir.path(), "app", &host, "acme/app:v1", &["--timeout", "5"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(want), "{stderr}");
+        assert!(!stderr.contains("root:"), "{stderr}");
+    }
 }

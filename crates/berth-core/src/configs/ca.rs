@@ -137,6 +137,39 @@ pub struct BundleShape {
 
 /// Says in words what is wrong with a certificate's DER content, instead of the
 /// parser's internal error (`NomError(Eof)`).
+/// A block whose `-----END X-----` names another label than its `BEGIN` (the
+/// PEM reader only looks at the first): a certificate glued to a key's end.
+fn mismatched_block(bytes: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(bytes);
+    let mut open: Option<&str> = None;
+    let mut index = 0;
+    for line in text.lines() {
+        let line = line.trim();
+        let label = |prefix: &str| {
+            line.strip_prefix(prefix)
+                .and_then(|rest| rest.strip_suffix("-----"))
+        };
+        if let Some(begin) = label("-----BEGIN ") {
+            index += 1;
+            if let Some(previous) = open {
+                return Some(format!("PEM block {} (`{previous}`) has no END line before the next BEGIN; re-export the certificate", index - 1));
+            }
+            open = Some(begin);
+        } else if let Some(end) = label("-----END ") {
+            match open.take() {
+                Some(begin) if begin == end => {}
+                Some(begin) => {
+                    return Some(format!(
+                        "PEM block {index} begins as `{begin}` but ends as `{end}`; the file is two blocks glued together: re-export the certificate"
+                    ))
+                }
+                None => return Some(format!("an `END {end}` line has no BEGIN line; re-export the certificate")),
+            }
+        }
+    }
+    None
+}
+
 fn x509_problem(e: &x509_parser::nom::Err<x509_parser::error::X509Error>) -> &'static str {
     use x509_parser::der_parser::error::BerError;
     use x509_parser::error::X509Error;
@@ -186,6 +219,11 @@ pub fn from_pem(
     let mut warnings = Vec::new();
     let mut first_expiry: Option<i64> = None;
     for (shown, bytes) in sources {
+        // A BOM (Windows editors write one) is not part of the PEM text.
+        let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+        if let Some(problem) = mismatched_block(bytes) {
+            return Err(content(shown, PemFault::Malformed, problem));
+        }
         let mut found = 0;
         for (index, block) in Pem::iter_from_buffer(bytes).enumerate() {
             let block = block.map_err(|e| {

@@ -69,6 +69,18 @@ pub struct Generated {
 /// may be a Secret.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
+    /// A Secret of a built-in type lacks a key the API server requires of it.
+    #[error("{file}:{pos}: {config}: {reason}")]
+    TypeKeys {
+        /// The project file.
+        file: String,
+        /// Where the config is defined.
+        pos: Pos,
+        /// `configs.NAME`.
+        config: String,
+        /// Which keys, and how to add them.
+        reason: String,
+    },
     /// More data than the API server stores in one object.
     #[error("{file}:{pos}: {config}: {reason}")]
     TooLarge {
@@ -323,9 +335,49 @@ pub fn generate(
             }
         },
     )?;
+    if let Some(secret_type) = &spec.secret_type {
+        let has = |key: &str| generated.data.iter().any(|(k, _)| k == key);
+        let missing: Vec<&str> = match required_keys(secret_type) {
+            // basic-auth: either key will do.
+            Some(keys) if secret_type == "kubernetes.io/basic-auth" => {
+                if keys.iter().any(|k| has(k)) {
+                    Vec::new()
+                } else {
+                    keys.to_vec()
+                }
+            }
+            Some(keys) => keys.iter().copied().filter(|k| !has(k)).collect(),
+            None => Vec::new(),
+        };
+        if !missing.is_empty() {
+            return Err(ConfigError::TypeKeys {
+                file: project.file.clone(),
+                pos: spec.pos,
+                config: format!("configs.{}", spec.name),
+                reason: format!(
+                    "a Secret of type `{secret_type}` needs the key{} {} (the API server refuses it without); add {} to its sources, e.g. `files: [tls.crt, tls.key]`",
+                    if missing.len() == 1 { "" } else { "s" },
+                    missing.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(if secret_type == "kubernetes.io/basic-auth" { " or " } else { " and " }),
+                    if missing.len() == 1 { "it" } else { "them" },
+                ),
+            });
+        }
+    }
     generated.labels = spec.labels.clone();
     generated.annotations = spec.annotations.clone();
     Ok(generated)
+}
+
+/// The keys the API server requires of a Secret of a built-in type.
+fn required_keys(secret_type: &str) -> Option<&'static [&'static str]> {
+    Some(match secret_type {
+        "kubernetes.io/tls" => &["tls.crt", "tls.key"],
+        "kubernetes.io/dockerconfigjson" => &[".dockerconfigjson"],
+        "kubernetes.io/dockercfg" => &[".dockercfg"],
+        "kubernetes.io/ssh-auth" => &["ssh-privatekey"],
+        "kubernetes.io/basic-auth" => &["username", "password"],
+        _ => return None,
+    })
 }
 
 /// Checks every YAML/JSON file of a config against its schema; all violations at once.

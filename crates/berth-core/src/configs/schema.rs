@@ -1,5 +1,5 @@
 //! Typed configs: each YAML/JSON file of a config is checked against the
-//! config's JSON Schema (draft 2020-12 or draft 7, from `$schema`) before
+//! config's JSON Schema (the draft `$schema` names: 4, 6, 7, 2019-09 or 2020-12, the last by default) before
 //! anything is generated. Every violation is reported, with file, line,
 //! column and JSON pointer. `$ref` may name local files only; they are read
 //! up front through [`FileSource`], so validation never touches the network.
@@ -120,7 +120,9 @@ impl Checker {
         let root = read_json(files, source.path).map_err(&fail)?;
         let mut documents = HashMap::new();
         collect_refs(&root, source.path, files, &mut documents).map_err(&fail)?;
+        let draft = draft_of(&root).map_err(&fail)?;
         let validator = jsonschema::options()
+            .with_draft(draft)
             .with_base_uri(file_uri(source.path))
             .with_retriever(LocalOnly(documents))
             .build(&root)
@@ -142,7 +144,9 @@ impl Checker {
         shown: &str,
         secret: bool,
     ) -> Result<Checker, String> {
+        let draft = draft_of(schema)?;
         let validator = jsonschema::options()
+            .with_draft(draft)
             .with_retriever(LocalOnly(HashMap::new()))
             .build(schema)
             .map_err(|e| unusable(&e))?;
@@ -228,6 +232,24 @@ fn nearest(positions: &HashMap<String, Pos>, pointer: &str) -> Option<Pos> {
 /// Why a schema cannot be used, naming only where in it: the validator's own text
 /// quotes the offending value, which may be a secret (a `schema:` pointing at the
 /// wrong file) and is the whole document when the root is wrong.
+/// The draft `$schema` names (draft 2020-12 without one); a `$schema` that
+/// names no draft is an error, never validated as some other draft.
+fn draft_of(schema: &Value) -> Result<jsonschema::Draft, String> {
+    let Some(uri) = schema.get("$schema") else {
+        return Ok(jsonschema::Draft::Draft202012);
+    };
+    let Some(uri) = uri.as_str() else {
+        return Err("`$schema` is not text".into());
+    };
+    match jsonschema::Draft::from_schema_uri(uri) {
+        jsonschema::Draft::Unknown => Err(format!(
+            "`$schema` is `{}`, which is no JSON Schema draft berth knows; use one of http://json-schema.org/draft-04/schema#, draft-06, draft-07, https://json-schema.org/draft/2019-09/schema or https://json-schema.org/draft/2020-12/schema",
+            berth_io::shown(uri)
+        )),
+        draft => Ok(draft),
+    }
+}
+
 fn unusable(e: &jsonschema::ValidationError<'_>) -> String {
     let at = e.schema_path().as_str().to_string();
     let retrieval = matches!(

@@ -185,6 +185,14 @@ fn remove_quotes(value: &str) -> &str {
 /// would read the environment instead; berth keeps output independent of it).
 /// Errors are `(line number, reason)` and never contain values.
 pub fn parse_env_file(bytes: &[u8]) -> Result<Vec<(String, String)>, (usize, String)> {
+    // UTF-16 (PowerShell's `>` writes it): a byte-order mark, or NULs between ASCII.
+    let head = &bytes[..bytes.len().min(64)];
+    if head.starts_with(b"\xff\xfe") || head.starts_with(b"\xfe\xff") || head.contains(&0) {
+        return Err((
+            1,
+            "the file is UTF-16 text (as PowerShell's `>` and some Windows editors save it); save it as UTF-8".into(),
+        ));
+    }
     let mut out = Vec::new();
     for (index, raw) in bytes.split(|&b| b == b'\n').enumerate() {
         let number = index + 1;

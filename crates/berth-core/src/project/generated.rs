@@ -294,17 +294,19 @@ impl Loader<'_> {
         for (k, v) in entries {
             let name = self.string(k, context)?;
             let value = self.string(v, &format!("{context}.{name}"))?;
-            let name_ok = !name.is_empty()
-                && name.len() <= 253
-                && name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/'));
-            if !name_ok {
+            if let Some(problem) = qualified_name_problem(name) {
+                return Err(self.invalid(k, context, name, problem));
+            }
+            if name == "app.kubernetes.io/managed-by"
+                || name
+                    .split_once('/')
+                    .is_some_and(|(prefix, _)| prefix == "berth.dev")
+            {
                 return Err(self.invalid(
                     k,
                     context,
                     name,
-                    "a key is `[prefix/]name` of letters, digits, `-`, `_` and `.`",
+                    "berth sets this key itself (`app.kubernetes.io/managed-by` and every `berth.dev/` key): clean-up and rollback find their objects by them; use a key of your own",
                 ));
             }
             let value_ok = !labels
@@ -321,6 +323,16 @@ impl Loader<'_> {
                 ));
             }
             out.push((name.to_string(), value.to_string()));
+        }
+        // The API server refuses an object whose annotations total more than 256 KiB.
+        let total: usize = out.iter().map(|(k, v)| k.len() + v.len()).sum();
+        if !labels && total > ANNOTATIONS_MAX {
+            return Err(self.invalid(
+                node,
+                context,
+                &format!("({total} bytes)"),
+                "the API server refuses annotations that total more than 256 KiB; keep large data in the config itself",
+            ));
         }
         Ok(out)
     }
@@ -429,4 +441,44 @@ impl Loader<'_> {
         }
         Ok(())
     }
+}
+
+/// The most the API server accepts for all of an object's annotations together.
+const ANNOTATIONS_MAX: usize = 256 * 1024;
+
+/// Why `key` is not a Kubernetes label or annotation key (`[prefix/]name`: the
+/// prefix a lowercase DNS subdomain of at most 253 characters, the name at most
+/// 63 letters, digits, `-`, `_` and `.`, starting and ending alphanumeric).
+fn qualified_name_problem(key: &str) -> Option<&'static str> {
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    if let Some(prefix) = prefix {
+        let subdomain = !prefix.is_empty()
+            && prefix.len() <= 253
+            && prefix.split('.').all(|label| {
+                !label.is_empty()
+                    && label
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    && !label.starts_with('-')
+                    && !label.ends_with('-')
+            });
+        if !subdomain {
+            return Some(
+                "the prefix before `/` is not a lowercase DNS subdomain (such as `example.com`); the API server refuses it",
+            );
+        }
+    }
+    let ok = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
+    (!ok).then_some(
+        "a key is `[prefix/]name`: a name of at most 63 letters, digits, `-`, `_` and `.` that starts and ends with a letter or digit, after an optional lowercase DNS prefix",
+    )
 }

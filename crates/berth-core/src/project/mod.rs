@@ -224,25 +224,6 @@ fn is_dns_label(text: &str, max: usize) -> bool {
         && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
 }
 
-/// A value as a message shows it: control characters escaped (a newline would
-/// break the message's one line), and at most 200 characters (a 10 MB value is
-/// not repeated).
-fn shown_value(value: &str) -> String {
-    let mut out = String::new();
-    for (i, c) in value.chars().enumerate() {
-        if i == 200 {
-            out.push_str(&format!("… ({} characters)", value.chars().count()));
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// `; valid keys: a, b`, or nothing when there are none to list.
 fn valid_keys(expected: &[&str]) -> String {
     if expected.is_empty() {
@@ -611,7 +592,7 @@ impl Loader<'_> {
             file: self.file.to_string(),
             pos: node.pos,
             key: key.to_string(),
-            value: shown_value(value),
+            value: berth_io::shown(value),
             reason,
         }
     }
@@ -702,9 +683,13 @@ impl Loader<'_> {
                     "path" => {
                         let key = format!("{section}[].path");
                         let text = self.string(v, &key)?;
-                        path = Some((parse_field_path(text).ok_or_else(|| {
+                        let parsed = parse_field_path(text).ok_or_else(|| {
                             self.invalid(v, &key, text, "a dotted field path such as `spec.server.image`; `[]` walks a list (`spec.images[].ref`)")
-                        })?, text.to_string()));
+                        })?;
+                        if matches!(parsed.first(), Some(PathSegment::Key(k)) if k == "metadata") {
+                            return Err(self.invalid(v, &key, text, "a path under `metadata` would rename or relabel the object itself; point at the field of the spec that names the image or config"));
+                        }
+                        path = Some((parsed, text.to_string()));
                     }
                     "key" => {
                         let key = format!("{section}[].key");
@@ -785,7 +770,10 @@ pub fn parse_field_path(text: &str) -> Option<Vec<PathSegment>> {
             Some(key) => (key, true),
             None => (part, false),
         };
-        if key.is_empty() || key.contains(['[', ']']) {
+        // Field names start with a letter: `5` or `-x` is no path.
+        if !key.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '$')
+            || key.contains(['[', ']'])
+        {
             return None;
         }
         out.push(PathSegment::Key(key.to_string()));

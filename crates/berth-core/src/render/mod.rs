@@ -134,6 +134,16 @@ pub enum RenderError {
         /// Where the key is.
         pos: Pos,
     },
+    /// A YAML tag outside the core schema (`!Ref`, `!foo`): Kubernetes reads plain data.
+    #[error("{file}:{pos}: the YAML tag `{tag}` means nothing to Kubernetes (only the core `!!str`, `!!int`, … do); remove it, or run the tool that understands it first")]
+    CustomTag {
+        /// The input.
+        file: String,
+        /// Where the tagged node is.
+        pos: Pos,
+        /// The tag as written.
+        tag: String,
+    },
     /// Not valid YAML, and it has `{{`: most likely an unrendered template.
     #[error("{file}:{source}; it looks like an unrendered template (it has `{{{{ … }}}}`): run `helm template` (or your templating step) first and render its output")]
     Template {
@@ -385,6 +395,13 @@ fn transform(
                     return Err(RenderError::KeyNotText {
                         file: input.name.clone(),
                         pos,
+                    });
+                }
+                if let Some((pos, tag)) = custom_tag(&object) {
+                    return Err(RenderError::CustomTag {
+                        file: input.name.clone(),
+                        pos,
+                        tag: berth_io::shown(tag),
                     });
                 }
                 let (api_version, kind) = identity(&input.name, &object)?;
@@ -685,6 +702,34 @@ fn non_text_key(node: &Node) -> Option<Pos> {
     }
 }
 
+/// The first tag outside YAML's core schema, where it is.
+fn custom_tag(node: &Node) -> Option<(Pos, &str)> {
+    use berth_yaml::Value;
+    const CORE: [&str; 9] = [
+        "!!str",
+        "!!int",
+        "!!float",
+        "!!bool",
+        "!!null",
+        "!!map",
+        "!!seq",
+        "!!binary",
+        "!!timestamp",
+    ];
+    if let Some(tag) = node.tag.as_deref() {
+        if !CORE.contains(&tag) {
+            return Some((node.pos, tag));
+        }
+    }
+    match &node.value {
+        Value::Map(entries) => entries
+            .iter()
+            .find_map(|(k, v)| custom_tag(k).or_else(|| custom_tag(v))),
+        Value::Seq(items) => items.iter().find_map(custom_tag),
+        _ => None,
+    }
+}
+
 fn identity(file: &str, object: &Node) -> Result<(String, String), RenderError> {
     let fail = |problem| RenderError::NotAnObject {
         file: file.to_string(),
@@ -701,18 +746,63 @@ fn identity(file: &str, object: &Node) -> Result<(String, String), RenderError> 
             .map(str::to_string)
             .ok_or_else(|| fail(not_text)),
     };
-    Ok((
-        field(
-            "apiVersion",
-            "it has no `apiVersion`",
-            "its `apiVersion` is not text; write it as e.g. `apiVersion: apps/v1`",
-        )?,
-        field(
-            "kind",
-            "it has no `kind`",
-            "its `kind` is not text; write it as e.g. `kind: Deployment`",
-        )?,
-    ))
+    let api_version = field(
+        "apiVersion",
+        "it has no `apiVersion`",
+        "its `apiVersion` is not text; write it as e.g. `apiVersion: apps/v1`",
+    )?;
+    let kind = field(
+        "kind",
+        "it has no `kind`",
+        "its `kind` is not text; write it as e.g. `kind: Deployment`",
+    )?;
+    if !is_api_version(&api_version) {
+        return Err(fail(
+            "its `apiVersion` is not `[group/]version` (such as `v1` or `apps/v1`)",
+        ));
+    }
+    if !kind.starts_with(|c: char| c.is_ascii_uppercase())
+        || !kind.bytes().all(|b| b.is_ascii_alphanumeric())
+    {
+        return Err(fail("its `kind` is not a kind's name (such as `Deployment`: letters and digits, starting with a capital)"));
+    }
+    match object.get("metadata") {
+        None => {}
+        Some(m) if m.as_map().is_none() => {
+            return Err(fail(
+                "its `metadata` is not a mapping; write `metadata: {name: NAME}`",
+            ))
+        }
+        Some(m) => {
+            if let Some(name) = m.get("name") {
+                match name.as_str() {
+                    Some(text) if !text.trim().is_empty() => {}
+                    _ => {
+                        return Err(fail(
+                            "its `metadata.name` is empty or not text; give the object a name",
+                        ))
+                    }
+                }
+            }
+        }
+    }
+    Ok((api_version, kind))
+}
+
+/// `v1`, `apps/v1`, `gateway.networking.k8s.io/v1beta1`.
+fn is_api_version(text: &str) -> bool {
+    let (group, version) = text.rsplit_once('/').unwrap_or(("", text));
+    let version_ok = version.starts_with('v')
+        && version[1..].starts_with(|c: char| c.is_ascii_digit())
+        && version
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    let group_ok = text.matches('/').count() <= 1
+        && group
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-')
+        && (group.is_empty() || group.starts_with(|c: char| c.is_ascii_alphanumeric()));
+    version_ok && group_ok && !(text.contains('/') && group.is_empty())
 }
 
 fn emit(out: &mut Rendered, object: Node, api_version: String, kind: String) {

@@ -16,6 +16,8 @@ pub fn run(args: &ControllerArgs) -> Result<u8> {
         context: args.context.clone(),
         namespace: args.namespace.clone(),
         request_timeout: None,
+        exec_once: false,
+        response_limit: None,
     };
     crate::runtime::get()?.block_on(async {
         let cluster = Cluster::connect(&connection).await?;

@@ -40,7 +40,7 @@ pub fn pin(settings: &RegistrySettings, resolution: &Resolution<'_>) -> Result<L
     let registry = Arc::new(Registry::new(
         settings.options.clone(),
         DockerConfig::load()?,
-    ));
+    )?);
     // A reference that already names a digest is pinned as it is.
     let to_fetch: Vec<_> = resolution
         .images

@@ -47,7 +47,7 @@ pub fn run(args: &Promote, resolution: &Resolution<'_>) -> Result<()> {
     let registry = Arc::new(Registry::new(
         args.registry.options.clone(),
         DockerConfig::load()?,
-    ));
+    )?);
     let stats = Arc::new(Stats::default());
     let progress: Arc<dyn Progress> = if std::io::stderr().is_terminal() {
         Arc::new(Bar::new())

@@ -83,18 +83,39 @@ fn explain(error: RenderError) -> anyhow::Error {
 }
 
 /// One file per object, written to a temporary sibling directory that then
-/// replaces `dir` — so a failure leaves `dir` as it was.
+/// replaces `dir` — so a failure leaves `dir` as it was. Renders into the same
+/// directory at once (`make -j`, a CI matrix) take turns: each holds an
+/// exclusive lock on the parent directory from the check to the swap, so every
+/// run leaves a whole output and no temporary directory behind.
 fn write_dir(dir: &Path, rendered: &Rendered) -> Result<()> {
     let parent = match dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
+    let lock = std::fs::File::open(&parent).map_err(|e| {
+        anyhow!(
+            "--out {}: cannot open its parent directory: {e}",
+            dir.display()
+        )
+    })?;
+    lock.lock().map_err(|e| {
+        anyhow!(
+            "--out {}: cannot lock its parent directory against another berth render: {e}",
+            dir.display()
+        )
+    })?;
+    let result = swap_in(dir, &parent, rendered);
+    drop(lock); // unlocks
+    result
+}
+
+fn swap_in(dir: &Path, parent: &Path, rendered: &Rendered) -> Result<()> {
     check_replaceable(dir)?;
     let base = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "out".into());
-    let staging = tempdir_in(&parent, &format!(".{base}.berth-tmp"))?;
+    let staging = tempdir_in(parent, &format!(".{base}.berth-tmp"))?;
     let write = || -> Result<()> {
         let mut used = std::collections::HashSet::new();
         for (i, object) in rendered.objects.iter().enumerate() {
@@ -118,15 +139,22 @@ fn write_dir(dir: &Path, rendered: &Rendered) -> Result<()> {
         let _ = std::fs::remove_dir_all(&staging);
         return Err(anyhow!("cannot write {}: {e}", staging.display()));
     }
-    let old = parent.join(format!(".{base}.berth-old"));
+    let old = parent.join(format!(".{base}.berth-old-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&old);
     if dir.exists() {
-        std::fs::rename(dir, &old).map_err(|e| anyhow!("cannot replace {}: {e}", dir.display()))?;
+        if let Err(e) = std::fs::rename(dir, &old) {
+            let _ = std::fs::remove_dir_all(&staging); // it may hold a rendered Secret
+            bail!(
+                "cannot replace {}: {e}; it is left as it was",
+                dir.display()
+            );
+        }
     }
     if let Err(e) = std::fs::rename(&staging, dir) {
         let _ = std::fs::rename(&old, dir); // put the previous output back
+        let _ = std::fs::remove_dir_all(&staging);
         return Err(anyhow!(
-            "cannot move the output into {}: {e}",
+            "cannot move the output into {}: {e}; it is left as it was",
             dir.display()
         ));
     }

@@ -173,12 +173,26 @@ impl Plane {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        self.ok(&[
-            "wait",
-            "--for=condition=Established",
-            "crd/berths.berth.dev",
-            "--timeout=30s",
-        ]);
+        // A CRD created a moment ago may have no status yet, which kubectl's wait
+        // reports as an error ("accessor error: <nil>") instead of waiting: ask again.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let out = self.kubectl(&[
+                "wait",
+                "--for=condition=Established",
+                "crd/berths.berth.dev",
+                "--timeout=30s",
+            ]);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if out.status.success() {
+                break;
+            }
+            assert!(
+                stderr.contains("accessor error") && std::time::Instant::now() < deadline,
+                "kubectl wait for the Berth CRD: {stderr}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
     }
 
     /// A fresh namespace named `<prefix>-<pid>-<n>`.
