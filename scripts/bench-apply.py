@@ -89,7 +89,7 @@ def main():
                             "--timeout=300s"]
             for phase in ["first", "again"]:
                 figures[f"berth {phase}"].append(
-                    timed([berth, "apply", "-n", ns_b, "--timeout", "300"], cwd=work, env=env))
+                    timed([berth, "apply", "-n", ns_b, "--rollout-timeout", "300"], cwd=work, env=env))
                 figures[f"kubectl {phase}"].append(
                     timed(kubectl_apply, env=env) + timed(kubectl_wait, env=env))
             figures["berth diff"].append(timed([berth, "diff", "-n", ns_b], cwd=work, env=env))

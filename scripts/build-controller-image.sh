@@ -10,6 +10,6 @@ binary=target/x86_64-unknown-linux-gnu/release/berth
 if ldd "$binary" 2>&1 | grep -q '=>'; then
   echo "$binary is not statically linked" >&2; exit 1
 fi
-podman build --pull=never -f Containerfile -t "$image" .
+podman build --pull=never -f Containerfile.prebuilt -t "$image" .
 podman run --rm --ulimit nofile=1024:1024 --ulimit nproc=4096:4096 "$image" --version
 podman image inspect "$image" --format 'built {{.Id}} ({{.Size}} bytes)'

@@ -211,7 +211,7 @@ def cases():
     args("--registry bad", ("images", "--registry", "HTTP://x"))
     args("--pull-policy bad", ("render", "--pull-policy", "web=sometimes"))
     args("--output unknown", ("images", "--output", "xml"))
-    args("--timeout 0", ("apply", "--timeout", "0"))
+    args("--rollout-timeout 0", ("apply", "--rollout-timeout", "0"))
     args("--request-timeout 0", ("diff", "--request-timeout", "0"))
     args("--concurrency 0", ("pin", "--concurrency", "0"))
     args("--insecure-registry URL", ("pin", "--insecure-registry", "http://localhost:5000"))

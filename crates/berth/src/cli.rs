@@ -28,8 +28,39 @@ pub struct Cli {
     #[arg(long, global = true, value_enum, default_value_t = crate::fs_source::LoadRestrictor::Root, value_name = "root|none")]
     pub load_restrictor: crate::fs_source::LoadRestrictor,
 
+    /// Colour in output (`berth diff`): `auto` (default) on a terminal unless `NO_COLOR`
+    /// is set, `always`, or `never`.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// On a terminal, unless `NO_COLOR` is set (no-color.org).
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to colour what goes to stdout.
+    pub fn stdout(self) -> bool {
+        use std::io::IsTerminal as _;
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                std::io::stdout().is_terminal()
+                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            }
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -71,12 +102,14 @@ pub enum Command {
     /// Loads berth.yaml, resolves every image, generates every config (validating typed
     /// configs against their schemas) and CA bundle, and renders the manifests in memory.
     /// Exit status 0 and no output when all is well; 1 with the problems on stderr otherwise.
+    #[command(mut_arg("out", |a| a.hide(true)))]
     Validate(RenderArgs),
     /// Resolve every component's image to a digest and write berth.lock.
     ///
     /// One manifest HEAD per image, concurrently. The lock records each resolved
     /// `repo:tag` and its digest; `--locked` makes `images`, `env` and `render` use them.
     /// berth.lock is written atomically, left untouched when nothing changed or on failure.
+    #[command(mut_arg("locked", |a| a.hide(true)))]
     Pin(PinArgs),
     /// Copy every component image to another registry or prefix, digests preserved.
     ///
@@ -107,7 +140,7 @@ pub enum Command {
     /// configs and CA bundles older than the last `--keep` generations are deleted (only
     /// objects with this project's berth labels); a failed rollout deletes nothing.
     ///
-    /// Example: `berth apply --context kind-dev --timeout 120`.
+    /// Example: `berth apply --context kind-dev --rollout-timeout 120`.
     Apply(ApplyArgs),
     /// Show what `berth apply` would change, as a unified diff (coloured on a terminal).
     ///
@@ -134,6 +167,34 @@ pub enum Command {
     /// Examples: `berth controller --namespace team-a` (a Role is enough);
     /// `berth controller` (every namespace, a ClusterRole); `berth controller crd | kubectl apply -f -`.
     Controller(ControllerArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    ///
+    /// Examples: `source <(berth completions bash)`;
+    /// `berth completions zsh > "${fpath[1]}/_berth"`;
+    /// `berth completions fish > ~/.config/fish/completions/berth.fish`.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff, every subcommand in one page).
+    ///
+    /// Example: `berth man > berth.1 && man ./berth.1`.
+    Man,
+    /// Print berth's version, the commit it was built from, its Rust and target.
+    ///
+    /// Example: `berth version --output json`.
+    Version(VersionArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct VersionArgs {
+    /// `text` (one line) or `json` (every field).
+    #[arg(long, short = 'o', value_enum, default_value_t = RefFormat::Text, value_name = "FORMAT")]
+    pub output: RefFormat,
 }
 
 #[derive(Debug, Args)]
@@ -322,8 +383,9 @@ pub struct RolloutArgs {
     /// are deleted only after the rollout that stopped using them succeeded.
     #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub keep: u32,
-    /// Seconds to wait for Deployments, StatefulSets, DaemonSets and Jobs to roll out.
-    #[arg(long, default_value_t = 300, value_name = "SECONDS", value_parser = positive_seconds)]
+    /// Seconds to wait for Deployments, StatefulSets, DaemonSets and Jobs to roll out
+    /// (`--timeout` is for registry requests only, `--request-timeout` for API requests).
+    #[arg(long = "rollout-timeout", default_value_t = 300, value_name = "SECONDS", value_parser = positive_seconds)]
     pub timeout: u64,
     /// Apply and record, but neither wait for rollouts nor delete old generations.
     #[arg(long)]

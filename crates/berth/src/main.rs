@@ -43,6 +43,7 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     fs_source::set_restrictor(cli.load_restrictor);
+    output::set_color(cli.color);
     match run(&cli) {
         Ok(code) => ExitCode::from(code),
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
@@ -128,6 +129,9 @@ fn run(cli: &Cli) -> Result<u8> {
             )
         }),
         Command::Controller(args) => commands::controller::run(args),
+        Command::Completions(args) => commands::about::completions(args.shell).map(|()| 0),
+        Command::Man => commands::about::man().map(|()| 0),
+        Command::Version(args) => commands::about::version(args.output).map(|()| 0),
         Command::Audit(args) => {
             let project = project_file::load(cli.project.as_deref())?;
             let audit = commands::audit::Audit {

@@ -5,6 +5,23 @@ use std::io::Write;
 use anyhow::{anyhow, Result};
 use berth_yaml::{Node, Pos, Scalar, Style, Value};
 
+/// `--color`, set once by `main`.
+static COLOR: std::sync::OnceLock<crate::cli::ColorChoice> = std::sync::OnceLock::new();
+
+/// Records `--color` for this process.
+pub fn set_color(choice: crate::cli::ColorChoice) {
+    let _ = COLOR.set(choice);
+}
+
+/// Whether stdout gets colour (`--color`, `NO_COLOR`, a terminal).
+pub fn colour() -> bool {
+    COLOR
+        .get()
+        .copied()
+        .unwrap_or(crate::cli::ColorChoice::Auto)
+        .stdout()
+}
+
 /// Writes `text` to stdout in one go (a broken pipe is handled in `main`).
 pub fn print(text: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();

@@ -3,13 +3,29 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "cli_help/docs.rs"]
+mod docs;
 
 #[test]
 fn every_command_has_help() {
     let dir = tempfile::tempdir().unwrap();
     for command in [
-        "ref", "images", "env", "render", "validate", "pin", "promote", "sync", "apply", "diff",
+        "ref",
+        "images",
+        "env",
+        "render",
+        "audit",
+        "validate",
+        "pin",
+        "promote",
+        "sync",
+        "apply",
+        "diff",
         "rollback",
+        "controller",
+        "completions",
+        "man",
+        "version",
     ] {
         let out = common::berth(dir.path())
             .args([command, "--help"])
@@ -26,4 +42,94 @@ fn every_command_has_help() {
             "berth {command} --help:\n{text}"
         );
     }
+}
+
+fn stdout_of(args: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::berth(dir.path()).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "berth {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+const COMMANDS: [&str; 13] = [
+    "ref",
+    "images",
+    "env",
+    "render",
+    "audit",
+    "validate",
+    "pin",
+    "promote",
+    "sync",
+    "apply",
+    "diff",
+    "rollback",
+    "controller",
+];
+
+#[test]
+fn completions_cover_every_command_for_each_shell() {
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let script = stdout_of(&["completions", shell]);
+        for command in COMMANDS {
+            assert!(script.contains(command), "{shell} lacks `{command}`");
+        }
+        assert!(script.contains("load-restrictor"), "{shell}: global flags");
+    }
+    // bash can source what it prints.
+    if common::require_program("bash", "sourcing the bash completion") {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("c.bash"),
+            stdout_of(&["completions", "bash"]),
+        )
+        .unwrap();
+        let status = std::process::Command::new("bash")
+            .args(["-c", "source c.bash && complete -p berth"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            status.status.success(),
+            "{}",
+            String::from_utf8_lossy(&status.stderr)
+        );
+    }
+}
+
+#[test]
+fn the_man_page_has_a_section_per_command() {
+    let page = stdout_of(&["man"]);
+    assert!(page.contains(".TH berth 1"), "{}", &page[..200]);
+    for command in COMMANDS {
+        assert!(
+            page.contains(&format!(".SH \"BERTH {}\"", command.to_uppercase())),
+            "no section for {command}"
+        );
+    }
+}
+
+#[test]
+fn version_says_version_commit_rust_and_target() {
+    let text = stdout_of(&["version"]);
+    assert!(
+        text.starts_with(&format!("berth {} (commit ", env!("CARGO_PKG_VERSION"))),
+        "{text}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout_of(&["version", "--output", "json"])).unwrap();
+    for key in ["version", "commit", "rust", "target"] {
+        assert!(
+            json[key].as_str().is_some_and(|v| !v.is_empty()),
+            "{key}: {json}"
+        );
+    }
+    assert!(
+        json["rust"].as_str().unwrap().starts_with("rustc "),
+        "{json}"
+    );
 }

@@ -276,7 +276,7 @@ fn old_generations_go_only_after_success_and_only_berths_own() {
             ),
     );
     s.level("four");
-    let out = s.run(&["apply", "--timeout", "60"]);
+    let out = s.run(&["apply", "--rollout-timeout", "60"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
         stderr(&out).contains(&format!(
@@ -455,7 +455,7 @@ fn statefulsets_daemonsets_and_jobs_are_waited_for() {
          apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent}\nspec:\n  selector: {matchLabels: {app: agent}}\n  template:\n    metadata: {labels: {app: agent}}\n    spec:\n      containers: [{name: agent, image: ghcr.io/acme/web:v1}]\n---\n\
          apiVersion: batch/v1\nkind: Job\nmetadata: {name: migrate}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: migrate, image: ghcr.io/acme/web:v1}]\n",
     );
-    let out = s.run(&["apply", "--timeout", "60"]);
+    let out = s.run(&["apply", "--rollout-timeout", "60"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let log = stderr(&out);
     for workload in ["StatefulSet/db", "DaemonSet/agent", "Job/migrate"] {
@@ -482,7 +482,7 @@ fn statefulsets_daemonsets_and_jobs_are_waited_for() {
     s.manifests(
         "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec:\n  replicas: 2\n  serviceName: db\n  selector: {matchLabels: {app: db}}\n  template:\n    metadata: {labels: {app: db}}\n    spec:\n      nodeSelector: {berth.dev/test: nowhere}\n      containers: [{name: db, image: ghcr.io/acme/web:v2}]\n",
     );
-    let out = s.run(&["apply", "--timeout", "3"]);
+    let out = s.run(&["apply", "--rollout-timeout", "3"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
         stderr(&out).contains(&format!(
@@ -503,7 +503,7 @@ fn a_rollout_that_does_not_finish_times_out() {
         "    spec:\n      containers:",
         &format!("    spec:\n{NOWHERE}      containers:"),
     ));
-    let out = s.run(&["apply", "--timeout", "2"]);
+    let out = s.run(&["apply", "--rollout-timeout", "2"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains(&format!("error: rollout of Deployment/web (namespace {ns}): timed out after 2 s: 0 of 1 updated replicas available; nothing was deleted")), "{}", stderr(&out));
     // --no-wait applies and records without waiting.

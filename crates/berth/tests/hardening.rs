@@ -26,8 +26,8 @@ fn flags_that_could_only_hang_or_fail_later_are_refused_up_front() {
             "'--timeout <SECONDS>': must be at least 1 second",
         ),
         (
-            &["apply", "--timeout", "0"],
-            "'--timeout <SECONDS>': must be at least 1 second",
+            &["apply", "--rollout-timeout", "0"],
+            "'--rollout-timeout <SECONDS>': must be at least 1 second",
         ),
         (
             &["pin", "--insecure-registry", "http://localhost:5000/"],

@@ -116,7 +116,14 @@ fn applied_the_server_and_its_labelled_configs_are_in_the_cluster() {
     let ns = plane.namespace("ogx");
     let apply = |what: &str| {
         let out = berth(dir.path())
-            .args(["apply", "--timeout", "60", "-n", &ns.name, "--kubeconfig"])
+            .args([
+                "apply",
+                "--rollout-timeout",
+                "60",
+                "-n",
+                &ns.name,
+                "--kubeconfig",
+            ])
             .arg(&ns.kubeconfig)
             .output()
             .unwrap();

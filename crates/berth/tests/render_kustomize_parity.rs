@@ -1,6 +1,6 @@
 //! berth render and `kubectl kustomize` with an equivalent `images:` entry
 //! must produce the same objects wherever both tools rewrite images.
-//! The README lists where berth differs on purpose (normalized matching,
+//! docs/render.md lists where berth differs on purpose (normalized matching,
 //! ephemeral containers, image volumes, pull policies).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 

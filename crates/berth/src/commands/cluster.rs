@@ -148,7 +148,7 @@ pub fn diff(
             .diff(&desired, &settings.apply.manager, settings.apply.force)
             .await
     })?;
-    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let colour = crate::output::colour();
     let mut out = String::new();
     for mut change in changes {
         if change.object.kind == "Secret" {

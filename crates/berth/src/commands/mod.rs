@@ -1,5 +1,6 @@
 //! One module per command.
 
+pub mod about;
 pub mod audit;
 pub mod cluster;
 pub mod controller;
