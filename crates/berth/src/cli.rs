@@ -173,6 +173,11 @@ pub enum Command {
     /// `berth completions zsh > "${fpath[1]}/_berth"`;
     /// `berth completions fish > ~/.config/fish/completions/berth.fish`.
     Completions(CompletionsArgs),
+    /// Print the JSON Schema (draft 2020-12) of berth.yaml, for editors and CI.
+    ///
+    /// Example: `berth schema > berth.schema.json`, then put
+    /// `# yaml-language-server: $schema=./berth.schema.json` at the top of berth.yaml.
+    Schema,
     /// Print the manual page (roff, every subcommand in one page).
     ///
     /// Example: `berth man > berth.1 && man ./berth.1`.

@@ -131,6 +131,7 @@ fn run(cli: &Cli) -> Result<u8> {
         Command::Controller(args) => commands::controller::run(args),
         Command::Completions(args) => commands::about::completions(args.shell).map(|()| 0),
         Command::Man => commands::about::man().map(|()| 0),
+        Command::Schema => commands::about::schema().map(|()| 0),
         Command::Version(args) => commands::about::version(args.output).map(|()| 0),
         Command::Audit(args) => {
             let project = project_file::load(cli.project.as_deref())?;

@@ -5,7 +5,7 @@ use berth_yaml::{Node, Pos};
 
 use super::{default_variable, Component, Loader, Profile, Project, ProjectError, PullPolicy};
 
-const COMPONENT_KEYS: &[&str] = &[
+pub(super) const COMPONENT_KEYS: &[&str] = &[
     "image",
     "env",
     "tagEnv",
@@ -17,7 +17,7 @@ const COMPONENT_KEYS: &[&str] = &[
     "sameAs",
     "deployed",
 ];
-const TAG_KEYS: &[&str] = &["env"];
+pub(super) const TAG_KEYS: &[&str] = &["env"];
 
 impl Loader<'_> {
     pub(super) fn components(&self, node: &Node) -> Result<Vec<Component>, ProjectError> {

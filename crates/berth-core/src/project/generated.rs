@@ -5,7 +5,7 @@ use berth_yaml::{Node, Pos};
 use super::{Loader, ProjectError};
 use crate::suggest::closest;
 
-const CONFIG_KEYS: &[&str] = &[
+pub(super) const CONFIG_KEYS: &[&str] = &[
     "files",
     "literals",
     "envs",
@@ -17,8 +17,8 @@ const CONFIG_KEYS: &[&str] = &[
     "labels",
     "annotations",
 ];
-const CA_KEYS: &[&str] = &["sources", "key", "inject", "hash", "labels", "annotations"];
-const INJECT_KEYS: &[&str] = &["components", "containers", "mountPath", "env"];
+pub(super) const CA_KEYS: &[&str] = &["sources", "key", "inject", "hash", "labels", "annotations"];
+pub(super) const INJECT_KEYS: &[&str] = &["components", "containers", "mountPath", "env"];
 
 /// A value with the position it was written at, for messages about it.
 #[derive(Debug, Clone, PartialEq, Eq)]

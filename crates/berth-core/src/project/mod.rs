@@ -13,6 +13,7 @@ use crate::suggest::{closest, hint};
 
 mod components;
 mod generated;
+pub mod schema;
 mod sync;
 pub use generated::{CaBundleSpec, ConfigSpec, Inject, Spanned};
 pub use sync::{RunStep, SyncPath, SyncRule, SyncTarget};

@@ -6,10 +6,10 @@ use berth_yaml::{Node, Pos};
 use super::{Loader, ProjectError, Spanned};
 use crate::suggest::closest;
 
-const RULE_KEYS: &[&str] = &["name", "target", "paths", "ignore", "run", "initialSync"];
-const TARGET_KEYS: &[&str] = &["component", "container", "image"];
-const PATH_KEYS: &[&str] = &["from", "to"];
-const RUN_KEYS: &[&str] = &["cmd", "trigger"];
+pub(super) const RULE_KEYS: &[&str] = &["name", "target", "paths", "ignore", "run", "initialSync"];
+pub(super) const TARGET_KEYS: &[&str] = &["component", "container", "image"];
+pub(super) const PATH_KEYS: &[&str] = &["from", "to"];
+pub(super) const RUN_KEYS: &[&str] = &["cmd", "trigger"];
 
 /// One entry of `sync:`: which containers get which local files.
 #[derive(Debug, Clone, PartialEq)]

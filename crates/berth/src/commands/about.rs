@@ -1,4 +1,4 @@
-//! `berth completions`, `berth man`, `berth version`: what a CLI in this field
+//! `berth completions`, `berth man`, `berth schema`, `berth version`: what a CLI in this field
 //! ships besides its commands, generated from the same clap definitions as
 //! `--help` so none can drift.
 
@@ -37,6 +37,12 @@ pub fn man() -> Result<()> {
     }
     man.render_version_section(&mut out)?;
     print(&String::from_utf8_lossy(&out))
+}
+
+/// The JSON Schema of berth.yaml.
+pub fn schema() -> Result<()> {
+    let schema = berth_core::project::schema::json_schema();
+    print(&format!("{}\n", serde_json::to_string_pretty(&schema)?))
 }
 
 /// What `berth version` prints.

@@ -3,7 +3,7 @@
 //! watching one namespace, and the cluster's state as the test's evidence.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

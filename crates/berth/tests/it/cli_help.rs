@@ -2,7 +2,7 @@
 //! a command is parsed, so a clash would otherwise surface in users' hands).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 #[path = "cli_help/docs.rs"]
 mod docs;
 
@@ -25,6 +25,7 @@ fn every_command_has_help() {
         "controller",
         "completions",
         "man",
+        "schema",
         "version",
     ] {
         let out = common::berth(dir.path())

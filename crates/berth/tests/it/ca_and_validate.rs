@@ -2,7 +2,7 @@
 //! never reach the terminal.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! fields name the generated objects, rendered and applied to the test plane.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
-mod common;
+use crate::common;
 
 use std::process::Output;
 

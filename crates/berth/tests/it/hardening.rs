@@ -3,7 +3,7 @@
 //! a panic). Every case checks the exit code and the whole of what was printed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 #[path = "hardening/sweep3.rs"]
 mod sweep3;
 

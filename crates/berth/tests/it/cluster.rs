@@ -3,7 +3,7 @@
 //! kwok nodes), each test in a namespace of its own.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

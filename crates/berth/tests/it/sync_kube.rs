@@ -7,7 +7,7 @@
 //! line per container to tell them apart.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

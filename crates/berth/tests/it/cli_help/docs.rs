@@ -134,7 +134,7 @@ fn cli_reference() -> String {
         String::from_utf8(out.stdout).unwrap()
     };
     let mut out = String::from(
-        "# Command reference\n\nGenerated from `berth --help` and each command's `--help` (a test fails when this\nfile is stale; `BERTH_UPDATE_DOCS=1 cargo test -p berth --test cli_help docs` rewrites it).\n\n",
+        "# Command reference\n\nGenerated from `berth --help` and each command's `--help` (a test fails when this\nfile is stale; `BERTH_UPDATE_DOCS=1 cargo test -p berth --test it docs::` rewrites it).\n\n",
     );
     out.push_str(&format!("## berth\n\n```text\n{}```\n", help(&["--help"])));
     for command in [
@@ -153,6 +153,7 @@ fn cli_reference() -> String {
         "controller",
         "completions",
         "man",
+        "schema",
         "version",
     ] {
         out.push_str(&format!(
@@ -173,7 +174,7 @@ fn the_cli_reference_is_what_help_says() {
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         committed == now,
-        "docs/cli.md is stale: run `BERTH_UPDATE_DOCS=1 cargo test -p berth --test cli_help docs`"
+        "docs/cli.md is stale: run `BERTH_UPDATE_DOCS=1 cargo test -p berth --test it docs::`"
     );
 }
 

@@ -6,7 +6,7 @@
 //! the registry does not have degrades the `Berth` without touching the workload.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use base64::Engine as _;
 use common::controller::{apply, condition, eventually, start_env};

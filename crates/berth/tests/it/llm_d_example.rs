@@ -4,7 +4,7 @@
 //! overlay — sees the same images, and the third-party image stays put.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Output;

@@ -4,7 +4,7 @@
 //! kube-apiserver`, and the controller's watches resuming by themselves.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! rollouts of exactly the pods that use a changed config.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -1,7 +1,7 @@
 //! `berth promote` between real registries, digests checked with skopeo.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
-mod common;
+use crate::common;
 
 use common::registry::{free_port, Layout, TestRegistry};
 use common::{berth, project};

@@ -2,7 +2,7 @@
 //! registry, with digests checked against `skopeo inspect`.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::{Read, Write};

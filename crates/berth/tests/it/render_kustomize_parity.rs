@@ -4,7 +4,7 @@
 //! ephemeral containers, image volumes, pull policies).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::fs;

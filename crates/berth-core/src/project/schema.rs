@@ -1,0 +1,314 @@
+//! The JSON Schema (draft 2020-12) of berth.yaml, for editors
+//! (`# yaml-language-server: $schema=…`) and `berth schema`.
+//!
+//! Each object's properties are the loader's own key lists (`TOP_KEYS`,
+//! `COMPONENT_KEYS`, …), so a key the loader accepts is a key the schema has; a
+//! key without a schema here is caught by this module's test, never shipped as
+//! "anything goes". Unknown keys are refused (`additionalProperties: false`), as
+//! the loader refuses them.
+
+use serde_json::{json, Map, Value};
+
+use super::components::{COMPONENT_KEYS, TAG_KEYS};
+use super::generated::{CA_KEYS, CONFIG_KEYS, INJECT_KEYS};
+use super::sync::{PATH_KEYS, RULE_KEYS, RUN_KEYS, TARGET_KEYS};
+use super::{CONFIG_PATH_KEYS, IMAGE_PATH_KEYS, REGISTRY_KEYS, TOP_KEYS};
+
+/// The schema's `$id`, where editors may fetch it once it is published.
+pub const SCHEMA_ID: &str = "https://berth.dev/schemas/berth.yaml.json";
+
+fn text(description: &str) -> Value {
+    json!({"type": "string", "description": description})
+}
+
+fn boolean(description: &str) -> Value {
+    json!({"type": "boolean", "description": description})
+}
+
+fn texts(description: &str) -> Value {
+    json!({"type": "array", "items": {"type": "string"}, "description": description})
+}
+
+fn variable(description: &str) -> Value {
+    json!({"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$", "description": description})
+}
+
+fn string_map(description: &str) -> Value {
+    json!({"type": "object", "additionalProperties": {"type": "string"}, "description": description})
+}
+
+/// An object whose properties are exactly `keys`, each described by `schema`.
+fn object(
+    section: &str,
+    keys: &[&str],
+    schema: fn(&str) -> Option<Value>,
+    required: &[&str],
+) -> Value {
+    let mut properties = Map::new();
+    for key in keys {
+        // A key without a schema fails `every_key_the_loader_accepts_has_a_schema`.
+        let value =
+            schema(key).unwrap_or_else(|| json!({"description": format!("{section}.{key}")}));
+        properties.insert((*key).to_string(), value);
+    }
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+fn top(key: &str) -> Option<Value> {
+    Some(match key {
+        "name" => {
+            json!({"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "maxLength": 63, "description": "The project's name: labels berth's objects (berth.dev/project) and names apply records."})
+        }
+        "namespace" => text("The namespace of objects that set none, for cluster commands."),
+        "manifests" => {
+            json!({"$ref": "#/$defs/manifests", "description": "What berth renders: files and directories of YAML, `-` (stdin), or `{kustomize: DIR}`."})
+        }
+        "images" => {
+            json!({"type": "object", "additionalProperties": {"$ref": "#/$defs/component"}, "propertyNames": {"pattern": "^[A-Za-z][A-Za-z0-9._-]*$"}, "description": "The components, by name."})
+        }
+        "registry" => object("registry", REGISTRY_KEYS, registry, &[]),
+        "tag" => object("tag", TAG_KEYS, tag, &[]),
+        "profiles" => {
+            json!({"type": "object", "additionalProperties": {"$ref": "#/$defs/manifests"}, "propertyNames": {"pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"}, "description": "Alternative manifest sets, chosen with --profile NAME."})
+        }
+        "imagePaths" => {
+            json!({"type": "array", "items": object("imagePaths[]", IMAGE_PATH_KEYS, field_path, &["kind", "path"]), "description": "Fields of other kinds that hold an image."})
+        }
+        "configPaths" => {
+            json!({"type": "array", "items": object("configPaths[]", CONFIG_PATH_KEYS, field_path, &["kind", "path"]), "description": "Fields of custom resources that name a config or CA bundle."})
+        }
+        "configs" => {
+            json!({"type": "object", "additionalProperties": object("configs.NAME", CONFIG_KEYS, config, &[]), "description": "Immutable, content-addressed ConfigMaps and Secrets."})
+        }
+        "caBundles" => {
+            json!({"type": "object", "additionalProperties": object("caBundles.NAME", CA_KEYS, ca_bundle, &["sources"]), "description": "Validated CA trust bundles, injected into components."})
+        }
+        "sync" => {
+            json!({"type": "array", "items": object("sync[]", RULE_KEYS, sync_rule, &["target"]), "description": "Live-update rules for `berth sync`."})
+        }
+        _ => return None,
+    })
+}
+
+fn registry(key: &str) -> Option<Value> {
+    (key == "env").then(|| variable("The variable whose value (a prefix such as quay.io/me) replaces everything before each project image's last path component."))
+}
+
+fn tag(key: &str) -> Option<Value> {
+    (key == "env").then(|| variable("One tag variable for every component without `tag: false`."))
+}
+
+fn component(key: &str) -> Option<Value> {
+    Some(match key {
+        "image" => text("The default image reference."),
+        "env" => variable("The full-reference variable (default <NAME>_IMAGE)."),
+        "tagEnv" => variable("The tag variable (default <NAME>_TAG)."),
+        "repositoryEnv" => variable("A variable whose value replaces the repository and keeps the tag (operator-sdk's IMAGE_TAG_BASE)."),
+        "pullPolicy" => json!({"enum": ["auto", "Always", "IfNotPresent", "Never"], "description": "The pull policy of this component's containers."}),
+        "match" => texts("More repositories that are this component (no tags)."),
+        "registry" => boolean("false: a third-party image the registry override never moves."),
+        "tag" => boolean("false: the shared `tag.env` variable does not apply."),
+        "sameAs" => text("Another component whose resolved image is this one's default."),
+        "deployed" => boolean("false: built and pushed, never in the manifests."),
+        _ => return None,
+    })
+}
+
+fn field_path(key: &str) -> Option<Value> {
+    Some(match key {
+        "kind" => text("The kind whose objects have the field."),
+        "apiVersion" => text("Only objects of this apiVersion."),
+        "path" => text("The field, dotted; `[]` walks a list (spec.images[].ref)."),
+        "key" => text("configPaths only: the field beside the name that holds the key asked for."),
+        _ => return None,
+    })
+}
+
+fn config(key: &str) -> Option<Value> {
+    Some(match key {
+        "files" => texts("Files (`key=path` or `path`) and directories."),
+        "literals" => texts("KEY=VALUE entries."),
+        "envs" => texts("Env files of KEY=VALUE lines."),
+        "schema" => text("A JSON Schema the config's YAML and JSON files must satisfy."),
+        "secret" => boolean("A Secret instead of a ConfigMap."),
+        "type" => text("The Secret's type (kubernetes.io/tls …)."),
+        "immutable" => boolean("Mark the object immutable (default true)."),
+        "hash" => boolean("Append the content hash to the name (default true)."),
+        "labels" => string_map("Labels of the generated object."),
+        "annotations" => string_map("Annotations of the generated object."),
+        _ => return None,
+    })
+}
+
+fn ca_bundle(key: &str) -> Option<Value> {
+    Some(match key {
+        "sources" => texts("PEM files and directories."),
+        "key" => text("The key of the bundle in the ConfigMap (default ca.crt)."),
+        "inject" => object("caBundles.NAME.inject", INJECT_KEYS, inject, &[]),
+        "hash" => boolean("Append the content hash to the name (default true)."),
+        "labels" => string_map("Labels of the generated object."),
+        "annotations" => string_map("Annotations of the generated object."),
+        _ => return None,
+    })
+}
+
+fn inject(key: &str) -> Option<Value> {
+    Some(match key {
+        "components" => texts("Components whose containers get the bundle."),
+        "containers" => texts("Containers, by name, that get the bundle."),
+        "mountPath" => text("Where the bundle is mounted."),
+        "env" => texts("Variables set to the bundle's path (default SSL_CERT_FILE)."),
+        _ => return None,
+    })
+}
+
+fn sync_rule(key: &str) -> Option<Value> {
+    Some(match key {
+        "name" => text("The rule's name in messages."),
+        "target" => object("sync[].target", TARGET_KEYS, sync_target, &[]),
+        "paths" => {
+            json!({"type": "array", "items": object("sync[].paths[]", PATH_KEYS, sync_path, &["from", "to"])})
+        }
+        "ignore" => texts(".dockerignore-syntax patterns."),
+        "run" => {
+            json!({"type": "array", "items": object("sync[].run[]", RUN_KEYS, run_step, &["cmd"])})
+        }
+        "initialSync" => boolean("Send everything when a container is first seen (default true)."),
+        _ => return None,
+    })
+}
+
+fn sync_target(key: &str) -> Option<Value> {
+    Some(match key {
+        "component" => text("The component whose containers are updated."),
+        "container" => text("A container by name."),
+        "image" => text("Containers running this image."),
+        _ => return None,
+    })
+}
+
+fn sync_path(key: &str) -> Option<Value> {
+    Some(match key {
+        "from" => text("A local file or directory, relative to berth.yaml."),
+        "to" => text("An absolute path in the container."),
+        _ => return None,
+    })
+}
+
+fn run_step(key: &str) -> Option<Value> {
+    Some(match key {
+        "cmd" => texts("The command and its arguments."),
+        "trigger" => texts("Globs of changed files that run it (default: any)."),
+        _ => return None,
+    })
+}
+
+/// The whole schema.
+pub fn json_schema() -> Value {
+    let body = object("berth.yaml", TOP_KEYS, top, &["name"]);
+    let mut root = Map::new();
+    root.insert(
+        "$schema".into(),
+        json!("https://json-schema.org/draft/2020-12/schema"),
+    );
+    root.insert("$id".into(), json!(SCHEMA_ID));
+    root.insert("title".into(), json!("berth.yaml"));
+    if let Value::Object(fields) = body {
+        root.extend(fields);
+    }
+    root.insert(
+        "$defs".into(),
+        json!({
+            "component": object("images.NAME", COMPONENT_KEYS, component, &[]),
+            "manifests": {
+                "type": "array",
+                "items": {"oneOf": [
+                    {"type": "string"},
+                    {"type": "object", "properties": {"kustomize": {"type": "string"}}, "required": ["kustomize"], "additionalProperties": false},
+                ]},
+            },
+        }),
+    );
+    Value::Object(root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_the_loader_accepts_has_a_schema() {
+        type Section = (
+            &'static str,
+            &'static [&'static str],
+            fn(&str) -> Option<Value>,
+        );
+        let sections: [Section; 13] = [
+            ("top", TOP_KEYS, top),
+            ("registry", REGISTRY_KEYS, registry),
+            ("tag", TAG_KEYS, tag),
+            ("component", COMPONENT_KEYS, component),
+            ("imagePaths", IMAGE_PATH_KEYS, field_path),
+            ("configPaths", CONFIG_PATH_KEYS, field_path),
+            ("configs", CONFIG_KEYS, config),
+            ("caBundles", CA_KEYS, ca_bundle),
+            ("inject", INJECT_KEYS, inject),
+            ("sync", RULE_KEYS, sync_rule),
+            ("target", TARGET_KEYS, sync_target),
+            ("paths", PATH_KEYS, sync_path),
+            ("run", RUN_KEYS, run_step),
+        ];
+        for (section, keys, schema) in sections {
+            for key in keys {
+                assert!(schema(key).is_some(), "{section}.{key} has no schema");
+            }
+        }
+    }
+
+    #[test]
+    fn the_schema_is_a_valid_draft_2020_12_schema_that_refuses_unknown_keys() {
+        let schema = json_schema();
+        let validator = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .build(&schema)
+            .unwrap();
+        assert!(validator.is_valid(&json!({"name": "shop", "images": {"web": {"image": "nginx"}}})));
+        assert!(!validator.is_valid(&json!({"name": "shop", "imagez": {}})));
+        assert!(!validator.is_valid(&json!({"name": "shop", "images": {"web": {"imag": "nginx"}}})));
+        assert!(
+            !validator.is_valid(&json!({"images": {}})),
+            "name is required"
+        );
+    }
+
+    #[test]
+    fn every_examples_berth_yaml_satisfies_the_schema() {
+        let schema = json_schema();
+        let validator = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .build(&schema)
+            .unwrap();
+        let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(examples).unwrap() {
+            let path = entry.unwrap().path().join("berth.yaml");
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let docs = berth_yaml::load_all(&text, berth_yaml::Limits::default()).unwrap();
+            let value = crate::configs::schema::yaml_to_json(&docs[0]);
+            let errors: Vec<String> = validator
+                .iter_errors(&value)
+                .map(|e| e.to_string())
+                .collect();
+            assert!(errors.is_empty(), "{}: {errors:?}", path.display());
+            seen += 1;
+        }
+        assert!(seen >= 3, "only {seen} examples");
+    }
+}
