@@ -7,6 +7,7 @@
 
 pub mod cluster;
 pub mod configs;
+pub mod init;
 pub mod lock;
 pub mod project;
 pub mod redact;

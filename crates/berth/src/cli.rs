@@ -65,6 +65,17 @@ impl ColorChoice {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Write a first berth.yaml for an existing repository.
+    ///
+    /// Reads the repository (`.gitignore` respected): its kustomizations (the ones no other
+    /// uses become `manifests:`, several become `profiles:`), the images its pods run (one
+    /// component per repository, the tag the manifests carry), the image variables its Makefile
+    /// defines (`*_IMAGE`, `*_TAG`, `IMAGE_REGISTRY`, `IMAGE_TAG_BASE`), and marks images under
+    /// another registry or organisation `registry: false`. Says what it decided and why; never
+    /// replaces an existing berth.yaml.
+    ///
+    /// Example: `cd my-operator && berth init && berth validate`.
+    Init(InitArgs),
     /// Parse and normalize image references (no project needed).
     ///
     /// Example: `berth ref nginx:1.25 --output json`. Exit status 1 if any is invalid.
@@ -186,6 +197,13 @@ pub enum Command {
     ///
     /// Example: `berth version --output json`.
     Version(VersionArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The repository's directory (default: the current one).
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

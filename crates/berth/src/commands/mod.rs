@@ -6,6 +6,7 @@ pub mod cluster;
 pub mod controller;
 pub mod env;
 pub mod images;
+pub mod init;
 pub mod pin;
 pub mod promote;
 pub mod ref_cmd;

@@ -10,6 +10,7 @@ mod docs;
 fn every_command_has_help() {
     let dir = tempfile::tempdir().unwrap();
     for command in [
+        "init",
         "ref",
         "images",
         "env",
@@ -56,7 +57,8 @@ fn stdout_of(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-const COMMANDS: [&str; 13] = [
+const COMMANDS: [&str; 14] = [
+    "init",
     "ref",
     "images",
     "env",

@@ -17,6 +17,7 @@ mod controller;
 mod controller_pin;
 mod controller_restart;
 mod hardening;
+mod init;
 mod llm_d_example;
 mod ogx_example;
 mod pin;

@@ -9,7 +9,7 @@
 //! succeed, its output unchecked. Blocks that need a cluster or a registry are
 //! `text`, not `console`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::common::{berth_path, repo_root};
 
@@ -47,19 +47,6 @@ fn console_blocks(text: &str) -> Vec<(usize, Vec<Step>)> {
     blocks
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 fn documents() -> Vec<PathBuf> {
     let root = repo_root();
     let mut files = vec![root.join("README.md")];
@@ -87,7 +74,7 @@ fn every_console_block_of_the_docs_runs_as_shown() {
         let text = std::fs::read_to_string(&file).unwrap();
         // One session per document: a later block goes on where the last one was.
         let work = tempfile::tempdir().unwrap();
-        copy_dir(&root.join("examples"), &work.path().join("examples"));
+        super::common::copy_dir(&root.join("examples"), &work.path().join("examples"));
         let mut cwd = work.path().to_path_buf();
         for (line, steps) in console_blocks(&text) {
             for step in steps {
@@ -138,6 +125,7 @@ fn cli_reference() -> String {
     );
     out.push_str(&format!("## berth\n\n```text\n{}```\n", help(&["--help"])));
     for command in [
+        "init",
         "ref",
         "images",
         "env",

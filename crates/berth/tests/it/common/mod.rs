@@ -45,21 +45,23 @@ pub fn project(content: &str) -> tempfile::TempDir {
 /// A private copy of `examples/NAME` (tests run in parallel, and examples'
 /// Makefiles write next to themselves), without files the examples ignore.
 pub fn copy_example(name: &str) -> tempfile::TempDir {
-    fn copy(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).expect("create a directory of the copy");
-        for entry in std::fs::read_dir(from).expect("list the example") {
-            let entry = entry.expect("list the example");
-            let target = to.join(entry.file_name());
-            if entry.file_type().expect("file type").is_dir() {
-                copy(&entry.path(), &target);
-            } else if entry.file_name() != ".berth-images.mk" {
-                std::fs::copy(entry.path(), target).expect("copy a file of the example");
-            }
+    let dir = tempfile::tempdir().expect("temp dir");
+    copy_dir(&repo_root().join("examples").join(name), dir.path());
+    dir
+}
+
+/// A copy of the tree `from` at `to` (generated files of a local run left out).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create a directory of the copy");
+    for entry in std::fs::read_dir(from).expect("list the tree") {
+        let entry = entry.expect("list the tree");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else if entry.file_name() != ".berth-images.mk" {
+            std::fs::copy(entry.path(), target).expect("copy a file");
         }
     }
-    let dir = tempfile::tempdir().expect("temp dir");
-    copy(&repo_root().join("examples").join(name), dir.path());
-    dir
 }
 
 /// `exit: N` then stdout then stderr, for snapshots.

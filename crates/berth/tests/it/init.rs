@@ -1,0 +1,141 @@
+//! `berth init` on trees shaped like the repositories it is for: llm-d-router
+//! (a Makefile of `*_IMAGE ?=` variables, kustomize overlays with `${VAR}`
+//! placeholders), a kubebuilder operator (`IMAGE_TAG_BASE`, `IMG`, a
+//! kustomization's `images:` rename) and a Kubeflow component (an overlay that
+//! bumps `newTag`). Each time: the file it writes, that `berth validate` passes
+//! with no warning, and that `IMAGE_REGISTRY` moves the project's images only.
+
+use std::path::Path;
+
+use crate::common::{berth, repo_root};
+
+fn write(dir: &Path, path: &str, text: &str) {
+    let path = dir.join(path);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// Runs `berth init` in `dir`, then `berth validate` and `IMAGE_REGISTRY=quay.io/me
+/// berth images`; returns (berth.yaml, init's stderr, the moved images).
+fn init(dir: &Path) -> (String, String, String) {
+    let out = berth(dir).arg("init").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{said}");
+    let yaml = std::fs::read_to_string(dir.join("berth.yaml")).unwrap();
+    let out = berth(dir).arg("validate").output().unwrap();
+    let warnings = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && warnings.is_empty(),
+        "validate: {warnings}\n{yaml}"
+    );
+    let out = berth(dir)
+        .arg("images")
+        .env("IMAGE_REGISTRY", "quay.io/me")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        yaml,
+        said,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn an_llm_d_shaped_repository_gets_its_makefile_variables_and_overlays() {
+    if !crate::common::require_program("kubectl", "rendering kustomize overlays") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    crate::common::copy_dir(
+        &repo_root().join("examples/llm-d/deploy"),
+        &dir.path().join("deploy"),
+    );
+    write(
+        dir.path(),
+        "Makefile",
+        "IMAGE_REGISTRY ?= ghcr.io/llm-d\nEPP_NAME ?= llm-d-router-endpoint-picker\nEPP_TAG ?= dev\nEPP_IMAGE ?= $(IMAGE_REGISTRY)/$(EPP_NAME):$(EPP_TAG)\nSIDECAR_TAG ?= dev\nSIDECAR_IMAGE ?= $(IMAGE_REGISTRY)/llm-d-router-disagg-sidecar:$(SIDECAR_TAG)\nVLLM_SIMULATOR_TAG ?= v0.7.1\nVLLM_IMAGE ?= $(IMAGE_REGISTRY)/llm-d-inference-sim:$(VLLM_SIMULATOR_TAG)\nVLLM_RENDER_IMAGE ?= vllm/vllm-openai-cpu:v0.21.0\n\nimage-build:\n\tdocker build -t $(EPP_IMAGE) .\n",
+    );
+    let (yaml, said, moved) = init(dir.path());
+    let name = dir
+        .path()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .to_lowercase()
+        .replace(['.', '_'], "-");
+    let name = name.trim_matches('-');
+    assert_eq!(
+        yaml,
+        format!("# Written by `berth init`; every key is in docs/berth-yaml.md.\nname: {name}\nmanifests:\n  - kustomize: deploy/environments/dev/kgateway\nprofiles:\n  kgateway:\n    - kustomize: deploy/environments/dev/kgateway\n  kind:\n    - kustomize: deploy/environments/dev/kind\nimages:\n  epp:\n    image: ghcr.io/llm-d/llm-d-router-endpoint-picker:dev\n    env: EPP_IMAGE\n    tagEnv: EPP_TAG\n  vllm-render:\n    image: docker.io/vllm/vllm-openai-cpu:v0.21.0\n    env: VLLM_RENDER_IMAGE\n    registry: false\n  vllm:\n    image: ghcr.io/llm-d/llm-d-inference-sim:v0.7.1\n    env: VLLM_IMAGE\n    tagEnv: VLLM_SIMULATOR_TAG\n  sidecar:\n    image: ghcr.io/llm-d/llm-d-router-disagg-sidecar:dev\n    env: SIDECAR_IMAGE\n    tagEnv: SIDECAR_TAG\nregistry:\n  env: IMAGE_REGISTRY\n")
+    );
+    assert!(said.contains("component `epp`: ghcr.io/llm-d/llm-d-router-endpoint-picker:dev (deploy/components/inference-gateway/deployment.yaml:21:16; EPP_IMAGE from Makefile:4; EPP_TAG from Makefile:3)"), "{said}");
+    assert!(
+        said.contains("third-party: not under the project's registry"),
+        "{said}"
+    );
+    assert_eq!(
+        moved,
+        "EPP_IMAGE=quay.io/me/llm-d-router-endpoint-picker:dev\nVLLM_RENDER_IMAGE=docker.io/vllm/vllm-openai-cpu:v0.21.0\nVLLM_IMAGE=quay.io/me/llm-d-inference-sim:v0.7.1\nSIDECAR_IMAGE=quay.io/me/llm-d-router-disagg-sidecar:dev\n"
+    );
+    // Never replaces the file.
+    let out = berth(dir.path()).arg("init").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("already exists; berth init never replaces it"));
+}
+
+#[test]
+fn a_kubebuilder_operator_gets_image_tag_base_and_its_kustomize_rename() {
+    if !crate::common::require_program("kubectl", "rendering kustomize overlays") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "Makefile", "VERSION ?= 0.0.1\nIMAGE_TAG_BASE ?= example.com/memcached-operator\nIMG ?= $(IMAGE_TAG_BASE):v$(VERSION)\n\ndocker-build:\n\tdocker build -t ${IMG} .\n");
+    write(d, "config/default/kustomization.yaml", "namespace: memcached-operator-system\nnamePrefix: memcached-operator-\nresources:\n- ../manager\n");
+    write(d, "config/manager/kustomization.yaml", "resources:\n- manager.yaml\nimages:\n- name: controller\n  newName: example.com/memcached-operator\n  newTag: v0.0.1\n");
+    write(d, "config/manager/manager.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: controller-manager, namespace: system}\nspec:\n  selector: {matchLabels: {control-plane: controller-manager}}\n  template:\n    metadata: {labels: {control-plane: controller-manager}}\n    spec:\n      containers:\n      - name: manager\n        image: controller:latest\n      - name: kube-rbac-proxy\n        image: gcr.io/kubebuilder/kube-rbac-proxy:v0.16.0\n");
+    write(
+        d,
+        ".github/workflows/test.yml",
+        "on: push\njobs: {test: {runs-on: ubuntu-latest, steps: [{run: make test}]}}\n",
+    );
+    let (yaml, _, moved) = init(d);
+    assert!(
+        yaml.contains("manifests:\n  - kustomize: config/default\nimages:\n  memcached-operator:\n    image: example.com/memcached-operator:v0.0.1\n    env: IMG\n    repositoryEnv: IMAGE_TAG_BASE\n  kube-rbac-proxy:\n    image: gcr.io/kubebuilder/kube-rbac-proxy:v0.16.0\n    registry: false\nregistry:\n  env: IMAGE_REGISTRY\n"),
+        "{yaml}"
+    );
+    assert_eq!(
+        moved,
+        "IMG=quay.io/me/memcached-operator:v0.0.1\nKUBE_RBAC_PROXY_IMAGE=gcr.io/kubebuilder/kube-rbac-proxy:v0.16.0\n"
+    );
+}
+
+#[test]
+fn a_kubeflow_component_takes_the_tag_its_overlay_bumps() {
+    if !crate::common::require_program("kubectl", "rendering kustomize overlays") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    crate::common::copy_dir(&repo_root().join("examples/kustomize-tag-bump"), dir.path());
+    std::fs::remove_file(dir.path().join("berth.yaml")).unwrap();
+    let (yaml, said, moved) = init(dir.path());
+    assert!(
+        yaml.contains("manifests:\n  - kustomize: overlays/release\n"),
+        "{yaml}"
+    );
+    assert!(
+        yaml.contains(":v0.20.0\n") && !yaml.contains(":v0.19.0"),
+        "the overlay's newTag: {yaml}"
+    );
+    assert!(
+        said.contains("the one kustomization no other uses"),
+        "{said}"
+    );
+    assert!(moved.lines().all(|l| l.contains("=quay.io/me/")), "{moved}");
+}
