@@ -73,11 +73,16 @@ fn an_llm_d_shaped_repository_gets_its_makefile_variables_and_overlays() {
         yaml,
         format!("# Written by `berth init`; every key is in docs/berth-yaml.md.\nname: {name}\nmanifests:\n  - kustomize: deploy/environments/dev/kgateway\nprofiles:\n  kgateway:\n    - kustomize: deploy/environments/dev/kgateway\n  kind:\n    - kustomize: deploy/environments/dev/kind\nimages:\n  epp:\n    image: ghcr.io/llm-d/llm-d-router-endpoint-picker:dev\n    env: EPP_IMAGE\n    tagEnv: EPP_TAG\n  vllm-render:\n    image: docker.io/vllm/vllm-openai-cpu:v0.21.0\n    env: VLLM_RENDER_IMAGE\n    registry: false\n  vllm:\n    image: ghcr.io/llm-d/llm-d-inference-sim:v0.7.1\n    env: VLLM_IMAGE\n    tagEnv: VLLM_SIMULATOR_TAG\n  sidecar:\n    image: ghcr.io/llm-d/llm-d-router-disagg-sidecar:dev\n    env: SIDECAR_IMAGE\n    tagEnv: SIDECAR_TAG\nregistry:\n  env: IMAGE_REGISTRY\n")
     );
-    assert!(said.contains("component `epp`: ghcr.io/llm-d/llm-d-router-endpoint-picker:dev (deploy/components/inference-gateway/deployment.yaml:21:16; EPP_IMAGE from Makefile:4; EPP_TAG from Makefile:3)"), "{said}");
-    assert!(
-        said.contains("third-party: not under the project's registry"),
-        "{said}"
-    );
+    // What it decided and why is the contract: the whole of it.
+    insta::assert_snapshot!(said, @r"
+    berth init: manifests: kustomize deploy/environments/dev/kgateway (first of 2 overlays no other kustomization uses); the others are profiles: berth render --profile NAME
+    berth init: component `epp`: ghcr.io/llm-d/llm-d-router-endpoint-picker:dev (deploy/components/inference-gateway/deployment.yaml:21:16; EPP_IMAGE from Makefile:4; EPP_TAG from Makefile:3)
+    berth init: component `vllm-render`: docker.io/vllm/vllm-openai-cpu:v0.21.0 (deploy/components/inference-gateway/deployment.yaml:48:16; VLLM_RENDER_IMAGE from Makefile:9; third-party: not under the project's registry, so IMAGE_REGISTRY leaves it)
+    berth init: component `vllm`: ghcr.io/llm-d/llm-d-inference-sim:v0.7.1 (deploy/components/vllm-sim/deployment.yaml:32:16; VLLM_IMAGE from Makefile:8; VLLM_SIMULATOR_TAG from Makefile:7)
+    berth init: component `sidecar`: ghcr.io/llm-d/llm-d-router-disagg-sidecar:dev (deploy/components/vllm-sim/deployment.yaml:22:16; SIDECAR_IMAGE from Makefile:6; SIDECAR_TAG from Makefile:5)
+    berth init: registry: IMAGE_REGISTRY (from Makefile:1) moves the project's images
+    berth init: wrote ./berth.yaml; check it with `berth validate`, and run `berth audit` for hard-coded copies of these images
+    ");
     assert_eq!(
         moved,
         "EPP_IMAGE=quay.io/me/llm-d-router-endpoint-picker:dev\nVLLM_RENDER_IMAGE=docker.io/vllm/vllm-openai-cpu:v0.21.0\nVLLM_IMAGE=quay.io/me/llm-d-inference-sim:v0.7.1\nSIDECAR_IMAGE=quay.io/me/llm-d-router-disagg-sidecar:dev\n"
