@@ -399,6 +399,8 @@ fn the_llama_stack_example_rolls_out_with_its_bundle() {
 fn a_controller_killed_mid_reconcile_converges_without_duplicates() {
     let Some(plane) = plane() else { return };
     let ns = plane.namespace("controller-kill");
+    // The Berth is applied before any controller starts (and installs the CRD).
+    plane.install_berth_crd();
     apply(&ns, &run_yaml("2"));
     apply(&ns, BERTH);
     // Killed as soon as it has written anything, then started again; three times.
