@@ -9,26 +9,7 @@ mod docs;
 #[test]
 fn every_command_has_help() {
     let dir = tempfile::tempdir().unwrap();
-    for command in [
-        "init",
-        "ref",
-        "images",
-        "env",
-        "render",
-        "audit",
-        "validate",
-        "pin",
-        "promote",
-        "sync",
-        "apply",
-        "diff",
-        "rollback",
-        "controller",
-        "completions",
-        "man",
-        "schema",
-        "version",
-    ] {
+    for command in ALL_COMMANDS {
         let out = common::berth(dir.path())
             .args([command, "--help"])
             .output()
@@ -57,6 +38,29 @@ fn stdout_of(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Every command, in `berth --help`'s order (checked against it below).
+pub const ALL_COMMANDS: [&str; 18] = [
+    "init",
+    "ref",
+    "images",
+    "env",
+    "render",
+    "audit",
+    "validate",
+    "pin",
+    "promote",
+    "sync",
+    "apply",
+    "diff",
+    "rollback",
+    "controller",
+    "completions",
+    "schema",
+    "man",
+    "version",
+];
+
+/// The commands that do the work (not completions, schema, man, version).
 const COMMANDS: [&str; 14] = [
     "init",
     "ref",
@@ -73,6 +77,23 @@ const COMMANDS: [&str; 14] = [
     "rollback",
     "controller",
 ];
+
+#[test]
+fn the_command_list_is_berths_own() {
+    let help = stdout_of(&["--help"]);
+    let listed: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        // A wrapped description continues deeper; a command is at two spaces.
+        .filter(|l| !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert_eq!(listed, ALL_COMMANDS);
+    assert!(ALL_COMMANDS.starts_with(&COMMANDS));
+}
 
 #[test]
 fn completions_cover_every_command_for_each_shell() {

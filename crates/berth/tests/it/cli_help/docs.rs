@@ -124,26 +124,7 @@ fn cli_reference() -> String {
         "# Command reference\n\nGenerated from `berth --help` and each command's `--help` (a test fails when this\nfile is stale; `BERTH_UPDATE_DOCS=1 cargo test -p berth --test it docs::` rewrites it).\n\n",
     );
     out.push_str(&format!("## berth\n\n```text\n{}```\n", help(&["--help"])));
-    for command in [
-        "init",
-        "ref",
-        "images",
-        "env",
-        "render",
-        "validate",
-        "audit",
-        "pin",
-        "promote",
-        "sync",
-        "apply",
-        "diff",
-        "rollback",
-        "controller",
-        "completions",
-        "man",
-        "schema",
-        "version",
-    ] {
+    for command in super::ALL_COMMANDS {
         out.push_str(&format!(
             "\n## berth {command}\n\n```text\n{}```\n",
             help(&[command, "--help"])
