@@ -181,7 +181,7 @@ pub enum RenderError {
         source: berth_yaml::Error,
     },
     /// A document lacks `apiVersion` or `kind`, or is not a mapping.
-    #[error("{file}:{pos}: not a Kubernetes object: {problem}; every document needs `apiVersion` and `kind`")]
+    #[error("{file}:{pos}: not a Kubernetes object: {problem}")]
     NotAnObject {
         /// The input.
         file: String,
@@ -737,7 +737,9 @@ fn identity(file: &str, object: &Node) -> Result<(String, String), RenderError> 
         problem,
     };
     if object.as_map().is_none() {
-        return Err(fail("the document is not a mapping"));
+        return Err(fail(
+            "the document is not a mapping of `apiVersion`, `kind`, `metadata`, …",
+        ));
     }
     let field = |key: &str, missing, not_text| match object.get(key) {
         None => Err(fail(missing)),
@@ -748,12 +750,12 @@ fn identity(file: &str, object: &Node) -> Result<(String, String), RenderError> 
     };
     let api_version = field(
         "apiVersion",
-        "it has no `apiVersion`",
+        "it has no `apiVersion` (every document needs `apiVersion` and `kind`)",
         "its `apiVersion` is not text; write it as e.g. `apiVersion: apps/v1`",
     )?;
     let kind = field(
         "kind",
-        "it has no `kind`",
+        "it has no `kind` (every document needs `apiVersion` and `kind`)",
         "its `kind` is not text; write it as e.g. `kind: Deployment`",
     )?;
     if !is_api_version(&api_version) {

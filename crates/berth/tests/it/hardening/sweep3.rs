@@ -411,6 +411,7 @@ fn inputs_the_api_server_would_refuse_are_refused_at_render() {
             "PEM block 1 begins as `CERTIFICATE` but ends as `PRIVATE KEY`",
         ),
     ];
+    let mut said = String::new();
     for (files, want) in cases {
         let dir = tree(files);
         let out = berth(dir.path()).arg("render").output().unwrap();
@@ -418,7 +419,24 @@ fn inputs_the_api_server_would_refuse_are_refused_at_render() {
         assert_eq!(out.status.code(), Some(1), "{want}: {err}");
         assert!(out.stdout.is_empty(), "{want}: no partial output");
         assert!(err.contains(want), "want `{want}`:\n{err}");
+        said.push_str(&err.replace(&dir.path().display().to_string(), "[PROJECT]"));
     }
+    // The whole of each message is the contract (where, what, how to fix).
+    insta::assert_snapshot!(said, @r#"
+    error: berth.yaml:6:14: invalid `configs.c.labels` value `app.kubernetes.io/managed-by`: berth sets this key itself (`app.kubernetes.io/managed-by` and every `berth.dev/` key): clean-up and rollback find their objects by them; use a key of your own
+    error: berth.yaml:6:14: invalid `configs.c.labels` value `berth.dev/project`: berth sets this key itself (`app.kubernetes.io/managed-by` and every `berth.dev/` key): clean-up and rollback find their objects by them; use a key of your own
+    error: berth.yaml:6:14: invalid `configs.c.labels` value `Example.COM/team`: the prefix before `/` is not a lowercase DNS subdomain (such as `example.com`); the API server refuses it
+    error: berth.yaml:3:31: invalid `configPaths[].path` value `5`: a dotted field path such as `spec.server.image`; `[]` walks a list (`spec.images[].ref`)
+    error: berth.yaml:3:31: invalid `configPaths[].path` value `metadata.name`: a path under `metadata` would rename or relabel the object itself; point at the field of the spec that names the image or config
+    error: berth.yaml:4:3: configs.tls: a Secret of type `kubernetes.io/tls` needs the key `tls.crt` (the API server refuses it without); add it to its sources, e.g. `files: [tls.crt, tls.key]`
+    error: a.yaml:1:1: not a Kubernetes object: its `apiVersion` is not `[group/]version` (such as `v1` or `apps/v1`)
+    error: a.yaml:1:1: not a Kubernetes object: its `metadata.name` is empty or not text; give the object a name
+    error: a.yaml:1:1: not a Kubernetes object: its `metadata` is not a mapping; write `metadata: {name: NAME}`
+    error: a.yaml:4:11: the YAML tag `!foo` means nothing to Kubernetes (only the core `!!str`, `!!int`, … do); remove it, or run the tool that understands it first
+    error: berth.yaml:4:32: configs.c: schema `s.json`: `$schema` is `http://json-schema.org/draft-03/schema#`, which is no JSON Schema draft berth knows; use one of http://json-schema.org/draft-04/schema#, draft-06, draft-07, https://json-schema.org/draft/2019-09/schema or https://json-schema.org/draft/2020-12/schema
+    error: w.env:1: the file is UTF-16 text (as PowerShell's `>` and some Windows editors save it); save it as UTF-8 (used by configs.c)
+    error: ca.pem: PEM block 1 begins as `CERTIFICATE` but ends as `PRIVATE KEY`; the file is two blocks glued together: re-export the certificate (in caBundles.ca)
+    "#);
 }
 
 #[test]
