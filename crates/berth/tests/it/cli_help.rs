@@ -61,22 +61,7 @@ pub const ALL_COMMANDS: [&str; 18] = [
 ];
 
 /// The commands that do the work (not completions, schema, man, version).
-const COMMANDS: [&str; 14] = [
-    "init",
-    "ref",
-    "images",
-    "env",
-    "render",
-    "audit",
-    "validate",
-    "pin",
-    "promote",
-    "sync",
-    "apply",
-    "diff",
-    "rollback",
-    "controller",
-];
+const COMMANDS: &[&str] = ALL_COMMANDS.split_at(14).0;
 
 #[test]
 fn the_command_list_is_berths_own() {
@@ -92,7 +77,6 @@ fn the_command_list_is_berths_own() {
         .filter(|c| *c != "help")
         .collect();
     assert_eq!(listed, ALL_COMMANDS);
-    assert!(ALL_COMMANDS.starts_with(&COMMANDS));
 }
 
 #[test]
