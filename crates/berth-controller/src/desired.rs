@@ -16,6 +16,7 @@ use berth_core::{Project, PullPolicy};
 use berth_ref::{Digest, Reference};
 use serde_json::Value;
 
+use crate::reason::Reason;
 use crate::types::{Berth, BundleStatus, ConfigStatus, ImageStatus, KeyRef};
 
 /// Which kind of object a source is.
@@ -72,12 +73,12 @@ pub fn sources_named(berth: &Berth) -> Vec<(SourceKind, String)> {
 #[error("{message}")]
 pub struct Problem {
     /// The condition's reason (`SourceMissing`, `SchemaViolation`, ...).
-    pub reason: &'static str,
+    pub reason: Reason,
     /// What is wrong and what to do.
     pub message: String,
 }
 
-fn problem(reason: &'static str, message: impl Into<String>) -> Problem {
+fn problem(reason: Reason, message: impl Into<String>) -> Problem {
     Problem {
         reason,
         message: message.into(),
@@ -163,11 +164,11 @@ fn project(berth: &Berth, namespace: &str) -> Result<Project, Problem> {
     for (component, spec) in &berth.spec.images {
         let field = format!("spec.images.{component}");
         let image = Reference::parse(&spec.image)
-            .map_err(|e| problem("InvalidImage", format!("{field}.image: {e}")))?;
+            .map_err(|e| problem(Reason::InvalidImage, format!("{field}.image: {e}")))?;
         let mut repositories = vec![image.repository().clone()];
         for (i, m) in spec.match_.iter().enumerate() {
             let r = Reference::parse(m)
-                .map_err(|e| problem("InvalidImage", format!("{field}.match[{i}]: {e}")))?;
+                .map_err(|e| problem(Reason::InvalidImage, format!("{field}.match[{i}]: {e}")))?;
             if !repositories.contains(r.repository()) {
                 repositories.push(r.repository().clone());
             }
@@ -176,7 +177,7 @@ fn project(berth: &Berth, namespace: &str) -> Result<Project, Problem> {
             None => None,
             Some(p) => Some(PullPolicy::parse(p).ok_or_else(|| {
                 problem(
-                    "InvalidImage",
+                    Reason::InvalidImage,
                     format!(
                         "{field}.pullPolicy: `{p}`: use one of auto, Always, IfNotPresent, Never"
                     ),
@@ -204,7 +205,7 @@ fn project(berth: &Berth, namespace: &str) -> Result<Project, Problem> {
         .ca_bundles
         .iter()
         .map(|(bundle, spec)| {
-            let key = spec.key.clone().unwrap_or_else(|| "ca-bundle.crt".into());
+            let key = spec.key.clone().unwrap_or_else(|| ca::DEFAULT_KEY.into());
             CoreBundle {
                 name: bundle.clone(),
                 pos: Default::default(),
@@ -215,9 +216,9 @@ fn project(berth: &Berth, namespace: &str) -> Result<Project, Problem> {
                     mount_path: i
                         .mount_path
                         .clone()
-                        .unwrap_or_else(|| format!("/etc/ssl/certs/berth/{key}")),
+                        .unwrap_or_else(|| ca::default_mount_path(bundle, &key)),
                     env: if i.env.is_empty() {
-                        vec!["SSL_CERT_FILE".into()]
+                        vec![ca::DEFAULT_ENV.into()]
                     } else {
                         i.env.clone()
                     },
@@ -259,7 +260,7 @@ fn read<'s>(
         .and_then(Option::as_ref)
         .ok_or_else(|| {
             problem(
-                "SourceMissing",
+                Reason::SourceMissing,
                 format!(
                     "{field}: {} `{}` does not exist in this namespace; create it (sources are read from the Berth's own namespace only)",
                     kind.label(),
@@ -269,7 +270,7 @@ fn read<'s>(
         })?;
     data.get(&reference.key).map(Vec::as_slice).ok_or_else(|| {
         problem(
-            "SourceMissing",
+            Reason::SourceMissing,
             format!(
                 "{field}: {} `{}` has no key `{}` (it has: {})",
                 kind.label(),
@@ -330,7 +331,7 @@ fn generate_configs(
                 ),
                 _ => {
                     return Err(problem(
-                        "InvalidSpec",
+                        Reason::InvalidSpec,
                         format!("{field}: set exactly one of inline, fromConfigMap, fromSecret"),
                     ))
                 }
@@ -355,7 +356,7 @@ fn generate_configs(
             immutable: true,
         };
         let config = configs::from_entries(&shape, [(key, bytes)])
-            .map_err(|(_, e)| problem("InvalidSpec", format!("{field}: {e}")))?;
+            .map_err(|(_, e)| problem(Reason::InvalidSpec, format!("{field}: {e}")))?;
         status.push(ConfigStatus {
             name: name.clone(),
             source,
@@ -387,7 +388,7 @@ fn check_schema(
             )?;
             let value: Value = serde_json::from_slice(text).map_err(|e| {
                 problem(
-                    "InvalidSchema",
+                    Reason::InvalidSchema,
                     format!(
                         "{field}.schema: configMap `{}` key `{}` is not JSON (line {}, column {})",
                         r.name,
@@ -401,22 +402,22 @@ fn check_schema(
         }
         _ => {
             return Err(problem(
-                "InvalidSpec",
+                Reason::InvalidSpec,
                 format!("{field}.schema: set exactly one of inline, configMap"),
             ))
         }
     };
     let checker = Checker::from_value(&value, name, &shown, secret)
-        .map_err(|why| problem("InvalidSchema", format!("{field}.schema: {why}")))?;
+        .map_err(|why| problem(Reason::InvalidSchema, format!("{field}.schema: {why}")))?;
     let text = String::from_utf8_lossy(bytes);
     let violations = checker
         .check(key, &text)
-        .map_err(|e| problem("SchemaViolation", format!("{field}: {e}")))?;
+        .map_err(|e| problem(Reason::SchemaViolation, format!("{field}: {e}")))?;
     if violations.is_empty() {
         Ok(())
     } else {
         Err(problem(
-            "SchemaViolation",
+            Reason::SchemaViolation,
             checker.error(violations).to_string(),
         ))
     }
@@ -452,7 +453,7 @@ fn build_bundles(
                 )),
                 _ => {
                     return Err(problem(
-                        "InvalidSpec",
+                        Reason::InvalidSpec,
                         format!("{field}.sources[{i}]: set exactly one of inline, configMap"),
                     ))
                 }
@@ -460,7 +461,7 @@ fn build_bundles(
         }
         let shape = ca::BundleShape {
             name: name.clone(),
-            key: spec.key.clone().unwrap_or_else(|| "ca-bundle.crt".into()),
+            key: spec.key.clone().unwrap_or_else(|| ca::DEFAULT_KEY.into()),
             hash: true,
         };
         let bundle = ca::from_pem(&shape, &pem, now, true).map_err(|e| {
@@ -468,12 +469,12 @@ fn build_bundles(
                 ca::PemError::Content {
                     fault: ca::PemFault::PrivateKey,
                     ..
-                } => "PrivateKeyInSource",
+                } => Reason::PrivateKeyInSource,
                 ca::PemError::Content {
                     fault: ca::PemFault::Expired | ca::PemFault::NotYetValid,
                     ..
-                } => "ExpiredCertificate",
-                _ => "InvalidCertificate",
+                } => Reason::ExpiredCertificate,
+                _ => Reason::InvalidCertificate,
             };
             problem(reason, format!("{field}: {e}"))
         })?;
@@ -500,7 +501,7 @@ pub fn plan(
 ) -> Result<Plan, Problem> {
     let project = project(berth, namespace)?;
     let mut resolution = resolve::resolve(&project, &Overrides::default(), &|_| None)
-        .map_err(|e| problem("InvalidImage", e.to_string()))?;
+        .map_err(|e| problem(Reason::InvalidImage, e.to_string()))?;
     for image in &mut resolution.images {
         let wants_pin = berth
             .spec
@@ -512,7 +513,7 @@ pub fn plan(
         }
         let digest = pins.get(&image.component.name).ok_or_else(|| {
             problem(
-                "PinFailed",
+                Reason::PinFailed,
                 format!(
                     "spec.images.{}: `{}` has no digest yet",
                     image.component.name, image.reference
@@ -532,7 +533,7 @@ pub fn plan(
             .unwrap_or_default();
         if !matches!(kind, "Deployment" | "StatefulSet" | "DaemonSet" | "Job") {
             return Err(problem(
-                "InvalidSpec",
+                Reason::InvalidSpec,
                 format!("spec.workloads[{i}]: kind `{kind}`: a Berth manages Deployments, StatefulSets, DaemonSets and Jobs"),
             ));
         }
@@ -542,7 +543,7 @@ pub fn plan(
         {
             if ns != namespace {
                 return Err(problem(
-                    "InvalidSpec",
+                    Reason::InvalidSpec,
                     format!("spec.workloads[{i}]: namespace `{ns}`: a Berth's workloads live in its own namespace (`{namespace}`)"),
                 ));
             }
@@ -562,7 +563,7 @@ pub fn plan(
         &inputs,
         &Options::default(),
     )
-    .map_err(|e| problem("InvalidSpec", e.to_string()))?;
+    .map_err(|e| problem(Reason::InvalidSpec, e.to_string()))?;
     let images = resolution
         .images
         .iter()
@@ -596,6 +597,12 @@ pub fn own(objects: &mut [Value], owner: &Value) {
     for object in objects {
         if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
             metadata.insert("ownerReferences".into(), Value::Array(vec![owner.clone()]));
+            let labels = metadata
+                .entry("labels")
+                .or_insert_with(|| Value::Object(serde_json::Map::new()));
+            if let Some(labels) = labels.as_object_mut() {
+                labels.insert(crate::CONTROLLER_LABEL.into(), crate::MANAGER.into());
+            }
         }
     }
 }

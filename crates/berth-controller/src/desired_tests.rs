@@ -148,7 +148,7 @@ fn problems_say_what_and_where_and_never_the_value() {
             "schema": {"inline": {"type": "object", "properties": {"version": {"type": "integer", "maximum": 2}}}}}},
     }));
     let missing = plan(&b, "team-a", &Sources::new(), NOW).unwrap_err();
-    assert_eq!(missing.reason, "SourceMissing");
+    assert_eq!(missing.reason, Reason::SourceMissing);
     assert!(
         missing.message.starts_with(
             "spec.configs.run-config.fromConfigMap: configMap `my-run-yaml` does not exist"
@@ -168,7 +168,7 @@ fn problems_say_what_and_where_and_never_the_value() {
         &[("run.yaml", b"version: 7\n")],
     )]);
     let err = plan(&b, "team-a", &bad, NOW).unwrap_err();
-    assert_eq!(err.reason, "SchemaViolation");
+    assert_eq!(err.reason, Reason::SchemaViolation);
     assert!(err.message.contains("run.yaml:1:10: /version"), "{err}");
 }
 
@@ -208,9 +208,18 @@ fn ca_bundles_merge_sources_inject_and_refuse_keys() {
         .map(|e| e["name"].as_str().unwrap())
         .collect();
     assert_eq!(env, ["SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"]);
+    // The path berth.yaml's bundles default to: one directory per bundle.
+    assert_eq!(
+        container["env"][0]["value"],
+        berth_core::configs::ca::default_mount_path("trusted-ca", "ca-bundle.crt")
+    );
+    assert_eq!(
+        container["env"][0]["value"],
+        "/etc/ssl/certs/berth/trusted-ca/ca-bundle.crt"
+    );
     // The same sources after the certificates' notAfter (2030-01-01).
     let later = super::plan(&b, "team-a", &s, &Pins::new(), 1_900_000_000).unwrap_err();
-    assert_eq!(later.reason, "ExpiredCertificate");
+    assert_eq!(later.reason, Reason::ExpiredCertificate);
     assert!(
         later.message.contains("expired on") && later.message.contains("replace it"),
         "{later}"
@@ -221,7 +230,7 @@ fn ca_bundles_merge_sources_inject_and_refuse_keys() {
         &[("ca-bundle.crt", format!("{platform}{key}").as_bytes())],
     )]);
     let err = super::plan(&b, "team-a", &with_key, &Pins::new(), NOW).unwrap_err();
-    assert_eq!(err.reason, "PrivateKeyInSource");
+    assert_eq!(err.reason, Reason::PrivateKeyInSource);
     assert!(
         !err.message.contains("PRIVATE KEY-----\nMI"),
         "no key material: {err}"
@@ -252,7 +261,7 @@ fn workloads_stay_in_the_namespace_and_are_workloads() {
         NOW,
     )
     .unwrap_err();
-    assert_eq!(err.reason, "InvalidSpec");
+    assert_eq!(err.reason, Reason::InvalidSpec);
 }
 
 /// `plan` with no pins (most tests pin nothing).
@@ -283,7 +292,7 @@ fn pinned_components_get_a_digest_recorded_in_status_until_the_image_changes() {
     // Without its digest the plan refuses rather than run an unpinned image.
     assert_eq!(
         plan(&b, "team-a", &Sources::new(), NOW).unwrap_err().reason,
-        "PinFailed"
+        Reason::PinFailed
     );
     let pins: Pins = [("server".to_string(), Digest::parse(&digest).unwrap())].into();
     let planned = super::plan(&b, "team-a", &Sources::new(), &pins, NOW).unwrap();

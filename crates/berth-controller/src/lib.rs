@@ -3,25 +3,41 @@
 //! in the resource's own namespace, read by name; they become immutable,
 //! content-addressed objects, so a changed source rolls exactly the workloads
 //! that use it. Only labelled objects are watched, never every ConfigMap.
+//!
+//! `runtime` is the process shell (signals, leader election, watches),
+//! `reconcile` one reconcile, `sources` the sources it reads and labels,
+//! `desired` and `status` the pure decisions.
 
 #![warn(missing_docs)]
 
-/// `eprintln!` that cannot panic: when stderr cannot be written (`2>/dev/full`, a
-/// closed pipe) the message is dropped and the exit code still says what happened.
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
-    }};
-}
-
-pub mod controller;
 pub mod desired;
 pub mod lease;
 mod logged;
+pub mod logs;
+pub mod reason;
+mod reconcile;
+pub mod runtime;
 pub mod serve;
+mod sources;
 mod status;
 pub mod types;
 
-pub use controller::{run, Settings, MANAGER, SOURCE_LABEL};
+pub use reason::Reason;
+pub use reconcile::{retry_after, Error};
+pub use runtime::{run, Settings, Shutdown};
 pub use types::{crd_yaml, Berth, BerthSpec, BerthStatus};
+
+/// The field manager of everything the controller applies.
+pub const MANAGER: &str = "berth-controller";
+/// The field manager of the source label (it owns nothing else on a source).
+pub const SOURCE_MANAGER: &str = "berth-controller-sources";
+/// The label the controller puts on the sources it reads, and watches by.
+pub const SOURCE_LABEL: &str = "berth.dev/source";
+/// The label on every object the controller applies, and what its owned
+/// watches select: objects `berth apply` applied (also `managed-by=berth`)
+/// are not streamed to the controller.
+pub const CONTROLLER_LABEL: &str = "berth.dev/controller";
+/// [`CONTROLLER_LABEL`]'s selector.
+pub(crate) const CONTROLLED: &str = "berth.dev/controller=berth-controller";
+/// Removes the source labels when a `Berth` goes.
+pub(crate) const FINALIZER: &str = "berth.dev/sources";

@@ -1,8 +1,12 @@
 //! `/healthz`, `/readyz` and Prometheus `/metrics` over plain HTTP/1.1.
-//! `/readyz` answers 200 only while this replica leads and its watches run, so
-//! a standby replica is alive but not ready.
+//!
+//! `/readyz` says whether this replica does its part: a standby is Ready once
+//! it reaches the API server (it watches the Lease), the leader once its caches
+//! are synced; both answer 503 while starting and while stopping. So a
+//! Deployment of two replicas is Available and rolls out, and a Service in front
+//! of them stops sending to a replica that is shutting down.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,69 +14,171 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
 
-/// What the controller counts.
-#[derive(Debug, Default)]
+use crate::reason::Reason;
+
+/// Where this replica stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Phase {
+    /// Not yet in touch with the API server.
+    Starting = 0,
+    /// Another replica leads; this one watches the Lease.
+    Standby = 1,
+    /// Leading; the caches are still filling.
+    Leading = 2,
+    /// Leading, with every cache synced.
+    Synced = 3,
+    /// A signal came: finishing in-flight work and releasing the Lease.
+    Stopping = 4,
+}
+
+impl Phase {
+    fn from_u8(value: u8) -> Phase {
+        match value {
+            1 => Phase::Standby,
+            2 => Phase::Leading,
+            3 => Phase::Synced,
+            4 => Phase::Stopping,
+            _ => Phase::Starting,
+        }
+    }
+
+    fn ready(self) -> Result<(), &'static str> {
+        match self {
+            Phase::Standby | Phase::Synced => Ok(()),
+            Phase::Starting => Err("starting: the API server has not answered yet\n"),
+            Phase::Leading => Err("leading: caches not synced yet\n"),
+            Phase::Stopping => Err("stopping\n"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: &'static str,
+}
+
+/// What the controller counts, and where it stands.
+#[derive(Debug)]
 pub struct Metrics {
-    reconciles: AtomicU64,
-    errors: AtomicU64,
-    duration_micros: AtomicU64,
-    /// This replica holds the Lease (or runs without election).
-    pub leading: AtomicBool,
-    /// The controller's watches are running.
-    pub running: AtomicBool,
+    registry: Registry,
+    reconciles: Family<ReasonLabel, Counter>,
+    failures: Family<ReasonLabel, Counter>,
+    duration: Histogram,
+    leader: Gauge,
+    phase: AtomicU8,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("berth_controller");
+        let reconciles = Family::<ReasonLabel, Counter>::default();
+        let failures = Family::<ReasonLabel, Counter>::default();
+        // 5 ms to ~20 s: an unchanged reconcile is a few requests, a pin a registry round trip.
+        let duration = Histogram::new(exponential_buckets(0.005, 2.0, 13));
+        let leader = Gauge::default();
+        registry.register(
+            "reconciles",
+            "Reconciles run, by the reason they ended with",
+            reconciles.clone(),
+        );
+        registry.register(
+            "reconcile_errors",
+            "Reconciles that left a Berth Degraded or failed and were retried, by reason",
+            failures.clone(),
+        );
+        registry.register(
+            "reconcile_duration_seconds",
+            "Time one reconcile took",
+            duration.clone(),
+        );
+        registry.register(
+            "leader",
+            "1 while this replica holds the leader Lease (or runs without election)",
+            leader.clone(),
+        );
+        Metrics {
+            registry,
+            reconciles,
+            failures,
+            duration,
+            leader,
+            phase: AtomicU8::new(Phase::Starting as u8),
+        }
+    }
 }
 
 impl Metrics {
-    /// Counts one reconcile that took `took`, failed or not.
-    pub fn reconciled(&self, took: Duration, failed: bool) {
-        self.reconciles.fetch_add(1, Ordering::Relaxed);
-        if failed {
-            self.errors.fetch_add(1, Ordering::Relaxed);
+    /// Counts one reconcile that took `took` and ended with `reason`; `failed`
+    /// when it returned an error (and will be retried).
+    pub fn reconciled(&self, took: Duration, reason: Reason, failed: bool) {
+        let label = ReasonLabel {
+            reason: reason.as_str(),
+        };
+        self.reconciles.get_or_create(&label).inc();
+        if failed || !reason.is_healthy() {
+            self.failures.get_or_create(&label).inc();
         }
-        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
-        self.duration_micros.fetch_add(micros, Ordering::Relaxed);
+        self.duration.observe(took.as_secs_f64());
     }
 
-    /// The Prometheus text exposition.
+    /// Moves to `phase`; the leader gauge follows.
+    pub fn enter(&self, phase: Phase) {
+        self.phase.store(phase as u8, Ordering::Relaxed);
+        let leading = matches!(phase, Phase::Leading | Phase::Synced);
+        self.leader.set(i64::from(leading));
+    }
+
+    /// Moves to `to` only from `from` (a standby that loses touch with the API
+    /// server is not Ready, a leader's phase is not overwritten by it).
+    pub fn enter_from(&self, from: Phase, to: Phase) {
+        let _ =
+            self.phase
+                .compare_exchange(from as u8, to as u8, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// Where this replica stands.
+    pub fn phase(&self) -> Phase {
+        Phase::from_u8(self.phase.load(Ordering::Relaxed))
+    }
+
+    /// The OpenMetrics text exposition.
     pub fn text(&self) -> String {
-        let reconciles = self.reconciles.load(Ordering::Relaxed);
-        let seconds = self.duration_micros.load(Ordering::Relaxed) as f64 / 1e6;
-        format!(
-            "# HELP berth_controller_reconciles_total Reconciles run.\n\
-             # TYPE berth_controller_reconciles_total counter\n\
-             berth_controller_reconciles_total {reconciles}\n\
-             # HELP berth_controller_reconcile_errors_total Reconciles that failed and were retried.\n\
-             # TYPE berth_controller_reconcile_errors_total counter\n\
-             berth_controller_reconcile_errors_total {}\n\
-             # HELP berth_controller_reconcile_duration_seconds Time spent reconciling.\n\
-             # TYPE berth_controller_reconcile_duration_seconds summary\n\
-             berth_controller_reconcile_duration_seconds_sum {seconds}\n\
-             berth_controller_reconcile_duration_seconds_count {reconciles}\n\
-             # HELP berth_controller_leader Whether this replica leads.\n\
-             # TYPE berth_controller_leader gauge\n\
-             berth_controller_leader {}\n",
-            self.errors.load(Ordering::Relaxed),
-            u8::from(self.leading.load(Ordering::Relaxed)),
-        )
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
     }
 }
 
 fn answer(metrics: &Metrics, path: &str) -> Response<Full<Bytes>> {
     let (status, body) = match path {
         "/healthz" => (StatusCode::OK, "ok\n".to_string()),
-        "/readyz"
-            if metrics.leading.load(Ordering::Relaxed)
-                && metrics.running.load(Ordering::Relaxed) =>
-        {
-            (StatusCode::OK, "ok\n".to_string())
-        }
-        "/readyz" => (StatusCode::SERVICE_UNAVAILABLE, "not leading\n".to_string()),
+        "/readyz" => match metrics.phase().ready() {
+            Ok(()) => (StatusCode::OK, "ok\n".to_string()),
+            Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why.to_string()),
+        },
         "/metrics" => (StatusCode::OK, metrics.text()),
         _ => (StatusCode::NOT_FOUND, "not found\n".to_string()),
     };
     let mut response = Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() = status;
+    if path == "/metrics" {
+        if let Ok(value) = hyper::header::HeaderValue::from_str(
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        ) {
+            response
+                .headers_mut()
+                .insert(hyper::header::CONTENT_TYPE, value);
+        }
+    }
     response
 }
 
@@ -91,6 +197,8 @@ pub async fn serve(
                     async move { Ok::<_, std::convert::Infallible>(response) }
                 });
             let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(Duration::from_secs(10))
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
         });
@@ -102,31 +210,55 @@ mod tests {
     use super::*;
 
     #[test]
-    fn readiness_follows_leadership_and_metrics_count() {
+    fn a_standby_and_a_synced_leader_are_ready_and_nothing_else_is() {
         let m = Metrics::default();
         assert_eq!(answer(&m, "/healthz").status(), StatusCode::OK);
-        assert_eq!(
-            answer(&m, "/readyz").status(),
-            StatusCode::SERVICE_UNAVAILABLE
-        );
-        m.leading.store(true, Ordering::Relaxed);
-        m.running.store(true, Ordering::Relaxed);
-        assert_eq!(answer(&m, "/readyz").status(), StatusCode::OK);
-        m.reconciled(Duration::from_millis(1500), false);
-        m.reconciled(Duration::from_millis(500), true);
+        for (phase, ready) in [
+            (Phase::Starting, false),
+            (Phase::Standby, true),
+            (Phase::Leading, false),
+            (Phase::Synced, true),
+            (Phase::Stopping, false),
+        ] {
+            m.enter(phase);
+            assert_eq!(
+                answer(&m, "/readyz").status() == StatusCode::OK,
+                ready,
+                "{phase:?}"
+            );
+        }
+        m.enter(Phase::Starting);
+        m.enter_from(Phase::Standby, Phase::Starting);
+        assert_eq!(m.phase(), Phase::Starting);
+        m.enter_from(Phase::Starting, Phase::Standby);
+        assert_eq!(m.phase(), Phase::Standby);
+    }
+
+    #[test]
+    fn metrics_count_by_reason_with_a_histogram_and_the_leader() {
+        let m = Metrics::default();
+        m.enter(Phase::Synced);
+        m.reconciled(Duration::from_millis(30), Reason::RolledOut, false);
+        m.reconciled(Duration::from_millis(3), Reason::SourceMissing, false);
+        m.reconciled(Duration::from_secs(2), Reason::Unreachable, true);
         let text = m.text();
+        for line in [
+            "berth_controller_reconciles_total{reason=\"RolledOut\"} 1\n",
+            "berth_controller_reconciles_total{reason=\"SourceMissing\"} 1\n",
+            "berth_controller_reconcile_errors_total{reason=\"SourceMissing\"} 1\n",
+            "berth_controller_reconcile_errors_total{reason=\"Unreachable\"} 1\n",
+            "berth_controller_reconcile_duration_seconds_count 3\n",
+            "berth_controller_reconcile_duration_seconds_bucket{le=\"0.005\"} 1\n",
+            "berth_controller_leader 1\n",
+            "# EOF\n",
+        ] {
+            assert!(text.contains(line), "{line} in\n{text}");
+        }
         assert!(
-            text.contains("berth_controller_reconciles_total 2\n"),
+            !text.contains("reconcile_errors_total{reason=\"RolledOut\"}"),
             "{text}"
         );
-        assert!(
-            text.contains("berth_controller_reconcile_errors_total 1\n"),
-            "{text}"
-        );
-        assert!(
-            text.contains("berth_controller_reconcile_duration_seconds_sum 2\n"),
-            "{text}"
-        );
-        assert!(text.contains("berth_controller_leader 1\n"), "{text}");
+        m.enter(Phase::Standby);
+        assert!(m.text().contains("berth_controller_leader 0\n"));
     }
 }

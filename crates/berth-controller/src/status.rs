@@ -6,6 +6,7 @@ use berth_kube::Settled;
 use kube::ResourceExt;
 
 use crate::desired::{Plan, Problem};
+use crate::reason::Reason;
 use crate::types::{Berth, BerthStatus, Condition};
 
 fn now() -> String {
@@ -16,7 +17,13 @@ fn now() -> String {
 }
 
 /// A condition, keeping the transition time of `previous` when the status is unchanged.
-fn condition(berth: &Berth, type_: &str, status: bool, reason: &str, message: String) -> Condition {
+fn condition(
+    berth: &Berth,
+    type_: &str,
+    status: bool,
+    reason: Reason,
+    message: String,
+) -> Condition {
     let status = if status { "True" } else { "False" }.to_string();
     let previous = berth
         .status
@@ -29,7 +36,7 @@ fn condition(berth: &Berth, type_: &str, status: bool, reason: &str, message: St
     Condition {
         type_: type_.into(),
         status,
-        reason: reason.into(),
+        reason: reason.as_str().into(),
         message,
         last_transition_time,
         observed_generation: berth.metadata.generation,
@@ -95,17 +102,23 @@ pub fn applied(berth: &Berth, plan: &Plan, settled: &Settled) -> BerthStatus {
                 berth,
                 "Ready",
                 true,
-                "RolledOut",
+                Reason::RolledOut,
                 format!("every workload of {name} rolled out"),
             ),
             condition(
                 berth,
                 "Progressing",
                 false,
-                "RolledOut",
+                Reason::RolledOut,
                 "nothing in progress".into(),
             ),
-            condition(berth, "Degraded", false, "RolledOut", "no problem".into()),
+            condition(
+                berth,
+                "Degraded",
+                false,
+                Reason::RolledOut,
+                "no problem".into(),
+            ),
         ],
         Settled::Progressing(waiting) => {
             let how: Vec<String> = waiting
@@ -113,9 +126,21 @@ pub fn applied(berth: &Berth, plan: &Plan, settled: &Settled) -> BerthStatus {
                 .map(|(o, how)| format!("{}/{}: {how}", o.kind, o.name))
                 .collect();
             vec![
-                condition(berth, "Ready", false, "RollingOut", how.join("; ")),
-                condition(berth, "Progressing", true, "RollingOut", how.join("; ")),
-                condition(berth, "Degraded", false, "RollingOut", "no problem".into()),
+                condition(berth, "Ready", false, Reason::RollingOut, how.join("; ")),
+                condition(
+                    berth,
+                    "Progressing",
+                    true,
+                    Reason::RollingOut,
+                    how.join("; "),
+                ),
+                condition(
+                    berth,
+                    "Degraded",
+                    false,
+                    Reason::RollingOut,
+                    "no problem".into(),
+                ),
             ]
         }
         Settled::Failed(object, reason) => vec![
@@ -123,21 +148,21 @@ pub fn applied(berth: &Berth, plan: &Plan, settled: &Settled) -> BerthStatus {
                 berth,
                 "Ready",
                 false,
-                "RolloutFailed",
+                Reason::RolloutFailed,
                 format!("{object}: {reason}"),
             ),
             condition(
                 berth,
                 "Progressing",
                 false,
-                "RolloutFailed",
+                Reason::RolloutFailed,
                 "the rollout stopped".into(),
             ),
             condition(
                 berth,
                 "Degraded",
                 true,
-                "RolloutFailed",
+                Reason::RolloutFailed,
                 format!("{object}: {reason}; the previous generations are kept"),
             ),
         ],

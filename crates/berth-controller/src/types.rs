@@ -68,6 +68,12 @@ fn keep_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"type": "integer", "minimum": 1, "default": 2})
 }
 
+/// A count. Not schemars' `format: uint32`, which the API server does not know
+/// (it warns `unrecognized format "uint32"` whenever the CRD is applied).
+fn count_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "integer", "format": "int32", "minimum": 0})
+}
+
 /// A list of Kubernetes objects, kept as written.
 fn objects(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
@@ -185,7 +191,7 @@ pub struct InjectSpec {
     /// By container name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub containers: Vec<String>,
-    /// Where the bundle is mounted (default `/etc/ssl/certs/berth/<key>`).
+    /// Where the bundle is mounted (default `/etc/ssl/certs/berth/<bundle>/<key>`, as in berth.yaml).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mount_path: Option<String>,
     /// Variables set to the mount path (default `SSL_CERT_FILE`).
@@ -264,6 +270,7 @@ pub struct BundleStatus {
     /// The bundle's name.
     pub name: String,
     /// Distinct certificates in it.
+    #[schemars(schema_with = "count_schema")]
     pub certificates: u32,
     /// The generated ConfigMap's name.
     pub object: String,
@@ -320,6 +327,14 @@ mod tests {
     fn the_crd_is_structural_with_cel_rules_columns_and_status() {
         let crd = serde_json::to_value(Berth::crd()).unwrap();
         assert_eq!(crd["metadata"]["name"], "berths.berth.dev");
+        // Only the formats the API server knows (it warns on any other at every apply).
+        let text = crd.to_string();
+        for unknown in ["uint32", "uint64", "uint8", "uint16", "int8", "int16"] {
+            assert!(
+                !text.contains(&format!("\"format\":\"{unknown}\"")),
+                "{unknown}"
+            );
+        }
         assert_eq!(crd["spec"]["scope"], "Namespaced");
         let version = &crd["spec"]["versions"][0];
         assert_eq!(version["name"], "v1alpha1");

@@ -36,6 +36,8 @@ pub struct Connection {
     /// The most bytes one API answer may have (the CLI's commands make no
     /// watches, so none is endless); `None` for the controller, whose watches are.
     pub response_limit: Option<usize>,
+    /// A leader-elected controller's fence: writes are refused while it is closed.
+    pub write_fence: Option<crate::fence::Fence>,
 }
 
 /// A client for one cluster and a default namespace. It holds no runtime: its
@@ -134,6 +136,11 @@ impl Cluster {
             };
             config_error(format!("cannot create a client for {server}: {why}"), e)
         })?;
+        let fence = connection
+            .write_fence
+            .clone()
+            .map(|fence| tower::filter::FilterLayer::new(move |request| fence.check(request)));
+        let builder = builder.with_layer(&tower::util::option_layer(fence));
         let client = match connection.response_limit {
             // Each answer read with a bound: an endless body is an error, not memory.
             Some(limit) => builder

@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use berth_core::cluster::{
-    created_by, deadline_verdict, has_rollout, kinds_to_discover, plan, rollout_status_after,
-    Desired, ObjectRef, Planned, Rollout,
+    created_by, deadline_verdict, has_rollout, judge, kinds_to_discover, plan,
+    rollout_status_after, Desired, ObjectRef, Observation, Planned, Record, RecordInfo,
+    RecordStatus, Rollout, Settled,
 };
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use serde_json::Value;
@@ -46,7 +47,7 @@ pub struct ApplyOptions {
 pub enum Event {
     /// An object was applied.
     Applied(ObjectRef),
-    /// The objects are exactly those of this successful apply record: they were
+    /// The objects are exactly those of this apply record (the newest): they were
     /// re-applied (correcting any drift) without a new record.
     Unchanged(String),
     /// Rollout state of every workload still being waited for.
@@ -70,17 +71,17 @@ pub struct Change {
     pub merged: Value,
 }
 
-/// Where the newest apply of a project stands, for callers that do not wait
-/// (the controller looks again on the next reconcile).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Settled {
-    /// Every workload rolled out; the record is marked succeeded and old
-    /// generations were cleaned up.
-    RolledOut,
-    /// Still going: each workload not yet done, and how far it is.
-    Progressing(Vec<(ObjectRef, String)>),
-    /// A workload's rollout failed; the record is marked failed, nothing deleted.
-    Failed(ObjectRef, String),
+/// What an apply left for its observers: the planned objects and the record of
+/// the apply (new, or the unchanged one it repeated), so observing it needs no
+/// second plan and no second read of the records.
+#[derive(Debug, Clone)]
+pub struct Deployed {
+    /// The objects as applied, in plan order.
+    pub objects: Vec<Planned>,
+    /// The record: its sequence, status and stale deadline verdicts.
+    pub record: RecordInfo,
+    /// The project the record belongs to.
+    pub project: String,
 }
 
 /// Where one workload's rollout stands.
@@ -230,92 +231,93 @@ impl Cluster {
         Ok(())
     }
 
-    /// Applies `desired`, records it, waits for rollouts and cleans up old generations.
-    /// When the objects are exactly those of the last successful apply, the record
-    /// and the clean-up are skipped (they were done for that apply); the dry run
-    /// never is: another field manager may have taken a field since, and a
-    /// conflict must change nothing.
+    /// Applies `desired`, records it, and (with `options.wait`) waits for the
+    /// rollouts and cleans up old generations. When the objects are exactly those
+    /// of the newest record, no new record is written: that record's rollout is
+    /// observed again (a retried failed rollout does not pile up records). The dry
+    /// run is never skipped: another field manager may have taken a field since,
+    /// and a conflict must change nothing.
     pub async fn deploy(
         &self,
         desired: &Desired,
         options: &ApplyOptions,
         rollback_of: Option<u64>,
         events: &mut (dyn FnMut(Event) + Send),
-    ) -> Result<(), ClusterError> {
+    ) -> Result<Deployed, ClusterError> {
         let objects = self.plan(desired).await?;
         let manifest = serde_json::to_string(&objects.iter().map(|p| &p.body).collect::<Vec<_>>())
             .unwrap_or_default();
         let records = self.records(&desired.project).await?;
-        if rollback_of.is_none() {
-            if let Some(same) = records.unchanged(&manifest) {
-                self.dry_run(&objects, options).await?;
+        let unchanged = records
+            .unchanged(&manifest)
+            .filter(|_| rollback_of.is_none())
+            .cloned();
+        // A dry run of everything first: conflicts, refusals and invalid objects change nothing.
+        let before = self.dry_run(&objects, options).await?;
+        let record = match unchanged {
+            Some(same) => {
                 events(Event::Unchanged(
                     self.record_name(&desired.project, same.record.sequence),
                 ));
                 self.apply_all(&objects, options, events).await?;
-                if let Some(timeout) = options.wait {
-                    self.wait_rollouts(&objects, timeout, &BTreeMap::new(), events)
-                        .await?;
-                }
-                return Ok(());
+                same
             }
-        }
-        // A dry run of everything first: conflicts, refusals and invalid objects change nothing.
-        let before = self.dry_run(&objects, options).await?;
-        // The dry run answers with the status as it is: a deadline verdict there is
-        // the previous rollout's.
-        let stale: BTreeMap<ObjectRef, String> = objects
-            .iter()
-            .zip(&before)
-            .filter_map(|(p, live)| Some((p.object.clone(), deadline_verdict(live.as_ref()?)?)))
-            .collect();
-        if manifest.len() > RECORD_LIMIT {
-            return Err(ClusterError::Record {
-                action: "record the apply".into(),
-                message: format!(
-                    "the rendered objects take {} bytes, more than a Secret holds (1 MiB); split the project",
-                    manifest.len()
-                ),
-            });
-        }
-        self.apply_all(&objects, options, events).await?;
-        let sequence = records.next_sequence();
-        let configs: BTreeMap<String, String> = objects
-            .iter()
-            .filter_map(|p| {
-                desired
-                    .generated
-                    .get(&p.object.name)
-                    .map(|b| (b.clone(), p.object.name.clone()))
-            })
-            .collect();
-        let record = self
-            .write_record(
-                &desired.project,
-                sequence,
-                &configs,
-                &manifest,
-                rollback_of,
-                options,
-            )
-            .await?;
-        events(Event::Recorded(record.name.clone()));
-        let Some(timeout) = options.wait else {
-            return Ok(());
+            None => {
+                if manifest.len() > RECORD_LIMIT {
+                    return Err(ClusterError::Record {
+                        action: "record the apply".into(),
+                        message: format!(
+                            "the rendered objects take {} bytes, more than a Secret holds (1 MiB); split the project",
+                            manifest.len()
+                        ),
+                    });
+                }
+                // The dry run answers with the status as it is: a deadline verdict
+                // there is the previous rollout's, and the record says so.
+                let stale = objects
+                    .iter()
+                    .zip(&before)
+                    .filter_map(|(p, live)| {
+                        Some((p.object.path(), deadline_verdict(live.as_ref()?)?))
+                    })
+                    .collect();
+                self.apply_all(&objects, options, events).await?;
+                let configs: BTreeMap<String, String> = objects
+                    .iter()
+                    .filter_map(|p| {
+                        desired
+                            .generated
+                            .get(&p.object.name)
+                            .map(|b| (b.clone(), p.object.name.clone()))
+                    })
+                    .collect();
+                let record = RecordInfo {
+                    record: Record {
+                        sequence: records.next_sequence(),
+                        configs,
+                    },
+                    status: RecordStatus::Pending,
+                    stale,
+                    rollback_of,
+                    manifest: None,
+                };
+                let written = self
+                    .write_record(&desired.project, &record, &manifest, options)
+                    .await?;
+                events(Event::Recorded(written.name));
+                record
+            }
         };
-        let outcome = self.wait_rollouts(&objects, timeout, &stale, events).await;
-        self.set_record_status(
-            &record,
-            if outcome.is_ok() {
-                "succeeded"
-            } else {
-                "failed"
-            },
-        )
-        .await?;
-        outcome?;
-        self.clean_up(&desired.project, options.keep, &objects, events)
-            .await
+        let deployed = Deployed {
+            objects,
+            record,
+            project: desired.project.clone(),
+        };
+        if let Some(timeout) = options.wait {
+            self.wait_rollouts(&deployed, timeout, options.keep, events)
+                .await?;
+        }
+        Ok(deployed)
     }
 
     /// Waits until the CRD is Established and discovery serves its kind: the API
@@ -388,11 +390,12 @@ impl Cluster {
     }
 
     /// One look at the rollout of every workload in `objects` (concurrently). A
-    /// deadline verdict in `stale` was there before this apply and is not judged.
+    /// deadline verdict in `stale` (by [`ObjectRef::path`]) was there before the
+    /// apply and is not judged.
     pub async fn rollout_states(
         &self,
         objects: &[&ObjectRef],
-        stale: &BTreeMap<ObjectRef, String>,
+        stale: &BTreeMap<String, String>,
     ) -> Result<Vec<RolloutState>, ClusterError> {
         let looks: Vec<_> = objects
             .iter()
@@ -403,7 +406,7 @@ impl Cluster {
                     rollout: rollout_status_after(
                         &object.kind,
                         &live,
-                        stale.get(*object).map(String::as_str),
+                        stale.get(&object.path()).map(String::as_str),
                     ),
                 })
             })
@@ -414,88 +417,99 @@ impl Cluster {
             .await
     }
 
-    /// One look at the rollouts of `desired`'s newest apply: when all are done the
-    /// record is marked succeeded and old generations go (keeping `keep`); when one
-    /// failed the record is marked failed. Nothing else is changed.
-    pub async fn settle(&self, desired: &Desired, keep: usize) -> Result<Settled, ClusterError> {
-        let objects = self.plan(desired).await?;
-        let records = self.records(&desired.project).await?;
-        let Some(newest) = records.all().last() else {
-            return Ok(Settled::Progressing(Vec::new()));
-        };
-        let record = self.record_ref(&self.record_name(&desired.project, newest.record.sequence));
-        let workloads: Vec<&ObjectRef> = objects
+    /// One look at the rollouts of `deployed`, judged by berth-core's [`judge`]
+    /// and carried out: the record's status updated when it changes, and old
+    /// generations deleted (keeping `keep`) once it succeeds. The CLI's wait and
+    /// the controller's reconcile both observe through here.
+    pub async fn observe(
+        &self,
+        deployed: &mut Deployed,
+        keep: usize,
+        events: &mut (dyn FnMut(Event) + Send),
+    ) -> Result<Settled, ClusterError> {
+        let workloads: Vec<&ObjectRef> = deployed
+            .objects
             .iter()
             .map(|p| &p.object)
             .filter(|o| has_rollout(&o.kind))
             .collect();
-        let mut progressing = Vec::new();
-        for state in self.rollout_states(&workloads, &BTreeMap::new()).await? {
-            match state.rollout {
-                Rollout::Done => {}
-                Rollout::Failed(reason) => {
-                    if !newest.failed {
-                        self.set_record_status(&record, "failed").await?;
-                    }
-                    return Ok(Settled::Failed(state.object, reason));
-                }
-                Rollout::Progressing(how) => progressing.push((state.object, how)),
-            }
+        let states = self
+            .rollout_states(&workloads, &deployed.record.stale)
+            .await?;
+        let Observation {
+            settled,
+            mark,
+            clean_up,
+        } = judge(
+            deployed.record.status,
+            states.into_iter().map(|s| (s.object, s.rollout)).collect(),
+        );
+        if let Some(status) = mark {
+            let record = self
+                .record_ref(&self.record_name(&deployed.project, deployed.record.record.sequence));
+            self.set_record_status(&record, status).await?;
+            deployed.record.status = status;
         }
-        if !progressing.is_empty() {
-            return Ok(Settled::Progressing(progressing));
-        }
-        if !newest.succeeded {
-            self.set_record_status(&record, "succeeded").await?;
-            self.clean_up(&desired.project, keep, &objects, &mut |_| {})
+        if clean_up {
+            self.clean_up(&deployed.project, keep, &deployed.objects, events)
                 .await?;
         }
-        Ok(Settled::RolledOut)
+        Ok(settled)
     }
 
-    /// Waits until every workload of `objects` has rolled out, one fails, or `timeout`
-    /// passes. Polls quickly at first (most rollouts of unchanged or small workloads
-    /// are done at once) and backs off to once a second.
+    /// Observes `deployed` until every workload has rolled out, one fails, or
+    /// `timeout` passes (the record is then marked failed). Looks quickly at first
+    /// (most rollouts of unchanged or small workloads are done at once) and backs
+    /// off to once a second.
     pub async fn wait_rollouts(
         &self,
-        objects: &[Planned],
+        deployed: &Deployed,
         timeout: Duration,
-        stale: &BTreeMap<ObjectRef, String>,
+        keep: usize,
         events: &mut (dyn FnMut(Event) + Send),
     ) -> Result<(), ClusterError> {
+        let mut deployed = deployed.clone();
         let deadline = Instant::now() + timeout;
-        let mut pending: Vec<&ObjectRef> = objects
-            .iter()
-            .map(|p| &p.object)
-            .filter(|o| has_rollout(&o.kind))
-            .collect();
         let mut interval = Duration::from_millis(50);
-        while !pending.is_empty() {
-            let mut still = Vec::new();
-            let mut waiting = Vec::new();
-            for state in self.rollout_states(&pending, stale).await? {
-                match state.rollout {
-                    Rollout::Done => events(Event::RolledOut(state.object)),
-                    Rollout::Failed(reason) => {
-                        return Err(ClusterError::RolloutFailed {
-                            object: Box::new(state.object),
-                            reason,
-                        })
+        let mut done = std::collections::BTreeSet::new();
+        loop {
+            let settled = self.observe(&mut deployed, keep, events).await?;
+            let waiting = match settled {
+                Settled::RolledOut => {
+                    for p in &deployed.objects {
+                        if has_rollout(&p.object.kind) && done.insert(p.object.clone()) {
+                            events(Event::RolledOut(p.object.clone()));
+                        }
                     }
-                    Rollout::Progressing(how) => waiting.push((state.object, how)),
+                    return Ok(());
                 }
-            }
-            for (object, _) in &waiting {
-                still.extend(pending.iter().find(|p| **p == object));
-            }
-            pending = still;
-            if pending.is_empty() {
-                break;
+                Settled::Failed(object, reason) => {
+                    return Err(ClusterError::RolloutFailed {
+                        object: Box::new(object),
+                        reason,
+                    })
+                }
+                Settled::Progressing(waiting) => waiting,
+            };
+            for p in &deployed.objects {
+                let pending = waiting.iter().any(|(o, _)| *o == p.object);
+                if has_rollout(&p.object.kind) && !pending && done.insert(p.object.clone()) {
+                    events(Event::RolledOut(p.object.clone()));
+                }
             }
             events(Event::Waiting(waiting.clone()));
             let now = Instant::now();
             if now >= deadline {
-                let (object, state) = waiting.swap_remove(0);
+                let record = self.record_ref(
+                    &self.record_name(&deployed.project, deployed.record.record.sequence),
+                );
+                if deployed.record.status != RecordStatus::Failed {
+                    self.set_record_status(&record, RecordStatus::Failed)
+                        .await?;
+                }
+                let Some((object, state)) = waiting.into_iter().next() else {
+                    return Ok(());
+                };
                 return Err(ClusterError::RolloutTimeout {
                     object: Box::new(object),
                     after: timeout,
@@ -505,7 +519,6 @@ impl Cluster {
             tokio::time::sleep(interval.min(deadline - now)).await;
             interval = (interval * 2).min(Duration::from_secs(1));
         }
-        Ok(())
     }
 }
 

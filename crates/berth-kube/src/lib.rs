@@ -18,14 +18,15 @@ mod connect;
 mod deploy;
 mod error;
 mod exec;
+pub mod fence;
 pub mod kubeconfig;
 mod ops;
 mod pods;
 mod records;
 
-pub use berth_core::cluster::{Desired, ObjectRef};
+pub use berth_core::cluster::{Desired, ObjectRef, Settled};
 pub use connect::{Cluster, Connection, REQUEST_TIMEOUT};
-pub use deploy::{ApplyOptions, Change, Event, RolloutState, Settled, CONCURRENCY};
+pub use deploy::{ApplyOptions, Change, Deployed, Event, RolloutState, CONCURRENCY};
 pub use error::ClusterError;
 pub use exec::ExecOutput;
 pub use pods::is_ready;

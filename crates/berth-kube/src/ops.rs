@@ -5,7 +5,7 @@
 use std::future::Future;
 
 use berth_core::cluster::ObjectRef;
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::{pinned_kind, ApiResource, Scope};
 use serde_json::Value;
@@ -193,6 +193,40 @@ impl Cluster {
             .await?
             .map_err(|e| self.explain(e, "list", &resource, &probe))?;
         Ok(list.items.into_iter().map(to_value).collect())
+    }
+
+    /// Creates an object that must not exist yet (an apply record: two writers of
+    /// one sequence number cannot both succeed, so a deposed leader or a second
+    /// `berth apply` running at the same time loses instead of overwriting).
+    pub(crate) async fn create(
+        &self,
+        object: &ObjectRef,
+        body: &Value,
+        manager: &str,
+    ) -> Result<Value, ClusterError> {
+        let (api, resource) = self.api(object).await?;
+        let dynamic: DynamicObject =
+            serde_json::from_value(body.clone()).map_err(|e| ClusterError::Record {
+                action: format!("create {object}"),
+                message: format!("the object is not a Kubernetes object: {e}"),
+            })?;
+        let params = PostParams {
+            field_manager: Some(manager.to_string()),
+            ..PostParams::default()
+        };
+        let result = self
+            .timed(|| format!("create {object}"), async {
+                Ok(api.create(&params, &dynamic).await)
+            })
+            .await?;
+        match result {
+            Ok(created) => Ok(to_value(created)),
+            Err(kube::Error::Api(status)) if status.code == 409 => Err(ClusterError::Record {
+                action: format!("create {object}"),
+                message: "it exists already: another apply of this project recorded the same sequence at the same time (or this controller lost its leadership); nothing was overwritten, run again".into(),
+            }),
+            Err(e) => Err(self.explain(e, "create", &resource, object)),
+        }
     }
 
     /// Deletes an object; one that is already gone is fine.

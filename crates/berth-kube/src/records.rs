@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use berth_core::cluster::{
-    project_selector, stale_generations, Desired, ObjectRef, Planned, Record, RecordInfo, Records,
-    CONFIG_LABEL, MANAGED_BY, PROJECT_LABEL, RECORD_LABEL,
+    project_selector, stale_generations, Desired, ObjectRef, Planned, Record, RecordInfo,
+    RecordStatus, Records, CONFIG_LABEL, MANAGED_BY, PROJECT_LABEL, RECORD_LABEL,
 };
 use serde_json::{json, Value};
 
@@ -26,6 +26,8 @@ fn text<'v>(v: &'v Value, path: &[&str]) -> Option<&'v str> {
 
 const STATUS_ANNOTATION: &str = "berth.dev/status";
 const ROLLBACK_ANNOTATION: &str = "berth.dev/rollback-of";
+/// The workloads' deadline verdicts from before the apply (JSON: path → verdict).
+const STALE_ANNOTATION: &str = "berth.dev/stale-verdicts";
 /// The field manager of record bookkeeping (the status annotation), so the
 /// record's content stays owned by the apply's manager.
 const STATUS_MANAGER: &str = "berth-status";
@@ -82,8 +84,11 @@ impl Cluster {
             };
             out.push(RecordInfo {
                 record: Record { sequence, configs },
-                succeeded: annotation(STATUS_ANNOTATION).as_deref() == Some("succeeded"),
-                failed: annotation(STATUS_ANNOTATION).as_deref() == Some("failed"),
+                status: RecordStatus::parse(annotation(STATUS_ANNOTATION).as_deref()),
+                // Unreadable verdicts are judged (a failure shown, never one hidden).
+                stale: annotation(STALE_ANNOTATION)
+                    .and_then(|s| serde_json::from_str(&s).ok())
+                    .unwrap_or_default(),
                 rollback_of: annotation(ROLLBACK_ANNOTATION).and_then(|s| s.parse().ok()),
                 manifest: secret_text(&item, "objects"),
             });
@@ -91,19 +96,24 @@ impl Cluster {
         Ok(Records::new(out))
     }
 
+    /// Creates the record of a new apply (never overwrites one).
     pub(crate) async fn write_record(
         &self,
         project: &str,
-        sequence: u64,
-        configs: &BTreeMap<String, String>,
+        info: &RecordInfo,
         manifest: &str,
-        rollback_of: Option<u64>,
         options: &crate::ApplyOptions,
     ) -> Result<ObjectRef, ClusterError> {
+        let sequence = info.record.sequence;
+        let configs = &info.record.configs;
         let object = self.record_ref(&self.record_name(project, sequence));
-        let mut annotations = json!({ STATUS_ANNOTATION: "pending" });
-        if let Some(of) = rollback_of {
+        let mut annotations = json!({ STATUS_ANNOTATION: info.status.as_str() });
+        if let Some(of) = info.rollback_of {
             annotations[ROLLBACK_ANNOTATION] = json!(of.to_string());
+        }
+        if !info.stale.is_empty() {
+            annotations[STALE_ANNOTATION] =
+                json!(serde_json::to_string(&info.stale).unwrap_or_default());
         }
         let mut body = json!({
             "apiVersion": "v1", "kind": "Secret", "type": "berth.dev/apply-record",
@@ -121,8 +131,7 @@ impl Cluster {
         if let Some(owner) = &options.owner {
             body["metadata"]["ownerReferences"] = json!([owner]);
         }
-        self.apply(&object, &body, &options.manager, true, false)
-            .await?;
+        self.create(&object, &body, &options.manager).await?;
         Ok(object)
     }
 
@@ -130,11 +139,11 @@ impl Cluster {
     pub(crate) async fn set_record_status(
         &self,
         record: &ObjectRef,
-        status: &str,
+        status: RecordStatus,
     ) -> Result<(), ClusterError> {
         let body = json!({
             "apiVersion": "v1", "kind": "Secret",
-            "metadata": {"name": record.name, "namespace": record.namespace, "annotations": { STATUS_ANNOTATION: status }}
+            "metadata": {"name": record.name, "namespace": record.namespace, "annotations": { STATUS_ANNOTATION: status.as_str() }}
         });
         self.apply(record, &body, STATUS_MANAGER, true, false)
             .await

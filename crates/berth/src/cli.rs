@@ -234,7 +234,9 @@ pub struct ControllerArgs {
     /// Reconcile the Berths of this namespace only (default: every namespace).
     #[arg(long, short = 'n', value_name = "NAMESPACE", value_parser = namespace_name)]
     pub namespace: Option<String>,
-    /// Serve `/healthz`, `/readyz` (200 only while leading) and Prometheus `/metrics` here.
+    /// Serve `/healthz`, `/readyz` (200 for a standby that reaches the API server and for a
+    /// leader whose caches are synced; 503 while starting or stopping) and Prometheus
+    /// `/metrics` here.
     #[arg(long, value_name = "ADDRESS", default_value = "127.0.0.1:8080")]
     pub listen: std::net::SocketAddr,
     /// Elect one leader among replicas through a Lease (run two replicas safely).
@@ -246,7 +248,9 @@ pub struct ControllerArgs {
     /// The Lease's name.
     #[arg(long, value_name = "NAME", default_value = "berth-controller")]
     pub lease_name: String,
-    /// Seconds a Lease holds without renewal; a new leader takes over within this time.
+    /// Seconds a Lease holds without renewal. The leader gives up after two thirds of it
+    /// without a renewal; a standby takes an abandoned Lease after all of it, a released
+    /// one (SIGTERM) within 2 s.
     #[arg(long, value_name = "SECONDS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(3..))]
     pub lease_duration: u64,
     /// Reach HOST (with port) over plain HTTP for `pin: true` images. Repeatable.
@@ -254,6 +258,19 @@ pub struct ControllerArgs {
     /// Secret there), as for `berth pin`.
     #[arg(long = "insecure-registry", value_name = "HOST", value_parser = registry_host)]
     pub insecure: Vec<String>,
+    /// How log lines are written (stderr, one per line, with a timestamp; `RUST_LOG`
+    /// sets the level, default `info`).
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// `berth controller --log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Text: time, level, where, message and fields.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// A count that must be positive (`--concurrency 0` would wait forever).

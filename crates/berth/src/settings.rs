@@ -222,6 +222,7 @@ pub fn connection(args: &cli::ClusterArgs, project: &Project) -> Connection {
         request_timeout: Some(Duration::from_secs(args.request_timeout)),
         exec_once: true,
         response_limit: Some(berth_io::limits::API_BODY),
+        write_fence: None,
     }
 }
 

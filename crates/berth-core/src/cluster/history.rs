@@ -2,17 +2,52 @@
 //! repeats the last good one, which records (and so which config generations)
 //! are kept, and which apply a rollback goes back to.
 
+use std::collections::BTreeMap;
+
 use super::Record;
+
+/// Where an apply's rollout stands, as its record's `berth.dev/status` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordStatus {
+    /// Applied; the rollout has not been seen to finish or fail yet.
+    Pending,
+    /// Every workload rolled out.
+    Succeeded,
+    /// A workload's rollout failed (or did not finish in time).
+    Failed,
+}
+
+impl RecordStatus {
+    /// As the annotation spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordStatus::Pending => "pending",
+            RecordStatus::Succeeded => "succeeded",
+            RecordStatus::Failed => "failed",
+        }
+    }
+
+    /// From the annotation; anything else (or none) is still pending.
+    pub fn parse(text: Option<&str>) -> RecordStatus {
+        match text {
+            Some("succeeded") => RecordStatus::Succeeded,
+            Some("failed") => RecordStatus::Failed,
+            _ => RecordStatus::Pending,
+        }
+    }
+}
 
 /// One apply record as read back from the cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordInfo {
     /// Sequence and the config generations it used.
     pub record: Record,
-    /// Its rollout finished (`berth.dev/status: succeeded`).
-    pub succeeded: bool,
-    /// Its rollout failed (`berth.dev/status: failed`); neither: still pending.
-    pub failed: bool,
+    /// Where its rollout stands.
+    pub status: RecordStatus,
+    /// The deadline verdicts (`ObjectRef::path` → [`super::deadline_verdict`])
+    /// the workloads carried before this apply: the previous rollout's, not
+    /// this one's, so whoever observes this apply's rollout does not judge them.
+    pub stale: BTreeMap<String, String>,
     /// For a rollback: the sequence it re-applied.
     pub rollback_of: Option<u64>,
     /// The applied objects as recorded (JSON text), when readable.
@@ -40,13 +75,14 @@ impl Records {
         self.0.last().map_or(0, |r| r.record.sequence) + 1
     }
 
-    /// The newest record, when it applied exactly `manifest` and its rollout did
-    /// not fail (it succeeded, or is still pending): an apply of the same objects
-    /// changes nothing berth knows of, and needs no new record.
+    /// The newest record, when it applied exactly `manifest`: an apply of the
+    /// same objects changes nothing berth knows of and needs no new record, even
+    /// when that rollout failed (its record's verdict is observed again and
+    /// updated), so retries of a failed rollout do not pile up records.
     pub fn unchanged(&self, manifest: &str) -> Option<&RecordInfo> {
         self.0
             .last()
-            .filter(|r| !r.failed && r.manifest.as_deref() == Some(manifest))
+            .filter(|r| r.manifest.as_deref() == Some(manifest))
     }
 
     /// The oldest sequence kept: that of the `keep`-th newest successful apply
@@ -56,7 +92,7 @@ impl Records {
         self.0
             .iter()
             .rev()
-            .filter(|r| r.succeeded && r.rollback_of.is_none())
+            .filter(|r| r.status == RecordStatus::Succeeded && r.rollback_of.is_none())
             .take(keep.max(1))
             .last()
             .map_or(0, |r| r.record.sequence)
@@ -68,7 +104,7 @@ impl Records {
         let oldest = self.oldest_kept(keep);
         self.0
             .iter()
-            .filter(|r| r.succeeded && r.record.sequence >= oldest)
+            .filter(|r| r.status == RecordStatus::Succeeded && r.record.sequence >= oldest)
             .map(|r| r.record.clone())
             .collect()
     }
@@ -87,12 +123,11 @@ impl Records {
         let current = self
             .0
             .last()
-            .filter(|r| r.succeeded)
+            .filter(|r| r.status == RecordStatus::Succeeded)
             .map(|r| r.rollback_of.unwrap_or(r.record.sequence));
-        self.0
-            .iter()
-            .rev()
-            .find(|r| r.succeeded && current.is_none_or(|c| r.record.sequence < c))
+        self.0.iter().rev().find(|r| {
+            r.status == RecordStatus::Succeeded && current.is_none_or(|c| r.record.sequence < c)
+        })
     }
 }
 
@@ -107,8 +142,12 @@ mod tests {
                 sequence,
                 configs: BTreeMap::from([("c".to_string(), format!("c-{sequence}"))]),
             },
-            succeeded,
-            failed: !succeeded,
+            status: if succeeded {
+                RecordStatus::Succeeded
+            } else {
+                RecordStatus::Failed
+            },
+            stale: BTreeMap::new(),
             rollback_of,
             manifest: Some(format!("objects of r{}", rollback_of.unwrap_or(sequence))),
         }
@@ -163,7 +202,7 @@ mod tests {
     }
 
     #[test]
-    fn unchanged_means_the_newest_record_succeeded_with_the_same_objects() {
+    fn unchanged_means_the_newest_record_has_the_same_objects() {
         let r = Records::new(vec![info(1, true, None), info(2, true, None)]);
         assert_eq!(
             r.unchanged("objects of r2").map(|r| r.record.sequence),
@@ -171,9 +210,10 @@ mod tests {
         );
         assert!(r.unchanged("objects of r1").is_none());
         let failed = Records::new(vec![info(1, true, None), info(2, false, None)]);
-        assert!(
-            failed.unchanged("objects of r2").is_none(),
-            "a failed rollout is retried"
+        assert_eq!(
+            failed.unchanged("objects of r2").map(|r| r.record.sequence),
+            Some(2),
+            "a failed rollout is observed again, not recorded again"
         );
     }
 }

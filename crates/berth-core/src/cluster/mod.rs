@@ -6,9 +6,11 @@
 //! the apply records keep and what rollback goes back to.
 
 mod history;
+mod observe;
 mod plan;
 
-pub use history::{RecordInfo, Records};
+pub use history::{RecordInfo, RecordStatus, Records};
+pub use observe::{judge, Observation, Settled};
 pub use plan::{created_by, kinds_to_discover, plan, Desired, ObjectRef, PlanError, Planned};
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -229,7 +229,7 @@ impl Loader<'_> {
                 name,
                 pos: key.pos,
                 sources: Vec::new(),
-                key: "ca-bundle.crt".into(),
+                key: crate::configs::ca::DEFAULT_KEY.into(),
                 inject: None,
                 hash: true,
                 labels: Vec::new(),
@@ -268,7 +268,8 @@ impl Loader<'_> {
             }
             if let Some(inject) = &mut spec.inject {
                 if inject.mount_path.is_empty() {
-                    inject.mount_path = format!("/etc/ssl/certs/berth/{}/{}", spec.name, spec.key);
+                    inject.mount_path =
+                        crate::configs::ca::default_mount_path(&spec.name, &spec.key);
                 }
             }
             out.push(spec);
@@ -347,7 +348,7 @@ impl Loader<'_> {
             components: Vec::new(),
             containers: Vec::new(),
             mount_path: String::new(),
-            env: vec!["SSL_CERT_FILE".into()],
+            env: vec![crate::configs::ca::DEFAULT_ENV.into()],
         };
         for (k, v) in self.fields(node, context, INJECT_KEYS)? {
             let field = format!("{context}.{}", k.as_str().unwrap_or_default());

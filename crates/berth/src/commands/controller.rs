@@ -3,29 +3,29 @@
 use anyhow::Result;
 use berth_kube::{Cluster, Connection};
 
-use crate::cli::{ControllerArgs, ControllerCommand};
+use crate::cli::{ControllerArgs, ControllerCommand, LogFormat};
 use crate::output::print;
+
+/// This replica's name: the pod's (`POD_NAME`, from the downward API), else host and pid.
+fn identity() -> String {
+    std::env::var("POD_NAME").unwrap_or_else(|_| {
+        let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+        format!("{}-{}", host.trim(), std::process::id())
+    })
+}
 
 pub fn run(args: &ControllerArgs) -> Result<u8> {
     if let Some(ControllerCommand::Crd) = args.command {
         print(&berth_controller::crd_yaml())?;
         return Ok(0);
     }
-    let connection = Connection {
-        kubeconfig: args.kubeconfig.clone(),
-        context: args.context.clone(),
-        namespace: args.namespace.clone(),
-        request_timeout: None,
-        exec_once: false,
-        response_limit: None,
-    };
+    berth_controller::logs::init(match args.log_format {
+        LogFormat::Text => berth_controller::logs::Format::Text,
+        LogFormat::Json => berth_controller::logs::Format::Json,
+    });
     crate::runtime::get()?.block_on(async {
-        let cluster = Cluster::connect(&connection).await?;
-        say!(
-            "level=info msg=\"berth controller starting\" server={} namespace={}",
-            cluster.server,
-            args.namespace.as_deref().unwrap_or("<all>")
-        );
+        // First: SIGTERM and SIGINT are caught from here on, whatever comes next.
+        let shutdown = berth_controller::Shutdown::install()?;
         let election = args
             .leader_elect
             .then(|| berth_controller::lease::Election {
@@ -36,12 +36,22 @@ pub fn run(args: &ControllerArgs) -> Result<u8> {
                     .or_else(|| args.namespace.clone())
                     .unwrap_or_else(|| "default".into()),
                 name: args.lease_name.clone(),
-                identity: std::env::var("POD_NAME").unwrap_or_else(|_| {
-                    let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
-                    format!("{}-{}", host.trim(), std::process::id())
-                }),
+                identity: identity(),
                 duration: std::time::Duration::from_secs(args.lease_duration),
             });
+        let fence = election
+            .as_ref()
+            .map(|e| berth_kube::fence::Fence::new(e.path()));
+        let connection = Connection {
+            kubeconfig: args.kubeconfig.clone(),
+            context: args.context.clone(),
+            namespace: args.namespace.clone(),
+            request_timeout: None,
+            exec_once: false,
+            response_limit: None,
+            write_fence: fence.clone(),
+        };
+        let cluster = Cluster::connect(&connection).await?;
         berth_controller::run(
             cluster.client().clone(),
             berth_controller::Settings {
@@ -49,12 +59,15 @@ pub fn run(args: &ControllerArgs) -> Result<u8> {
                 server: cluster.server.clone(),
                 listen: Some(args.listen),
                 election,
+                fence,
+                instance: Some(identity()),
                 registry: berth_registry::Options {
                     insecure: args.insecure.clone(),
                     ..berth_registry::Options::default()
                 },
                 docker_config: berth_registry::DockerConfig::load()?,
             },
+            shutdown,
         )
         .await?;
         Ok(0)

@@ -208,12 +208,20 @@ fn the_api_server_refuses_a_config_with_two_sources() {
     );
 }
 
-fn log_of(ns: &Namespace, name: &str) -> String {
+/// Waits (at most `secs`) until controller `name`'s log has `text`.
+fn until_logged(ns: &Namespace, name: &str, text: &str, secs: u64) {
+    let what = format!("{name} logs {text:?}");
+    eventually(secs, &what, ns, || {
+        log_of(ns, name).contains(text).then_some(())
+    });
+}
+
+pub(crate) fn log_of(ns: &Namespace, name: &str) -> String {
     std::fs::read_to_string(ns.kubeconfig.with_file_name(format!("{name}.log"))).unwrap_or_default()
 }
 
 /// `GET path` on the address a controller logged; the status code and body.
-fn http_get(log: &str, path: &str) -> (u16, String) {
+pub(crate) fn http_get(log: &str, path: &str) -> (u16, String) {
     use std::io::{Read as _, Write as _};
     let address = log
         .lines()
@@ -250,22 +258,17 @@ fn two_replicas_elect_one_leader_and_the_standby_takes_over() {
         ns.name.as_str(),
     ];
     let mut first = start_as(&ns, "a", &election);
-    eventually(30, "a leads", &ns, || {
-        log_of(&ns, "a").contains("msg=\"leading\"").then_some(())
-    });
+    until_logged(&ns, "a", " leading identity=", 30);
     let _second = start_as(&ns, "b", &election);
-    eventually(30, "b waits", &ns, || {
-        log_of(&ns, "b")
-            .contains("waiting for leadership")
-            .then_some(())
+    until_logged(&ns, "b", "waiting for leadership", 30);
+    eventually(30, "both Ready", &ns, || {
+        let a = http_get(&log_of(&ns, "a"), "/readyz").0;
+        let b = http_get(&log_of(&ns, "b"), "/readyz").0;
+        (a == 200 && b == 200).then_some(())
     });
-    assert_eq!(http_get(&log_of(&ns, "a"), "/readyz").0, 200);
-    assert_eq!(
-        http_get(&log_of(&ns, "b"), "/readyz").0,
-        503,
-        "a standby is alive, not ready"
-    );
     assert_eq!(http_get(&log_of(&ns, "b"), "/healthz").0, 200);
+    let (_, standby) = http_get(&log_of(&ns, "b"), "/metrics");
+    assert!(standby.contains("berth_controller_leader 0\n"), "{standby}");
     let lease = ns
         .get("leases.coordination.k8s.io", "berth-controller")
         .unwrap();
@@ -280,7 +283,7 @@ fn two_replicas_elect_one_leader_and_the_standby_takes_over() {
     let (_, metrics) = http_get(&log_of(&ns, "a"), "/metrics");
     assert!(metrics.contains("berth_controller_leader 1\n"), "{metrics}");
     assert!(
-        !metrics.contains("berth_controller_reconciles_total 0\n"),
+        metrics.contains("berth_controller_reconciles_total{reason=\""),
         "{metrics}"
     );
 
@@ -288,9 +291,7 @@ fn two_replicas_elect_one_leader_and_the_standby_takes_over() {
     let killed = Instant::now();
     let _ = first.child.kill();
     let _ = first.child.wait();
-    eventually(30, "b leads", &ns, || {
-        log_of(&ns, "b").contains("msg=\"leading\"").then_some(())
-    });
+    until_logged(&ns, "b", " leading identity=", 30);
     let handover = killed.elapsed();
     eprintln!(
         "handover after the leader died: {} ms (lease 3 s)",
@@ -305,6 +306,99 @@ fn two_replicas_elect_one_leader_and_the_standby_takes_over() {
     eventually(30, "b reconciles", &ns, || {
         mounted_config(&ns).filter(|n| *n != generation)
     });
+}
+
+fn signal(controller: &common::controller::Controller, name: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([&format!("-{name}"), &controller.child.id().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -{name}");
+}
+
+/// Waits (at most `secs`) for the controller to exit; its exit code.
+fn exited(controller: &mut common::controller::Controller, secs: u64) -> Option<i32> {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(status) = controller.child.try_wait().unwrap() {
+            return status.code();
+        }
+        assert!(Instant::now() < deadline, "still running after {secs} s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn sigterm_stops_the_leader_cleanly_and_the_standby_leads_within_2_s() {
+    let Some(plane) = plane() else { return };
+    let ns = plane.namespace("controller-sigterm");
+    // A 15 s Lease (the default): without the release the standby would wait ~15 s.
+    let election = ["--leader-elect", "--lease-namespace", ns.name.as_str()];
+    let mut first = start_as(&ns, "a", &election);
+    until_logged(&ns, "a", " leading identity=", 30);
+    let second = start_as(&ns, "b", &election);
+    until_logged(&ns, "b", "waiting for leadership", 30);
+    let sent = Instant::now();
+    signal(&first, "TERM");
+    assert_eq!(exited(&mut first, 20), Some(0), "{}", log_of(&ns, "a"));
+    until_logged(&ns, "b", " leading identity=", 10);
+    let handover = sent.elapsed();
+    eprintln!("handover after SIGTERM: {} ms", handover.as_millis());
+    assert!(
+        handover < Duration::from_secs(2),
+        "{handover:?}\n{}",
+        log_of(&ns, "a")
+    );
+    assert!(log_of(&ns, "a").contains("released the Lease"));
+    // SIGINT before leading: a standby stops too, at once, with 0.
+    drop(second);
+    let mut third = start_as(&ns, "c", &election);
+    until_logged(&ns, "c", "waiting for leadership", 30);
+    signal(&third, "INT");
+    assert_eq!(exited(&mut third, 10), Some(0), "{}", log_of(&ns, "c"));
+}
+
+#[test]
+fn a_leader_paused_past_its_lease_writes_nothing_once_it_wakes() {
+    let Some(plane) = plane() else { return };
+    let ns = plane.namespace("controller-pause");
+    let election = [
+        "--leader-elect",
+        "--lease-duration",
+        "3",
+        "--lease-namespace",
+        ns.name.as_str(),
+    ];
+    let mut first = start_as(&ns, "a", &election);
+    until_logged(&ns, "a", " leading identity=", 30);
+    apply(&ns, &run_yaml("2"));
+    apply(&ns, BERTH);
+    let generation = eventually(30, "a applies", &ns, || mounted_config(&ns));
+    let _second = start_as(&ns, "b", &election);
+    until_logged(&ns, "b", "waiting for leadership", 30);
+    signal(&first, "STOP");
+    until_logged(&ns, "b", " leading identity=", 30);
+    // What a wakes up to: a source edit (b rolls it) that a's watches deliver late.
+    apply(&ns, &run_yaml("3"));
+    let rolled = eventually(30, "b reconciles", &ns, || {
+        mounted_config(&ns).filter(|n| *n != generation)
+    });
+    let before = log_of(&ns, "a").len();
+    signal(&first, "CONT");
+    let code = exited(&mut first, 20);
+    let woke = log_of(&ns, "a")[before..].to_string();
+    assert_eq!(code, Some(1), "it exits: it lost the Lease\n{woke}");
+    assert!(woke.contains("lost the leader Lease"), "{woke}");
+    assert!(
+        !woke.contains(" reconciled berth="),
+        "no reconcile finished after waking: {woke}"
+    );
+    assert_eq!(mounted_config(&ns), Some(rolled), "b's work stands");
+    let lease = ns
+        .get("leases.coordination.k8s.io", "berth-controller")
+        .unwrap();
+    assert_ne!(lease["spec"]["holderIdentity"], "a");
 }
 
 #[test]

@@ -87,7 +87,7 @@ fn pinned_images_run_the_registry_digest_and_keep_it_until_the_spec_changes() {
     let reconciles = || {
         std::fs::read_to_string(ns.kubeconfig.with_file_name("controller.log"))
             .unwrap_or_default()
-            .matches("msg=reconciled")
+            .matches(" reconciled berth=")
             .count()
     };
     let before = reconciles();

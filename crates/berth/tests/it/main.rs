@@ -16,6 +16,7 @@ mod configs;
 mod controller;
 mod controller_pin;
 mod controller_restart;
+mod controller_rollout;
 mod hardening;
 mod init;
 mod llm_d_example;

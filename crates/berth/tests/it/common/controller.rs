@@ -65,6 +65,8 @@ pub fn start_env(
         .arg(kubeconfig)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        // The replica's identity in the Lease and in Events, as the downward API gives it.
+        .env("POD_NAME", name)
         .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(log)

@@ -552,7 +552,7 @@ fn the_controller_never_logs_a_token_an_api_server_echoes() {
     let out = child.wait_with_output().unwrap();
     let log = stderr(&out);
     assert!(
-        log.contains("level=warn") && log.contains("Unauthorized"),
+        log.contains(" WARN ") && log.contains("Unauthorized"),
         "it did log the failure: {log}"
     );
     assert!(!log.contains("pl4nted"), "the token leaked: {log}");

@@ -1,0 +1,462 @@
+//! One reconcile of a `Berth`: level-triggered. It reads the resource's
+//! sources, asks berth-core for the desired objects (`desired::plan`), applies
+//! them with berth-kube's one apply path (field manager `berth-controller`,
+//! owner references to the `Berth`), observes the rollouts through the same
+//! `observe` as `berth apply --wait`, and writes the status, with an Event when
+//! the reason changes. A problem with a source never touches what runs: the
+//! status says why. Failures are typed, so the error policy retries a timeout
+//! soon and a refusal (RBAC, an invalid object) rarely.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use berth_kube::{ApplyOptions, Cluster, ClusterError, Settled};
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event as KubeEvent, EventType, Recorder};
+use kube::runtime::finalizer::{self, finalizer, Event as Finalize};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Client, Resource, ResourceExt};
+use serde_json::{json, Value};
+
+use crate::desired::{self, Problem};
+use crate::reason::Reason;
+use crate::serve::Metrics;
+use crate::sources::{patch_source, read_sources, unlabel_unused};
+use crate::status;
+use crate::types::{Berth, BerthStatus};
+use crate::{FINALIZER, MANAGER};
+
+/// A reconcile that failed; retried with a back-off by kind.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A cluster request failed.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// The client failed (reading sources, writing status).
+    #[error("{0}")]
+    Kube(#[from] kube::Error),
+    /// The finalizer could not be added or removed, or what it wrapped failed.
+    #[error("{0}")]
+    Finalizer(#[source] Box<finalizer::Error<Error>>),
+    /// The Lease could not be renewed in time: another replica may lead now.
+    #[error("lost the leader Lease; exiting so that one replica leads")]
+    LeadershipLost,
+    /// The registry client cannot be set up.
+    #[error(transparent)]
+    Registry(#[from] berth_registry::RegistryError),
+    /// The health and metrics address cannot be served, or signals not caught.
+    #[error("cannot serve health and metrics: {0}")]
+    Serve(#[from] std::io::Error),
+}
+
+impl Error {
+    /// The reason a status, metric and retry policy act on.
+    pub fn reason(&self) -> Reason {
+        match self {
+            Error::Cluster(e) => reason_of(e),
+            Error::Kube(e) => kube_reason(e),
+            Error::Finalizer(e) => match e.as_ref() {
+                finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => e.reason(),
+                finalizer::Error::AddFinalizer(e) | finalizer::Error::RemoveFinalizer(e) => {
+                    kube_reason(e)
+                }
+                _ => Reason::InvalidSpec,
+            },
+            Error::LeadershipLost | Error::Registry(_) | Error::Serve(_) => Reason::ApplyFailed,
+        }
+    }
+}
+
+fn kube_reason(error: &kube::Error) -> Reason {
+    match error {
+        kube::Error::Api(s) if s.code == 403 || s.code == 401 => Reason::Forbidden,
+        kube::Error::Api(s) if s.code == 422 || s.code == 400 => Reason::Invalid,
+        kube::Error::Api(s) if s.code == 409 => Reason::Conflict,
+        _ => Reason::Unreachable,
+    }
+}
+
+/// The condition reason for a cluster error: what a status reader can act on.
+fn reason_of(error: &ClusterError) -> Reason {
+    match error {
+        ClusterError::Conflict { .. } => Reason::Conflict,
+        ClusterError::Forbidden { .. } => Reason::Forbidden,
+        ClusterError::Invalid { .. } => Reason::Invalid,
+        ClusterError::Timeout { .. } | ClusterError::Unreachable { .. } => Reason::Unreachable,
+        ClusterError::Plan(_) => Reason::UnknownKind,
+        _ => Reason::ApplyFailed,
+    }
+}
+
+/// What every reconcile shares.
+pub(crate) struct Context {
+    pub(crate) client: Client,
+    /// Discovery is cached here and shared by every reconcile.
+    pub(crate) cluster: Cluster,
+    pub(crate) berths: Store<Berth>,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) registry: berth_registry::Registry,
+    pub(crate) recorder: Recorder,
+    /// Failed attempts in a row of each `Berth`, for the error policy's back-off.
+    pub(crate) failures: Mutex<HashMap<ObjectRef<Berth>, u32>>,
+}
+
+/// The retry delay after the `attempt`-th failure in a row for `reason`:
+/// doubling from 1 s to 1 min when the cause may pass by itself (a timeout, an
+/// unreachable server, a conflict), from 30 s to 15 min when someone has to fix
+/// something (RBAC, an invalid object).
+pub fn retry_after(reason: Reason, attempt: u32) -> Duration {
+    let (first, most) = if reason.is_transient() {
+        (Duration::from_secs(1), Duration::from_secs(60))
+    } else {
+        (Duration::from_secs(30), Duration::from_secs(15 * 60))
+    };
+    first
+        .saturating_mul(1u32 << attempt.saturating_sub(1).min(16))
+        .min(most)
+}
+
+pub(crate) fn error_policy(berth: Arc<Berth>, error: &Error, context: Arc<Context>) -> Action {
+    let reason = error.reason();
+    let attempt = context.failures.lock().map_or(1, |mut failures| {
+        let n = failures
+            .entry(ObjectRef::from_obj(berth.as_ref()))
+            .or_insert(0);
+        *n = n.saturating_add(1);
+        *n
+    });
+    let after = retry_after(reason, attempt);
+    tracing::warn!(
+        berth = %ObjectRef::from_obj(berth.as_ref()),
+        reason = reason.as_str(),
+        attempt,
+        retry_in = ?after,
+        error = %crate::logged::error(error),
+        "reconcile failed"
+    );
+    Action::requeue(after)
+}
+
+pub(crate) async fn reconcile(berth: Arc<Berth>, context: Arc<Context>) -> Result<Action, Error> {
+    let started = Instant::now();
+    let key = ObjectRef::from_obj(berth.as_ref());
+    let reason = OnceLock::new();
+    let outcome = reconcile_timed(berth, &context, &reason).await;
+    let took = started.elapsed();
+    match &outcome {
+        Ok(_) => {
+            if let Ok(mut failures) = context.failures.lock() {
+                failures.remove(&key);
+            }
+            match reason.get().copied() {
+                Some(reason) => {
+                    context.metrics.reconciled(took, reason, false);
+                    tracing::info!(berth = %key, reason = reason.as_str(), took = ?took, "reconciled");
+                }
+                // Only the finalizer was added; its own write brings the next reconcile.
+                None => tracing::debug!(berth = %key, "finalizer added"),
+            }
+        }
+        Err(e) => context.metrics.reconciled(took, e.reason(), true),
+    }
+    outcome
+}
+
+async fn reconcile_timed(
+    berth: Arc<Berth>,
+    context: &Context,
+    reason: &OnceLock<Reason>,
+) -> Result<Action, Error> {
+    let namespace = berth.namespace().unwrap_or_default();
+    let api: Api<Berth> = Api::namespaced(context.client.clone(), &namespace);
+    finalizer(&api, FINALIZER, berth, |event| async {
+        match event {
+            Finalize::Apply(berth) => {
+                let (action, why) = apply(&berth, context).await?;
+                let _ = reason.set(why);
+                Ok(action)
+            }
+            Finalize::Cleanup(berth) => {
+                unlabel_unused(context, &namespace, Some(&berth.name_any())).await?;
+                let _ = reason.set(Reason::RolledOut);
+                Ok(Action::await_change())
+            }
+        }
+    })
+    .await
+    .map_err(|e| Error::Finalizer(Box::new(e)))
+}
+
+async fn apply(berth: &Berth, context: &Context) -> Result<(Action, Reason), Error> {
+    let namespace = berth.namespace().unwrap_or_default();
+    let named = desired::sources_named(berth);
+    let (sources, unlabelled) = read_sources(&context.client, &namespace, &named).await?;
+    for (kind, name) in &unlabelled {
+        patch_source(&context.client, &namespace, *kind, name, true).await?;
+    }
+    // Sources only stop being named when a spec changes (or a Berth goes).
+    let spec_changed =
+        berth.status.as_ref().and_then(|s| s.observed_generation) != berth.metadata.generation;
+    if spec_changed {
+        unlabel_unused(context, &namespace, None).await?;
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    let pins = match pin(berth, &namespace, context).await {
+        Ok(pins) => pins,
+        Err(problem) => return degraded(context, berth, &problem, None, 60).await,
+    };
+    let mut plan = match desired::plan(berth, &namespace, &sources, &pins, now) {
+        Ok(plan) => plan,
+        // A source that exists carries the label, so its edits arrive by watch; one
+        // that does not exist yet has no label to be watched by: look again soon.
+        Err(problem) if problem.reason == Reason::SourceMissing => {
+            return degraded(context, berth, &problem, None, 10).await
+        }
+        Err(problem) => return degraded(context, berth, &problem, None, 300).await,
+    };
+    let owner = owner_reference(berth);
+    desired::own(&mut plan.desired.objects, &owner);
+    let cluster = context.cluster.in_namespace(&namespace);
+    let keep = berth.spec.keep.max(1) as usize;
+    let options = ApplyOptions {
+        manager: MANAGER.into(),
+        force: false,
+        keep,
+        wait: None,
+        owner: Some(owner),
+    };
+    let mut deployed = match cluster
+        .deploy(&plan.desired, &options, None, &mut |_| {})
+        .await
+    {
+        Ok(deployed) => deployed,
+        // Cluster-wide trouble is retried by the error policy, not written as the Berth's fault.
+        Err(e) if reason_of(&e) == Reason::Unreachable => return Err(e.into()),
+        Err(e) => {
+            let problem = Problem {
+                reason: reason_of(&e),
+                message: e.to_string(),
+            };
+            return degraded(context, berth, &problem, Some(&plan), 30).await;
+        }
+    };
+    let settled = cluster.observe(&mut deployed, keep, &mut |_| {}).await?;
+    let (again, reason) = match &settled {
+        Settled::Progressing(_) => (Duration::from_secs(5), Reason::RollingOut),
+        Settled::RolledOut => (Duration::from_secs(300), Reason::RolledOut),
+        Settled::Failed(..) => (Duration::from_secs(300), Reason::RolloutFailed),
+    };
+    write_status(
+        context,
+        berth,
+        status::applied(berth, &plan, &settled),
+        reason,
+    )
+    .await?;
+    Ok((Action::requeue(again), reason))
+}
+
+/// Writes `Degraded` for `problem` (the running generation untouched) and looks
+/// again after `seconds`.
+async fn degraded(
+    context: &Context,
+    berth: &Berth,
+    problem: &Problem,
+    plan: Option<&desired::Plan>,
+    seconds: u64,
+) -> Result<(Action, Reason), Error> {
+    write_status(
+        context,
+        berth,
+        status::degraded(berth, problem, plan),
+        problem.reason,
+    )
+    .await?;
+    Ok((
+        Action::requeue(Duration::from_secs(seconds)),
+        problem.reason,
+    ))
+}
+
+/// The digests of the components with `pin: true`: recorded in status for the same
+/// reference, or one manifest HEAD each (concurrently) for those not pinned yet.
+async fn pin(berth: &Berth, namespace: &str, context: &Context) -> Result<desired::Pins, Problem> {
+    let requests = desired::pin_requests(berth, namespace);
+    let answers = futures_util::future::join_all(requests.iter().map(|r| async {
+        match &r.known {
+            Some(digest) => Ok(digest.clone()),
+            None => context.registry.manifest_digest(&r.image).await,
+        }
+    }))
+    .await;
+    let mut pins = desired::Pins::new();
+    for (request, answer) in requests.into_iter().zip(answers) {
+        let digest = answer.map_err(|e| Problem {
+            reason: Reason::PinFailed,
+            message: format!(
+                "spec.images.{}: cannot pin `{}`: {e}",
+                request.component, request.image
+            ),
+        })?;
+        pins.insert(request.component, digest);
+    }
+    Ok(pins)
+}
+
+fn owner_reference(berth: &Berth) -> Value {
+    json!({
+        "apiVersion": "berth.dev/v1alpha1",
+        "kind": "Berth",
+        "name": berth.name_any(),
+        "uid": berth.uid().unwrap_or_default(),
+        "controller": true,
+        "blockOwnerDeletion": true,
+    })
+}
+
+/// `text` cut to the 1 kB an Event's note may have, on a character boundary.
+fn note(text: &str) -> String {
+    const MAX: usize = 1000;
+    if text.len() <= MAX {
+        return text.to_string();
+    }
+    let mut end = MAX - 3;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &text[..end])
+}
+
+/// The condition that says most about `status`: `Degraded` when true, else `Ready`.
+fn headline(status: &BerthStatus) -> Option<&crate::types::Condition> {
+    let find = |t: &str| status.conditions.iter().find(|c| c.type_ == t);
+    find("Degraded")
+        .filter(|c| c.status == "True")
+        .or_else(|| find("Ready"))
+}
+
+/// Writes `status` unless the live one says the same, and publishes an Event on
+/// the `Berth` when its headline (reason and status) changes: Normal for a
+/// rollout, Warning for a problem. An Event that cannot be published is logged,
+/// never a reason to fail the reconcile.
+async fn write_status(
+    context: &Context,
+    berth: &Berth,
+    mut status: BerthStatus,
+    reason: Reason,
+) -> Result<(), Error> {
+    let namespace = berth.namespace().unwrap_or_default();
+    let api: Api<Berth> = Api::namespaced(context.client.clone(), &namespace);
+    // The object a reconcile is handed may lag behind the last status written
+    // (the watch is behind under load): compare with the live status, keep its
+    // transition times, and write nothing when nothing changed -- otherwise
+    // every stale reconcile would write, and every write trigger another.
+    let live = api
+        .get_status(&berth.name_any())
+        .await?
+        .status
+        .unwrap_or_default();
+    for condition in &mut status.conditions {
+        if let Some(previous) = live.conditions.iter().find(|c| c.type_ == condition.type_) {
+            if previous.status == condition.status {
+                condition.last_transition_time = previous.last_transition_time.clone();
+            }
+        }
+    }
+    if status == live {
+        return Ok(());
+    }
+    let body = json!({"apiVersion": "berth.dev/v1alpha1", "kind": "Berth", "status": status});
+    api.patch_status(
+        &berth.name_any(),
+        &PatchParams::apply(MANAGER).force(),
+        &Patch::Apply(&body),
+    )
+    .await?;
+    let before = headline(&live).map(|c| (c.reason.as_str(), c.status.as_str()));
+    let Some(now) = headline(&status) else {
+        return Ok(());
+    };
+    if before == Some((now.reason.as_str(), now.status.as_str())) {
+        return Ok(());
+    }
+    let key = ObjectRef::from_obj(berth);
+    if !reason.is_healthy() {
+        tracing::warn!(berth = %key, reason = reason.as_str(), message = %crate::logged::error(&now.message), "degraded");
+    }
+    let event = KubeEvent {
+        type_: if reason.is_healthy() {
+            EventType::Normal
+        } else {
+            EventType::Warning
+        },
+        reason: reason.as_str().into(),
+        // The Events API takes at most 1 kB of note.
+        note: Some(note(&now.message)),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    if let Err(e) = context
+        .recorder
+        .publish(&event, &berth.object_ref(&()))
+        .await
+    {
+        tracing::warn!(berth = %key, error = %crate::logged::error(&e), "could not publish an Event");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api_error(code: u16) -> Error {
+        Error::Kube(kube::Error::Api(
+            kube::core::Status::failure("refused", "Refused")
+                .with_code(code)
+                .boxed(),
+        ))
+    }
+
+    #[test]
+    fn timeouts_are_retried_soon_and_refusals_rarely() {
+        let s = Duration::from_secs;
+        assert_eq!(retry_after(Reason::Unreachable, 1), s(1));
+        assert_eq!(retry_after(Reason::Unreachable, 3), s(4));
+        assert_eq!(retry_after(Reason::Unreachable, 30), s(60));
+        assert_eq!(retry_after(Reason::Forbidden, 1), s(30));
+        assert_eq!(retry_after(Reason::Forbidden, 2), s(60));
+        assert_eq!(retry_after(Reason::Invalid, 40), s(15 * 60));
+    }
+
+    #[test]
+    fn errors_have_the_reason_of_what_refused_them_through_the_finalizer() {
+        assert_eq!(api_error(403).reason(), Reason::Forbidden);
+        assert_eq!(api_error(422).reason(), Reason::Invalid);
+        assert_eq!(api_error(409).reason(), Reason::Conflict);
+        assert_eq!(api_error(503).reason(), Reason::Unreachable);
+        let wrapped = Error::Finalizer(Box::new(finalizer::Error::ApplyFailed(api_error(403))));
+        assert_eq!(wrapped.reason(), Reason::Forbidden);
+        let timeout = Error::Cluster(ClusterError::Timeout {
+            action: "apply".into(),
+            after: Duration::from_secs(30),
+        });
+        assert_eq!(timeout.reason(), Reason::Unreachable);
+        assert!(
+            std::error::Error::source(&wrapped).is_some(),
+            "the cause is kept"
+        );
+    }
+
+    #[test]
+    fn notes_fit_an_event() {
+        assert_eq!(note("short"), "short");
+        let long = "é".repeat(800);
+        let cut = note(&long);
+        assert!(cut.len() <= 1000 && cut.ends_with("..."), "{}", cut.len());
+    }
+}

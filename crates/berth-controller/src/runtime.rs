@@ -1,0 +1,340 @@
+//! The controller's process shell: signals from the first instruction, the
+//! health and metrics server, leader election, the kube-runtime `Controller`
+//! and its watches, and an orderly stop.
+//!
+//! SIGTERM or SIGINT: in-flight reconciles finish (each bounded by its request
+//! timeouts), the Lease is released so a standby leads within its retry period,
+//! and the process exits 0. Leadership lost: the controller's future is dropped
+//! at once (in-flight reconciles are aborted, and the write fence already
+//! refuses their writes), and `run` returns [`Error::LeadershipLost`].
+//!
+//! Watches: `Berth`s (whole objects, the spec is what is reconciled); the
+//! workloads, ConfigMaps and Secrets the controller applied, and the sources it
+//! reads, metadata only (`Api<PartialObjectMeta<K>>`) and label-selected, so memory and
+//! traffic grow with what the controller manages, not with the namespace.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use berth_kube::fence::Fence;
+use berth_kube::Cluster;
+use futures_util::StreamExt;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::Api;
+use kube::core::PartialObjectMeta;
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::{watcher, Controller, WatchStreamExt};
+use kube::{Client, Resource, ResourceExt};
+use tokio::sync::watch;
+
+use crate::desired::SourceKind;
+use crate::lease::{self, Candidate, Election};
+use crate::reconcile::{error_policy, reconcile, Context, Error};
+use crate::serve::{Metrics, Phase};
+use crate::types::Berth;
+use crate::{CONTROLLED, SOURCE_LABEL};
+
+/// Where the controller works.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// One namespace (a Role is enough), or every namespace (a ClusterRole).
+    pub namespace: Option<String>,
+    /// The API server's URL, for messages.
+    pub server: String,
+    /// Where `/healthz`, `/readyz` and `/metrics` are served (none: not served).
+    pub listen: Option<std::net::SocketAddr>,
+    /// Leader election (none: this replica always leads).
+    pub election: Option<Election>,
+    /// The fence the client was built with ([`berth_kube::Connection::write_fence`]);
+    /// opened while this replica holds the Lease. Without election: none.
+    pub fence: Option<Fence>,
+    /// This replica's name in Events (the pod name).
+    pub instance: Option<String>,
+    /// How `spec.images[].pin` reaches registries.
+    pub registry: berth_registry::Options,
+    /// Registry credentials (`DOCKER_CONFIG`, as `berth pin` reads them).
+    pub docker_config: berth_registry::DockerConfig,
+}
+
+/// SIGTERM and SIGINT, caught from the moment [`Shutdown::install`] runs (as
+/// PID 1 in a container an uncaught SIGTERM is ignored, and the kubelet would
+/// wait for its SIGKILL).
+#[derive(Debug, Clone)]
+pub struct Shutdown {
+    requested: watch::Receiver<bool>,
+}
+
+impl Shutdown {
+    /// Installs the handlers; call it first, inside the runtime.
+    pub fn install() -> std::io::Result<Shutdown> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut terminate = signal(SignalKind::terminate())?;
+        let mut interrupt = signal(SignalKind::interrupt())?;
+        let (tx, requested) = watch::channel(false);
+        tokio::spawn(async move {
+            let name = tokio::select! {
+                _ = terminate.recv() => "SIGTERM",
+                _ = interrupt.recv() => "SIGINT",
+            };
+            tracing::info!(signal = name, "stopping");
+            let _ = tx.send(true);
+        });
+        Ok(Shutdown { requested })
+    }
+
+    /// Resolves once a signal came.
+    pub async fn requested(&self) {
+        let mut requested = self.requested.clone();
+        let _ = requested.wait_for(|stop| *stop).await;
+    }
+
+    /// The same, as the `Send + Sync` future kube-runtime's graceful shutdown takes.
+    fn trigger(&self) -> impl std::future::Future<Output = ()> + Send + Sync + 'static {
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let this = self.clone();
+        tokio::spawn(async move {
+            this.requested().await;
+            let _ = tx.send(());
+        });
+        async move {
+            let _ = rx.await;
+        }
+    }
+}
+
+fn api<K>(client: &Client, namespace: &Option<String>) -> Api<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+/// Runs the controller until a termination signal (then `Ok`), or until the
+/// Lease is lost ([`Error::LeadershipLost`]).
+pub async fn run(client: Client, settings: Settings, shutdown: Shutdown) -> Result<(), Error> {
+    tracing::info!(
+        server = %settings.server,
+        namespace = settings.namespace.as_deref().unwrap_or("<all>"),
+        version = env!("CARGO_PKG_VERSION"),
+        "berth controller starting"
+    );
+    let metrics = Arc::new(Metrics::default());
+    if let Some(address) = settings.listen {
+        let listener = tokio::net::TcpListener::bind(address).await?;
+        tracing::info!(address = %listener.local_addr()?, "serving /healthz /readyz /metrics");
+        tokio::spawn(crate::serve::serve(listener, Arc::clone(&metrics)));
+    }
+    let mut candidate = Candidate::default();
+    if let (Some(election), Some(fence)) = (&settings.election, &settings.fence) {
+        let looked = |reached: bool| {
+            if reached {
+                metrics.enter_from(Phase::Starting, Phase::Standby);
+            } else {
+                metrics.enter_from(Phase::Standby, Phase::Starting);
+            }
+        };
+        tokio::select! {
+            () = lease::acquire(election, &mut candidate, &client, fence, &looked) => {}
+            () = shutdown.requested() => {
+                metrics.enter(Phase::Stopping);
+                tracing::info!("stopped before leading");
+                return Ok(());
+            }
+        }
+        tracing::info!(identity = %election.identity, "leading");
+    }
+    metrics.enter(Phase::Leading);
+    let controller = controller(&client, &settings, &metrics, &shutdown)?;
+    let outcome = match (&settings.election, &settings.fence) {
+        (Some(election), Some(fence)) => {
+            tokio::select! {
+                () = controller => Ok(()),
+                () = lease::keep(election, &mut candidate, &client, fence) => Err(Error::LeadershipLost),
+            }
+        }
+        _ => {
+            controller.await;
+            Ok(())
+        }
+    };
+    metrics.enter(Phase::Stopping);
+    outcome?;
+    if let Some(election) = &settings.election {
+        match candidate.release(election, &client).await {
+            Ok(()) => tracing::info!("released the Lease"),
+            Err(e) => {
+                tracing::warn!(error = %crate::logged::error(&e), "could not release the Lease; a standby takes over once it expires")
+            }
+        }
+        if let Some(fence) = &settings.fence {
+            fence.close();
+        }
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// The `Berth`s of `store` in `namespace` that name the source `(kind, name)`.
+fn users(
+    store: &kube::runtime::reflector::Store<Berth>,
+    kind: SourceKind,
+    namespace: Option<String>,
+    name: String,
+) -> Vec<kube::runtime::reflector::ObjectRef<Berth>> {
+    store
+        .state()
+        .iter()
+        .filter(|b| b.namespace() == namespace)
+        .filter(|b| crate::desired::sources_named(b).contains(&(kind, name.clone())))
+        .map(|b| kube::runtime::reflector::ObjectRef::from_obj(b.as_ref()))
+        .collect()
+}
+
+/// The kube-runtime `Controller` with its watches, as one future that ends after
+/// a graceful shutdown.
+fn controller(
+    client: &Client,
+    settings: &Settings,
+    metrics: &Arc<Metrics>,
+    shutdown: &Shutdown,
+) -> Result<impl std::future::Future<Output = ()>, Error> {
+    let ns = &settings.namespace;
+    let owned = || watcher::Config::default().labels(CONTROLLED);
+    let sources = || watcher::Config::default().labels(&format!("{SOURCE_LABEL}=true"));
+    let controller = Controller::new(api::<Berth>(client, ns), watcher::Config::default());
+    let store = controller.store();
+    {
+        let (store, metrics) = (store.clone(), Arc::clone(metrics));
+        tokio::spawn(async move {
+            // Polled again and again: kube-runtime's readiness is a oneshot that wakes
+            // only its last poller (the controller's runner), not this task.
+            let started = std::time::Instant::now();
+            let mut warned = false;
+            let poll = Duration::from_millis(100);
+            while tokio::time::timeout(poll, store.wait_until_ready())
+                .await
+                .is_err()
+            {
+                if !warned && started.elapsed() > Duration::from_secs(30) {
+                    tracing::warn!(after = ?started.elapsed(), "the initial list of Berths has not finished; is the API server answering?");
+                    warned = true;
+                }
+            }
+            tracing::info!(took = ?started.elapsed(), "caches synced");
+            metrics.enter_from(Phase::Leading, Phase::Synced);
+        });
+    }
+    let (for_maps, for_secrets) = (store.clone(), store.clone());
+    let reporter = Reporter {
+        controller: crate::MANAGER.into(),
+        instance: settings.instance.clone(),
+    };
+    let context = Arc::new(Context {
+        client: client.clone(),
+        cluster: Cluster::new(client.clone(), "default", settings.server.as_str()),
+        berths: store,
+        metrics: Arc::clone(metrics),
+        registry: berth_registry::Registry::new(
+            settings.registry.clone(),
+            settings.docker_config.clone(),
+        )?,
+        recorder: Recorder::new(client.clone(), reporter),
+        failures: std::sync::Mutex::default(),
+    });
+    let run = controller
+        .owns_stream(
+            watcher(api::<PartialObjectMeta<Deployment>>(client, ns), owned()).touched_objects(),
+        )
+        .owns_stream(
+            watcher(api::<PartialObjectMeta<StatefulSet>>(client, ns), owned()).touched_objects(),
+        )
+        .owns_stream(
+            watcher(api::<PartialObjectMeta<DaemonSet>>(client, ns), owned()).touched_objects(),
+        )
+        .owns_stream(watcher(api::<PartialObjectMeta<Job>>(client, ns), owned()).touched_objects())
+        .owns_stream(
+            watcher(api::<PartialObjectMeta<ConfigMap>>(client, ns), owned()).touched_objects(),
+        )
+        .owns_stream(
+            watcher(api::<PartialObjectMeta<Secret>>(client, ns), owned()).touched_objects(),
+        )
+        .watches_stream(
+            watcher(api::<PartialObjectMeta<ConfigMap>>(client, ns), sources()).touched_objects(),
+            move |cm: PartialObjectMeta<ConfigMap>| {
+                users(
+                    &for_maps,
+                    SourceKind::ConfigMap,
+                    cm.namespace(),
+                    cm.name_any(),
+                )
+            },
+        )
+        .watches_stream(
+            watcher(api::<PartialObjectMeta<Secret>>(client, ns), sources()).touched_objects(),
+            move |s: PartialObjectMeta<Secret>| {
+                users(
+                    &for_secrets,
+                    SourceKind::Secret,
+                    s.namespace(),
+                    s.name_any(),
+                )
+            },
+        )
+        .trigger_backoff(WatchBackoff {
+            next: WatchBackoff::FIRST,
+        })
+        .graceful_shutdown_on(shutdown.trigger())
+        .run(reconcile, error_policy, context)
+        .for_each(|outcome| async move {
+            match outcome {
+                Ok((object, _)) => tracing::debug!(berth = %object, "reconciled"),
+                // A Berth deleted while a reconcile was queued: nothing to do.
+                Err(kube::runtime::controller::Error::ObjectNotFound(object)) => {
+                    tracing::info!(berth = %object, "gone")
+                }
+                // The reconcile's own failure was logged by the error policy.
+                Err(kube::runtime::controller::Error::ReconcilerFailed(..)) => {}
+                Err(e) => tracing::warn!(error = %crate::logged::error(&e), "watch"),
+            }
+        });
+    Ok(run)
+}
+
+/// The back-off of the controller's merged watch streams. kube-runtime's default
+/// (client-go's: 0.8 s doubling to 30 s, reset after 120 s without errors) is
+/// shared by all the watches here, so the burst of errors an API server restart
+/// causes (each watch fails to reconnect, then finds its resourceVersion expired)
+/// stopped every watch for minutes. Short and capped instead: 100 ms doubling to
+/// 2 s, reset once a poll succeeds.
+struct WatchBackoff {
+    next: Duration,
+}
+
+impl WatchBackoff {
+    const FIRST: Duration = Duration::from_millis(100);
+    const MAX: Duration = Duration::from_secs(2);
+}
+
+impl Iterator for WatchBackoff {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        let now = self.next;
+        self.next = (self.next * 2).min(Self::MAX);
+        Some(now)
+    }
+}
+
+impl kube::runtime::utils::Backoff for WatchBackoff {
+    fn reset(&mut self) {
+        self.next = Self::FIRST;
+    }
+}
