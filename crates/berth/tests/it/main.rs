@@ -18,6 +18,7 @@ mod controller_pin;
 mod controller_restart;
 mod controller_rollout;
 mod hardening;
+mod helm_chart;
 mod init;
 mod llm_d_example;
 mod ogx_example;

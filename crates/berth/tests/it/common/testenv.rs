@@ -116,6 +116,24 @@ pub struct Namespace {
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
 impl Plane {
+    /// helm: `BERTH_TEST_HELM`, else the one `scripts/testenv build` put beside its
+    /// kubectl (a missing one fails under `CI=true` and skips visibly elsewhere).
+    pub fn helm(&self) -> Option<PathBuf> {
+        let helm = std::env::var_os("BERTH_TEST_HELM")
+            .map(PathBuf::from)
+            .or_else(|| Some(self.kubectl.with_file_name("helm")))
+            .filter(|h| h.is_file());
+        if helm.is_none() {
+            assert!(
+                !in_ci(),
+                "no helm beside {} (scripts/testenv build builds it)",
+                self.kubectl.display()
+            );
+            eprintln!("SKIPPED: no helm beside {}", self.kubectl.display());
+        }
+        helm
+    }
+
     /// Runs kubectl against the plane with the admin kubeconfig.
     pub fn kubectl(&self, args: &[&str]) -> Output {
         self.kubectl_with(&self.kubeconfig, args, None)

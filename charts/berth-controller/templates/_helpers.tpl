@@ -1,0 +1,51 @@
+{{- define "berth-controller.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "berth-controller.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "berth-controller.labels" -}}
+{{ include "berth-controller.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "berth-controller.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "berth-controller.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The rules the controller needs where it reconciles Berths. */}}
+{{- define "berth-controller.rules" -}}
+- apiGroups: [berth.dev]
+  resources: [berths]
+  verbs: [get, list, watch, patch, update]
+- apiGroups: [berth.dev]
+  resources: [berths/status]
+  verbs: [get, patch, update]
+# Sources (read and labelled), generated configs and CA bundles, apply records.
+- apiGroups: [""]
+  resources: [configmaps, secrets]
+  verbs: [get, list, watch, create, patch, update, delete]
+- apiGroups: [apps]
+  resources: [deployments, statefulsets, daemonsets]
+  verbs: [get, list, watch, create, patch, update, delete]
+- apiGroups: [batch]
+  resources: [jobs]
+  verbs: [get, list, watch, create, patch, update, delete]
+# An Event on a Berth when its reason changes.
+- apiGroups: [events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+{{- end -}}

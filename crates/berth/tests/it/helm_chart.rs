@@ -1,0 +1,245 @@
+//! The controller's Helm chart (`charts/berth-controller/`) with the real helm
+//! (built by `scripts/testenv build`): lint in both RBAC modes, a `helm template`
+//! snapshot, the CRD it carries equal to `berth controller crd`, and `helm
+//! install`, `upgrade` and `uninstall` on the test control plane.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common;
+use common::testenv::plane;
+
+fn chart() -> PathBuf {
+    common::repo_root().join("charts/berth-controller")
+}
+
+fn run(helm: &Path, args: &[&str], kubeconfig: Option<&Path>) -> String {
+    let mut command = Command::new(helm);
+    command.args(args).env(
+        "HELM_CACHE_HOME",
+        std::env::temp_dir().join("berth-helm-cache"),
+    );
+    if let Some(kubeconfig) = kubeconfig {
+        command.arg("--kubeconfig").arg(kubeconfig);
+    }
+    let out = command.output().unwrap();
+    assert!(
+        out.status.success(),
+        "helm {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn documents(yaml: &str) -> Vec<Value> {
+    berth_yaml::load_all(yaml, berth_yaml::Limits::default())
+        .unwrap()
+        .iter()
+        .map(berth_core::configs::schema::yaml_to_json)
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+#[test]
+fn the_chart_lints_renders_as_snapshotted_and_carries_the_binarys_crd() {
+    let Some(plane) = plane() else { return };
+    let Some(helm) = plane.helm() else { return };
+    let chart = chart();
+    let chart = chart.to_str().unwrap();
+    for set in [
+        "watchNamespace=",
+        "watchNamespace=team-a,serviceMonitor.enabled=true,networkPolicy.enabled=true,registryCredentialsSecret=creds,insecureRegistries[0]=registry:5000",
+    ] {
+        let out = run(&helm, &["lint", "--strict", chart, "--set", set], None);
+        assert!(out.contains("0 chart(s) failed"), "{out}");
+    }
+    let rendered = run(
+        &helm,
+        &[
+            "template",
+            "berth-controller",
+            chart,
+            "--namespace",
+            "berth-system",
+        ],
+        None,
+    );
+    let objects = documents(&rendered);
+    let crd = objects
+        .iter()
+        .find(|o| o["kind"] == "CustomResourceDefinition")
+        .expect("the chart carries the CRD");
+    let printed = Command::new(common::berth_path())
+        .args(["controller", "crd"])
+        .output()
+        .unwrap();
+    let printed = documents(&String::from_utf8_lossy(&printed.stdout)).remove(0);
+    assert_eq!(
+        crd["spec"], printed["spec"],
+        "charts/berth-controller/templates/crd.yaml is `berth controller crd`"
+    );
+    assert_eq!(
+        crd["metadata"]["annotations"]["helm.sh/resource-policy"],
+        "keep"
+    );
+    // Everything but the CRD's schema, as a reviewer reads it.
+    let without_schema: String = rendered
+        .split("\n---\n")
+        .filter(|d| !d.contains("kind: CustomResourceDefinition"))
+        .collect::<Vec<_>>()
+        .join("\n---\n");
+    insta::assert_snapshot!("helm_template", without_schema);
+    let deployment = objects.iter().find(|o| o["kind"] == "Deployment").unwrap();
+    let pod = &deployment["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(
+        pod["securityContext"]["seccompProfile"]["type"],
+        "RuntimeDefault"
+    );
+    assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(
+        container["securityContext"]["allowPrivilegeEscalation"],
+        false
+    );
+    assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
+    assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(deployment["spec"]["replicas"], 2);
+
+    // One namespace: a Role there, no ClusterRole.
+    let one = documents(&run(
+        &helm,
+        &[
+            "template",
+            "b",
+            chart,
+            "-n",
+            "berth-system",
+            "--set",
+            "watchNamespace=team-a",
+        ],
+        None,
+    ));
+    let kinds: Vec<(&str, &str)> = one
+        .iter()
+        .map(|o| {
+            (
+                o["kind"].as_str().unwrap(),
+                o["metadata"]["namespace"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert!(kinds.contains(&("Role", "team-a")), "{kinds:?}");
+    assert!(!kinds.iter().any(|(k, _)| *k == "ClusterRole"), "{kinds:?}");
+    // deploy/controller/ (kustomize) grants exactly what the chart grants.
+    let role = |objects: &[Value]| {
+        objects
+            .iter()
+            .find(|o| o["kind"] == "Role" && o["metadata"]["namespace"] == "team-a")
+            .map(|o| o["rules"].clone())
+            .unwrap()
+    };
+    let kustomize =
+        std::fs::read_to_string(common::repo_root().join("deploy/controller/rbac-namespace.yaml"))
+            .unwrap();
+    let lease = serde_json::json!({"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]});
+    let mut chart_rules = role(&one).as_array().unwrap().clone();
+    chart_rules.push(lease);
+    assert_eq!(
+        role(&documents(&kustomize)),
+        Value::Array(chart_rules),
+        "deploy/controller/rbac-namespace.yaml and the chart's Role (plus the Lease) agree"
+    );
+}
+
+#[test]
+fn helm_installs_upgrades_and_uninstalls_the_controller_keeping_the_crd() {
+    let Some(plane) = plane() else { return };
+    let Some(helm) = plane.helm() else { return };
+    let ns = plane.namespace("helm");
+    let chart = chart();
+    let chart = chart.to_str().unwrap();
+    let kubeconfig = Some(ns.kubeconfig.as_path());
+    let install = |verb: &str, tag: &str, replicas: &str| {
+        run(
+            &helm,
+            &[
+                verb,
+                "berth-controller",
+                chart,
+                "--namespace",
+                &ns.name,
+                // The CRD exists already (other tests apply it): this release takes it over.
+                "--take-ownership",
+                "--set",
+                &format!("watchNamespace={}", ns.name),
+                "--set",
+                &format!("image.tag={tag}"),
+                "--set",
+                &format!("replicaCount={replicas}"),
+                "--wait",
+                "--timeout",
+                "120s",
+            ],
+            kubeconfig,
+        )
+    };
+    install("install", "v1", "2");
+    let deployment = ns.get("deployments", "berth-controller").unwrap();
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"],
+        "localhost/berth-controller:v1"
+    );
+    assert_eq!(
+        deployment["status"]["availableReplicas"], 2,
+        "{}",
+        deployment["status"]
+    );
+    assert!(ns.get("roles", "berth-controller").is_some());
+    assert!(ns.get("poddisruptionbudgets", "berth-controller").is_some());
+
+    install("upgrade", "v2", "3");
+    let deployment = ns.get("deployments", "berth-controller").unwrap();
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"],
+        "localhost/berth-controller:v2"
+    );
+    assert_eq!(
+        deployment["status"]["updatedReplicas"], 3,
+        "{}",
+        deployment["status"]
+    );
+    let history = run(
+        &helm,
+        &["history", "berth-controller", "-n", &ns.name, "-o", "json"],
+        kubeconfig,
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&history)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let crd = ns.get_in("", "crd", "berths.berth.dev").unwrap();
+    assert_eq!(
+        crd["metadata"]["annotations"]["helm.sh/resource-policy"],
+        "keep"
+    );
+
+    run(
+        &helm,
+        &["uninstall", "berth-controller", "-n", &ns.name, "--wait"],
+        kubeconfig,
+    );
+    assert!(ns.get("deployments", "berth-controller").is_none());
+    assert!(
+        ns.get_in("", "crd", "berths.berth.dev").is_some(),
+        "the CRD stays: deleting it would delete every Berth"
+    );
+}
