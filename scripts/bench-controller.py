@@ -5,18 +5,20 @@ and what it asks the API server when nothing happens.
     python3 scripts/bench-controller.py [--quick]
 
 On a fresh plane from `scripts/testenv up` (stopped afterwards), with the release
-build of berth and, side by side, `examples/reflector.rs` of berth-controller (a
-plain kube-runtime reflector over every ConfigMap and Secret, what operators that
-watch all ConfigMaps do):
-  1. memory: both processes' RSS with one Berth, then after 700 unrelated
+build of berth and, side by side, `examples/reflector.rs` of berth-controller
+twice: a plain kube-runtime reflector over every ConfigMap and Secret (what
+operators that watch all ConfigMaps do), and the same over their metadata only
+(`--metadata`, the fair baseline: the cheapest way to watch everything):
+  1. memory: the three processes' RSS with one Berth, then after 700 unrelated
      ConfigMaps of 200 KB and 5,000 small Secrets are created elsewhere;
-  2. reaction: 50 edits of a Berth's source ConfigMap, each timed from the API
-     server accepting the edit to the Deployment's pod template naming the new
-     hashed ConfigMap; then that the rollout completes;
-  3. scale: 200 Berths in 20 namespaces, from creation to all Ready;
+  2. scale: 2,000 Berths in 100 namespaces, created before a controller starts,
+     from its start to all Ready, and its RSS then;
+  3. reaction, with those 2,000 present: 50 edits of a Berth's source ConfigMap,
+     each timed from the API server accepting the edit to the Deployment's pod
+     template naming the new hashed ConfigMap; then that the rollout completes;
   4. quiet minute: the API server's apiserver_request_total for Berths,
-     ConfigMaps, Secrets and Deployments over 60 s with nothing changing.
---quick uses 70 ConfigMaps, 500 Secrets, 10 edits and 20 Berths (for a smoke run).
+     ConfigMaps, Secrets, Deployments and Leases over 60 s with nothing changing.
+--quick uses 70 ConfigMaps, 500 Secrets, 10 edits and 100 Berths in 10 namespaces.
 """
 
 import base64
@@ -35,7 +37,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 QUICK = "--quick" in sys.argv
-CONFIGMAPS, SECRETS, EDITS, BERTHS, NAMESPACES = (70, 500, 10, 20, 4) if QUICK else (700, 5000, 50, 200, 20)
+CONFIGMAPS, SECRETS, EDITS, BERTHS, NAMESPACES = (70, 500, 10, 100, 10) if QUICK else (700, 5000, 50, 2000, 100)
 
 
 class Api:
@@ -163,7 +165,9 @@ def main():
                                       stdout=subprocess.DEVNULL, stderr=open(logs / "controller.log", "w"))
         reflector = subprocess.Popen([str(REPO / "target/release/examples/reflector")], env=env,
                                      stdout=subprocess.DEVNULL, stderr=open(logs / "reflector.log", "w"))
-        processes += [controller, reflector]
+        metadata = subprocess.Popen([str(REPO / "target/release/examples/reflector"), "--metadata"], env=env,
+                                    stdout=subprocess.DEVNULL, stderr=open(logs / "metadata.log", "w"))
+        processes += [controller, reflector, metadata]
         namespace(api, "react")
         api.apply("/api/v1/namespaces/react/configmaps/react-run", source("react", "react-run", "edit: 0\n"))
         api.apply("/apis/berth.dev/v1alpha1/namespaces/react/berths/react",
@@ -172,7 +176,7 @@ def main():
              lambda: ready(api.call("GET", "/apis/berth.dev/v1alpha1/namespaces/react/berths/react") or {}),
              timeout=60, every=0.1)
         time.sleep(5)
-        empty = (rss_mb(controller.pid), rss_mb(reflector.pid))
+        empty = (rss_mb(controller.pid), rss_mb(reflector.pid), rss_mb(metadata.pid))
 
         # 1. Unrelated objects the controller must not hold.
         namespace(api, "noise")
@@ -187,30 +191,11 @@ def main():
                       "data": {"k": base64.b64encode(f"value-{i}".encode()).decode()}})
         created = time.monotonic() - started
         time.sleep(10)
-        after = (rss_mb(controller.pid), rss_mb(reflector.pid))
+        after = (rss_mb(controller.pid), rss_mb(reflector.pid), rss_mb(metadata.pid))
+        reflector.kill()
+        metadata.kill()
 
-        # 2. Reaction to edits of a source.
-        latencies = []
-        for i in range(1, EDITS + 1):
-            before = mounted(api, "react", "react")
-            api.apply("/api/v1/namespaces/react/configmaps/react-run", source("react", "react-run", f"edit: {i}\n"))
-            accepted = time.monotonic()
-            wait("the new generation is mounted", lambda: (mounted(api, "react", "react") or before) != before)
-            latencies.append((time.monotonic() - accepted) * 1000)
-            time.sleep(0.2)
-        final = mounted(api, "react", "react")
-
-        def rolled_out():
-            d = api.call("GET", "/apis/apps/v1/namespaces/react/deployments/react")
-            s = d.get("status", {})
-            return (s.get("observedGeneration") == d["metadata"]["generation"]
-                    and s.get("updatedReplicas") == 1 and s.get("availableReplicas") == 1 and s.get("replicas") == 1)
-        wait("the last rollout completes", rolled_out, timeout=60, every=0.1)
-        latencies.sort()
-        p50 = statistics.median(latencies)
-        p95 = latencies[min(len(latencies) - 1, int(round(0.95 * len(latencies))) - 1)]
-
-        # 3. Many Berths, reconciled from scratch: created while no controller runs,
+        # 2. Many Berths, reconciled from scratch: created while no controller runs,
         # then one starts.
         controller.kill()
         controller.wait()
@@ -239,8 +224,8 @@ def main():
 
         def reconciles():
             text = urllib.request.urlopen(f"http://{address}/metrics", timeout=5).read().decode()
-            return float(next(l.split()[1] for l in text.splitlines()
-                              if l.startswith("berth_controller_reconciles_total ")))
+            return sum(float(l.split()[-1]) for l in text.splitlines()
+                       if l.startswith("berth_controller_reconciles_total{"))
         settled_at, last, still = time.monotonic(), reconciles(), 0
         while still < 5 and time.monotonic() - settled_at < 180:
             time.sleep(2)
@@ -248,6 +233,27 @@ def main():
             still = still + 1 if now == last else 0
             last = now
         settle = time.monotonic() - started
+
+        # 3. Reaction to edits of a source, with every Berth of the scale run present.
+        latencies = []
+        for i in range(1, EDITS + 1):
+            before = mounted(api, "react", "react")
+            api.apply("/api/v1/namespaces/react/configmaps/react-run", source("react", "react-run", f"edit: {i}\n"))
+            accepted = time.monotonic()
+            wait("the new generation is mounted", lambda: (mounted(api, "react", "react") or before) != before)
+            latencies.append((time.monotonic() - accepted) * 1000)
+            time.sleep(0.2)
+        final = mounted(api, "react", "react")
+
+        def rolled_out():
+            d = api.call("GET", "/apis/apps/v1/namespaces/react/deployments/react")
+            s = d.get("status", {})
+            return (s.get("observedGeneration") == d["metadata"]["generation"]
+                    and s.get("updatedReplicas") == 1 and s.get("availableReplicas") == 1 and s.get("replicas") == 1)
+        wait("the last rollout completes", rolled_out, timeout=60, every=0.1)
+        latencies.sort()
+        p50 = statistics.median(latencies)
+        p95 = latencies[min(len(latencies) - 1, int(round(0.95 * len(latencies))) - 1)]
 
         # 4. A quiet minute.
         time.sleep(10)
@@ -258,15 +264,17 @@ def main():
 
         print(f"berth controller on kube-apiserver v1.37.2 (scripts/testenv), "
               f"{'quick run' if QUICK else 'full run'}")
-        print("| measure | berth controller | reflector over all ConfigMaps and Secrets |")
-        print("|---|---|---|")
-        print(f"| RSS with one Berth | {empty[0]:.1f} MB | {empty[1]:.1f} MB |")
+        print("| measure | berth controller | metadata-only reflector over all ConfigMaps and Secrets "
+              "| reflector over all ConfigMaps and Secrets |")
+        print("|---|---|---|---|")
+        print(f"| RSS with one Berth | {empty[0]:.1f} MB | {empty[2]:.1f} MB | {empty[1]:.1f} MB |")
         print(f"| RSS after {CONFIGMAPS} ConfigMaps of 200 KB and {SECRETS:,} Secrets elsewhere "
               f"(created in {created:.0f} s) | {after[0]:.1f} MB ({after[0] - empty[0]:+.1f}) "
+              f"| {after[2]:.1f} MB ({after[2] - empty[2]:+.1f}) "
               f"| {after[1]:.1f} MB ({after[1] - empty[1]:+.1f}) |")
-        print(f"\nreaction over {EDITS} source edits (API server accepts the edit -> pod template names the "
-              f"new ConfigMap): p50 {p50:.0f} ms, p95 {p95:.0f} ms, max {latencies[-1]:.0f} ms; "
-              f"the last rollout completed ({final})")
+        print(f"\nreaction over {EDITS} source edits with {BERTHS:,} Berths present (API server accepts the edit "
+              f"-> pod template names the new ConfigMap): p50 {p50:.0f} ms, p95 {p95:.0f} ms, "
+              f"max {latencies[-1]:.0f} ms; the last rollout completed ({final})")
         print(f"scale: {BERTHS} Berths in {NAMESPACES} namespaces, created before a controller starts: all "
               f"Ready {scale:.1f} s after it started ({last:.0f} reconciles, settled after {settle:.0f} s); "
               f"controller RSS then {scale_rss:.1f} MB")

@@ -280,12 +280,14 @@ fn two_replicas_elect_one_leader_and_the_standby_takes_over() {
     apply(&ns, &run_yaml("2"));
     apply(&ns, BERTH);
     let generation = eventually(30, "a applies", &ns, || mounted_config(&ns));
-    let (_, metrics) = http_get(&log_of(&ns, "a"), "/metrics");
+    // The reconcile that applied is counted when it ends (it writes the status first).
+    let metrics = eventually(30, "a counts its reconcile", &ns, || {
+        let (_, metrics) = http_get(&log_of(&ns, "a"), "/metrics");
+        metrics
+            .contains("berth_controller_reconciles_total{reason=\"")
+            .then_some(metrics)
+    });
     assert!(metrics.contains("berth_controller_leader 1\n"), "{metrics}");
-    assert!(
-        metrics.contains("berth_controller_reconciles_total{reason=\""),
-        "{metrics}"
-    );
 
     // The leader dies without a word: the standby takes the Lease once it expires.
     let killed = Instant::now();

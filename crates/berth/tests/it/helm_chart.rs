@@ -243,3 +243,122 @@ fn helm_installs_upgrades_and_uninstalls_the_controller_keeping_the_crd() {
         "the CRD stays: deleting it would delete every Berth"
     );
 }
+
+/// Whether the Deployment's rollout is done: every replica updated and available.
+fn rolled_out(ns: &common::testenv::Namespace, replicas: i64) -> Option<Value> {
+    let d = ns.get("deployments", "berth-controller")?;
+    let status = &d["status"];
+    let done = d["metadata"]["generation"] == status["observedGeneration"]
+        && status["updatedReplicas"].as_i64() == Some(replicas)
+        && status["availableReplicas"].as_i64() == Some(replicas)
+        && status["replicas"].as_i64() == Some(replicas);
+    done.then_some(d)
+}
+
+#[test]
+fn the_charts_controllers_are_ready_available_and_roll_out_an_update() {
+    use common::controller::{condition, eventually};
+    let Some(plane) = plane() else { return };
+    let Some(helm) = plane.helm() else { return };
+    let ns = plane.namespace("helm-standin");
+    let chart = chart();
+    let chart = chart.to_str().unwrap();
+    let node = format!("standin-{}", ns.name);
+    let release = |verb: &str, tag: &str| {
+        run(
+            &helm,
+            &[
+                verb,
+                "berth-controller",
+                chart,
+                "--namespace",
+                &ns.name,
+                "--take-ownership",
+                "--set",
+                &format!("watchNamespace={}", ns.name),
+                "--set",
+                &format!("image.tag={tag}"),
+                "--set",
+                &format!("nodeSelector.berth\\.dev/standin={node}"),
+                "--set",
+                "tolerations[0].key=berth.dev/standin",
+                "--set",
+                "tolerations[0].operator=Exists",
+                "--set",
+                "logFormat=json",
+            ],
+            Some(ns.kubeconfig.as_path()),
+        )
+    };
+    release("install", "v1");
+    // The pods wait for a Node; the stand-in brings it and runs them for real.
+    let standin = common::standin::Standin::start(&ns, "berth-controller");
+    let deployment = eventually(90, "the chart's Deployment Available", &ns, || {
+        rolled_out(&ns, 2)
+    });
+    let available = deployment["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Available")
+        .unwrap();
+    assert_eq!(available["status"], "True", "{available}");
+    assert_eq!(standin.seen().ran.len(), 2, "{:?}", standin.seen());
+
+    // The leader reconciles a Berth with the chart's RBAC.
+    let berth = "apiVersion: berth.dev/v1alpha1\nkind: Berth\nmetadata: {name: llama}\nspec:\n  workloads:\n  - apiVersion: apps/v1\n    kind: Deployment\n    metadata: {name: web}\n    spec:\n      selector: {matchLabels: {app: web}}\n      template:\n        metadata: {labels: {app: web}}\n        spec:\n          containers:\n          - {name: web, image: ghcr.io/acme/web:v1, envFrom: [{configMapRef: {name: web-config}}]}\n  configs:\n    web-config:\n      inline: {LEVEL: one}\n";
+    common::controller::apply(&ns, berth);
+    let ready = |ns: &common::testenv::Namespace| {
+        let b = ns.get("berths", "llama")?;
+        (condition(&b, "Ready")?.0 == "True").then_some(b)
+    };
+    eventually(60, "the Berth Ready", &ns, || ready(&ns));
+
+    // An image update: surge a new pod, Ready as a standby, then the old ones go
+    // (SIGTERM: exit 0, the Lease released) until both run the new template.
+    let started = std::time::Instant::now();
+    release("upgrade", "v2");
+    let deployment = eventually(120, "the update rolled out", &ns, || {
+        let d = rolled_out(&ns, 2)?;
+        (d["spec"]["template"]["spec"]["containers"][0]["image"] == "localhost/berth-controller:v2")
+            .then_some(d)
+    });
+    eprintln!(
+        "image update rolled out in {} ms",
+        started.elapsed().as_millis()
+    );
+    assert_eq!(deployment["status"]["readyReplicas"], 2);
+    // Terminating pods no longer count as replicas: their processes may still be stopping.
+    let seen = eventually(30, "both old replicas stopped", &ns, || {
+        let seen = standin.seen();
+        (seen.exits.len() == 2).then_some(seen)
+    });
+    assert_eq!(seen.ran.len(), 4, "{seen:?}");
+    assert!(
+        seen.exits.values().all(|code| *code == Some(0)),
+        "every replaced replica stopped cleanly: {seen:?}"
+    );
+    // A new leader among the new pods carries on.
+    ns.ok(&[
+        "patch",
+        "berth",
+        "llama",
+        "--type=merge",
+        "-p",
+        "{\"spec\":{\"configs\":{\"web-config\":{\"inline\":{\"LEVEL\":\"two\"}}}}}",
+    ]);
+    eventually(60, "the edit reconciled by the new leader", &ns, || {
+        let b = ready(&ns)?;
+        (b["status"]["observedGeneration"] == b["metadata"]["generation"]).then_some(())
+    });
+    let holder = ns
+        .get("leases.coordination.k8s.io", "berth-controller")
+        .unwrap()["spec"]["holderIdentity"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        seen.ran[2..].contains(&holder),
+        "the leader is a new pod: {holder} of {seen:?}"
+    );
+}

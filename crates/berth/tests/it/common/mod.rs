@@ -9,6 +9,7 @@ use assert_cmd::Command;
 pub mod controller;
 pub mod podman;
 pub mod registry;
+pub mod standin;
 pub mod testenv;
 
 /// The `berth` binary under test, with a clean environment (PATH kept) so
