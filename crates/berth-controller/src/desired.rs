@@ -285,7 +285,7 @@ fn read<'s>(
 /// YAML text of a JSON value (the typed `inline` data of a config).
 fn yaml_text(value: &Value) -> Vec<u8> {
     let mut out = String::new();
-    berth_yaml::write_document(&mut out, &crate::types::json_to_node(value));
+    berth_yaml::write_document(&mut out, &berth_yaml::json::from_json(value));
     out.into_bytes()
 }
 
@@ -578,7 +578,7 @@ pub fn plan(
             objects: rendered
                 .objects
                 .iter()
-                .map(berth_core::configs::schema::yaml_to_json)
+                .map(berth_yaml::json::to_json)
                 .collect(),
             generated: generated
                 .iter()

@@ -284,38 +284,8 @@ pub fn crd_yaml() -> String {
     use kube::CustomResourceExt as _;
     let json = serde_json::to_value(Berth::crd()).unwrap_or(Value::Null);
     let mut out = String::new();
-    berth_yaml::write_document(&mut out, &json_to_node(&json));
+    berth_yaml::write_document(&mut out, &berth_yaml::json::from_json(&json));
     out
-}
-
-/// A JSON value as a YAML tree (strings quoted where YAML would read them otherwise).
-pub(crate) fn json_to_node(value: &Value) -> berth_yaml::Node {
-    use berth_yaml::{Node, Pos, Scalar, Style, Value as Y};
-    let scalar = |text: String, style: Style| Node {
-        pos: Pos::default(),
-        tag: None,
-        value: Y::Scalar(Scalar { text, style }),
-    };
-    match value {
-        Value::Null => scalar("null".into(), Style::Plain),
-        Value::Bool(b) => scalar(b.to_string(), Style::Plain),
-        Value::Number(n) => scalar(n.to_string(), Style::Plain),
-        Value::String(s) => Node::string(s, Pos::default()),
-        Value::Array(items) => Node {
-            pos: Pos::default(),
-            tag: None,
-            value: Y::Seq(items.iter().map(json_to_node).collect()),
-        },
-        Value::Object(map) => Node {
-            pos: Pos::default(),
-            tag: None,
-            value: Y::Map(
-                map.iter()
-                    .map(|(k, v)| (Node::string(k, Pos::default()), json_to_node(v)))
-                    .collect(),
-            ),
-        },
-    }
 }
 
 #[cfg(test)]

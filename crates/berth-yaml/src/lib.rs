@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 mod emit;
+pub mod json;
 mod load;
 mod node;
 mod scalar;

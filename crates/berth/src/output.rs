@@ -3,7 +3,6 @@
 use std::io::Write;
 
 use anyhow::{anyhow, Result};
-use berth_yaml::{Node, Pos, Scalar, Style, Value};
 
 /// `--color`, set once by `main`.
 static COLOR: std::sync::OnceLock<crate::cli::ColorChoice> = std::sync::OnceLock::new();
@@ -60,33 +59,6 @@ pub fn for_terminal(text: &str) -> String {
         }
     }
     out
-}
-
-/// A JSON value as a YAML document, keeping key order and types.
-pub fn json_to_yaml(value: &serde_json::Value) -> Node {
-    let plain = |text: String| {
-        Value::Scalar(Scalar {
-            text,
-            style: Style::Plain,
-        })
-    };
-    let value = match value {
-        serde_json::Value::Null => plain("null".into()),
-        serde_json::Value::Bool(b) => plain(b.to_string()),
-        serde_json::Value::Number(n) => plain(n.to_string()),
-        serde_json::Value::String(s) => Value::Scalar(Scalar::string(s.clone())),
-        serde_json::Value::Array(items) => Value::Seq(items.iter().map(json_to_yaml).collect()),
-        serde_json::Value::Object(map) => Value::Map(
-            map.iter()
-                .map(|(k, v)| (Node::string(k.clone(), Pos::default()), json_to_yaml(v)))
-                .collect(),
-        ),
-    };
-    Node {
-        pos: Pos::default(),
-        tag: None,
-        value,
-    }
 }
 
 /// Pads cells to aligned columns separated by two spaces.

@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use berth_yaml::{Limits, Node, Pos, Style, Value as Yaml};
-use serde_json::{Map, Number, Value};
+use berth_yaml::{Limits, Pos};
+use serde_json::Value;
 
 use super::FileSource;
 
@@ -168,7 +168,7 @@ impl Checker {
                 config: self.config.clone(),
             })?;
             let mut positions = HashMap::new();
-            let instance = to_json(&doc, String::new(), &mut positions);
+            let instance = berth_yaml::json::to_json_positions(&doc, &mut positions);
             for error in self.validator.iter_errors(&instance) {
                 let pointer = error.instance_path().as_str().to_string();
                 // An unexpected key is best shown where the key is written.
@@ -176,7 +176,11 @@ impl Checker {
                     jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
                         unexpected.first().and_then(|key| {
                             positions
-                                .get(&format!("{pointer}/{}{KEY_MARK}", escape(key)))
+                                .get(&format!(
+                                    "{pointer}/{}{}",
+                                    berth_yaml::json::escape(key),
+                                    berth_yaml::json::KEY_MARK
+                                ))
                                 .copied()
                         })
                     }
@@ -325,7 +329,7 @@ fn read_json(files: &dyn FileSource, path: &Path) -> Result<Value, String> {
         .into_iter()
         .next()
         .ok_or_else(|| format!("`{}` is empty", path.display()))?;
-    Ok(to_json(&doc, String::new(), &mut HashMap::new()))
+    Ok(berth_yaml::json::to_json(&doc))
 }
 
 /// Loads every file a `$ref` names (relative to the file it is in), transitively.
@@ -361,86 +365,6 @@ fn collect_refs(
             .try_for_each(|v| collect_refs(v, from, files, loaded)),
         _ => Ok(()),
     }
-}
-
-/// Marks the position of a mapping key (rather than its value) in the position table;
-/// it cannot occur in a JSON pointer, whose `~` is always escaped.
-const KEY_MARK: &str = "~k";
-
-/// A JSON-pointer reference token.
-fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
-}
-
-/// YAML as JSON (YAML 1.2 core schema types): what the API server receives.
-pub fn yaml_to_json(node: &Node) -> Value {
-    to_json(node, String::new(), &mut HashMap::new())
-}
-
-/// YAML as JSON (YAML 1.2 core schema types), recording each value's position
-/// by pointer, and each key's under the pointer plus [`KEY_MARK`].
-fn to_json(node: &Node, pointer: String, positions: &mut HashMap<String, Pos>) -> Value {
-    positions.insert(pointer.clone(), node.pos);
-    match &node.value {
-        Yaml::Scalar(s) if s.style == Style::Plain && node.tag.is_none() => plain_scalar(&s.text),
-        Yaml::Scalar(s) => Value::String(s.text.clone()),
-        Yaml::Seq(items) => Value::Array(
-            items
-                .iter()
-                .enumerate()
-                .map(|(i, item)| to_json(item, format!("{pointer}/{i}"), positions))
-                .collect(),
-        ),
-        Yaml::Map(entries) => {
-            let mut map = Map::new();
-            for (k, v) in entries {
-                let key = match &k.value {
-                    Yaml::Scalar(s) => s.text.clone(),
-                    _ => "<non-scalar key>".to_string(),
-                };
-                let child = format!("{pointer}/{}", escape(&key));
-                positions.insert(format!("{child}{KEY_MARK}"), k.pos);
-                map.insert(key, to_json(v, child, positions));
-            }
-            Value::Object(map)
-        }
-    }
-}
-
-fn plain_scalar(text: &str) -> Value {
-    match text {
-        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
-        "true" | "True" | "TRUE" => return Value::Bool(true),
-        "false" | "False" | "FALSE" => return Value::Bool(false),
-        _ => {}
-    }
-    let digits = |s: &str, radix| !s.is_empty() && s.chars().all(|c| c.is_digit(radix));
-    let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
-    if digits(unsigned, 10) {
-        if let Ok(n) = text.parse::<i64>() {
-            return Value::Number(n.into());
-        }
-    }
-    if let Some(hex) = text.strip_prefix("0x").filter(|h| digits(h, 16)) {
-        if let Ok(n) = i64::from_str_radix(hex, 16) {
-            return Value::Number(n.into());
-        }
-    }
-    if let Some(oct) = text.strip_prefix("0o").filter(|o| digits(o, 8)) {
-        if let Ok(n) = i64::from_str_radix(oct, 8) {
-            return Value::Number(n.into());
-        }
-    }
-    let float_like = unsigned.chars().any(|c| c.is_ascii_digit())
-        && unsigned
-            .chars()
-            .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '-' | '+'));
-    if float_like {
-        if let Some(n) = text.parse::<f64>().ok().and_then(Number::from_f64) {
-            return Value::Number(n);
-        }
-    }
-    Value::String(text.to_string())
 }
 
 #[cfg(test)]

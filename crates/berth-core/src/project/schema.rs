@@ -301,7 +301,7 @@ mod tests {
                 continue;
             };
             let docs = berth_yaml::load_all(&text, berth_yaml::Limits::default()).unwrap();
-            let value = crate::configs::schema::yaml_to_json(&docs[0]);
+            let value = berth_yaml::json::to_json(&docs[0]);
             let errors: Vec<String> = validator
                 .iter_errors(&value)
                 .map(|e| e.to_string())

@@ -374,10 +374,7 @@ fn objects_are_what_the_text_says() {
         "the config (in namespace a), the Pod, the Service"
     );
     let as_json = |nodes: &[Node]| -> Vec<serde_json::Value> {
-        nodes
-            .iter()
-            .map(crate::configs::schema::yaml_to_json)
-            .collect()
+        nodes.iter().map(berth_yaml::json::to_json).collect()
     };
     assert_eq!(as_json(&objects.objects), as_json(&parsed));
     assert_eq!(objects.images_matched, text.images_matched);

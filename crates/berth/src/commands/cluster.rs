@@ -6,12 +6,11 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use berth_core::configs::schema::yaml_to_json;
 use berth_core::{Project, Resolution};
 use berth_kube::{ApplyOptions, Cluster, Connection, Desired, Event};
 
 use crate::commands::render::render_objects;
-use crate::output::{json_to_yaml, print};
+use crate::output::print;
 use crate::settings::{self, Render};
 
 fn desired(render: &Render, project: &Project, resolution: &Resolution<'_>) -> Result<Desired> {
@@ -29,7 +28,11 @@ fn desired(render: &Render, project: &Project, resolution: &Resolution<'_>) -> R
     }
     Ok(Desired {
         project: project.name.clone(),
-        objects: rendered.objects.iter().map(yaml_to_json).collect(),
+        objects: rendered
+            .objects
+            .iter()
+            .map(berth_yaml::json::to_json)
+            .collect(),
         generated: generated
             .into_iter()
             .map(|g| (g.name, g.base_name))
@@ -182,6 +185,6 @@ pub fn diff(
 
 fn to_yaml(value: &serde_json::Value) -> String {
     let mut text = String::new();
-    berth_yaml::write_document(&mut text, &json_to_yaml(value));
+    berth_yaml::write_document(&mut text, &berth_yaml::json::from_json(value));
     text
 }

@@ -4,7 +4,7 @@ use anyhow::Result;
 use berth_core::resolve::{Origin, Resolution, ResolvedImage};
 use serde_json::json;
 
-use crate::output::{json_to_yaml, print, table};
+use crate::output::{print, table};
 use crate::settings::{Images, ImagesOutput as ImagesFormat};
 
 pub fn run(args: &Images, resolution: &Resolution<'_>) -> Result<()> {
@@ -27,7 +27,7 @@ pub fn run(args: &Images, resolution: &Resolution<'_>) -> Result<()> {
         }
         ImagesFormat::Yaml => {
             let mut s = String::new();
-            berth_yaml::write_document(&mut s, &json_to_yaml(&structured(images)));
+            berth_yaml::write_document(&mut s, &berth_yaml::json::from_json(&structured(images)));
             s
         }
         ImagesFormat::Table => {

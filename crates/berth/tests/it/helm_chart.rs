@@ -39,7 +39,7 @@ fn documents(yaml: &str) -> Vec<Value> {
     berth_yaml::load_all(yaml, berth_yaml::Limits::default())
         .unwrap()
         .iter()
-        .map(berth_core::configs::schema::yaml_to_json)
+        .map(berth_yaml::json::to_json)
         .filter(|v| !v.is_null())
         .collect()
 }
