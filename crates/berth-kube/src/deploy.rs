@@ -47,8 +47,8 @@ pub struct ApplyOptions {
 pub enum Event {
     /// An object was applied.
     Applied(ObjectRef),
-    /// The objects are exactly those of this apply record (the newest): they were
-    /// re-applied (correcting any drift) without a new record.
+    /// The objects are exactly those of this apply record (the newest): what
+    /// drifted was applied again, nothing else, and no new record written.
     Unchanged(String),
     /// Rollout state of every workload still being waited for.
     Waiting(Vec<(ObjectRef, String)>),
@@ -259,7 +259,9 @@ impl Cluster {
                 events(Event::Unchanged(
                     self.record_name(&desired.project, same.record.sequence),
                 ));
-                self.apply_all(&objects, options, events).await?;
+                // Only what drifted is applied again: an unchanged reconcile writes nothing.
+                let drifted = self.drifted(&objects, &before).await?;
+                self.apply_all(&drifted, options, events).await?;
                 same
             }
             None => {
@@ -318,6 +320,35 @@ impl Cluster {
                 .await?;
         }
         Ok(deployed)
+    }
+
+    /// The objects whose dry-run result (`dry`, in the order of `objects`) is not
+    /// the live object: those an apply would change (someone edited a field
+    /// berth sets, or deleted the object). One GET each, many at a time; no write.
+    async fn drifted(
+        &self,
+        objects: &[Planned],
+        dry: &[Option<Value>],
+    ) -> Result<Vec<Planned>, ClusterError> {
+        let looks: Vec<_> = objects
+            .iter()
+            .zip(dry)
+            .map(|(planned, dry)| async move {
+                let Some(dry) = dry else {
+                    return Ok(Some(planned.clone()));
+                };
+                let same = self
+                    .get(&planned.object)
+                    .await?
+                    .is_some_and(|live| normalise(live) == normalise(dry.clone()));
+                Ok::<_, ClusterError>((!same).then(|| planned.clone()))
+            })
+            .collect();
+        let found: Vec<Option<Planned>> = stream::iter(looks)
+            .buffered(CONCURRENCY)
+            .try_collect()
+            .await?;
+        Ok(found.into_iter().flatten().collect())
     }
 
     /// Waits until the CRD is Established and discovery serves its kind: the API

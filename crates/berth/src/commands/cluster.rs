@@ -71,7 +71,7 @@ impl Progress {
             Event::Applied(object) => self.line(format!("applied {object}")),
             Event::Recorded(name) => self.line(format!("recorded as Secret {name}")),
             Event::Unchanged(name) => self.line(format!(
-                "unchanged since the last successful apply (Secret {name}): re-applied, no new record"
+                "unchanged since the last apply (Secret {name}): only what drifted is applied again, no new record"
             )),
             Event::RolledOut(object) => self.line(format!("rolled out {object}")),
             Event::Deleted(object) => self.line(format!("deleted old generation {object}")),
