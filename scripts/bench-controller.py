@@ -22,6 +22,7 @@ operators that watch all ConfigMaps do), and the same over their metadata only
 """
 
 import base64
+import http.client
 import json
 import os
 import ssl
@@ -124,7 +125,7 @@ def wait(what, check, timeout=120, every=0.01):
     while time.monotonic() < deadline:
         try:
             value = check()
-        except (TimeoutError, urllib.error.URLError) as e:
+        except (TimeoutError, urllib.error.URLError, http.client.HTTPException, ConnectionError) as e:
             # A plane busy with thousands of rollouts may not answer one poll in time.
             print(f"{what}: a poll failed ({e}); polling again", file=sys.stderr)
             value = None
