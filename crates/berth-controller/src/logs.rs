@@ -1,7 +1,7 @@
 //! The controller's log: `tracing` events (kube-runtime's own included) on
 //! stderr, one line each with a timestamp, as text or JSON (`--log-format`).
 //! `RUST_LOG` narrows or widens what is written (default `info`). Values that
-//! come from peers go through [`crate::logged`] first: no credentials, no
+//! come from peers go through the controller's one redaction point first: no credentials, no
 //! control characters.
 
 /// How log lines are written.
