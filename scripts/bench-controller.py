@@ -264,6 +264,7 @@ def main():
 
         # 4. A quiet minute.
         time.sleep(10)
+        last = reconciles()
         before = request_counts(api)
         time.sleep(60)
         quiet = {k: v - before.get(k, 0) for k, v in request_counts(api).items() if v - before.get(k, 0) > 0}
