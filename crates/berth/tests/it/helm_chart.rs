@@ -35,6 +35,25 @@ fn run(helm: &Path, args: &[&str], kubeconfig: Option<&Path>) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `helm VERB berth-controller CHART` into `namespace`, reconciling Berths there, with `image.tag`.
+/// The CRD exists already (other tests apply it): the release takes it over.
+fn release(verb: &str, namespace: &str, tag: &str) -> Vec<String> {
+    [
+        verb,
+        "berth-controller",
+        chart().to_str().unwrap(),
+        "--namespace",
+        namespace,
+        "--take-ownership",
+        "--set",
+        &format!("watchNamespace={namespace}"),
+        "--set",
+        &format!("image.tag={tag}"),
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
 fn documents(yaml: &str) -> Vec<Value> {
     berth_yaml::load_all(yaml, berth_yaml::Limits::default())
         .unwrap()
@@ -161,30 +180,14 @@ fn helm_installs_upgrades_and_uninstalls_the_controller_keeping_the_crd() {
     let Some(plane) = plane() else { return };
     let Some(helm) = plane.helm() else { return };
     let ns = plane.namespace("helm");
-    let chart = chart();
-    let chart = chart.to_str().unwrap();
     let kubeconfig = Some(ns.kubeconfig.as_path());
     let install = |verb: &str, tag: &str, replicas: &str| {
+        let mut args = release(verb, &ns.name, tag);
+        args.extend(["--set".into(), format!("replicaCount={replicas}")]);
+        args.extend(["--wait", "--timeout", "120s"].map(String::from));
         run(
             &helm,
-            &[
-                verb,
-                "berth-controller",
-                chart,
-                "--namespace",
-                &ns.name,
-                // The CRD exists already (other tests apply it): this release takes it over.
-                "--take-ownership",
-                "--set",
-                &format!("watchNamespace={}", ns.name),
-                "--set",
-                &format!("image.tag={tag}"),
-                "--set",
-                &format!("replicaCount={replicas}"),
-                "--wait",
-                "--timeout",
-                "120s",
-            ],
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
             kubeconfig,
         )
     };
@@ -261,32 +264,20 @@ fn the_charts_controllers_are_ready_available_and_roll_out_an_update() {
     let Some(plane) = plane() else { return };
     let Some(helm) = plane.helm() else { return };
     let ns = plane.namespace("helm-standin");
-    let chart = chart();
-    let chart = chart.to_str().unwrap();
     let node = format!("standin-{}", ns.name);
     let release = |verb: &str, tag: &str| {
+        let mut args = release(verb, &ns.name, tag);
+        for set in [
+            format!("nodeSelector.berth\\.dev/standin={node}"),
+            "tolerations[0].key=berth.dev/standin".into(),
+            "tolerations[0].operator=Exists".into(),
+            "logFormat=json".into(),
+        ] {
+            args.extend(["--set".into(), set]);
+        }
         run(
             &helm,
-            &[
-                verb,
-                "berth-controller",
-                chart,
-                "--namespace",
-                &ns.name,
-                "--take-ownership",
-                "--set",
-                &format!("watchNamespace={}", ns.name),
-                "--set",
-                &format!("image.tag={tag}"),
-                "--set",
-                &format!("nodeSelector.berth\\.dev/standin={node}"),
-                "--set",
-                "tolerations[0].key=berth.dev/standin",
-                "--set",
-                "tolerations[0].operator=Exists",
-                "--set",
-                "logFormat=json",
-            ],
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
             Some(ns.kubeconfig.as_path()),
         )
     };
