@@ -195,6 +195,40 @@ impl Cluster {
         Ok(list.items.into_iter().map(to_value).collect())
     }
 
+    /// [`Cluster::list`] of metadata only (`PartialObjectMeta`): names, labels and
+    /// annotations, never a Secret's data.
+    pub async fn list_metadata(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+        selector: &str,
+    ) -> Result<Vec<Value>, ClusterError> {
+        let probe = ObjectRef {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            name: String::new(),
+            namespace: Some(namespace.into()),
+        };
+        let (api, resource) = self.api(&probe).await?;
+        let list = self
+            .timed(
+                || format!("list {kind} in namespace `{namespace}`"),
+                async {
+                    Ok(api
+                        .list_metadata(&ListParams::default().labels(selector))
+                        .await)
+                },
+            )
+            .await?
+            .map_err(|e| self.explain(e, "list", &resource, &probe))?;
+        Ok(list
+            .items
+            .into_iter()
+            .map(|o| serde_json::json!({"metadata": serde_json::to_value(o.metadata).unwrap_or(Value::Null)}))
+            .collect())
+    }
+
     /// Creates an object that must not exist yet (an apply record: two writers of
     /// one sequence number cannot both succeed, so a deposed leader or a second
     /// `berth apply` running at the same time loses instead of overwriting).

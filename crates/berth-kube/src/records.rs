@@ -26,6 +26,10 @@ fn text<'v>(v: &'v Value, path: &[&str]) -> Option<&'v str> {
 
 const STATUS_ANNOTATION: &str = "berth.dev/status";
 const ROLLBACK_ANNOTATION: &str = "berth.dev/rollback-of";
+/// The record's sequence and config generations (JSON), also in its data: listing
+/// records needs their metadata only.
+const SEQUENCE_ANNOTATION: &str = "berth.dev/sequence";
+const CONFIGS_ANNOTATION: &str = "berth.dev/configs";
 /// The workloads' deadline verdicts from before the apply (JSON: path → verdict).
 const STALE_ANNOTATION: &str = "berth.dev/stale-verdicts";
 /// The field manager of record bookkeeping (the status annotation), so the
@@ -46,54 +50,96 @@ impl Cluster {
         }
     }
 
-    /// The project's apply records, with the objects each applied.
+    /// The project's apply records: listed metadata only (sequence, configs and
+    /// status are annotations), with the objects of the newest read by one GET (what
+    /// an unchanged apply compares with). Records written before the annotations
+    /// existed are read whole.
     pub async fn records(&self, project: &str) -> Result<Records, ClusterError> {
         let selector = format!("{},{RECORD_LABEL}=true", project_selector(project));
         let items = self
-            .list("v1", "Secret", &self.namespace, &selector)
+            .list_metadata("v1", "Secret", &self.namespace, &selector)
             .await?;
         let mut out = Vec::new();
         for item in items {
-            let name = text(&item, &["metadata", "name"])
-                .unwrap_or("(no name)")
-                .to_string();
-            // An unreadable record is an error, never skipped or read as empty: clean-up
-            // would then delete a generation the record says is in use.
-            let unreadable = |field: &str| {
-                ClusterError::Record {
-                action: format!("read apply record Secret/{name} (namespace {})", self.namespace),
-                message: format!(
-                    "its `{field}` is missing or unreadable; berth neither cleans up nor rolls back while a record is unreadable: restore it, or delete it (`kubectl delete secret {name} -n {}`) if that apply is no longer needed",
-                    self.namespace
-                ),
-            }
+            let info = match self.record_info(&item) {
+                Some(info) => info,
+                None => {
+                    let whole = self.record_secret(&item).await?;
+                    self.record_info(&whole)
+                        .ok_or_else(|| self.unreadable(&whole, "sequence"))?
+                }
             };
-            let sequence: u64 = secret_text(&item, "sequence")
-                .and_then(|s| s.parse().ok())
-                .ok_or_else(|| unreadable("sequence"))?;
-            let configs: BTreeMap<String, String> = match item.pointer("/data/configs") {
-                None => BTreeMap::new(), // an apply without generated configs
-                Some(_) => secret_text(&item, "configs")
-                    .and_then(|s| serde_json::from_str(&s).ok())
-                    .ok_or_else(|| unreadable("configs"))?,
-            };
-            let annotation = |key: &str| {
-                item.pointer(&format!("/metadata/annotations/{}", key.replace('/', "~1")))
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            };
-            out.push(RecordInfo {
-                record: Record { sequence, configs },
-                status: RecordStatus::parse(annotation(STATUS_ANNOTATION).as_deref()),
-                // Unreadable verdicts are judged (a failure shown, never one hidden).
-                stale: annotation(STALE_ANNOTATION)
-                    .and_then(|s| serde_json::from_str(&s).ok())
-                    .unwrap_or_default(),
-                rollback_of: annotation(ROLLBACK_ANNOTATION).and_then(|s| s.parse().ok()),
-                manifest: secret_text(&item, "objects"),
-            });
+            out.push(info?);
         }
-        Ok(Records::new(out))
+        let mut records = Records::new(out);
+        if let Some(newest) = records.newest_mut() {
+            let name = self.record_name(project, newest.record.sequence);
+            if let Some(whole) = self.get(&self.record_ref(&name)).await? {
+                newest.manifest = secret_text(&whole, "objects");
+            }
+        }
+        Ok(records)
+    }
+
+    /// The whole record Secret `item` names.
+    async fn record_secret(&self, item: &Value) -> Result<Value, ClusterError> {
+        let name = text(item, &["metadata", "name"])
+            .unwrap_or_default()
+            .to_string();
+        self.get(&self.record_ref(&name))
+            .await?
+            .ok_or_else(|| self.unreadable(item, "sequence"))
+    }
+
+    fn unreadable(&self, item: &Value, field: &str) -> ClusterError {
+        let name = text(item, &["metadata", "name"]).unwrap_or("(no name)");
+        // An unreadable record is an error, never skipped or read as empty: clean-up
+        // would then delete a generation the record says is in use.
+        ClusterError::Record {
+            action: format!("read apply record Secret/{name} (namespace {})", self.namespace),
+            message: format!(
+                "its `{field}` is missing or unreadable; berth neither cleans up nor rolls back while a record is unreadable: restore it, or delete it (`kubectl delete secret {name} -n {}`) if that apply is no longer needed",
+                self.namespace
+            ),
+        }
+    }
+
+    /// A record from its annotations (metadata only) or, for an older record read
+    /// whole, from its data; `None` when `item` has neither (read it whole).
+    fn record_info(&self, item: &Value) -> Option<Result<RecordInfo, ClusterError>> {
+        let annotation = |key: &str| {
+            item.pointer(&format!("/metadata/annotations/{}", key.replace('/', "~1")))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let (sequence, configs) = match annotation(SEQUENCE_ANNOTATION) {
+            Some(sequence) => (Some(sequence), annotation(CONFIGS_ANNOTATION)),
+            None if item.get("data").is_some() => {
+                (secret_text(item, "sequence"), secret_text(item, "configs"))
+            }
+            None => return None,
+        };
+        let Some(sequence) = sequence.and_then(|s| s.parse::<u64>().ok()) else {
+            return Some(Err(self.unreadable(item, "sequence")));
+        };
+        let configs: BTreeMap<String, String> = match configs {
+            None if item.pointer("/data/configs").is_none() => BTreeMap::new(),
+            None => return Some(Err(self.unreadable(item, "configs"))),
+            Some(text) => match serde_json::from_str(&text) {
+                Ok(configs) => configs,
+                Err(_) => return Some(Err(self.unreadable(item, "configs"))),
+            },
+        };
+        Some(Ok(RecordInfo {
+            record: Record { sequence, configs },
+            status: RecordStatus::parse(annotation(STATUS_ANNOTATION).as_deref()),
+            // Unreadable verdicts are judged (a failure shown, never one hidden).
+            stale: annotation(STALE_ANNOTATION)
+                .and_then(|s| serde_json::from_str(&s).ok())
+                .unwrap_or_default(),
+            rollback_of: annotation(ROLLBACK_ANNOTATION).and_then(|s| s.parse().ok()),
+            manifest: secret_text(item, "objects"),
+        }))
     }
 
     /// Creates the record of a new apply (never overwrites one).
@@ -107,7 +153,11 @@ impl Cluster {
         let sequence = info.record.sequence;
         let configs = &info.record.configs;
         let object = self.record_ref(&self.record_name(project, sequence));
-        let mut annotations = json!({ STATUS_ANNOTATION: info.status.as_str() });
+        let mut annotations = json!({
+            STATUS_ANNOTATION: info.status.as_str(),
+            SEQUENCE_ANNOTATION: sequence.to_string(),
+            CONFIGS_ANNOTATION: serde_json::to_string(configs).unwrap_or_default(),
+        });
         if let Some(of) = info.rollback_of {
             annotations[ROLLBACK_ANNOTATION] = json!(of.to_string());
         }
@@ -215,8 +265,14 @@ impl Cluster {
             });
         };
         let sequence = target.record.sequence;
-        let objects: Vec<Value> = target
-            .manifest
+        let manifest = match &target.manifest {
+            Some(manifest) => Some(manifest.clone()),
+            None => self
+                .get(&self.record_ref(&self.record_name(project, sequence)))
+                .await?
+                .and_then(|whole| secret_text(&whole, "objects")),
+        };
+        let objects: Vec<Value> = manifest
             .as_deref()
             .and_then(|s| serde_json::from_str(s).ok())
             .ok_or_else(|| ClusterError::Record {

@@ -70,6 +70,11 @@ impl Records {
         &self.0
     }
 
+    /// The newest record, to fill in what a metadata-only listing left out.
+    pub fn newest_mut(&mut self) -> Option<&mut RecordInfo> {
+        self.0.last_mut()
+    }
+
     /// The sequence number of the next apply.
     pub fn next_sequence(&self) -> u64 {
         self.0.last().map_or(0, |r| r.record.sequence) + 1
