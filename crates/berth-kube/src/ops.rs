@@ -170,7 +170,7 @@ impl Cluster {
         Ok(found.map(to_value))
     }
 
-    /// Objects of a kind in `namespace` matching a label selector.
+    /// The objects of `kind` in `namespace` matching the label `selector`.
     pub async fn list(
         &self,
         api_version: &str,
@@ -178,21 +178,8 @@ impl Cluster {
         namespace: &str,
         selector: &str,
     ) -> Result<Vec<Value>, ClusterError> {
-        let probe = ObjectRef {
-            api_version: api_version.into(),
-            kind: kind.into(),
-            name: String::new(),
-            namespace: Some(namespace.into()),
-        };
-        let (api, resource) = self.api(&probe).await?;
-        let list = self
-            .timed(
-                || format!("list {kind} in namespace `{namespace}`"),
-                async { Ok(api.list(&ListParams::default().labels(selector)).await) },
-            )
-            .await?
-            .map_err(|e| self.explain(e, "list", &resource, &probe))?;
-        Ok(list.items.into_iter().map(to_value).collect())
+        self.list_as(api_version, kind, namespace, selector, false)
+            .await
     }
 
     /// [`Cluster::list`] of metadata only (`PartialObjectMeta`): names, labels and
@@ -204,6 +191,18 @@ impl Cluster {
         namespace: &str,
         selector: &str,
     ) -> Result<Vec<Value>, ClusterError> {
+        self.list_as(api_version, kind, namespace, selector, true)
+            .await
+    }
+
+    async fn list_as(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+        selector: &str,
+        metadata_only: bool,
+    ) -> Result<Vec<Value>, ClusterError> {
         let probe = ObjectRef {
             api_version: api_version.into(),
             kind: kind.into(),
@@ -211,22 +210,28 @@ impl Cluster {
             namespace: Some(namespace.into()),
         };
         let (api, resource) = self.api(&probe).await?;
-        let list = self
+        let params = ListParams::default().labels(selector);
+        let items = self
             .timed(
                 || format!("list {kind} in namespace `{namespace}`"),
                 async {
-                    Ok(api
-                        .list_metadata(&ListParams::default().labels(selector))
-                        .await)
+                    Ok(if metadata_only {
+                        api.list_metadata(&params).await.map(|list| {
+                            list.items
+                                .into_iter()
+                                .map(|o| serde_json::json!({"metadata": serde_json::to_value(o.metadata).unwrap_or(Value::Null)}))
+                                .collect::<Vec<_>>()
+                        })
+                    } else {
+                        api.list(&params)
+                            .await
+                            .map(|list| list.items.into_iter().map(to_value).collect())
+                    })
                 },
             )
             .await?
             .map_err(|e| self.explain(e, "list", &resource, &probe))?;
-        Ok(list
-            .items
-            .into_iter()
-            .map(|o| serde_json::json!({"metadata": serde_json::to_value(o.metadata).unwrap_or(Value::Null)}))
-            .collect())
+        Ok(items)
     }
 
     /// Creates an object that must not exist yet (an apply record: two writers of
