@@ -245,6 +245,7 @@ fn project(berth: &Berth, namespace: &str) -> Result<Project, Problem> {
         configs: Vec::new(),
         ca_bundles,
         sync: Vec::new(),
+        dev: Default::default(),
     })
 }
 

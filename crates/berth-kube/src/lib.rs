@@ -1,6 +1,7 @@
 //! berth's cluster edge: connecting as kubectl does, server-side apply with
 //! rollout waits and safe clean-up (`berth apply`, `diff`, `rollback`, and the
-//! controller), and the pods and exec `berth sync` uses.
+//! controller), the pods and exec `berth sync` uses, and the log streams and
+//! port-forwards of `berth dev`.
 //!
 //! Async over a [`kube::Client`] with no runtime of its own: the CLI starts one,
 //! the controller runs in its own. What to apply, in which order, what to keep
@@ -23,6 +24,7 @@ pub mod kubeconfig;
 mod ops;
 mod pods;
 mod records;
+mod streams;
 
 pub use berth_core::cluster::{Desired, ObjectRef, Settled};
 pub use connect::{Cluster, Connection, REQUEST_TIMEOUT};
@@ -30,3 +32,4 @@ pub use deploy::{ApplyOptions, Change, Deployed, Event, RolloutState, CONCURRENC
 pub use error::ClusterError;
 pub use exec::ExecOutput;
 pub use pods::is_ready;
+pub use streams::{LogLines, MAX_LOG_LINE};

@@ -4,9 +4,11 @@
 //! runtime's, so `block_on` there is sound).
 
 use std::io::{self, Write};
+use std::sync::Mutex;
 
 use berth_core::render::Workload;
 use berth_kube::{Cluster, ClusterError};
+use k8s_openapi::api::core::v1::Pod;
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 
@@ -18,7 +20,7 @@ use crate::{Container, SyncError, Target};
 pub struct KubeTarget {
     runtime: Handle,
     cluster: Cluster,
-    workloads: Vec<Workload>,
+    workloads: Mutex<Vec<Workload>>,
 }
 
 impl KubeTarget {
@@ -27,9 +29,53 @@ impl KubeTarget {
         KubeTarget {
             runtime,
             cluster,
-            workloads,
+            workloads: Mutex::new(workloads),
         }
     }
+
+    /// Replaces the workloads whose pods are listed (`berth dev` after a re-render).
+    pub fn set_workloads(&self, workloads: Vec<Workload>) {
+        if let Ok(mut current) = self.workloads.lock() {
+            *current = workloads;
+        }
+    }
+}
+
+/// The containers of `pods` (in `namespace`) a sync may update: those that are
+/// ready, in pods that run, are Ready and are not being deleted. Their
+/// `instance` changes when the container restarts.
+pub fn ready_containers(namespace: &str, pods: &[Pod]) -> Vec<Container> {
+    let mut out = Vec::new();
+    for pod in pods.iter().filter(|p| berth_kube::is_ready(p)) {
+        let Some(pod_name) = pod.metadata.name.as_deref() else {
+            continue;
+        };
+        let statuses = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_deref())
+            .unwrap_or_default();
+        for container in pod.spec.iter().flat_map(|s| &s.containers) {
+            let Some(status) = statuses.iter().find(|s| s.name == container.name) else {
+                continue;
+            };
+            if !status.ready {
+                continue;
+            }
+            out.push(Container {
+                id: format!("{namespace}/{pod_name}/{}", container.name),
+                name: container.name.clone(),
+                image: container.image.clone().unwrap_or_default(),
+                instance: format!(
+                    "{}/{}",
+                    status.container_id.as_deref().unwrap_or_default(),
+                    status.restart_count
+                ),
+                label: format!("pod/{pod_name}/{}", container.name),
+            });
+        }
+    }
+    out
 }
 
 fn cluster_error(error: ClusterError) -> SyncError {
@@ -79,47 +125,21 @@ impl Target for KubeTarget {
     }
 
     fn list(&self) -> Result<Vec<Container>, SyncError> {
+        let workloads = self
+            .workloads
+            .lock()
+            .map(|w| w.clone())
+            .map_err(|_| engine_error("the workload list was poisoned by a panic"))?;
         let mut out: Vec<Container> = Vec::new();
-        for workload in &self.workloads {
+        for workload in &workloads {
             let (namespace, pods) = self
                 .runtime
                 .block_on(self.cluster.pods(workload))
                 .map_err(cluster_error)?;
-            for pod in pods.iter().filter(|p| berth_kube::is_ready(p)) {
-                let Some(pod_name) = pod.metadata.name.as_deref() else {
-                    continue;
-                };
-                let statuses = pod
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.container_statuses.clone())
-                    .unwrap_or_default();
-                for container in pod.spec.iter().flat_map(|s| &s.containers) {
-                    let Some(status) = statuses.iter().find(|s| s.name == container.name) else {
-                        continue;
-                    };
-                    if !status.ready {
-                        continue;
-                    }
-                    let id = format!("{namespace}/{pod_name}/{}", container.name);
-                    if out.iter().any(|c| c.id == id) {
-                        continue; // two workloads selecting the same pod
-                    }
-                    out.push(Container {
-                        id,
-                        name: container.name.clone(),
-                        image: container.image.clone().unwrap_or_default(),
-                        instance: format!(
-                            "{}/{}",
-                            status.container_id.as_deref().unwrap_or_default(),
-                            status.restart_count
-                        ),
-                        label: format!("pod/{pod_name}/{}", container.name),
-                    });
-                }
-            }
+            out.extend(ready_containers(&namespace, &pods));
         }
         out.sort_by(|a, b| a.id.cmp(&b.id));
+        out.dedup_by(|a, b| a.id == b.id); // two workloads selecting the same pod
         Ok(out)
     }
 

@@ -141,6 +141,28 @@ pub enum Command {
     ///
     /// Examples: `berth sync`; `berth sync --once` (CI, scripts); `berth sync epp-dev --dry-run`.
     Sync(SyncArgs),
+    /// The inner loop for images built elsewhere: render, apply, wait, sync, logs, port-forwards.
+    ///
+    /// Renders and applies as `berth apply` does (same plan, field manager, records and
+    /// clean-up), waits for the rollout, brings every `sync:` rule's containers up to date,
+    /// then watches: an edit of a sync source is synced into the running containers; an edit
+    /// of berth.yaml, a manifest, a config or a CA source renders again and, when the output
+    /// changed, applies again (a config change rolls its workloads; sync, logs and forwards
+    /// follow the new pods). The logs of every container of the project's pods are streamed,
+    /// each line prefixed `pod/container |`; `dev.forward` entries of berth.yaml listen on
+    /// 127.0.0.1 and forward to a ready pod of their component. Images and pull policies are
+    /// never injected or forced: what runs is what berth.yaml resolves, as `render` writes it.
+    /// A failed render, apply or rollout is reported and the loop keeps watching: fix the file
+    /// and it applies again. Ctrl-C (SIGINT) or SIGTERM stops it with status 0 and leaves the
+    /// cluster as it is.
+    ///
+    /// Examples: `berth dev`; `berth dev --profile kind --output json` (one JSON object per
+    /// line for tools); `berth dev --once` (CI: apply, wait, sync once, exit).
+    #[command(
+        mut_arg("no_wait", |a| a.hide(true)),
+        mut_arg("paths", |a| a.help("Files or directories to use instead of the project's `manifests:` (read again on every change)"))
+    )]
+    Dev(DevArgs),
     /// Render, then server-side apply every object to the cluster and wait for the rollout.
     ///
     /// Field manager `berth`; objects are labelled `app.kubernetes.io/managed-by: berth` and
@@ -364,6 +386,35 @@ pub struct SyncArgs {
     pub poll: f64,
 }
 
+#[derive(Debug, Args)]
+pub struct DevArgs {
+    /// Everything `berth apply` takes: `berth dev` applies as it does.
+    #[command(flatten)]
+    pub apply: ApplyArgs,
+    /// `text` (logs on stdout, berth's own lines on stderr, a status line per workload on a
+    /// terminal) or `json` (one JSON object per line on stdout, each with an `event`:
+    /// rendered, applied, rollout, ready, synced, log, forward, error, stopped).
+    #[arg(long, short, value_enum, default_value_t = DevFormat::Text, value_name = "FORMAT")]
+    pub output: DevFormat,
+    /// Apply, wait for the rollout, sync every rule once and exit: 0 when all of it worked,
+    /// 1 otherwise (no watching, logs or forwards). The form for CI.
+    #[arg(long)]
+    pub once: bool,
+    /// Seconds between looks at the project's pods (new, restarted and replaced pods are
+    /// synced, their logs followed and forwards re-targeted).
+    #[arg(long, default_value_t = 1.0, value_name = "SECONDS")]
+    pub poll: f64,
+}
+
+/// `berth dev --output`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DevFormat {
+    /// For people.
+    Text,
+    /// One JSON object per line, for tools.
+    Json,
+}
+
 /// How to reach a Kubernetes cluster, as kubectl does.
 #[derive(Debug, Args, Default)]
 pub struct ClusterArgs {
@@ -507,7 +558,7 @@ pub enum RefFormat {
 }
 
 /// Overrides of the image resolution, shared by every command that resolves.
-#[derive(Debug, Args, Default)]
+#[derive(Debug, Clone, Args, Default)]
 pub struct ResolveArgs {
     /// Use REF as the full image of component NAME (highest precedence). Repeatable.
     #[arg(long = "image", value_name = "NAME=REF", value_parser = name_value)]

@@ -128,6 +128,19 @@ fn run(cli: &Cli) -> Result<u8> {
                 resolution,
             )
         }),
+        Command::Dev(args) => {
+            let project = project_file::load(cli.project.as_deref())?;
+            let settings = settings::Dev::resolve(args, &project)?;
+            commands::dev::run(
+                &settings,
+                commands::dev::Source {
+                    project: cli.project.clone(),
+                    resolve: args.apply.resolve.clone(),
+                    render: settings.render.clone(),
+                },
+                project,
+            )
+        }
         Command::Controller(args) => commands::controller::run(args),
         Command::Init(args) => commands::init::run(args.dir.as_deref()),
         Command::Completions(args) => commands::about::completions(args.shell).map(|()| 0),
@@ -168,7 +181,17 @@ fn with_resolution(
     args: &ResolveArgs,
     command: impl FnOnce(&Project, &Resolution<'_>) -> Result<u8>,
 ) -> Result<u8> {
-    let project = project_file::load(cli.project.as_deref())?;
+    resolved(cli.project.as_deref(), args, command)
+}
+
+/// Loads berth.yaml (`--project`, else the nearest) and resolves its images, as
+/// every command does; `berth dev` does it again whenever the file changes.
+fn resolved<T>(
+    project: Option<&std::path::Path>,
+    args: &ResolveArgs,
+    command: impl FnOnce(&Project, &Resolution<'_>) -> Result<T>,
+) -> Result<T> {
+    let project = project_file::load(project)?;
     let lock = load_lock(args, &project)?;
     let resolution = resolve::resolve(&project, &overrides(args, lock), &env_var)?;
     command(&project, &resolution)

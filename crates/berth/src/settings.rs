@@ -444,3 +444,66 @@ impl Sync {
         })
     }
 }
+
+/// `berth dev`.
+pub struct Dev {
+    /// What to render, each time.
+    pub render: Render,
+    /// Where to apply it (requests bounded in time and size).
+    pub connection: Connection,
+    /// The same cluster for what stays open (logs, port-forwards): no bound on an
+    /// answer's size, since a followed log is endless.
+    pub streams: Connection,
+    /// How to apply (always waiting for the rollout).
+    pub apply: ApplyOptions,
+    /// `--output json`.
+    pub json: bool,
+    /// `--once`.
+    pub once: bool,
+    /// Between looks at the pods.
+    pub poll: Duration,
+}
+
+impl Dev {
+    /// From the flags and berth.yaml.
+    pub fn resolve(dev: &cli::DevArgs, project: &Project) -> Result<Self> {
+        let args = &dev.apply;
+        if args.rollout.no_wait {
+            bail!("--no-wait does not apply to `berth dev`, which waits for every rollout to sync into the new pods; use `berth apply --no-wait`");
+        }
+        if args.manifests.paths.iter().any(|p| p == "-") {
+            bail!("`berth dev` renders again on every change, and standard input can be read once; give the manifests as files or directories");
+        }
+        let render: Render = (&args.manifests).into();
+        if render
+            .manifests(project)?
+            .iter()
+            .any(|m| m.source == berth_core::ManifestSource::Stdin)
+            && args.manifests.paths.is_empty()
+        {
+            bail!(
+                "{}: `manifests:` lists `-` (standard input), which `berth dev` cannot read again on every change; list files or directories, or pass PATHs",
+                project.file
+            );
+        }
+        if !(dev.poll.is_finite() && dev.poll > 0.0) {
+            bail!("--poll must be a positive number of seconds");
+        }
+        let connection = connection(&args.cluster, project);
+        let streams = Connection {
+            response_limit: None,
+            ..connection.clone()
+        };
+        let mut apply = rollout(&args.rollout);
+        apply.wait = Some(Duration::from_secs(args.rollout.timeout));
+        Ok(Dev {
+            render,
+            connection,
+            streams,
+            apply,
+            json: dev.output == cli::DevFormat::Json,
+            once: dev.once,
+            poll: Duration::from_secs_f64(dev.poll),
+        })
+    }
+}

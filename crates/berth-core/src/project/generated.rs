@@ -3,7 +3,6 @@
 use berth_yaml::{Node, Pos};
 
 use super::{Loader, ProjectError};
-use crate::suggest::closest;
 
 pub(super) const CONFIG_KEYS: &[&str] = &[
     "files",
@@ -355,27 +354,7 @@ impl Loader<'_> {
             match k.as_str().unwrap_or_default() {
                 "components" => {
                     for item in self.strings(v, &field)? {
-                        if !components.contains(&item.value) {
-                            return Err(ProjectError::UnknownKey {
-                                file: self.file.to_string(),
-                                pos: item.pos,
-                                suggestion: closest(
-                                    &item.value,
-                                    components.iter().map(String::as_str),
-                                )
-                                .map(str::to_string),
-                                key: item.value,
-                                context: format!(
-                                    "{field} (components are the keys of `images:`{})",
-                                    if components.is_empty() {
-                                        ", and berth.yaml has none"
-                                    } else {
-                                        ""
-                                    }
-                                ),
-                                expected: &[],
-                            });
-                        }
+                        self.known_component(&item.value, item.pos, &field, components)?;
                         inject.components.push(item.value);
                     }
                 }

@@ -12,9 +12,11 @@ use berth_yaml::{Limits, Node, Pos};
 use crate::suggest::{closest, hint};
 
 mod components;
+mod dev;
 mod generated;
 pub mod schema;
 mod sync;
+pub use dev::{Dev, Forward};
 pub use generated::{CaBundleSpec, ConfigSpec, Inject, Spanned};
 pub use sync::{RunStep, SyncPath, SyncRule, SyncTarget};
 
@@ -34,6 +36,7 @@ const TOP_KEYS: &[&str] = &[
     "sync",
     "tag",
     "profiles",
+    "dev",
 ];
 const REGISTRY_KEYS: &[&str] = &["env"];
 const IMAGE_PATH_KEYS: &[&str] = &["kind", "apiVersion", "path"];
@@ -71,6 +74,8 @@ pub struct Project {
     pub ca_bundles: Vec<CaBundleSpec>,
     /// `sync:`, live-update rules, in file order.
     pub sync: Vec<SyncRule>,
+    /// `dev:`, what `berth dev` adds (port-forwards).
+    pub dev: Dev,
 }
 
 /// One entry of `images:`: an image the project ships.
@@ -459,6 +464,7 @@ impl Loader<'_> {
         let entries = self.fields(&root, "the project", TOP_KEYS)?;
         let mut ca_node = None;
         let mut sync_node = None;
+        let mut dev_node = None;
         let mut tag_node = None;
         let mut project = Project {
             file,
@@ -475,6 +481,7 @@ impl Loader<'_> {
             configs: Vec::new(),
             ca_bundles: Vec::new(),
             sync: Vec::new(),
+            dev: Dev::default(),
         };
         for (key, value) in entries {
             match key.as_str().unwrap_or_default() {
@@ -503,6 +510,7 @@ impl Loader<'_> {
                 "configs" => project.configs = self.configs(value)?,
                 "caBundles" => ca_node = Some(value),
                 "sync" => sync_node = Some(value),
+                "dev" => dev_node = Some(value),
                 _ => {} // `fields` admitted only the keys above
             }
         }
@@ -521,6 +529,9 @@ impl Loader<'_> {
         }
         if let Some(node) = sync_node {
             project.sync = self.sync_rules(node, &names)?;
+        }
+        if let Some(node) = dev_node {
+            project.dev = self.dev(node, &names)?;
         }
         let mut tag_pos = root.pos;
         if let Some(node) = tag_node {
@@ -596,6 +607,34 @@ impl Loader<'_> {
             value: berth_io::shown(value),
             reason,
         }
+    }
+
+    /// `name`, written at `pos` under `key`, must be a component (a key of `images:`).
+    fn known_component(
+        &self,
+        name: &str,
+        pos: Pos,
+        key: &str,
+        components: &[String],
+    ) -> Result<(), ProjectError> {
+        if components.iter().any(|c| c == name) {
+            return Ok(());
+        }
+        Err(ProjectError::UnknownKey {
+            file: self.file.to_string(),
+            pos,
+            suggestion: closest(name, components.iter().map(String::as_str)).map(str::to_string),
+            key: name.to_string(),
+            context: format!(
+                "{key} (components are the keys of `images:`{})",
+                if components.is_empty() {
+                    ", and berth.yaml has none"
+                } else {
+                    ""
+                }
+            ),
+            expected: &[],
+        })
     }
 
     fn reference(&self, node: &Node, key: &str) -> Result<Reference, ProjectError> {

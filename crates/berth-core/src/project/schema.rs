@@ -10,6 +10,7 @@
 use serde_json::{json, Map, Value};
 
 use super::components::{COMPONENT_KEYS, TAG_KEYS};
+use super::dev::{DEV_KEYS, FORWARD_KEYS};
 use super::generated::{CA_KEYS, CONFIG_KEYS, INJECT_KEYS};
 use super::sync::{PATH_KEYS, RULE_KEYS, RUN_KEYS, TARGET_KEYS};
 use super::{CONFIG_PATH_KEYS, IMAGE_PATH_KEYS, REGISTRY_KEYS, TOP_KEYS};
@@ -91,6 +92,21 @@ fn top(key: &str) -> Option<Value> {
         "sync" => {
             json!({"type": "array", "items": object("sync[]", RULE_KEYS, sync_rule, &["target"]), "description": "Live-update rules for `berth sync`."})
         }
+        "dev" => object("dev", DEV_KEYS, dev, &[]),
+        _ => return None,
+    })
+}
+
+fn dev(key: &str) -> Option<Value> {
+    (key == "forward").then(|| json!({"type": "array", "items": object("dev.forward[]", FORWARD_KEYS, forward, &["component", "port"]), "description": "Port-forwards `berth dev` keeps open: 127.0.0.1:local to `port` of a ready pod of the component."}))
+}
+
+fn forward(key: &str) -> Option<Value> {
+    let port = |description: &str| json!({"type": "integer", "minimum": 1, "maximum": 65535, "description": description});
+    Some(match key {
+        "component" => text("The component whose pods serve the port."),
+        "port" => port("The port in the pod."),
+        "local" => port("The port on 127.0.0.1 (default: `port`)."),
         _ => return None,
     })
 }
@@ -248,7 +264,7 @@ mod tests {
             &'static [&'static str],
             fn(&str) -> Option<Value>,
         );
-        let sections: [Section; 13] = [
+        let sections: [Section; 15] = [
             ("top", TOP_KEYS, top),
             ("registry", REGISTRY_KEYS, registry),
             ("tag", TAG_KEYS, tag),
@@ -262,6 +278,8 @@ mod tests {
             ("target", TARGET_KEYS, sync_target),
             ("paths", PATH_KEYS, sync_path),
             ("run", RUN_KEYS, run_step),
+            ("dev", DEV_KEYS, dev),
+            ("forward", FORWARD_KEYS, forward),
         ];
         for (section, keys, schema) in sections {
             for key in keys {

@@ -4,7 +4,6 @@ use berth_ref::Reference;
 use berth_yaml::{Node, Pos};
 
 use super::{Loader, ProjectError, Spanned};
-use crate::suggest::closest;
 
 pub(super) const RULE_KEYS: &[&str] = &["name", "target", "paths", "ignore", "run", "initialSync"];
 pub(super) const TARGET_KEYS: &[&str] = &["component", "container", "image"];
@@ -195,24 +194,7 @@ impl Loader<'_> {
         Ok(match key.as_str().unwrap_or_default() {
             "component" => {
                 let name = self.string(value, &sub)?;
-                if !components.iter().any(|c| c == name) {
-                    return Err(ProjectError::UnknownKey {
-                        file: self.file.to_string(),
-                        pos: value.pos,
-                        suggestion: closest(name, components.iter().map(String::as_str))
-                            .map(str::to_string),
-                        key: name.to_string(),
-                        context: format!(
-                            "{sub} (components are the keys of `images:`{})",
-                            if components.is_empty() {
-                                ", and berth.yaml has none"
-                            } else {
-                                ""
-                            }
-                        ),
-                        expected: &[],
-                    });
-                }
+                self.known_component(name, value.pos, &sub, components)?;
                 SyncTarget::Component(name.to_string())
             }
             "container" => SyncTarget::Container(self.string(value, &sub)?.to_string()),

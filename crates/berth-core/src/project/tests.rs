@@ -121,6 +121,13 @@ fn errors_point_at_the_problem() {
         ("name: x\nsync: [{target: {component: c}, paths: [{from: a, to: /a}]}]\n", "unknown key `c` in sync.sync-0.target.component (components are the keys of `images:`, and berth.yaml has none)"),
         ("name: x\n---\nimages: {a: {image: a}}\n", "berth.yaml:3:1: a second YAML document; berth.yaml is one document"),
         ("name: x\nimagePaths: [{kind: K, path: \"a..b\"}]\n", "invalid `imagePaths[].path` value `a..b`"),
+        ("name: x\nimages: {epp: {image: a}}\ndev: {forward: [{component: ep, port: 80}]}\n", "berth.yaml:3:29: unknown key `ep` in dev.forward[].component (components are the keys of `images:`); did you mean `epp`?"),
+        ("name: x\nimages: {epp: {image: a}}\ndev: {forward: [{component: epp, port: 0}]}\n", "berth.yaml:3:40: invalid `dev.forward[].port` value `0`: a TCP port is a whole number from 1 to 65535"),
+        ("name: x\nimages: {epp: {image: a}}\ndev: {forward: [{component: epp, port: \"80\"}]}\n", "berth.yaml:3:40: `dev.forward[].port` must be a port number (1 to 65535)"),
+        ("name: x\nimages: {epp: {image: a}}\ndev: {forward: [{component: epp, port: 80, local: 70000}]}\n", "invalid `dev.forward[].local` value `70000`"),
+        ("name: x\nimages: {epp: {image: a}}\ndev: {forward: [{component: epp}]}\n", "berth.yaml:3:17: a dev.forward entry has no `port`; add it"),
+        ("name: x\nimages: {epp: {image: a}}\ndev: {forward: [{component: epp, port: 80}, {component: epp, port: 81, local: 80}]}\n", "berth.yaml:3:45: invalid `dev.forward[].local` value `80`: an earlier forward already listens on this local port"),
+        ("name: x\ndev: {forwards: []}\n", "berth.yaml:2:7: unknown key `forwards` in dev; did you mean `forward`?"),
     ];
     for (src, want) in cases {
         let err = load(src).unwrap_err().to_string();
@@ -189,6 +196,19 @@ fn configs_and_ca_bundles() {
     let inject = ca.inject.as_ref().unwrap();
     assert_eq!(inject.mount_path, "/etc/ssl/certs/berth/ca/ca-bundle.crt");
     assert_eq!(inject.env, ["SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"]);
+}
+
+#[test]
+fn dev_forwards_load() {
+    let p = load("name: x\nimages: {epp: {image: a}}\ndev:\n  forward:\n    - {component: epp, port: 9002, local: 19002}\n    - {component: epp, port: 8080}\n").unwrap();
+    let ports: Vec<(&str, u16, u16)> = p
+        .dev
+        .forward
+        .iter()
+        .map(|f| (f.component.as_str(), f.port, f.local))
+        .collect();
+    assert_eq!(ports, [("epp", 9002, 19002), ("epp", 8080, 8080)]);
+    assert!(load("name: x\ndev:\n").unwrap().dev.forward.is_empty());
 }
 
 #[test]

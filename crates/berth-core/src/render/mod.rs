@@ -25,7 +25,7 @@ pub use images::ImageRewriter;
 pub use inject::CaInjector;
 pub use input::{Input, TextStream};
 pub use refs::{ConfigRewriter, CONFIG_HASH_ANNOTATION};
-pub use workloads::{workloads, PodSelector, Workload};
+pub use workloads::{workloads, workloads_of, PodSelector, Workload};
 
 /// Render settings beyond the project and the resolution.
 #[derive(Debug, Clone, Default)]

@@ -49,8 +49,16 @@ impl PodSelector {
 /// The workloads in a rendered YAML stream (as produced by [`super::render`]).
 /// Objects without a pod template, or whose template has no labels, are left out.
 pub fn workloads(rendered_yaml: &str) -> Result<Vec<Workload>, berth_yaml::Error> {
+    Ok(workloads_of(berth_yaml::load_all(
+        rendered_yaml,
+        Limits::default(),
+    )?))
+}
+
+/// The workloads among rendered objects (`berth dev` has them as trees already).
+pub fn workloads_of(objects: impl IntoIterator<Item = Node>) -> Vec<Workload> {
     let mut out = Vec::new();
-    for mut doc in berth_yaml::load_all(rendered_yaml, Limits::default())? {
+    for mut doc in objects {
         let text = |node: &Node, path: &[&str]| -> Option<String> {
             let mut node = node;
             for key in path {
@@ -94,7 +102,7 @@ pub fn workloads(rendered_yaml: &str) -> Result<Vec<Workload>, berth_yaml::Error
             pods,
         });
     }
-    Ok(out)
+    out
 }
 
 #[cfg(test)]

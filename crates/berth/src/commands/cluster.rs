@@ -13,20 +13,33 @@ use crate::commands::render::render_objects;
 use crate::output::print;
 use crate::settings::{self, Render};
 
-fn desired(render: &Render, project: &Project, resolution: &Resolution<'_>) -> Result<Desired> {
+/// What an apply sends, with what `berth render` would warn about and the
+/// workloads among the objects (whose pods `berth dev` follows).
+pub struct Prepared {
+    /// The objects and generated configs.
+    pub desired: Desired,
+    /// Render warnings, one line each.
+    pub warnings: Vec<String>,
+    /// The workloads among the objects.
+    pub workloads: Vec<berth_core::render::Workload>,
+}
+
+/// Renders for an apply: the objects as JSON, the generated configs' names.
+pub fn prepare(
+    render: &Render,
+    project: &Project,
+    resolution: &Resolution<'_>,
+) -> Result<Prepared> {
     let (rendered, generated) = render_objects(render, project, resolution)?;
-    for warning in
-        crate::commands::validate::render_warnings(&rendered.findings, project, resolution)
-    {
-        say!("warning: {warning}");
-    }
+    let warnings =
+        crate::commands::validate::render_warnings(&rendered.findings, project, resolution);
     if rendered.objects.is_empty() {
         bail!(
             "nothing to apply: {} renders no objects; list them under `manifests:` or pass PATHs",
             project.file
         );
     }
-    Ok(Desired {
+    let desired = Desired {
         project: project.name.clone(),
         objects: rendered
             .objects
@@ -37,7 +50,20 @@ fn desired(render: &Render, project: &Project, resolution: &Resolution<'_>) -> R
             .into_iter()
             .map(|g| (g.name, g.base_name))
             .collect::<BTreeMap<_, _>>(),
+    };
+    Ok(Prepared {
+        desired,
+        warnings,
+        workloads: berth_core::render::workloads_of(rendered.objects),
     })
+}
+
+fn desired(render: &Render, project: &Project, resolution: &Resolution<'_>) -> Result<Desired> {
+    let prepared = prepare(render, project, resolution)?;
+    for warning in prepared.warnings {
+        say!("warning: {warning}");
+    }
+    Ok(prepared.desired)
 }
 
 /// Shows progress: a live line on a terminal, plain lines otherwise.

@@ -4,6 +4,7 @@ pub mod about;
 pub mod audit;
 pub mod cluster;
 pub mod controller;
+pub mod dev;
 pub mod env;
 pub mod images;
 pub mod init;

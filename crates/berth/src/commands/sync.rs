@@ -226,7 +226,7 @@ fn print_reports(reports: &[Report], dry_run: bool) -> bool {
 /// Containers can need different updates (a restarted one gets everything again), so
 /// the counts are those of the container with the largest update, all from that one
 /// container; a failure in any container is counted at the end.
-fn status_line(report: &Report, dry_run: bool) -> String {
+pub(crate) fn status_line(report: &Report, dry_run: bool) -> String {
     let largest = report.outcomes.iter().max_by_key(|o| {
         (
             o.update.writes.len() + o.update.deletes.len(),

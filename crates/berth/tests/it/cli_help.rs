@@ -39,7 +39,7 @@ fn stdout_of(args: &[&str]) -> String {
 }
 
 /// Every command, in `berth --help`'s order (checked against it below).
-pub const ALL_COMMANDS: [&str; 18] = [
+pub const ALL_COMMANDS: [&str; 19] = [
     "init",
     "ref",
     "images",
@@ -50,6 +50,7 @@ pub const ALL_COMMANDS: [&str; 18] = [
     "pin",
     "promote",
     "sync",
+    "dev",
     "apply",
     "diff",
     "rollback",
@@ -61,7 +62,7 @@ pub const ALL_COMMANDS: [&str; 18] = [
 ];
 
 /// The commands that do the work (not completions, schema, man, version).
-const COMMANDS: &[&str] = ALL_COMMANDS.split_at(14).0;
+const COMMANDS: &[&str] = ALL_COMMANDS.split_at(15).0;
 
 #[test]
 fn the_command_list_is_berths_own() {

@@ -17,6 +17,7 @@ mod controller;
 mod controller_pin;
 mod controller_restart;
 mod controller_rollout;
+mod dev;
 mod hardening;
 mod helm_chart;
 mod init;

@@ -1,0 +1,431 @@
+//! `berth dev`: the inner loop for images built elsewhere, in one command.
+//!
+//! The parts, each reused from the command that does it alone: the applier
+//! renders and applies as `berth apply` ([`apply`]); the sync thread runs
+//! `berth sync`'s session ([`sync`]); one look at the pods per `--poll` feeds
+//! sync, log streams ([`logs`]), port-forwards ([`forward`]) and the status
+//! lines; a file watcher sorts edits into sync and render ([`watch`]). All of
+//! it reports through one [`events::Printer`]. This module wires them together
+//! and stops them on SIGINT or SIGTERM.
+
+mod apply;
+mod events;
+mod forward;
+mod logs;
+mod pods;
+mod status;
+mod sync;
+mod watch;
+
+use std::collections::HashMap;
+use std::io::IsTerminal as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use anyhow::{anyhow, Result};
+use berth_core::render::Workload;
+use berth_core::Project;
+use berth_kube::Cluster;
+use berth_ref::Repository;
+use berth_sync::kube::KubeTarget;
+use tokio::signal::unix::{signal, Signal, SignalKind};
+use tokio::sync::{mpsc, watch as channel};
+
+pub use apply::Source;
+use apply::{Applier, Outcome};
+use events::{Event, Printer, Stage};
+use forward::Forwards;
+use logs::Logs;
+use sync::Command;
+
+use crate::settings;
+
+/// SIGINT and SIGTERM, caught from the start: either stops the loop cleanly.
+struct Signals {
+    interrupt: Signal,
+    terminate: Signal,
+}
+
+impl Signals {
+    fn install() -> Result<Signals> {
+        let install = |kind, name| signal(kind).map_err(|e| anyhow!("cannot handle {name}: {e}"));
+        Ok(Signals {
+            interrupt: install(SignalKind::interrupt(), "SIGINT")?,
+            terminate: install(SignalKind::terminate(), "SIGTERM")?,
+        })
+    }
+
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.interrupt.recv() => "SIGINT",
+            _ = self.terminate.recv() => "SIGTERM",
+        }
+    }
+}
+
+/// Runs `berth dev` with `project` (already loaded once, to check the flags).
+pub fn run(settings: &settings::Dev, source: Source, project: Project) -> Result<u8> {
+    let printer = Arc::new(Printer::new(
+        settings.json,
+        !settings.once && std::io::stderr().is_terminal(),
+    ));
+    let runtime = crate::runtime::get()?;
+    runtime.block_on(session(settings, source, project, printer))
+}
+
+/// Each component's repositories: berth.yaml's and the resolved one (an
+/// override may point elsewhere), for finding its pods.
+fn repositories(
+    project: &Project,
+    resolved: &[(String, Repository)],
+) -> HashMap<String, Vec<Repository>> {
+    let mut out: HashMap<String, Vec<Repository>> = project
+        .components
+        .iter()
+        .map(|c| (c.name.clone(), c.repositories.clone()))
+        .collect();
+    for (name, repository) in resolved {
+        let repos = out.entry(name.clone()).or_default();
+        if !repos.contains(repository) {
+            repos.push(repository.clone());
+        }
+    }
+    out
+}
+
+/// berth.yaml's own path (the render reads it, so its edits render again).
+fn project_path(project: &Project) -> PathBuf {
+    let name = Path::new(&project.file).file_name().map_or_else(
+        || PathBuf::from(berth_core::project::PROJECT_FILE),
+        PathBuf::from,
+    );
+    project.dir.join(name)
+}
+
+/// The file watcher of the current rules, replaced when berth.yaml changes them.
+struct Watching {
+    inputs: watch::Inputs,
+    stop: Arc<AtomicBool>,
+}
+
+impl Watching {
+    fn start(
+        project: &Project,
+        render: &settings::Render,
+        sync_roots: &[(PathBuf, bool)],
+        batches: &mpsc::Sender<berth_sync::watch::Batch>,
+    ) -> Result<Watching> {
+        let manifests = render.manifests(project)?;
+        let inputs = watch::Inputs::new(
+            project,
+            &project_path(project),
+            manifests,
+            &render.paths,
+            sync_roots,
+        );
+        let roots = inputs.roots(sync_roots);
+        let stop = Arc::new(AtomicBool::new(false));
+        watch::spawn(&roots, batches.clone(), Arc::clone(&stop))
+            .map_err(|e| anyhow!("cannot watch the project's files: {e}"))?;
+        Ok(Watching { inputs, stop })
+    }
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The roots the sync thread's new session watches (it scans first: quick).
+async fn sync_roots(
+    roots: std::sync::mpsc::Receiver<Vec<(PathBuf, bool)>>,
+) -> Vec<(PathBuf, bool)> {
+    tokio::task::spawn_blocking(move || roots.recv().unwrap_or_default())
+        .await
+        .unwrap_or_default()
+}
+
+async fn session(
+    settings: &settings::Dev,
+    source: Source,
+    loaded: Project,
+    printer: Arc<Printer>,
+) -> Result<u8> {
+    let mut signals = Signals::install()?;
+    let cluster = Arc::new(Cluster::connect(&settings.connection).await?);
+    let streams = Arc::new(Cluster::connect(&settings.streams).await?);
+    let source = Arc::new(source);
+
+    // The first render, before anything starts: its project and resolution seed the rest.
+    let first = {
+        let source = Arc::clone(&source);
+        tokio::task::spawn_blocking(move || apply::snapshot(&source))
+            .await
+            .map_err(|e| anyhow!("the render stopped: {e}"))?
+    };
+    if settings.once {
+        if let Err(e) = &first {
+            return Err(anyhow!("{e:#}"));
+        }
+    }
+    let (project, resolved, workloads) = match &first {
+        Ok(s) => (s.project.clone(), s.resolved.clone(), s.workloads.clone()),
+        Err(_) => (loaded, Vec::new(), Vec::new()),
+    };
+    let workloads: Arc<Mutex<Vec<Workload>>> = Arc::new(Mutex::new(workloads));
+
+    let target = Arc::new(KubeTarget::new(
+        tokio::runtime::Handle::current(),
+        cluster.in_namespace(&cluster.namespace),
+        Vec::new(),
+    ));
+    let (sync, roots) = sync::spawn(
+        project.clone(),
+        resolved.clone(),
+        target,
+        Arc::clone(&printer),
+    );
+    let sync_roots = sync_roots(roots).await;
+
+    let (batches_tx, mut batches) = mpsc::channel(64);
+    // Watching starts before the first apply, so no edit made during it is lost.
+    let mut watching = if settings.once {
+        None
+    } else {
+        Some(Watching::start(
+            &project,
+            &settings.render,
+            &sync_roots,
+            &batches_tx,
+        )?)
+    };
+    let mut forwards = if settings.once {
+        None
+    } else {
+        Some(Forwards::start(&project.dev.forward, &project.file, &streams, &printer).await?)
+    };
+
+    let (requests, requests_rx) = channel::channel(());
+    let (outcomes_tx, mut outcomes) = mpsc::unbounded_channel();
+    let applier = tokio::spawn(
+        Applier {
+            source: Arc::clone(&source),
+            cluster: Arc::clone(&cluster),
+            options: settings.apply.clone(),
+            printer: Arc::clone(&printer),
+            workloads: Arc::clone(&workloads),
+            current: (project.clone(), resolved.clone()),
+        }
+        .run(Some(first), requests_rx, outcomes_tx),
+    );
+
+    let stopped = if settings.once {
+        once(
+            &mut signals,
+            &mut outcomes,
+            &cluster,
+            &workloads,
+            &sync,
+            &printer,
+        )
+        .await
+    } else {
+        let mut state = Loop {
+            settings,
+            cluster: &cluster,
+            streams: &streams,
+            printer: &printer,
+            sync: &sync,
+            workloads: &workloads,
+            repositories: repositories(&project, &resolved),
+            logs: Logs::new(Arc::clone(&streams), Arc::clone(&printer)),
+            last_pods_error: None,
+        };
+        // An interval, not a sleep per turn: a stream of edits must not starve the looks.
+        let mut looks = tokio::time::interval(settings.poll);
+        looks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let signal = loop {
+            tokio::select! {
+                signal = signals.next() => break Some(signal),
+                Some(batch) = batches.recv() => {
+                    if let Some(watching) = &watching {
+                        let wanted = watching.inputs.sort(&batch);
+                        let _ = sync.commands.send(if batch.rescan {
+                            Command::Rescan
+                        } else {
+                            Command::Changes(wanted.sync)
+                        });
+                        if wanted.render {
+                            let _ = requests.send(());
+                        }
+                    }
+                }
+                Some(outcome) = outcomes.recv() => {
+                    if let Outcome::Reloaded(project, resolved) = outcome {
+                        state.reload(&project, &resolved, &mut watching, &mut forwards, &batches_tx).await;
+                    }
+                }
+                _ = looks.tick() => state.look(forwards.as_ref()).await,
+            }
+            if printer.gone() {
+                break None;
+            }
+        };
+        state.logs.stop();
+        Ok((signal, 0))
+    };
+    applier.abort();
+    drop(watching);
+    if let Some(mut forwards) = forwards {
+        forwards.stop();
+    }
+    drop(sync.commands); // the thread ends after what it is doing; exiting ends it anyway
+    let (signal, code) = stopped?;
+    printer.finish();
+    printer.emit(Event::Stopped { signal });
+    Ok(code)
+}
+
+/// `--once`: the first apply and rollout, then one sync of every rule.
+async fn once(
+    signals: &mut Signals,
+    outcomes: &mut mpsc::UnboundedReceiver<Outcome>,
+    cluster: &Cluster,
+    workloads: &Mutex<Vec<Workload>>,
+    sync: &sync::SyncThread,
+    printer: &Printer,
+) -> Result<(Option<&'static str>, u8)> {
+    let settled = loop {
+        tokio::select! {
+            signal = signals.next() => return Ok((Some(signal), 0)),
+            outcome = outcomes.recv() => match outcome {
+                Some(Outcome::Settled(worked)) => break worked,
+                Some(Outcome::Reloaded(..)) => {}
+                None => break false,
+            },
+        }
+    };
+    if !settled {
+        return Ok((None, 1));
+    }
+    let current = workloads.lock().map(|w| w.clone()).unwrap_or_default();
+    let look = match pods::look(cluster, &current).await {
+        Ok(look) => look,
+        Err(e) => {
+            printer.emit(Event::Error {
+                stage: Stage::Pods,
+                message: e.to_string(),
+            });
+            return Ok((None, 1));
+        }
+    };
+    let (done, result) = std::sync::mpsc::channel();
+    if sync
+        .commands
+        .send(Command::Once(look.containers, done))
+        .is_err()
+    {
+        return Ok((None, 1));
+    }
+    let synced = tokio::task::spawn_blocking(move || result.recv().unwrap_or(false))
+        .await
+        .unwrap_or(false);
+    Ok((None, if synced { 0 } else { 1 }))
+}
+
+/// What the watching loop keeps between events.
+struct Loop<'a> {
+    settings: &'a settings::Dev,
+    cluster: &'a Arc<Cluster>,
+    streams: &'a Arc<Cluster>,
+    printer: &'a Arc<Printer>,
+    sync: &'a sync::SyncThread,
+    workloads: &'a Mutex<Vec<Workload>>,
+    repositories: HashMap<String, Vec<Repository>>,
+    logs: Logs,
+    /// The last failure to list pods, reported once until it changes.
+    last_pods_error: Option<String>,
+}
+
+impl Loop<'_> {
+    /// One look at the pods, handed to sync, logs, forwards and the status lines.
+    async fn look(&mut self, forwards: Option<&Forwards>) {
+        let current = self.workloads.lock().map(|w| w.clone()).unwrap_or_default();
+        let look = match pods::look(self.cluster, &current).await {
+            Ok(look) => look,
+            Err(e) => {
+                let message = e.to_string();
+                if self.last_pods_error.as_ref() != Some(&message) {
+                    self.printer.emit(Event::Error {
+                        stage: Stage::Pods,
+                        message: message.clone(),
+                    });
+                    self.last_pods_error = Some(message);
+                }
+                return;
+            }
+        };
+        self.last_pods_error = None;
+        for (workload, pods, ready) in &look.workloads {
+            self.printer.pods(workload, pods, *ready);
+        }
+        self.logs.follow(&look.pods);
+        if let Some(forwards) = forwards {
+            forwards.retarget(&look.pods, &self.repositories, self.printer);
+        }
+        let _ = self
+            .sync
+            .commands
+            .send(Command::Containers(look.containers));
+    }
+
+    /// berth.yaml changed: a new sync session, watch roots and forwards.
+    async fn reload(
+        &mut self,
+        project: &Project,
+        resolved: &[(String, Repository)],
+        watching: &mut Option<Watching>,
+        forwards: &mut Option<Forwards>,
+        batches: &mpsc::Sender<berth_sync::watch::Batch>,
+    ) {
+        self.repositories = repositories(project, resolved);
+        let (roots_tx, roots) = std::sync::mpsc::channel();
+        let _ = self.sync.commands.send(Command::Reload(
+            Box::new(project.clone()),
+            resolved.to_vec(),
+            roots_tx,
+        ));
+        let sync_roots = sync_roots(roots).await;
+        match Watching::start(project, &self.settings.render, &sync_roots, batches) {
+            // The old watcher stops when dropped; an edit between the two is seen by
+            // both, and the second look finds nothing new.
+            Ok(new) => *watching = Some(new),
+            Err(e) => self.printer.emit(Event::Error {
+                stage: Stage::Render,
+                message: format!("{e:#}"),
+            }),
+        }
+        let specs = forwards.as_ref().map(Forwards::specs).unwrap_or_default();
+        if specs != project.dev.forward {
+            if let Some(mut old) = forwards.take() {
+                old.stop();
+            }
+            match Forwards::start(
+                &project.dev.forward,
+                &project.file,
+                self.streams,
+                self.printer,
+            )
+            .await
+            {
+                Ok(new) => *forwards = Some(new),
+                Err(e) => self.printer.emit(Event::Error {
+                    stage: Stage::Forward,
+                    message: format!("{e:#}"),
+                }),
+            }
+        }
+    }
+}

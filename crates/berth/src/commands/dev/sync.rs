@@ -1,0 +1,220 @@
+//! The sync side of `berth dev`: `berth sync`'s session (blocking, one thread
+//! per container per update) on a thread of its own, fed with the pods the loop
+//! finds and the files the loop sees change.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
+
+use berth_core::Project;
+use berth_ref::Repository;
+use berth_sync::{Container, Report, Session, Target};
+
+use super::events::{Event, Printer, Stage, SyncedContainer};
+
+/// What the sync thread is asked to do.
+pub enum Command {
+    /// The ready containers now: new and restarted ones are brought up to date.
+    Containers(Vec<Container>),
+    /// Local paths changed.
+    Changes(BTreeSet<PathBuf>),
+    /// The file watcher lost events: compare everything again.
+    Rescan,
+    /// berth.yaml changed: a new session for its rules; the watch roots are sent back.
+    Reload(
+        Box<Project>,
+        Vec<(String, Repository)>,
+        Sender<Vec<(PathBuf, bool)>>,
+    ),
+    /// `--once`: sync every rule into `containers` (each rule must find one); whether all worked.
+    Once(Vec<Container>, Sender<bool>),
+}
+
+/// How to reach the thread; it ends when this is dropped (after what it is doing).
+pub struct SyncThread {
+    pub commands: Sender<Command>,
+}
+
+/// Starts the thread with the session of `project`; the roots to watch for its
+/// rules come back on the returned receiver (none when it cannot start: the
+/// error is reported and a later berth.yaml may fix it).
+pub fn spawn(
+    project: Project,
+    resolved: Vec<(String, Repository)>,
+    target: Arc<dyn Target>,
+    printer: Arc<Printer>,
+) -> (SyncThread, Receiver<Vec<(PathBuf, bool)>>) {
+    let (commands, receive) = channel();
+    let (roots_tx, roots) = channel();
+    let _ = commands.send(Command::Reload(Box::new(project), resolved, roots_tx));
+    std::thread::spawn(move || serve(&receive, &target, &printer));
+    (SyncThread { commands }, roots)
+}
+
+fn serve(commands: &Receiver<Command>, target: &Arc<dyn Target>, printer: &Printer) {
+    let mut session: Option<Session> = None;
+    let mut containers: Vec<Vec<Container>> = Vec::new();
+    let mut reason = "initial";
+    while let Ok(first) = commands.recv() {
+        let mut batch = vec![first];
+        batch.extend(commands.try_iter());
+        // Of the lists of containers waiting, only the newest matters.
+        let newest = batch
+            .iter()
+            .rposition(|c| matches!(c, Command::Containers(_)));
+        for (i, command) in batch.into_iter().enumerate() {
+            if matches!(command, Command::Containers(_)) && Some(i) != newest {
+                continue;
+            }
+            handle(
+                command,
+                &mut session,
+                &mut containers,
+                &mut reason,
+                target,
+                printer,
+            );
+        }
+    }
+}
+
+fn handle(
+    command: Command,
+    session: &mut Option<Session>,
+    containers: &mut Vec<Vec<Container>>,
+    reason: &mut &'static str,
+    target: &Arc<dyn Target>,
+    printer: &Printer,
+) {
+    let error = |message: String| {
+        printer.emit(Event::Error {
+            stage: Stage::Sync,
+            message,
+        })
+    };
+    match command {
+        Command::Reload(project, resolved, roots) => {
+            let built = Session::new(&project, &resolved, &[], Arc::clone(target), false)
+                .and_then(|mut s| s.scan().map(|()| s));
+            match built {
+                Ok(mut new) => {
+                    warn_skipped(&mut new, printer);
+                    let _ = roots.send(new.watch_roots());
+                    *session = Some(new);
+                    containers.clear();
+                    *reason = "initial";
+                }
+                Err(e) => {
+                    error(format!(
+                        "{e}; the sync rules of {} are not used until it is fixed",
+                        project.file
+                    ));
+                    let _ = roots.send(Vec::new());
+                }
+            }
+        }
+        Command::Containers(all) => {
+            let Some(session) = session.as_mut() else {
+                return;
+            };
+            match session.select(&all, false) {
+                Ok(selected) => {
+                    *containers = selected;
+                    let reports = session.sync_containers(containers, false, reason);
+                    report(&reports, printer);
+                    if !reports.is_empty() {
+                        *reason = "restart";
+                    }
+                }
+                Err(e) => error(e.to_string()),
+            }
+        }
+        Command::Changes(paths) => {
+            let Some(session) = session.as_mut() else {
+                return;
+            };
+            match session.on_changes(&paths, containers) {
+                Ok(reports) => {
+                    report(&reports, printer);
+                }
+                Err(e) => error(e.to_string()),
+            }
+            warn_skipped(session, printer);
+        }
+        Command::Rescan => {
+            let Some(session) = session.as_mut() else {
+                return;
+            };
+            match session.rescan_all(containers) {
+                Ok(reports) => {
+                    report(&reports, printer);
+                }
+                Err(e) => error(e.to_string()),
+            }
+        }
+        Command::Once(all, done) => {
+            let Some(session) = session.as_mut() else {
+                let _ = done.send(false);
+                return;
+            };
+            let ok = match session.select(&all, true) {
+                Ok(selected) => {
+                    let reports = session.sync_containers(&selected, true, "initial");
+                    report(&reports, printer)
+                }
+                Err(e) => {
+                    error(e.to_string());
+                    false
+                }
+            };
+            let _ = done.send(ok);
+        }
+    }
+}
+
+fn warn_skipped(session: &mut Session, printer: &Printer) {
+    for problem in session.skipped.drain(..) {
+        printer.emit(Event::Error {
+            stage: Stage::Sync,
+            message: problem.to_string(),
+        });
+    }
+}
+
+/// Reports each update; whether every container succeeded.
+fn report(reports: &[Report], printer: &Printer) -> bool {
+    let mut ok = true;
+    for report in reports.iter().filter(|r| !r.outcomes.is_empty()) {
+        let mut updated = Vec::new();
+        for outcome in &report.outcomes {
+            match &outcome.result {
+                Ok(()) => updated.push(SyncedContainer {
+                    id: outcome.container.id.clone(),
+                    written: outcome.update.writes.len(),
+                    deleted: outcome.update.deletes.len(),
+                    bytes: outcome.update.bytes(),
+                    steps: outcome.steps.clone(),
+                }),
+                Err(e) => {
+                    ok = false;
+                    printer.emit(Event::Error {
+                        stage: Stage::Sync,
+                        message: format!(
+                            "sync {} -> {}: {e}",
+                            report.rule, outcome.container.label
+                        ),
+                    });
+                }
+            }
+        }
+        printer.emit(Event::Synced {
+            rule: report.rule.clone(),
+            reason: report.reason,
+            ms: report.elapsed.as_millis(),
+            containers: updated,
+            line: crate::commands::sync::status_line(report, false),
+        });
+    }
+    ok
+}
