@@ -240,6 +240,7 @@ fn missing_paths_and_non_utf8_input() {
 
 #[test]
 fn kustomization_entries_run_kubectl_kustomize() {
+    let _filters = crate::common::snapshot_filters();
     if !require_program("kubectl", "`kustomize:` manifests entries") {
         return;
     }
@@ -284,7 +285,10 @@ fn kustomization_entries_run_kubectl_kustomize() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("list it as `- kustomize: DIR`"), "{stderr}");
+    insta::assert_snapshot!(stderr, @"
+    error: overlay/kustomization.yaml:1:1: not a Kubernetes object: it has no `apiVersion` (every document needs `apiVersion` and `kind`)
+      help: to render a kustomization, list it as `- kustomize: DIR` under `manifests:`
+    ");
 }
 
 #[test]
@@ -339,6 +343,7 @@ fn nothing_to_render_says_how_to_fix() {
 
 #[test]
 fn kustomize_entries_without_kubectl_say_what_to_do() {
+    let _filters = crate::common::snapshot_filters();
     let dir = project("name: demo\nmanifests:\n  - kustomize: overlay\nimages: {}\n");
     fs::create_dir(dir.path().join("overlay")).unwrap();
     fs::write(
@@ -354,15 +359,7 @@ fn kustomize_entries_without_kubectl_say_what_to_do() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("`kustomize: ")
-            && stderr.contains("needs kubectl on PATH, which was not found"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("kubectl kustomize DIR | berth render -"),
-        "{stderr}"
-    );
+    insta::assert_snapshot!(stderr, @"error: berth.yaml:3:16 (`manifests:`): `kustomize: overlay` needs kubectl on PATH, which was not found; install kubectl or render the overlay first (`kubectl kustomize DIR | berth render -`)");
     assert!(out.stdout.is_empty());
 }
 

@@ -109,6 +109,7 @@ fn plain(dir: &std::path::Path) -> std::process::Command {
 
 #[test]
 fn an_unwritable_stderr_or_stdout_is_an_exit_code_not_a_panic() {
+    let _filters = crate::common::snapshot_filters();
     let bad = project("name: demo\nimages:\n  app: {image: 'BAD REF'}\n");
     let good = project("name: demo\nimages:\n  app: {image: 'ghcr.io/acme/app:v1'}\n");
     let full = || {
@@ -137,15 +138,12 @@ fn an_unwritable_stderr_or_stdout_is_an_exit_code_not_a_panic() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("cannot write the output to stdout: No space left on device"),
-        "{}",
-        stderr(&out)
-    );
+    insta::assert_snapshot!(stderr(&out), @"error: cannot write the output to stdout: No space left on device (os error 28)");
 }
 
 #[test]
 fn files_outside_the_project_are_refused_unless_the_restrictor_is_none() {
+    let _filters = crate::common::snapshot_filters();
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("secret.txt"), "pl4nted-outside\n").unwrap();
     std::fs::write(
@@ -214,15 +212,12 @@ fn files_outside_the_project_are_refused_unless_the_restrictor_is_none() {
     )
     .unwrap();
     let out = berth(dir.path()).arg("render").output().unwrap();
-    assert!(
-        stderr(&out).contains("(it resolves to `"),
-        "{}",
-        stderr(&out)
-    );
+    insta::assert_snapshot!(stderr(&out), @"error: berth.yaml:3:15: configs.c: cannot read `link.txt`: it is outside the project directory `[tmp]` (it resolves to `[tmp]/secret.txt`); berth reads only files under the directory of berth.yaml (as kustomize does): move the file in, or pass `--load-restrictor none`");
 }
 
 #[test]
 fn endless_and_blocking_inputs_fail_fast() {
+    let _filters = crate::common::snapshot_filters();
     let dir = project("name: demo\n");
     let started = std::time::Instant::now();
     for args in [
@@ -264,11 +259,7 @@ fn endless_and_blocking_inputs_fail_fast() {
     assert!(status.success());
     let out = berth(&child).arg("images").output().unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("berth.yaml: it is not a regular file"),
-        "{}",
-        stderr(&out)
-    );
+    insta::assert_snapshot!(stderr(&out), @"error: cannot read berth.yaml: it is not a regular file (a FIFO, a socket or a device); give a file");
     // Endless stdin stops at the limit.
     let mut child = plain(dir.path())
         .args(["render", "-"])
@@ -370,6 +361,7 @@ fn errors_in_an_endless_stream_are_reported_as_it_arrives() {
 
 #[test]
 fn render_out_never_deletes_a_file_it_did_not_write() {
+    let _filters = crate::common::snapshot_filters();
     let dir = project("name: demo\nmanifests: [app.yaml]\n");
     std::fs::write(
         dir.path().join("app.yaml"),
@@ -387,11 +379,7 @@ fn render_out_never_deletes_a_file_it_did_not_write() {
     std::fs::write(dir.path().join("out/NOTES.md"), "mine").unwrap();
     let out = render();
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("--out out: it holds `NOTES.md` that berth render did not write"),
-        "{}",
-        stderr(&out)
-    );
+    insta::assert_snapshot!(stderr(&out), @"error: --out out: it holds `NOTES.md` that berth render did not write, and replacing the directory would delete it; move it elsewhere, or choose another directory");
     assert_eq!(
         std::fs::read_to_string(dir.path().join("out/NOTES.md")).unwrap(),
         "mine",
@@ -404,11 +392,7 @@ fn render_out_never_deletes_a_file_it_did_not_write() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("--out file.yaml: it exists and is not a directory"),
-        "{}",
-        stderr(&out)
-    );
+    insta::assert_snapshot!(stderr(&out), @"error: --out file.yaml: it exists and is not a directory; --out takes a directory (one file per object); to get one file, redirect stdout");
 }
 
 /// A kubeconfig for `server` with a planted bearer token.
@@ -491,6 +475,7 @@ fn refuse(head: &str) -> Option<String> {
 
 #[test]
 fn kubeconfig_lists_skip_missing_files_as_kubectl_does() {
+    let _filters = crate::common::snapshot_filters();
     let server = peer(refuse);
     let dir = cluster_project();
     let config = kubeconfig(dir.path(), &format!("http://{server}"));
@@ -501,11 +486,7 @@ fn kubeconfig_lists_skip_missing_files_as_kubectl_does() {
         .output()
         .unwrap();
     // The good file was used: berth reached its server (which refuses).
-    assert!(
-        stderr(&out).contains(&format!("from http://{server}")),
-        "{}",
-        stderr(&out)
-    );
+    insta::assert_snapshot!(stderr(&out), @"error: discover the v1 API from http://127.0.0.1:[port]/: GET /api/v1 HTTP/1.1 authorization: Bearer <redacted> host: 127.0.0.1:[port]");
 }
 
 #[test]
@@ -534,6 +515,7 @@ fn a_server_that_never_answers_times_out() {
 /// no hang, no panic, no bad input accepted, no planted secret printed or written.
 #[test]
 fn the_sweep_of_hostile_inputs_finds_no_defect() {
+    let _filters = crate::common::snapshot_filters();
     if !common::require_program("python3", "the hostile-input sweep") {
         return;
     }
@@ -545,5 +527,16 @@ fn the_sweep_of_hostile_inputs_finds_no_defect() {
         .unwrap();
     let report = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{report}{}", stderr(&out));
-    assert!(report.contains("defects: 0"), "{report}");
+    insta::assert_snapshot!(report, @"
+    area         tried handled
+    berth.yaml      48      48
+    configs         27      27
+    manifests       23      23
+    references      16      16
+    berth.lock       9       9
+    arguments       18      18
+    kubeconfig       8       8
+    sweep 3         33      33
+    total          182     182  defects: 0
+    ");
 }

@@ -34,6 +34,7 @@ fn project_for(registry: &TestRegistry, images: &[(&str, &str)]) -> tempfile::Te
 
 #[test]
 fn pin_writes_the_lock_and_locked_uses_it() {
+    let _filters = common::snapshot_filters();
     let Some(registry) = TestRegistry::start(None) else {
         return;
     };
@@ -55,7 +56,12 @@ fn pin_writes_the_lock_and_locked_uses_it() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("pinned 2 image(s)"));
+    insta::assert_snapshot!(common::transcript(&out), @"
+    exit: 0
+    --- stdout
+    --- stderr
+    pinned 2 image(s) in [time] s; berth.lock written
+    ");
     let lock = fs::read_to_string(dir.path().join("berth.lock")).unwrap();
     let want = format!(
         "# berth.lock: image digests pinned by `berth pin`. Commit it; regenerate it with `berth pin`.\nversion: 1\nimages:\n- component: epp\n  image: {h}/llm-d/epp:dev\n  digest: {epp}\n- component: sidecar\n  image: {h}/llm-d/sidecar:v1\n  digest: {sidecar}\n",
@@ -74,7 +80,12 @@ fn pin_writes_the_lock_and_locked_uses_it() {
         .args(insecure)
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&out.stderr).contains("berth.lock unchanged"));
+    insta::assert_snapshot!(common::transcript(&out), @"
+    exit: 0
+    --- stdout
+    --- stderr
+    pinned 2 image(s) in [time] s; berth.lock unchanged
+    ");
     assert_eq!(
         fs::metadata(dir.path().join("berth.lock"))
             .unwrap()
@@ -114,8 +125,12 @@ fn pin_writes_the_lock_and_locked_uses_it() {
         .args(["images", "--locked", "--tag", "epp=v2"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("berth.lock has no digest for"));
+    insta::assert_snapshot!(common::transcript(&out), @"
+    exit: 1
+    --- stdout
+    --- stderr
+    error: component `epp`: berth.lock has no digest for `127.0.0.1:[port]/llm-d/epp:v2` (it pins `127.0.0.1:[port]/llm-d/epp:dev`); run `berth pin` to update the lock, or drop --locked
+    ");
 
     // render --pin pins on the fly and writes no lock.
     fs::remove_file(dir.path().join("berth.lock")).unwrap();
@@ -130,12 +145,17 @@ fn pin_writes_the_lock_and_locked_uses_it() {
         .args(["images", "--locked"])
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&out.stderr)
-        .contains("--locked needs berth.lock next to berth.yaml; run `berth pin` first"));
+    insta::assert_snapshot!(common::transcript(&out), @"
+    exit: 1
+    --- stdout
+    --- stderr
+    error: --locked needs berth.lock next to berth.yaml; run `berth pin` first
+    ");
 }
 
 #[test]
 fn multi_platform_images_pin_the_index_or_one_platform() {
+    let _filters = common::snapshot_filters();
     let Some(registry) = TestRegistry::start(None) else {
         return;
     };
@@ -167,10 +187,12 @@ fn multi_platform_images_pin_the_index_or_one_platform() {
         .args(insecure)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains(
-        "no manifest for platform `windows/amd64` in its index (it has: linux/amd64, linux/arm64)"
-    ));
+    insta::assert_snapshot!(common::transcript(&out), @"
+    exit: 1
+    --- stdout
+    --- stderr
+    error: 127.0.0.1:[port]/acme/multi:v1: no manifest for platform `windows/amd64` in its index (it has: linux/amd64, linux/arm64); berth.lock is unchanged
+    ");
     assert!(
         fs::read_to_string(dir.path().join("berth.lock"))
             .unwrap()
@@ -181,6 +203,7 @@ fn multi_platform_images_pin_the_index_or_one_platform() {
 
 #[test]
 fn a_single_platform_image_of_another_platform_is_not_pinned_as_if_it_matched() {
+    let _filters = common::snapshot_filters();
     let Some(registry) = TestRegistry::start(None) else {
         return;
     };
@@ -192,12 +215,12 @@ fn a_single_platform_image_of_another_platform_is_not_pinned_as_if_it_matched() 
         .args(insecure)
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("no manifest for platform `linux/arm64` in its index (it has: linux/amd64 only: it is a single-platform image, not an index)"),
-        "{stderr}"
-    );
+    insta::assert_snapshot!(common::transcript(&out), @"
+    exit: 1
+    --- stdout
+    --- stderr
+    error: 127.0.0.1:[port]/acme/single:v1: no manifest for platform `linux/arm64` in its index (it has: linux/amd64 only: it is a single-platform image, not an index); berth.lock is unchanged
+    ");
     assert!(!dir.path().join("berth.lock").exists(), "nothing written");
     // Its own platform pins it.
     berth(dir.path())
@@ -221,17 +244,17 @@ fn a_single_platform_image_of_another_platform_is_not_pinned_as_if_it_matched() 
         ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("--platform linux/arm64 does not apply to `berth promote`"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    insta::assert_snapshot!(common::transcript(&out), @"
+    exit: 1
+    --- stdout
+    --- stderr
+    error: --platform linux/arm64 does not apply to `berth promote`: it copies each image whole (every platform of an index), so the target has the source's digest; drop --platform, and pin one platform afterwards with `berth pin --platform linux/arm64`
+    ");
 }
 
 #[test]
 fn credentials_come_from_the_docker_config() {
+    let _filters = common::snapshot_filters();
     let Some(registry) = TestRegistry::start(Some(("berth", "s3cret"))) else {
         return;
     };
@@ -246,15 +269,12 @@ fn credentials_come_from_the_docker_config() {
         .env("DOCKER_CONFIG", docker.path())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains(&format!(
-            "registry `{}` refused access (401 Unauthorized); log in",
-            registry.host
-        )),
-        "{stderr}"
-    );
+    insta::assert_snapshot!(common::transcript(&out), @"
+    exit: 1
+    --- stdout
+    --- stderr
+    error: 127.0.0.1:[port]/team/private:v1: registry `127.0.0.1:[port]` refused access (401 Unauthorized); log in (`docker login 127.0.0.1:[port]`) or check the credentials in the Docker config; berth.lock is unchanged
+    ");
     assert!(!dir.path().join("berth.lock").exists());
 
     let auth = base64::engine::general_purpose::STANDARD.encode("berth:s3cret");
@@ -332,8 +352,12 @@ fn credentials_come_from_the_docker_config() {
         .env("DOCKER_CONFIG", docker.path())
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&out.stderr)
-        .contains("credential helper `docker-credential-berth-test-absent` failed"));
+    insta::assert_snapshot!(common::transcript(&out), @"
+    exit: 1
+    --- stdout
+    --- stderr
+    error: credential helper `docker-credential-berth-test-absent` failed for `127.0.0.1:[port]`: cannot run `docker-credential-berth-test-absent`: No such file or directory (os error 2); install it or remove it from the Docker config; berth.lock is unchanged
+    ");
 }
 
 #[test]

@@ -77,6 +77,26 @@ pub fn transcript(out: &Output) -> String {
     )
 }
 
+/// Snapshot filters for what changes from run to run: temporary directories,
+/// loopback ports, digests, timings and test namespaces. Bound for the rest of
+/// the calling scope: `let _filters = common::snapshot_filters();`.
+pub fn snapshot_filters() -> impl Drop {
+    let mut settings = insta::Settings::clone_current();
+    for (pattern, replacement) in [
+        // Temporary directories (tempfile's `.tmpXXXXXX`), with or without /private or /var.
+        (r"(/private)?(/var)?/tmp/\.tmp[A-Za-z0-9]+", "[tmp]"),
+        (r"\b(127\.0\.0\.1|localhost):\d{2,5}\b", "$1:[port]"),
+        (r"sha256:[0-9a-f]{64}", "sha256:[digest]"),
+        // What a run measured ("in 84 ms"); limits and timeouts ("within 3 s") stay.
+        (r"\bin \d+(\.\d+)? (ms|s)\b", "in [time] $2"),
+        // Test namespaces: `<prefix>-<pid>-<n>`.
+        (r"\b([a-z][a-z0-9-]*?)-\d+-\d+\b", "$1-[ns]"),
+    ] {
+        settings.add_filter(pattern, replacement);
+    }
+    settings.bind_to_scope()
+}
+
 /// Requires a program for a test: present → true; missing → a failure under
 /// `CI=true` (CI must install it) and a visible skip elsewhere.
 pub fn require_program(program: &str, why: &str) -> bool {

@@ -6,6 +6,7 @@ use super::stderr;
 
 #[test]
 fn a_link_below_a_manifests_directory_that_points_out_is_refused() {
+    let _filters = crate::common::snapshot_filters();
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(
         outside.path().join("config"),
@@ -29,12 +30,7 @@ fn a_link_below_a_manifests_directory_that_points_out_is_refused() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(out.stdout.is_empty(), "no partial output");
     assert!(!err.contains("pl4nted"), "leaked: {err}");
-    assert!(
-        err.contains("cannot read deploy/kc.yaml (below berth.yaml:2:13 (`manifests:`))")
-            && err.contains("outside the project directory")
-            && err.contains("(it resolves to `"),
-        "{err}"
-    );
+    insta::assert_snapshot!(err, @"error: cannot read deploy/kc.yaml (below berth.yaml:2:13 (`manifests:`)): it is outside the project directory `[tmp]` (it resolves to `[tmp]/config`); berth reads only files under the directory of berth.yaml (as kustomize does): move the file in, or pass `--load-restrictor none`");
     // A link that stays inside is read, as any file.
     std::fs::remove_file(dir.path().join("deploy/kc.yaml")).unwrap();
     std::fs::write(
@@ -88,6 +84,7 @@ fn with_helper(script: &str) -> (tempfile::TempDir, assert_cmd::Command) {
 
 #[test]
 fn a_failing_credential_helper_is_named_by_its_status_and_stderr_never_its_stdout() {
+    let _filters = crate::common::snapshot_filters();
     let (_dir, mut cmd) = with_helper(
         r#"echo '{"Username":"sweep","Secret":"pl4nted-secret"}'; echo 'keychain locked' >&2; exit 1"#,
     );
@@ -95,43 +92,33 @@ fn a_failing_credential_helper_is_named_by_its_status_and_stderr_never_its_stdou
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(!err.contains("pl4nted"), "leaked: {err}");
-    assert!(
-        err.contains("credential helper `docker-credential-sweep` failed for `127.0.0.1:1`: exit status 1: keychain locked"),
-        "{err}"
-    );
+    insta::assert_snapshot!(err, @"error: credential helper `docker-credential-sweep` failed for `127.0.0.1:1`: exit status 1: keychain locked; berth.lock is unchanged");
     let (_dir, mut cmd) = with_helper(r#"echo '{"Secret":"pl4nted-secret"}'; exit 2"#);
     let err = stderr(&cmd.output().unwrap());
     assert!(!err.contains("pl4nted"), "leaked: {err}");
-    assert!(
-        err.contains("exit status 2 (what it printed on stdout is not shown"),
-        "{err}"
-    );
+    insta::assert_snapshot!(err, @"error: credential helper `docker-credential-sweep` failed for `127.0.0.1:1`: exit status 2 (what it printed on stdout is not shown: it may hold a credential); berth.lock is unchanged");
 }
 
 #[test]
 fn a_credential_helper_that_never_ends_or_never_stops_printing_is_stopped() {
+    let _filters = crate::common::snapshot_filters();
     let started = std::time::Instant::now();
     let (_dir, mut cmd) = with_helper("exec sleep 3600");
     let out = cmd.output().unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains("`docker-credential-sweep` failed for `127.0.0.1:1`: it did not finish within 3 s and was stopped"),
-        "{err}"
-    );
+    insta::assert_snapshot!(err, @"error: credential helper `docker-credential-sweep` failed for `127.0.0.1:1`: it did not finish within 3 s and was stopped (is it waiting for a password, a keychain or a browser?); berth.lock is unchanged");
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
     let (_dir, mut cmd) = with_helper("exec yes pl4nted");
     let out = cmd.output().unwrap();
     let err = stderr(&out);
-    assert!(
-        err.contains("it printed more than 1 MiB on stdout and was stopped"),
-        "{err}"
-    );
+    insta::assert_snapshot!(err, @"error: credential helper `docker-credential-sweep` failed for `127.0.0.1:1`: it printed more than 1 MiB on stdout and was stopped; berth.lock is unchanged");
     assert!(!err.contains("pl4nted"), "{err}");
 }
 
 #[test]
 fn a_docker_config_that_is_a_device_is_refused_not_read() {
+    let _filters = crate::common::snapshot_filters();
     let dir = project("name: demo\nimages:\n  app: {image: '127.0.0.1:1/acme/app:v1'}\n");
     std::os::unix::fs::symlink("/dev/zero", dir.path().join("config.json")).unwrap();
     let out = berth(dir.path())
@@ -141,10 +128,7 @@ fn a_docker_config_that_is_a_device_is_refused_not_read() {
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains("config.json: it is not a regular file (a FIFO, a socket or a device)"),
-        "{err}"
-    );
+    insta::assert_snapshot!(err, @"error: [tmp]/config.json: it is not a regular file (a FIFO, a socket or a device); give a file");
 }
 
 /// `berth diff` of a one-object project with `kubeconfig` (the file's text; a
@@ -178,6 +162,7 @@ fn kubeconfig_with(user: &str, cluster_extra: &str) -> String {
 
 #[test]
 fn exec_plugins_that_hang_or_flood_are_stopped_within_the_request_timeout() {
+    let _filters = crate::common::snapshot_filters();
     let exec = |script: &str| {
         kubeconfig_with(
             &format!("{{exec: {{apiVersion: client.authentication.k8s.io/v1, command: sh, interactiveMode: Never, args: ['-c', '{script}']}}}}"),
@@ -185,16 +170,10 @@ fn exec_plugins_that_hang_or_flood_are_stopped_within_the_request_timeout() {
         )
     };
     let (err, took) = diff_with_kubeconfig(&exec("exec sleep 3600"), &["--request-timeout", "3"]);
-    assert!(
-        err.contains("kubeconfig user `u`: credential plugin `sh`: it did not finish within 3 s and was stopped"),
-        "{err}"
-    );
+    insta::assert_snapshot!(err, @"error: kubeconfig user `u`: credential plugin `sh`: it did not finish within 3 s and was stopped (is it waiting for a password, a keychain or a browser?)");
     assert!(took < std::time::Duration::from_secs(20), "{took:?}");
     let (err, _) = diff_with_kubeconfig(&exec("exec yes pl4nted"), &[]);
-    assert!(
-        err.contains("it printed more than 1 MiB on stdout and was stopped"),
-        "{err}"
-    );
+    insta::assert_snapshot!(err, @"error: kubeconfig user `u`: credential plugin `sh`: it printed more than 1 MiB on stdout and was stopped");
     assert!(!err.contains("pl4nted"), "{err}");
     let (err, _) = diff_with_kubeconfig(
         &kubeconfig_with(
@@ -203,14 +182,12 @@ fn exec_plugins_that_hang_or_flood_are_stopped_within_the_request_timeout() {
         ),
         &[],
     );
-    assert!(
-        err.contains("kubeconfig user `u`: credential plugin `berth-no-such-plugin` cannot be run: No such file or directory (os error 2); install it or fix the kubeconfig (brew install x)"),
-        "{err}"
-    );
+    insta::assert_snapshot!(err, @"error: kubeconfig user `u`: credential plugin `berth-no-such-plugin` cannot be run: No such file or directory (os error 2); install it or fix the kubeconfig (brew install x)");
 }
 
 #[test]
 fn kubeconfig_fields_that_cannot_work_are_named_with_their_user_or_cluster() {
+    let _filters = crate::common::snapshot_filters();
     let cases = [
         (
             kubeconfig_with("{client-certificate-data: 'LS0t', client-key-data: 'not base64!'}", ""),
@@ -234,14 +211,12 @@ fn kubeconfig_fields_that_cannot_work_are_named_with_their_user_or_cluster() {
         assert!(err.contains(want), "{kubeconfig}\n{err}");
     }
     let (err, _) = diff_with_kubeconfig(&cases[1].0, &[]);
-    assert!(
-        err.contains("missing.crt: No such file or directory"),
-        "the path is named: {err}"
-    );
+    insta::assert_snapshot!(err, @"error: kubeconfig user `u`: cannot read its client-certificate missing.crt: No such file or directory (os error 2)");
 }
 
 #[test]
 fn kubeconfigs_that_are_devices_or_missing_are_refused_clearly() {
+    let _filters = crate::common::snapshot_filters();
     let dir = project("name: demo\nmanifests: [app.yaml]\n");
     std::fs::write(
         dir.path().join("app.yaml"),
@@ -258,20 +233,11 @@ fn kubeconfigs_that_are_devices_or_missing_are_refused_clearly() {
         stderr(&out)
     };
     let err = run(None, &["--kubeconfig", "/dev/zero"]);
-    assert!(
-        err.contains("cannot read kubeconfig /dev/zero: it is not a regular file"),
-        "{err}"
-    );
+    insta::assert_snapshot!(err, @"error: cannot read kubeconfig /dev/zero: it is not a regular file (a FIFO, a socket or a device); give a file");
     let err = run(Some("/dev/zero"), &[]);
-    assert!(
-        err.contains("cannot read kubeconfig /dev/zero: it is not a regular file"),
-        "{err}"
-    );
+    insta::assert_snapshot!(err, @"error: cannot read kubeconfig /dev/zero: it is not a regular file (a FIFO, a socket or a device); give a file");
     let err = run(Some("/nope/a:/nope/b"), &[]);
-    assert!(
-        err.contains("KUBECONFIG names /nope/a, /nope/b but none of them exists"),
-        "{err}"
-    );
+    insta::assert_snapshot!(err, @"error: KUBECONFIG names /nope/a, /nope/b but none of them exists; point KUBECONFIG at your cluster's kubeconfig, or unset it to use ~/.kube/config");
 }
 
 #[test]
@@ -441,6 +407,7 @@ fn inputs_the_api_server_would_refuse_are_refused_at_render() {
 
 #[test]
 fn a_sync_source_that_is_a_fifo_is_refused() {
+    let _filters = crate::common::snapshot_filters();
     let dir = project(
         "name: demo\nimages:\n  app: {image: ghcr.io/acme/app:v1}\nsync:\n  - target: {component: app}\n    paths: [{from: pipe, to: /app/pipe}]\n",
     );
@@ -455,10 +422,7 @@ fn a_sync_source_that_is_a_fifo_is_refused() {
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains("`from:` is not a regular file or a directory"),
-        "{err}"
-    );
+    insta::assert_snapshot!(err, @"error: [tmp]/pipe: `from:` is not a regular file or a directory (a FIFO, a socket or a device); sync files or directories");
 }
 
 /// An "API server" no real one is (a misbehaving peer): every request gets
@@ -486,6 +450,7 @@ fn fake_api_server(head: &'static str, body: &'static [u8], times: usize) -> Str
 
 #[test]
 fn an_api_server_answer_that_never_ends_or_is_html_is_refused_clearly() {
+    let _filters = crate::common::snapshot_filters();
     static CHUNK: [u8; 65536] = [b' '; 65536];
     let endless = fake_api_server(
         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n[",
@@ -499,10 +464,7 @@ fn an_api_server_answer_that_never_ends_or_is_html_is_refused_clearly() {
         )
     };
     let (err, took) = diff_with_kubeconfig(&kubeconfig(&endless), &[]);
-    assert!(
-        err.contains("the answer is larger than 128 MiB, berth's bound on one answer"),
-        "{err}"
-    );
+    insta::assert_snapshot!(err, @"error: discover the v1 API from http://127.0.0.1:[port]/: the answer is larger than 128 MiB, berth's bound on one answer; is http://127.0.0.1:[port]/ a Kubernetes API server (a proxy in front of it may be streaming)?");
     assert!(took < std::time::Duration::from_secs(60), "{took:?}");
     let html = fake_api_server(
         "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 22\r\nConnection: close\r\n\r\n",
@@ -510,10 +472,7 @@ fn an_api_server_answer_that_never_ends_or_is_html_is_refused_clearly() {
         1,
     );
     let (err, _) = diff_with_kubeconfig(&kubeconfig(&html), &[]);
-    assert!(
-        err.contains("the answer is not the API server's JSON"),
-        "{err}"
-    );
+    insta::assert_snapshot!(err, @"error: discover the v1 API from http://127.0.0.1:[port]/: the answer is not the API server's JSON (expected value at line 1 column 1); is http://127.0.0.1:[port]/ the API server itself, not a proxy, a login page or a redirect (berth does not follow redirects)?");
 }
 
 #[test]
