@@ -5,14 +5,13 @@
 //! object names under both.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use berth_core::cluster::Desired;
 use berth_core::configs::{self, ca, schema::Checker, ConfigKind, ConfigShape, Generated};
 use berth_core::project::{CaBundleSpec as CoreBundle, Component, Inject};
-use berth_core::render::{self, Input, Options};
+use berth_core::render::{self, Input, Spec};
 use berth_core::resolve::{self, Overrides};
-use berth_core::{Project, PullPolicy};
+use berth_core::PullPolicy;
 use berth_ref::{Digest, Reference};
 use serde_json::Value;
 
@@ -117,10 +116,15 @@ pub struct PinRequest {
 /// The images a reconcile must pin before `plan`. An invalid spec gives no
 /// requests; `plan` reports it.
 pub fn pin_requests(berth: &Berth, namespace: &str) -> Vec<PinRequest> {
-    let Ok(project) = project(berth, namespace) else {
+    let Ok(components) = components(berth) else {
         return Vec::new();
     };
-    let Ok(resolution) = resolve::resolve(&project, &Overrides::default(), &|_| None) else {
+    let origin = origin(berth, namespace);
+    let Ok(resolution) = resolve::resolve_catalog(
+        catalog(&origin, &components),
+        &Overrides::default(),
+        &|_| None,
+    ) else {
         return Vec::new();
     };
     let recorded = berth
@@ -157,9 +161,27 @@ pub fn pin_requests(berth: &Berth, namespace: &str) -> Vec<PinRequest> {
         .collect()
 }
 
-/// The project berth-core works on, built from the resource (no file behind it).
-fn project(berth: &Berth, namespace: &str) -> Result<Project, Problem> {
-    let name = berth.metadata.name.clone().unwrap_or_default();
+/// How messages name the resource: `Berth ns/name`.
+fn origin(berth: &Berth, namespace: &str) -> String {
+    format!(
+        "Berth {namespace}/{}",
+        berth.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+/// What the resolver reads of a `Berth`: its components, and no variables (a
+/// controller takes its overrides from the resource).
+fn catalog<'c>(origin: &'c str, components: &'c [Component]) -> resolve::Catalog<'c> {
+    resolve::Catalog {
+        file: origin,
+        components,
+        registry_env: None,
+        tag_env: None,
+    }
+}
+
+/// The components of `spec.images`, as berth-core's type.
+fn components(berth: &Berth) -> Result<Vec<Component>, Problem> {
     let mut components = Vec::new();
     for (component, spec) in &berth.spec.images {
         let field = format!("spec.images.{component}");
@@ -200,7 +222,13 @@ fn project(berth: &Berth, namespace: &str) -> Result<Project, Problem> {
             deployed: true,
         });
     }
-    let ca_bundles = berth
+    Ok(components)
+}
+
+/// The CA bundles of `spec.caBundles` with their injection rules (their
+/// sources are read apart, from the cluster).
+fn bundle_specs(berth: &Berth) -> Vec<CoreBundle> {
+    berth
         .spec
         .ca_bundles
         .iter()
@@ -229,24 +257,7 @@ fn project(berth: &Berth, namespace: &str) -> Result<Project, Problem> {
                 annotations: Vec::new(),
             }
         })
-        .collect();
-    Ok(Project {
-        file: format!("Berth {namespace}/{name}"),
-        dir: PathBuf::new(),
-        name,
-        namespace: Some(namespace.to_string()),
-        manifests: Vec::new(),
-        components,
-        registry_env: None,
-        tag_env: None,
-        profiles: Vec::new(),
-        image_paths: Vec::new(),
-        config_paths: Vec::new(),
-        configs: Vec::new(),
-        ca_bundles,
-        sync: Vec::new(),
-        dev: Default::default(),
-    })
+        .collect()
 }
 
 /// The bytes of `reference` in `sources`, or why they are missing.
@@ -500,9 +511,14 @@ pub fn plan(
     pins: &Pins,
     now: i64,
 ) -> Result<Plan, Problem> {
-    let project = project(berth, namespace)?;
-    let mut resolution = resolve::resolve(&project, &Overrides::default(), &|_| None)
-        .map_err(|e| problem(Reason::InvalidImage, e.to_string()))?;
+    let origin = origin(berth, namespace);
+    let components = components(berth)?;
+    let mut resolution = resolve::resolve_catalog(
+        catalog(&origin, &components),
+        &Overrides::default(),
+        &|_| None,
+    )
+    .map_err(|e| problem(Reason::InvalidImage, e.to_string()))?;
     for image in &mut resolution.images {
         let wants_pin = berth
             .spec
@@ -526,7 +542,7 @@ pub fn plan(
     let (mut generated, configs) = generate_configs(berth, sources)?;
     let (bundles, ca_bundles) = build_bundles(berth, sources, now)?;
     generated.extend(bundles);
-    let mut text = String::new();
+    let mut workloads = Vec::new();
     for (i, workload) in berth.spec.workloads.iter().enumerate() {
         let kind = workload
             .get("kind")
@@ -549,22 +565,41 @@ pub fn plan(
                 ));
             }
         }
-        text.push_str("---\n");
-        text.push_str(&serde_json::to_string(workload).unwrap_or_default());
-        text.push('\n');
+        workloads.push(berth_yaml::json::from_json(workload));
     }
-    let inputs = [Input::text(
-        format!("{}.spec.workloads", project.file),
-        text,
+    let bundle_specs = bundle_specs(berth);
+    let spec = Spec {
+        definitions: generated
+            .iter()
+            .map(|g| {
+                let section = if configs.iter().any(|c| c.object == g.name) {
+                    "configs"
+                } else {
+                    "caBundles"
+                };
+                format!("{origin} (`spec.{section}.{}`)", g.base_name)
+            })
+            .collect(),
+        origin: origin.clone(),
+        pull_policies: resolution
+            .images
+            .iter()
+            .map(|i| i.component.pull_policy)
+            .collect(),
+        resolution: &resolution,
+        generated: &generated,
+        ca_bundles: &bundle_specs,
+        image_paths: &[],
+        config_paths: &[],
+        only_overridden: false,
+        limits: Default::default(),
+    };
+    let inputs = [Input::objects(
+        format!("{origin} spec.workloads"),
+        workloads,
     )];
-    let rendered = render::render_objects(
-        &project,
-        &resolution,
-        &generated,
-        &inputs,
-        &Options::default(),
-    )
-    .map_err(|e| problem(Reason::InvalidSpec, e.to_string()))?;
+    let rendered = render::render_objects(&spec, &inputs)
+        .map_err(|e| problem(Reason::InvalidSpec, e.to_string()))?;
     let images = resolution
         .images
         .iter()
@@ -575,7 +610,7 @@ pub fn plan(
         .collect();
     Ok(Plan {
         desired: Desired {
-            project: project.name.clone(),
+            project: berth.metadata.name.clone().unwrap_or_default(),
             objects: rendered
                 .objects
                 .iter()

@@ -21,6 +21,7 @@ use std::fmt;
 use berth_ref::{RefError, Reference, RegistryPrefix, Tag};
 
 use crate::project::{Component, Project};
+use crate::suggest::closest;
 use crate::suggest::hint;
 
 /// Overrides of the default references, as the caller was given them (the
@@ -354,10 +355,57 @@ pub struct TagConflict {
     pub tag: String,
 }
 
+/// What the resolver reads: the components and the variables that move all of
+/// them. berth.yaml gives one ([`Project::catalog`]); the controller builds one
+/// from a `Berth` (no file behind it, no variables).
+#[derive(Debug, Clone, Copy)]
+pub struct Catalog<'p> {
+    /// Where the components are written, for messages (`berth.yaml`, `Berth ns/name`).
+    pub file: &'p str,
+    /// The components, in order.
+    pub components: &'p [Component],
+    /// `registry.env`.
+    pub registry_env: Option<&'p str>,
+    /// `tag.env`.
+    pub tag_env: Option<&'p str>,
+}
+
+impl Catalog<'_> {
+    fn component(&self, name: &str) -> Option<&Component> {
+        self.components.iter().find(|c| c.name == name)
+    }
+
+    fn suggest_component(&self, name: &str) -> Option<&str> {
+        closest(name, self.components.iter().map(|c| c.name.as_str()))
+    }
+}
+
+impl Project {
+    /// What the resolver reads of this project.
+    pub fn catalog(&self) -> Catalog<'_> {
+        Catalog {
+            file: &self.file,
+            components: &self.components,
+            registry_env: self.registry_env.as_deref(),
+            tag_env: self.tag_env.as_deref(),
+        }
+    }
+}
+
 /// Resolves every component of `project`. `env` reads a variable (the CLI
 /// passes the process environment; tests pass a table).
 pub fn resolve<'p>(
     project: &'p Project,
+    overrides: &Overrides,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Resolution<'p>, ResolveError> {
+    resolve_catalog(project.catalog(), overrides, env)
+}
+
+/// Resolves every component of `catalog`: [`resolve`] for components that do not
+/// come from berth.yaml.
+pub fn resolve_catalog<'p>(
+    project: Catalog<'p>,
     overrides: &Overrides,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Resolution<'p>, ResolveError> {
@@ -383,9 +431,9 @@ pub fn resolve<'p>(
                 .map(|v| (Var::env(name), v)),
         }
     };
-    let image_flags = per_component(project, &overrides.names.image, &overrides.images)?;
-    let tag_flags = per_component(project, &overrides.names.tag, &overrides.tags)?;
-    let registry = match (&overrides.registry, &project.registry_env) {
+    let image_flags = per_component(&project, &overrides.names.image, &overrides.images)?;
+    let tag_flags = per_component(&project, &overrides.names.tag, &overrides.tags)?;
+    let registry = match (&overrides.registry, project.registry_env) {
         (Some(prefix), _) => Some((
             Origin::Registry(Given::new(&overrides.names.registry, "")),
             prefix.clone(),
@@ -405,15 +453,14 @@ pub fn resolve<'p>(
         .transpose()?;
     let shared_tag = project
         .tag_env
-        .as_ref()
-        .and_then(|var| read(var))
+        .and_then(&read)
         .map(|(v, value)| (Origin::TagEnv(v), value));
 
     // Unlocked resolutions, filled in dependency order: a `sameAs` component's
     // default is its source's resolved image.
     let mut unlocked: Vec<Option<ResolvedImage<'p>>> = vec![None; project.components.len()];
     for index in 0..project.components.len() {
-        resolve_index(index, project, &mut unlocked, &|component, default| {
+        resolve_index(index, &project, &mut unlocked, &|component, default| {
             let name = &component.name;
             let full = match find(&image_flags, name) {
                 Some(value) => Some((
@@ -466,7 +513,7 @@ type Base = (Reference, Origins);
 /// refused cycles and unknown names).
 fn resolve_index<'p>(
     index: usize,
-    project: &'p Project,
+    project: &Catalog<'p>,
     done: &mut Vec<Option<ResolvedImage<'p>>>,
     one: &dyn Fn(&'p Component, Base) -> Result<ResolvedImage<'p>, ResolveError>,
 ) -> Result<(), ResolveError> {
@@ -498,9 +545,9 @@ fn resolve_index<'p>(
     Ok(())
 }
 
-fn own_default(project: &Project, component: &Component) -> Base {
+fn own_default(project: &Catalog<'_>, component: &Component) -> Base {
     let origin = Origin::Project {
-        file: project.file.clone(),
+        file: project.file.to_string(),
         component: component.name.clone(),
     };
     let reference = component.image.clone();
@@ -671,7 +718,7 @@ fn apply_lock<'p>(
 
 /// Checks that each `NAME=VALUE` flag names a component, once.
 fn per_component<'a>(
-    project: &Project,
+    project: &Catalog<'_>,
     template: &str,
     given: &'a [(String, String)],
 ) -> Result<Vec<(&'a str, &'a str)>, ResolveError> {
@@ -681,7 +728,7 @@ fn per_component<'a>(
             return Err(ResolveError::UnknownComponent {
                 source_name: Given::new(template, name).with("…"),
                 name: name.clone(),
-                file: project.file.clone(),
+                file: project.file.to_string(),
                 suggestion: project.suggest_component(name).map(str::to_string),
             });
         }

@@ -6,7 +6,7 @@ use berth_ref::{Reference, Repository};
 use berth_yaml::{Node, Pos, Scalar, Style, Value};
 
 use super::pods::for_each_pod;
-use crate::project::{CaBundleSpec, Inject, Project};
+use crate::project::{CaBundleSpec, Inject};
 use crate::resolve::Resolution;
 
 struct Rule<'a> {
@@ -24,10 +24,9 @@ pub struct CaInjector<'a> {
 }
 
 impl<'a> CaInjector<'a> {
-    /// Injection rules of the project's bundles.
-    pub fn new(project: &'a Project, resolution: &Resolution<'_>) -> Self {
-        let rules = project
-            .ca_bundles
+    /// Injection rules of `bundles`.
+    pub fn new(bundles: &'a [CaBundleSpec], resolution: &Resolution<'_>) -> Self {
+        let rules = bundles
             .iter()
             .filter_map(|bundle| {
                 let inject = bundle.inject.as_ref()?;

@@ -52,15 +52,19 @@ impl Iterator for StreamChars<'_> {
     }
 }
 
-/// One input: its name (for messages) and its text, or a stream of it.
+/// One input: its name (for messages) and its text, a stream of it, or objects
+/// already parsed.
 pub struct Input {
-    /// A file path, `<stdin>`, or `kustomize DIR`.
+    /// A file path, `<stdin>`, `kustomize DIR`, or `Berth ns/name spec.workloads`.
     pub name: String,
-    /// The YAML text (empty for a stream).
+    /// The YAML text (empty for a stream or objects).
     pub text: String,
     /// Set for an input read as it arrives: each document is rendered, and its
     /// errors reported, before the next one has been written.
     pub stream: Option<RefCell<Box<dyn TextStream>>>,
+    /// Objects that are trees already (the controller's workloads, from JSON):
+    /// rendered as they are, with no text in between.
+    pub objects: Vec<Node>,
 }
 
 impl Input {
@@ -70,6 +74,17 @@ impl Input {
             name: name.into(),
             text: text.into(),
             stream: None,
+            objects: Vec::new(),
+        }
+    }
+
+    /// Objects already parsed, each one document.
+    pub fn objects(name: impl Into<String>, objects: Vec<Node>) -> Input {
+        Input {
+            name: name.into(),
+            text: String::new(),
+            stream: None,
+            objects,
         }
     }
 
@@ -79,6 +94,7 @@ impl Input {
             name: name.into(),
             text: String::new(),
             stream: Some(RefCell::new(text)),
+            objects: Vec::new(),
         }
     }
 }
@@ -89,6 +105,7 @@ impl std::fmt::Debug for Input {
             .field("name", &self.name)
             .field("text_len", &self.text.len())
             .field("stream", &self.stream.is_some())
+            .field("objects", &self.objects.len())
             .finish()
     }
 }
@@ -116,6 +133,9 @@ pub(crate) fn for_each_document(
     limits: Limits,
     each: &mut dyn FnMut(Node) -> Result<(), RenderError>,
 ) -> Result<(), RenderError> {
+    if !input.objects.is_empty() {
+        return input.objects.iter().try_for_each(|o| each(o.clone()));
+    }
     let mut stream = input.stream.as_ref().map(RefCell::borrow_mut);
     let templated = Cell::new(false);
     let outcome = match stream.as_deref_mut() {

@@ -10,6 +10,7 @@ mod inject;
 mod input;
 pub mod pods;
 mod refs;
+mod spec;
 mod workloads;
 
 use std::ops::Range;
@@ -17,7 +18,6 @@ use std::ops::Range;
 use berth_yaml::{Limits, Node, Pos};
 
 use crate::configs::Generated;
-use crate::project::{Project, PullPolicy};
 use crate::resolve::Resolution;
 use crate::suggest::hint;
 pub use findings::{path_warnings, Stray};
@@ -25,6 +25,7 @@ pub use images::ImageRewriter;
 pub use inject::CaInjector;
 pub use input::{Input, TextStream};
 pub use refs::{ConfigRewriter, CONFIG_HASH_ANNOTATION};
+pub use spec::Spec;
 pub use workloads::{workloads, workloads_of, PodSelector, Workload};
 
 /// Render settings beyond the project and the resolution.
@@ -231,13 +232,7 @@ pub enum RenderError {
 /// they have one, when none does), as
 /// one YAML stream: the text edge of [`render_objects`], written object by object
 /// so memory stays near the size of the output.
-pub fn render(
-    project: &Project,
-    resolution: &Resolution<'_>,
-    generated: &[Generated],
-    inputs: &[Input],
-    options: &Options,
-) -> Result<Rendered, RenderError> {
+pub fn render(spec: &Spec<'_>, inputs: &[Input]) -> Result<Rendered, RenderError> {
     let total: usize = inputs.iter().map(|i| i.text.len()).sum(); // 0 for streams
     let mut out = Rendered {
         yaml: String::with_capacity(total + total / 8),
@@ -245,19 +240,19 @@ pub fn render(
         images_matched: 0,
         findings: Findings::default(),
     };
-    let t = transform(
-        project,
-        resolution,
-        generated,
-        inputs,
-        options,
-        &mut |object, api_version, kind| emit(&mut out, object, api_version, kind),
-    )?;
+    let t = transform(spec, inputs, &mut |object, api_version, kind| {
+        emit(&mut out, object, api_version, kind)
+    })?;
     out.images_matched = t.matched;
     let used_in = t.used_in.clone();
     let home = t.home.clone();
-    out.findings = Findings::new(generated, resolution, t);
-    Ok(prepend_generated(out, generated, &used_in, home.as_deref()))
+    out.findings = Findings::new(spec.generated, spec.resolution, t);
+    Ok(prepend_generated(
+        out,
+        spec.generated,
+        &used_in,
+        home.as_deref(),
+    ))
 }
 
 /// The rendered objects as YAML trees, generated configs first: what `apply` and
@@ -298,30 +293,17 @@ impl Findings {
 }
 
 /// [`render`], returning the objects instead of text.
-pub fn render_objects(
-    project: &Project,
-    resolution: &Resolution<'_>,
-    generated: &[Generated],
-    inputs: &[Input],
-    options: &Options,
-) -> Result<RenderedObjects, RenderError> {
+pub fn render_objects(spec: &Spec<'_>, inputs: &[Input]) -> Result<RenderedObjects, RenderError> {
     let mut body = Vec::new();
-    let t = transform(
-        project,
-        resolution,
-        generated,
-        inputs,
-        options,
-        &mut |object, _, _| body.push(object),
-    )?;
-    let mut objects: Vec<Node> = generated_objects(generated, &t.used_in, t.home.as_deref())
+    let t = transform(spec, inputs, &mut |object, _, _| body.push(object))?;
+    let mut objects: Vec<Node> = generated_objects(spec.generated, &t.used_in, t.home.as_deref())
         .map(|(node, _)| node)
         .collect();
     objects.extend(body);
     Ok(RenderedObjects {
         objects,
         images_matched: t.matched,
-        findings: Findings::new(generated, resolution, t),
+        findings: Findings::new(spec.generated, spec.resolution, t),
     })
 }
 
@@ -352,21 +334,19 @@ struct Transformed {
 /// references), handed to `each` with its apiVersion and kind; what it saw on the
 /// way is returned ([`Transformed`]).
 fn transform(
-    project: &Project,
-    resolution: &Resolution<'_>,
-    generated: &[Generated],
+    spec: &Spec<'_>,
     inputs: &[Input],
-    options: &Options,
     each: &mut dyn FnMut(Node, String, String),
 ) -> Result<Transformed, RenderError> {
-    let policies = pull_policies(project, resolution, options)?;
+    let resolution = spec.resolution;
+    let generated = spec.generated;
     let rewriter = ImageRewriter::new(
         resolution,
-        &policies,
-        &project.image_paths,
-        options.only_overridden,
+        &spec.pull_policies,
+        spec.image_paths,
+        spec.only_overridden,
     );
-    let injector = CaInjector::new(project, resolution);
+    let injector = CaInjector::new(spec.ca_bundles, resolution);
     let mut configs = ConfigRewriter::new(generated);
     let scanner = crate::scan::Scanner::new(
         resolution
@@ -386,7 +366,7 @@ fn transform(
     let mut seen: std::collections::HashMap<Id, (usize, Pos)> = std::collections::HashMap::new();
     let mut namespaces = std::collections::BTreeSet::new();
     for (input_index, input) in inputs.iter().enumerate() {
-        input::for_each_document(input, options.limits, &mut |doc| {
+        input::for_each_document(input, spec.limits, &mut |doc| {
             if doc.is_null() {
                 return Ok(()); // empty documents are skipped
             }
@@ -412,7 +392,7 @@ fn transform(
                         problem: "it is kustomize's input, not an object for the cluster; list its directory under `manifests:` as `- kustomize: DIR` (or give the directory as the path)",
                     });
                 }
-                check_collision(project, generated, input, &object, &kind)?;
+                check_collision(spec, input, &object, &kind)?;
                 matched += rewriter.rewrite(&mut object, &api_version, &kind);
                 // The object too: a kustomize output's line is not in any source file.
                 let object_name = object
@@ -452,7 +432,7 @@ fn transform(
                     &api_version,
                     &kind,
                     namespace.as_deref(),
-                    &project.config_paths,
+                    spec.config_paths,
                 );
                 for missing in configs.take_missing() {
                     let g = &generated[missing.config];
@@ -500,7 +480,7 @@ fn transform(
         })?;
     }
     let mut config_paths_seen = configs.paths_seen.clone();
-    config_paths_seen.resize(project.config_paths.len(), (false, false));
+    config_paths_seen.resize(spec.config_paths.len(), (false, false));
     let home = match namespaces.len() {
         1 => namespaces.pop_first(),
         _ => None,
@@ -522,8 +502,7 @@ fn transform(
 /// A ConfigMap or Secret of the manifests whose name is a generated config's base
 /// or generated name: kustomize's own generator output, or an inline copy.
 fn check_collision(
-    project: &Project,
-    generated: &[Generated],
+    spec: &Spec<'_>,
     input: &Input,
     object: &Node,
     kind: &str,
@@ -535,23 +514,12 @@ fn check_collision(
     else {
         return Ok(());
     };
-    let Some(g) = generated
+    let Some(index) = spec
+        .generated
         .iter()
-        .find(|g| g.kind.as_str() == kind && (g.base_name == name || g.name == name))
+        .position(|g| g.kind.as_str() == kind && (g.base_name == name || g.name == name))
     else {
         return Ok(());
-    };
-    let (section, pos) = match project.configs.iter().find(|c| c.name == g.base_name) {
-        Some(c) => ("configs", c.pos),
-        None => (
-            "caBundles",
-            project
-                .ca_bundles
-                .iter()
-                .find(|b| b.name == g.base_name)
-                .map(|b| b.pos)
-                .unwrap_or_default(),
-        ),
     };
     let namespace = object
         .get("metadata")
@@ -564,7 +532,7 @@ fn check_collision(
             Some(ns) => format!("{kind}/{name} (namespace {ns})"),
             None => format!("{kind}/{name}"),
         },
-        generated: format!("{}:{pos} (`{section}.{}`)", project.file, g.base_name),
+        generated: spec.definitions.get(index).cloned().unwrap_or_default(),
     })
 }
 
@@ -619,44 +587,6 @@ fn prepend_generated(
         o
     }));
     out
-}
-
-/// The policy of each resolved image: an override beats `pullPolicy:`.
-fn pull_policies(
-    project: &Project,
-    resolution: &Resolution<'_>,
-    options: &Options,
-) -> Result<Vec<Option<PullPolicy>>, RenderError> {
-    let mut policies: Vec<Option<PullPolicy>> = resolution
-        .images
-        .iter()
-        .map(|i| i.component.pull_policy)
-        .collect();
-    let template = if options.pull_policy_source.is_empty() {
-        "pull policy override {component}="
-    } else {
-        options.pull_policy_source.as_str()
-    };
-    for (name, value) in &options.pull_policies {
-        let source_name = template.replace("{component}", name);
-        let index = resolution
-            .images
-            .iter()
-            .position(|i| &i.component.name == name)
-            .ok_or_else(|| RenderError::UnknownComponent {
-                source_name: source_name.clone(),
-                name: name.clone(),
-                file: project.file.clone(),
-                suggestion: project.suggest_component(name).map(str::to_string),
-            })?;
-        let policy = PullPolicy::parse(value).ok_or_else(|| RenderError::InvalidPullPolicy {
-            source_name: source_name.clone(),
-            name: name.clone(),
-            value: value.clone(),
-        })?;
-        policies[index] = Some(policy);
-    }
-    Ok(policies)
 }
 
 /// `kind: List` (and `*List` with `items`) becomes its items.

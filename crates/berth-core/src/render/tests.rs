@@ -35,7 +35,10 @@ fn run(src: &str, env: &[(&str, &str)], options: &Options) -> Result<Rendered, R
         .collect();
     let resolution = resolve(&project, &Overrides::default(), &|k| env.get(k).cloned()).unwrap();
     let inputs = [Input::text("in.yaml", src)];
-    render(&project, &resolution, &[], &inputs, options)
+    render(
+        &Spec::from_project(&project, &resolution, &[], options)?,
+        &inputs,
+    )
 }
 
 fn yaml(src: &str, env: &[(&str, &str)]) -> String {
@@ -364,9 +367,9 @@ fn objects_are_what_the_text_says() {
         "in.yaml",
         "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: a}\nspec:\n  containers: [{name: c, image: nginx, envFrom: [{configMapRef: {name: app-config}}]}]\n---\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Service, metadata: {name: s}}\n",
     )];
-    let options = Options::default();
-    let text = render(&project, &resolution, &generated, &inputs, &options).unwrap();
-    let objects = render_objects(&project, &resolution, &generated, &inputs, &options).unwrap();
+    let spec = Spec::from_project(&project, &resolution, &generated, &Options::default()).unwrap();
+    let text = render(&spec, &inputs).unwrap();
+    let objects = render_objects(&spec, &inputs).unwrap();
     let parsed = berth_yaml::load_all(&text.yaml, Limits::default()).unwrap();
     assert_eq!(
         objects.objects.len(),
@@ -395,14 +398,9 @@ fn a_config_no_object_uses_goes_to_the_manifests_one_namespace() {
         vec![crate::configs::from_entries(&shape, [("A".to_string(), b"1".to_vec())]).unwrap()];
     let namespace_of = |src: &str| {
         let inputs = [Input::text("in.yaml", src)];
-        let out = render_objects(
-            &project,
-            &resolution,
-            &generated,
-            &inputs,
-            &Options::default(),
-        )
-        .unwrap();
+        let spec =
+            Spec::from_project(&project, &resolution, &generated, &Options::default()).unwrap();
+        let out = render_objects(&spec, &inputs).unwrap();
         assert_eq!(out.findings.unused_configs, ["unused"]);
         out.objects[0]
             .get("metadata")
@@ -520,4 +518,24 @@ fn auto_never_turns_an_explicit_always_into_if_not_present_without_a_digest() {
     let pinned = format!("nginx:1.25@sha256:{}", "a".repeat(64));
     let r = run(src, &[("WEB_IMAGE", &pinned)], &Options::default()).unwrap();
     assert!(!r.yaml.contains("Always"), "{}", r.yaml);
+}
+
+#[test]
+fn objects_given_as_trees_render_as_their_text_does() {
+    let project = project::parse("berth.yaml", PathBuf::from("/p"), PROJECT).unwrap();
+    let resolution = resolve(&project, &Overrides::default(), &|_| None).unwrap();
+    let spec = Spec::from_project(&project, &resolution, &[], &Options::default()).unwrap();
+    let text = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n      containers: [{name: c, image: 'ghcr.io/acme/api:old'}]\n";
+    let from_text = render_objects(&spec, &[Input::text("in.yaml", text)]).unwrap();
+    let trees = berth_yaml::load_all(text, Limits::default()).unwrap();
+    let from_trees =
+        render_objects(&spec, &[Input::objects("Berth ns/x spec.workloads", trees)]).unwrap();
+    let as_json = |nodes: &[Node]| -> Vec<serde_json::Value> {
+        nodes.iter().map(berth_yaml::json::to_json).collect()
+    };
+    assert_eq!(as_json(&from_trees.objects), as_json(&from_text.objects));
+    assert_eq!(
+        (from_trees.images_matched, from_text.images_matched),
+        (1, 1)
+    );
 }

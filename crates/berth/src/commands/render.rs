@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Result};
-use berth_core::render::{self, ObjectInfo, RenderError, Rendered};
+use berth_core::render::{self, ObjectInfo, RenderError, Rendered, Spec};
 use berth_core::{Project, Resolution};
 
 use crate::generate;
@@ -31,9 +31,8 @@ pub fn render_generated(
 ) -> Result<(Rendered, Vec<berth_core::configs::Generated>)> {
     let generated = generate::all(project, settings.strict)?;
     let inputs = inputs::gather(project, settings.manifests(project)?, &settings.paths)?;
-    let options = settings.options();
-    let rendered =
-        render::render(project, resolution, &generated, &inputs, &options).map_err(explain)?;
+    let spec = Spec::from_project(project, resolution, &generated, &settings.options())?;
+    let rendered = render::render(&spec, &inputs).map_err(explain)?;
     Ok((rendered, generated))
 }
 
@@ -45,14 +44,8 @@ pub fn render_objects(
 ) -> Result<(render::RenderedObjects, Vec<berth_core::configs::Generated>)> {
     let generated = generate::all(project, settings.strict)?;
     let inputs = inputs::gather(project, settings.manifests(project)?, &settings.paths)?;
-    let rendered = render::render_objects(
-        project,
-        resolution,
-        &generated,
-        &inputs,
-        &settings.options(),
-    )
-    .map_err(explain)?;
+    let spec = Spec::from_project(project, resolution, &generated, &settings.options())?;
+    let rendered = render::render_objects(&spec, &inputs).map_err(explain)?;
     Ok((rendered, generated))
 }
 

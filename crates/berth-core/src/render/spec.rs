@@ -1,0 +1,123 @@
+//! The one input of a render, whoever asks: the CLI builds it from berth.yaml
+//! ([`Spec::from_project`]), the controller from a `Berth` resource. Nothing in
+//! it says where it came from but `origin`, for messages.
+
+use berth_yaml::Limits;
+
+use super::{Options, RenderError};
+use crate::configs::Generated;
+use crate::project::{CaBundleSpec, ImagePath, Project, PullPolicy};
+use crate::resolve::Resolution;
+use crate::suggest::closest;
+
+/// What a render does to manifests.
+#[derive(Debug, Clone)]
+pub struct Spec<'a> {
+    /// Where the spec was written, for messages: `berth.yaml`, `Berth team-a/llama`.
+    pub origin: String,
+    /// Every component's resolved image, in order.
+    pub resolution: &'a Resolution<'a>,
+    /// The pull policy to write for each entry of `resolution.images` (`None`:
+    /// leave the manifests' own).
+    pub pull_policies: Vec<Option<PullPolicy>>,
+    /// The generated configs and CA bundles, emitted first, their references rewritten.
+    pub generated: &'a [Generated],
+    /// Where each of `generated` is defined (`berth.yaml:4:3 (`configs.web`)`),
+    /// for the message when the manifests hold an object of the same name.
+    pub definitions: Vec<String>,
+    /// The CA bundles and which containers get each (`inject`).
+    pub ca_bundles: &'a [CaBundleSpec],
+    /// Image fields beyond pod specs.
+    pub image_paths: &'a [ImagePath],
+    /// Fields of custom resources that name a config or CA bundle.
+    pub config_paths: &'a [ImagePath],
+    /// Rewrite only the images of components an override touched.
+    pub only_overridden: bool,
+    /// Limits applied to every input document.
+    pub limits: Limits,
+}
+
+impl<'a> Spec<'a> {
+    /// berth.yaml's spec: its components as `resolution` resolved them, its
+    /// generated objects, and the caller's `options` (pull-policy overrides are
+    /// checked against the components here).
+    pub fn from_project(
+        project: &'a Project,
+        resolution: &'a Resolution<'a>,
+        generated: &'a [Generated],
+        options: &Options,
+    ) -> Result<Spec<'a>, RenderError> {
+        let definitions = generated
+            .iter()
+            .map(|g| {
+                let (section, pos) = match project.configs.iter().find(|c| c.name == g.base_name) {
+                    Some(c) => ("configs", c.pos),
+                    None => (
+                        "caBundles",
+                        project
+                            .ca_bundles
+                            .iter()
+                            .find(|b| b.name == g.base_name)
+                            .map(|b| b.pos)
+                            .unwrap_or_default(),
+                    ),
+                };
+                format!("{}:{pos} (`{section}.{}`)", project.file, g.base_name)
+            })
+            .collect();
+        Ok(Spec {
+            origin: project.file.clone(),
+            pull_policies: pull_policies(&project.file, resolution, options)?,
+            resolution,
+            generated,
+            definitions,
+            ca_bundles: &project.ca_bundles,
+            image_paths: &project.image_paths,
+            config_paths: &project.config_paths,
+            only_overridden: options.only_overridden,
+            limits: options.limits,
+        })
+    }
+}
+
+/// The policy of each resolved image: an override beats `pullPolicy:`.
+pub(super) fn pull_policies(
+    origin: &str,
+    resolution: &Resolution<'_>,
+    options: &Options,
+) -> Result<Vec<Option<PullPolicy>>, RenderError> {
+    let mut policies: Vec<Option<PullPolicy>> = resolution
+        .images
+        .iter()
+        .map(|i| i.component.pull_policy)
+        .collect();
+    let template = if options.pull_policy_source.is_empty() {
+        "pull policy override {component}="
+    } else {
+        options.pull_policy_source.as_str()
+    };
+    for (name, value) in &options.pull_policies {
+        let source_name = template.replace("{component}", name);
+        let index = resolution
+            .images
+            .iter()
+            .position(|i| &i.component.name == name)
+            .ok_or_else(|| RenderError::UnknownComponent {
+                source_name: source_name.clone(),
+                name: name.clone(),
+                file: origin.to_string(),
+                suggestion: closest(
+                    name,
+                    resolution.images.iter().map(|i| i.component.name.as_str()),
+                )
+                .map(str::to_string),
+            })?;
+        let policy = PullPolicy::parse(value).ok_or_else(|| RenderError::InvalidPullPolicy {
+            source_name: source_name.clone(),
+            name: name.clone(),
+            value: value.clone(),
+        })?;
+        policies[index] = Some(policy);
+    }
+    Ok(policies)
+}
