@@ -19,6 +19,9 @@ operators that watch all ConfigMaps do), and the same over their metadata only
   4. quiet minute: the API server's apiserver_request_total for Berths,
      ConfigMaps, Secrets, Deployments and Leases over 60 s with nothing changing.
 --quick uses 70 ConfigMaps, 500 Secrets, 10 edits and 100 Berths in 10 namespaces.
+--scale-replicas N gives the scale run's Deployments N replicas (default 1); 0 measures the
+controller's own work (configs, Deployments, records and status of every Berth, each rollout
+judged) without the plane running thousands of pods, which a 2-core test plane cannot.
 """
 
 import base64
@@ -38,6 +41,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 QUICK = "--quick" in sys.argv
+SCALE_REPLICAS = int(sys.argv[sys.argv.index("--scale-replicas") + 1]) if "--scale-replicas" in sys.argv else 1
 CONFIGMAPS, SECRETS, EDITS, BERTHS, NAMESPACES = (70, 500, 10, 100, 10) if QUICK else (700, 5000, 50, 2000, 100)
 
 
@@ -82,14 +86,14 @@ def rss_mb(pid):
     return 0.0
 
 
-def berth_object(namespace, name, source):
+def berth_object(namespace, name, source, replicas=1):
     return {
         "apiVersion": "berth.dev/v1alpha1", "kind": "Berth",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {
             "workloads": [{
                 "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
-                "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}}, "template": {
+                "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}, "template": {
                     "metadata": {"labels": {"app": name}},
                     "spec": {"containers": [{"name": "server", "image": "ghcr.io/acme/server:v1",
                                              "volumeMounts": [{"name": "run", "mountPath": "/etc/run"}]}],
@@ -210,7 +214,8 @@ def main():
         for i in range(BERTHS):
             ns = f"scale-{i % NAMESPACES}"
             api.apply(f"/api/v1/namespaces/{ns}/configmaps/run-{i}", source(ns, f"run-{i}", f"n: {i}\n"))
-            api.apply(f"/apis/berth.dev/v1alpha1/namespaces/{ns}/berths/b-{i}", berth_object(ns, f"b-{i}", f"run-{i}"))
+            api.apply(f"/apis/berth.dev/v1alpha1/namespaces/{ns}/berths/b-{i}",
+                      berth_object(ns, f"b-{i}", f"run-{i}", SCALE_REPLICAS))
         started = time.monotonic()
         controller = subprocess.Popen([str(berth), "controller", "--listen", "127.0.0.1:0"], env=env,
                                       stdout=subprocess.DEVNULL, stderr=open(logs / "controller-scale.log", "w"))
@@ -283,7 +288,8 @@ def main():
         print(f"\nreaction over {EDITS} source edits with {BERTHS:,} Berths present (API server accepts the edit "
               f"-> pod template names the new ConfigMap): p50 {p50:.0f} ms, p95 {p95:.0f} ms, "
               f"max {latencies[-1]:.0f} ms; the last rollout completed ({final})")
-        print(f"scale: {BERTHS} Berths in {NAMESPACES} namespaces, created before a controller starts: all "
+        print(f"scale: {BERTHS} Berths in {NAMESPACES} namespaces ({SCALE_REPLICAS} replica(s) each), "
+              f"created before a controller starts: all "
               f"Ready {scale:.1f} s after it started ({last:.0f} reconciles, settled after {settle:.0f} s); "
               f"controller RSS then {scale_rss:.1f} MB")
         total = sum(quiet.values())

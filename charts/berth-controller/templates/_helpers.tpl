@@ -44,6 +44,16 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: [batch]
   resources: [jobs]
   verbs: [get, list, watch, create, patch, update, delete]
+# What still uses a config generation kept for a GitOps engine (read only).
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [list]
+- apiGroups: [apps]
+  resources: [replicasets]
+  verbs: [list]
+- apiGroups: [batch]
+  resources: [cronjobs]
+  verbs: [list]
 # An Event on a Berth when its reason changes.
 - apiGroups: [events.k8s.io]
   resources: [events]

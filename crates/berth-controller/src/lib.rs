@@ -6,10 +6,12 @@
 //!
 //! `runtime` is the process shell (signals, leader election, watches),
 //! `reconcile` one reconcile, `sources` the sources it reads and labels,
-//! `desired` and `status` the pure decisions.
+//! `desired` and `status` the pure decisions, `collector` the clean-up of
+//! config generations kept for a GitOps engine.
 
 #![warn(missing_docs)]
 
+mod collector;
 pub mod desired;
 pub mod lease;
 mod logged;

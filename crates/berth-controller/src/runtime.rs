@@ -56,6 +56,9 @@ pub struct Settings {
     pub registry: berth_registry::Options,
     /// Registry credentials (`DOCKER_CONFIG`, as `berth pin` reads them).
     pub docker_config: berth_registry::DockerConfig,
+    /// Config generations kept for a GitOps engine: how many of each config stay
+    /// (the newest; older ones go once nothing uses them).
+    pub gitops_keep: usize,
 }
 
 /// SIGTERM and SIGINT, caught from the moment [`Shutdown::install`] runs (as
@@ -152,7 +155,20 @@ pub async fn run(client: Client, settings: Settings, shutdown: Shutdown) -> Resu
         tracing::info!(identity = %election.identity, "leading");
     }
     metrics.enter(Phase::Leading);
+    let collector = crate::collector::Collector {
+        client: client.clone(),
+        namespace: settings.namespace.clone(),
+        server: settings.server.clone(),
+        keep: settings.gitops_keep,
+        metrics: Arc::clone(&metrics),
+        recorder: Recorder::new(client.clone(), reporter(&settings)),
+    }
+    .run(shutdown.clone());
     let controller = controller(&client, &settings, &metrics, &shutdown)?;
+    // Both end on the signal; the controller after its graceful drain.
+    let controller = async move {
+        tokio::join!(controller, collector);
+    };
     let outcome = match (&settings.election, &settings.fence) {
         (Some(election), Some(fence)) => {
             tokio::select! {
@@ -180,6 +196,14 @@ pub async fn run(client: Client, settings: Settings, shutdown: Shutdown) -> Resu
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Who writes the controller's Events.
+fn reporter(settings: &Settings) -> Reporter {
+    Reporter {
+        controller: crate::MANAGER.into(),
+        instance: settings.instance.clone(),
+    }
 }
 
 /// The `Berth`s of `store` in `namespace` that name the source `(kind, name)`.
@@ -233,10 +257,7 @@ fn controller(
         });
     }
     let (for_maps, for_secrets) = (store.clone(), store.clone());
-    let reporter = Reporter {
-        controller: crate::MANAGER.into(),
-        instance: settings.instance.clone(),
-    };
+    let reporter = reporter(settings);
     let context = Arc::new(Context {
         client: client.clone(),
         cluster: Cluster::new(client.clone(), "default", settings.server.as_str()),

@@ -73,7 +73,13 @@ pub struct Metrics {
     failures: Family<ReasonLabel, Counter>,
     duration: Histogram,
     leader: Gauge,
+    deleted: Family<KindLabel, Counter>,
     phase: AtomicU8,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    kind: String,
 }
 
 impl Default for Metrics {
@@ -84,6 +90,12 @@ impl Default for Metrics {
         // 5 ms to ~20 s: an unchanged reconcile is a few requests, a pin a registry round trip.
         let duration = Histogram::new(exponential_buckets(0.005, 2.0, 13));
         let leader = Gauge::default();
+        let deleted = Family::<KindLabel, Counter>::default();
+        registry.register(
+            "generations_deleted",
+            "Config generations kept for a GitOps engine and deleted once nothing used them, by kind",
+            deleted.clone(),
+        );
         registry.register(
             "reconciles",
             "Reconciles run, by the reason they ended with",
@@ -110,12 +122,22 @@ impl Default for Metrics {
             failures,
             duration,
             leader,
+            deleted,
             phase: AtomicU8::new(Phase::Starting as u8),
         }
     }
 }
 
 impl Metrics {
+    /// Counts a kept generation (`ConfigMap`, `Secret`) deleted.
+    pub fn generation_deleted(&self, kind: &str) {
+        self.deleted
+            .get_or_create(&KindLabel {
+                kind: kind.to_string(),
+            })
+            .inc();
+    }
+
     /// Counts one reconcile that took `took` and ended with `reason`; `failed`
     /// when it returned an error (and will be retried).
     pub fn reconciled(&self, took: Duration, reason: Reason, failed: bool) {

@@ -7,6 +7,7 @@
 
 pub mod cluster;
 pub mod configs;
+pub mod gitops;
 pub mod init;
 pub mod lock;
 pub mod project;

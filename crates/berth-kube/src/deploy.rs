@@ -69,6 +69,10 @@ pub struct Change {
     pub live: Option<Value>,
     /// As the server would have it after apply.
     pub merged: Value,
+    /// For a new generation of a generated config: the name of the live
+    /// generation it replaces, which `live` then holds, so the change reads as
+    /// the keys that changed rather than a whole new object.
+    pub replaces: Option<String>,
 }
 
 /// What an apply left for its observers: the planned objects and the record of
@@ -165,6 +169,18 @@ impl Cluster {
                     Err(ClusterError::Plan(_)) => None,
                     Err(e) => return Err(e),
                 };
+                let (live, replaces) = match (live, desired.generated.get(&p.object.name)) {
+                    (None, Some(config)) => {
+                        match self
+                            .previous_generation(&p.object, &desired.project, config)
+                            .await?
+                        {
+                            Some((name, previous)) => (Some(previous), Some(name)),
+                            None => (None, None),
+                        }
+                    }
+                    (live, _) => (live, None),
+                };
                 let merged = match self.apply(&p.object, &p.body, manager, force, true).await {
                     Ok(merged) => merged,
                     // Its CRD or Namespace is part of this apply: it would be created as written.
@@ -179,6 +195,7 @@ impl Cluster {
                     object: p.object.clone(),
                     live: live.map(normalise),
                     merged: normalise(merged),
+                    replaces,
                 })
             })
             .collect();
@@ -186,6 +203,47 @@ impl Cluster {
             .buffered(CONCURRENCY)
             .try_collect()
             .await
+    }
+
+    /// The newest live generation of generated config `config` of `project`
+    /// beside `object` (same kind and namespace, found by berth's labels), whole:
+    /// what a new generation replaces.
+    async fn previous_generation(
+        &self,
+        object: &ObjectRef,
+        project: &str,
+        config: &str,
+    ) -> Result<Option<(String, Value)>, ClusterError> {
+        let namespace = object
+            .namespace
+            .clone()
+            .unwrap_or_else(|| self.namespace.clone());
+        let selector = format!(
+            "{},{}={config}",
+            berth_core::cluster::project_selector(project),
+            berth_core::cluster::CONFIG_LABEL
+        );
+        let found = self
+            .list_metadata(&object.api_version, &object.kind, &namespace, &selector)
+            .await?;
+        let newest = found
+            .iter()
+            .filter_map(|o| {
+                let name = o.pointer("/metadata/name")?.as_str()?;
+                let created = o.pointer("/metadata/creationTimestamp")?.as_str()?;
+                Some((created.to_string(), name.to_string()))
+            })
+            .filter(|(_, name)| *name != object.name)
+            .max();
+        let Some((_, name)) = newest else {
+            return Ok(None);
+        };
+        let previous = ObjectRef {
+            name: name.clone(),
+            namespace: Some(namespace),
+            ..object.clone()
+        };
+        Ok(self.get(&previous).await?.map(|live| (name, live)))
     }
 
     /// Applies `objects` in plan order: Namespaces and CRDs one rank at a time (CRDs

@@ -327,25 +327,7 @@ impl Registry {
                 .send(source, RegistryOperation::Pull, |c| c.get(&from))
                 .await?;
             let pulled = self.expect(source, pulled, &[StatusCode::OK]).await?;
-            let session = self
-                .send(target, RegistryOperation::Push, |c| {
-                    c.post(&start).header(CONTENT_LENGTH, 0)
-                })
-                .await?;
-            let session = self
-                .expect(target, session, &[StatusCode::ACCEPTED])
-                .await?;
-            let location = session
-                .headers()
-                .get(LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .ok_or_else(|| {
-                    self.other(
-                        target,
-                        "the registry opened an upload without a Location".into(),
-                    )
-                })?;
-            let put_url = upload_url(&start, location, digest);
+            let put_url = self.open_upload(target, &start, digest).await?;
             // The body streams straight from the source; it cannot be replayed, so a
             // retry starts the whole copy again.
             let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(8);
@@ -372,6 +354,65 @@ impl Registry {
                 .body(body);
             let (_, sent) = tokio::join!(forward, request.send());
             let sent = sent.map_err(|e| self.transport(target, e))?;
+            self.expect(target, sent, &[StatusCode::CREATED])
+                .await
+                .map(|_| ())
+        })
+        .await
+    }
+
+    /// Opens an upload session for `digest` on `target`'s repository (`start` is its
+    /// `blobs/uploads/` URL); the URL to PUT the blob to.
+    async fn open_upload(
+        &self,
+        target: &Reference,
+        start: &str,
+        digest: &str,
+    ) -> Result<String, Attempt> {
+        let session = self
+            .send(target, RegistryOperation::Push, |c| {
+                c.post(start).header(CONTENT_LENGTH, 0)
+            })
+            .await?;
+        let session = self
+            .expect(target, session, &[StatusCode::ACCEPTED])
+            .await?;
+        let location = session
+            .headers()
+            .get(LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| {
+                self.other(
+                    target,
+                    "the registry opened an upload without a Location".into(),
+                )
+            })?;
+        Ok(upload_url(start, location, digest))
+    }
+
+    /// Uploads a blob held in memory (one POST for the session, one PUT with the
+    /// bytes), unless the registry has it already.
+    pub(crate) async fn push_blob(
+        &self,
+        target: &Reference,
+        bytes: &[u8],
+        digest: &str,
+    ) -> Result<(), RegistryError> {
+        if self.blob_exists(target, digest).await? {
+            return Ok(());
+        }
+        let start = self.url(target, "blobs/uploads/");
+        let body = bytes::Bytes::copy_from_slice(bytes);
+        self.retry(target, || async {
+            let put_url = self.open_upload(target, &start, digest).await?;
+            let sent = self
+                .send(target, RegistryOperation::Push, |c| {
+                    c.put(&put_url)
+                        .header(CONTENT_TYPE, "application/octet-stream")
+                        .header(CONTENT_LENGTH, body.len())
+                        .body(body.clone())
+                })
+                .await?;
             self.expect(target, sent, &[StatusCode::CREATED])
                 .await
                 .map(|_| ())

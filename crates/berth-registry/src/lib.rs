@@ -12,6 +12,7 @@ mod pin;
 mod promote;
 mod token;
 
+pub mod artifact;
 pub use auth::{credentials, DockerConfig};
 pub use client::{Options, Registry};
 pub use error::RegistryError;

@@ -129,6 +129,20 @@ pub enum Command {
     /// the destination are not sent again; on the same registry they are mounted. With
     /// `--locked` the sources are the digests of berth.lock.
     Promote(PromoteArgs),
+    /// Push the rendered manifests as a Flux OCI artifact: `berth push oci://HOST/REPO:TAG`.
+    ///
+    /// Renders as `berth render` does (generated configs carry Flux's never-prune annotation
+    /// unless `--gitops` or berth.yaml's `gitops:` says otherwise) and pushes the stream as one
+    /// file, `manifests.yaml`, in a gzipped tarball layer (`application/vnd.cncf.flux.content.v1.tar+gzip`,
+    /// config `application/vnd.cncf.flux.config.v1+json`), with the `org.opencontainers.image.*`
+    /// annotations `flux push artifact` writes (`created` from `SOURCE_DATE_EPOCH` when set). The
+    /// same manifests give the same layer. Prints `oci://HOST/REPO:TAG@sha256:…` on stdout.
+    /// Credentials as for `berth pin`.
+    ///
+    /// Example: `berth push oci://ghcr.io/acme/shop-manifests:main --source "$REPO_URL" --revision "main@sha1:$SHA"`,
+    /// then an `OCIRepository` and a `Kustomization` in the cluster.
+    #[command(mut_arg("out", |a| a.hide(true)), mut_arg("pin", |a| a.hide(true)))]
+    Push(PushArgs),
     /// Put local files into running containers: live update without building images.
     ///
     /// Follows the `sync:` rules of berth.yaml (all of them, or the RULEs named). Each
@@ -186,6 +200,18 @@ pub enum Command {
     /// Uses the records `berth apply` keeps in the cluster; the rollback is recorded as a new
     /// apply, so a second rollback goes back further only if `--keep` allows.
     Rollback(RollbackArgs),
+    /// Remove config generations a GitOps engine keeps, once nothing uses them.
+    ///
+    /// berth renders generated configs and CA bundles for Flux or Argo CD (`gitops:` in
+    /// berth.yaml, or `render --gitops`) with the engine's never-prune annotation, so the engine
+    /// never deletes a generation that pods of an old ReplicaSet still use. `berth gc` (once; the
+    /// controller does the same continuously) lists those generations in the namespace
+    /// (labelled `berth.dev/gitops`) and deletes each that is older than the `--keep` newest of
+    /// its config and that no running pod, workload template or ReplicaSet with replicas names.
+    /// One line per generation on stdout: `deleted`, or `kept` with why.
+    ///
+    /// Examples: `berth gc --namespace shop`; `berth gc --dry-run`.
+    Gc(GcArgs),
     /// Run the in-cluster controller for `Berth` resources (`berth controller crd` prints
     /// the CRD).
     ///
@@ -280,6 +306,11 @@ pub struct ControllerArgs {
     /// Secret there), as for `berth pin`.
     #[arg(long = "insecure-registry", value_name = "HOST", value_parser = registry_host)]
     pub insecure: Vec<String>,
+    /// Config generations rendered for a GitOps engine (labelled `berth.dev/gitops`): how
+    /// many of each config to keep. Older ones are deleted once no running pod, workload
+    /// template or ReplicaSet with replicas in their namespace uses them (as `berth gc`).
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    pub gitops_keep: u32,
     /// How log lines are written (stderr, one per line, with a timestamp; `RUST_LOG`
     /// sets the level, default `info`).
     #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text)]
@@ -406,6 +437,28 @@ pub struct DevArgs {
     pub poll: f64,
 }
 
+/// `--gitops`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GitOpsChoice {
+    /// Flux (`kustomize.toolkit.fluxcd.io/prune: Disabled`).
+    Flux,
+    /// Argo CD (`argocd.argoproj.io/sync-options: Prune=false`, `compare-options: IgnoreExtraneous`).
+    Argocd,
+    /// No engine: no annotations (overrides berth.yaml and `ARGOCD_APP_NAME`).
+    None,
+}
+
+impl GitOpsChoice {
+    /// The engine it names.
+    pub fn engine(self) -> Option<berth_core::gitops::Engine> {
+        match self {
+            GitOpsChoice::Flux => Some(berth_core::gitops::Engine::Flux),
+            GitOpsChoice::Argocd => Some(berth_core::gitops::Engine::ArgoCd),
+            GitOpsChoice::None => None,
+        }
+    }
+}
+
 /// `berth dev --output`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DevFormat {
@@ -481,6 +534,33 @@ pub struct RolloutArgs {
     /// Apply and record, but neither wait for rollouts nor delete old generations.
     #[arg(long)]
     pub no_wait: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// Where to push: `oci://HOST/REPO:TAG`.
+    #[arg(value_name = "oci://HOST/REPO:TAG")]
+    pub target: String,
+    /// `org.opencontainers.image.source`: where the manifests come from (a git URL).
+    #[arg(long, value_name = "URL")]
+    pub source: Option<String>,
+    /// `org.opencontainers.image.revision`: which revision (`main@sha1:…`).
+    #[arg(long, value_name = "REV")]
+    pub revision: Option<String>,
+    #[command(flatten)]
+    pub render: RenderArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Generations of each config to keep, in use or not (at least 1).
+    #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub keep: u32,
+    /// Say what would be deleted, and delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]
@@ -681,6 +761,13 @@ pub struct RenderArgs {
     /// Pin every image to its current digest on the fly (without writing berth.lock).
     #[arg(long, conflicts_with = "locked")]
     pub pin: bool,
+    /// The GitOps engine that applies this output (default: berth.yaml's `gitops:`, else
+    /// `argocd` inside an Argo CD plugin, where `ARGOCD_APP_NAME` is set): generated configs
+    /// and CA bundles carry its never-prune annotation and berth's labels, so the engine
+    /// keeps an old generation for the pods that still use it and `berth gc` (or the
+    /// controller) removes it after the rollout.
+    #[arg(long, value_enum, value_name = "ENGINE")]
+    pub gitops: Option<GitOpsChoice>,
     #[command(flatten)]
     pub registry: RegistryArgs,
 }

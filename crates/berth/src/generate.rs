@@ -2,12 +2,14 @@
 
 use anyhow::Result;
 use berth_core::configs::{self, ca, Generated};
+use berth_core::gitops::Engine;
 use berth_core::Project;
 
 use crate::fs_source::Fs;
 
 /// Generated objects in file order; CA warnings go to stderr (errors with `strict`).
-pub fn all(project: &Project, strict: bool) -> Result<Vec<Generated>> {
+/// For a GitOps engine they carry its never-prune annotations and berth's labels.
+pub fn all(project: &Project, strict: bool, gitops: Option<Engine>) -> Result<Vec<Generated>> {
     let mut generated = configs::generate_all(project, &Fs { root: &project.dir })?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -19,6 +21,9 @@ pub fn all(project: &Project, strict: bool) -> Result<Vec<Generated>> {
             say!("warning: {warning}");
         }
         generated.push(bundle.generated);
+    }
+    if let Some(engine) = gitops {
+        berth_core::gitops::stamp(&mut generated, engine, &project.name);
     }
     Ok(generated)
 }

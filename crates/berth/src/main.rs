@@ -141,6 +141,24 @@ fn run(cli: &Cli) -> Result<u8> {
                 project,
             )
         }
+        Command::Push(args) => {
+            if args.render.out.is_some() || args.render.pin {
+                anyhow::bail!("--out and --pin do not apply to `berth push`: it renders into the artifact; pin with `berth pin` and push with --locked");
+            }
+            let push = settings::Push::resolve(args)?;
+            with_resolution(cli, &args.render.resolve, |project, resolution| {
+                commands::push::run(&push.for_project(project), project, resolution)
+            })
+        }
+        Command::Gc(args) => {
+            // berth.yaml is optional: its `namespace:` is a default, as for apply.
+            let project = project_file::load(cli.project.as_deref()).ok();
+            commands::gc::run(
+                &settings::connection_for(&args.cluster, project.as_ref()),
+                args.keep as usize,
+                args.dry_run,
+            )
+        }
         Command::Controller(args) => commands::controller::run(args),
         Command::Init(args) => commands::init::run(args.dir.as_deref()),
         Command::Completions(args) => commands::about::completions(args.shell).map(|()| 0),

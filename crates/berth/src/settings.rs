@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
 use berth_core::cluster::FIELD_MANAGER;
+use berth_core::gitops::Engine as GitOps;
 use berth_core::resolve::{Overrides, SourceNames};
 use berth_core::Project;
 use berth_kube::{ApplyOptions, Connection};
@@ -27,17 +28,48 @@ fn source_names() -> SourceNames {
     }
 }
 
-/// Overrides of the image resolution: the flags, with the lock when `--locked`.
+/// Overrides of the image resolution: the flags, with the lock when `--locked`,
+/// and inside an Argo CD Config Management Plugin the Application's variables.
 pub fn overrides(args: &cli::ResolveArgs, lock: Option<berth_core::lock::Lock>) -> Overrides {
+    let (command_line, command_line_name) = argocd_variables(std::env::vars_os());
     Overrides {
         images: args.images.clone(),
         tags: args.tags.clone(),
         registry: args.registry.clone(),
         lock,
-        command_line: Vec::new(),
-        command_line_name: String::new(),
+        command_line,
+        command_line_name,
         names: source_names(),
     }
+}
+
+/// Argo CD hands a plugin the Application's `plugin.env` as `ARGOCD_ENV_<NAME>`
+/// (and sets `ARGOCD_APP_NAME`): inside a plugin, `ARGOCD_ENV_EPP_TAG` is
+/// `EPP_TAG`, ahead of the sidecar's own environment (the Application is the
+/// more specific setting), and messages name the Application.
+pub fn argocd_variables(
+    vars: impl Iterator<Item = (OsString, OsString)>,
+) -> (Vec<(String, String)>, String) {
+    let vars: Vec<(String, String)> = vars
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    let app = vars
+        .iter()
+        .find(|(k, v)| k == "ARGOCD_APP_NAME" && !v.is_empty())
+        .map(|(_, v)| v.clone());
+    let Some(app) = app else {
+        return (Vec::new(), String::new());
+    };
+    let mut found: Vec<(String, String)> = vars
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.strip_prefix("ARGOCD_ENV_")?.to_string(), v)))
+        .filter(|(k, _)| !k.is_empty())
+        .collect();
+    found.sort();
+    (
+        found,
+        format!("`ARGOCD_ENV_` of Argo CD Application `{app}`"),
+    )
 }
 
 /// The `NAME=VALUE` words of the command `berth env` runs that set one of the
@@ -86,9 +118,24 @@ pub struct Render {
     pub only_overridden: bool,
     /// `--profile NAME`: that profile's manifests instead of `manifests:`.
     pub profile: Option<String>,
+    /// `--gitops ENGINE` as given (`Some(None)`: `none`); absent, berth.yaml's `gitops:`.
+    pub gitops: Option<Option<GitOps>>,
 }
 
 impl Render {
+    /// The GitOps engine the output is for: `--gitops`, else berth.yaml's
+    /// `gitops:`, else Argo CD inside one of its Config Management Plugins (where
+    /// `ARGOCD_APP_NAME` is set), else none.
+    pub fn gitops(&self, project: &Project) -> Option<GitOps> {
+        match self.gitops {
+            Some(given) => given,
+            None if project.gitops.is_some() => project.gitops,
+            None => std::env::var_os("ARGOCD_APP_NAME")
+                .filter(|v| !v.is_empty())
+                .map(|_| GitOps::ArgoCd),
+        }
+    }
+
     /// The manifests to read: the profile's, else `manifests:`. Paths given on the
     /// command line replace both (the caller reads those).
     pub fn manifests<'p>(&self, project: &'p Project) -> Result<&'p [berth_core::Manifest]> {
@@ -140,6 +187,7 @@ impl From<&cli::RenderArgs> for Render {
             strict: args.strict,
             only_overridden: args.only_overridden,
             profile: args.profile.clone(),
+            gitops: args.gitops.map(cli::GitOpsChoice::engine),
         }
     }
 }
@@ -152,6 +200,9 @@ impl From<&cli::ManifestArgs> for Render {
             strict: args.strict,
             only_overridden: false,
             profile: args.profile.clone(),
+            // apply, diff and dev: berth.yaml's `gitops:` (an engine's annotations are
+            // harmless when berth applies, and keep diff equal to what the engine gets).
+            gitops: None,
         }
     }
 }
@@ -215,10 +266,18 @@ pub fn validate(args: &cli::RenderArgs) -> Result<Render> {
 
 /// The cluster connection: the flags, then berth.yaml's namespace.
 pub fn connection(args: &cli::ClusterArgs, project: &Project) -> Connection {
+    connection_for(args, Some(project))
+}
+
+/// [`connection`] where berth.yaml is optional (`berth gc`).
+pub fn connection_for(args: &cli::ClusterArgs, project: Option<&Project>) -> Connection {
     Connection {
         kubeconfig: args.kubeconfig.clone(),
         context: args.context.clone(),
-        namespace: args.namespace.clone().or_else(|| project.namespace.clone()),
+        namespace: args
+            .namespace
+            .clone()
+            .or_else(|| project.and_then(|p| p.namespace.clone())),
         request_timeout: Some(Duration::from_secs(args.request_timeout)),
         exec_once: true,
         response_limit: Some(berth_io::limits::API_BODY),
@@ -505,5 +564,68 @@ impl Dev {
             once: dev.once,
             poll: Duration::from_secs_f64(dev.poll),
         })
+    }
+}
+
+/// `berth push`, before berth.yaml is read.
+pub struct Push {
+    push: crate::commands::push::Push,
+}
+
+impl Push {
+    /// From the flags.
+    pub fn resolve(args: &cli::PushArgs) -> Result<Self> {
+        if args.render.registry.platform.is_some() {
+            bail!("--platform does not apply to `berth push`");
+        }
+        Ok(Push {
+            push: crate::commands::push::Push {
+                target: args.target.clone(),
+                source: args.source.clone(),
+                revision: args.revision.clone(),
+                render: (&args.render).into(),
+                registry: Registry::resolve(&args.render.registry)?,
+            },
+        })
+    }
+
+    /// Flux is the engine of a pushed artifact unless `--gitops` or berth.yaml says another.
+    pub fn for_project(mut self, project: &Project) -> crate::commands::push::Push {
+        if self.push.render.gitops.is_none() && project.gitops.is_none() {
+            self.push.render.gitops = Some(Some(GitOps::Flux));
+        }
+        self.push
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argo_cds_plugin_variables_lose_their_prefix_only_inside_a_plugin() {
+        let vars = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+                .collect::<Vec<_>>()
+                .into_iter()
+        };
+        let (found, name) = argocd_variables(vars(&[
+            ("ARGOCD_APP_NAME", "shop"),
+            ("ARGOCD_ENV_EPP_TAG", "fix-408"),
+            ("ARGOCD_ENV_IMAGE_REGISTRY", "quay.io/me"),
+            ("ARGOCD_ENV_", "ignored"),
+            ("EPP_TAG", "the sidecar's"),
+        ]));
+        assert_eq!(
+            found,
+            [("EPP_TAG", "fix-408"), ("IMAGE_REGISTRY", "quay.io/me")]
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        );
+        assert_eq!(name, "`ARGOCD_ENV_` of Argo CD Application `shop`");
+        // Outside a plugin the prefix means nothing.
+        let (found, _) = argocd_variables(vars(&[("ARGOCD_ENV_EPP_TAG", "x")]));
+        assert!(found.is_empty());
     }
 }

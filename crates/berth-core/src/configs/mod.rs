@@ -20,7 +20,7 @@ use crate::project::{ConfigSpec, Project};
 pub use sources::{parse_env_file, FileSource};
 
 /// ConfigMap or Secret.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ConfigKind {
     /// A ConfigMap.
     ConfigMap,

@@ -37,6 +37,7 @@ const TOP_KEYS: &[&str] = &[
     "tag",
     "profiles",
     "dev",
+    "gitops",
 ];
 const REGISTRY_KEYS: &[&str] = &["env"];
 const IMAGE_PATH_KEYS: &[&str] = &["kind", "apiVersion", "path"];
@@ -76,6 +77,9 @@ pub struct Project {
     pub sync: Vec<SyncRule>,
     /// `dev:`, what `berth dev` adds (port-forwards).
     pub dev: Dev,
+    /// `gitops:`: the engine that applies the rendered output (`flux`, `argocd`),
+    /// whose pruning generated objects are kept from.
+    pub gitops: Option<crate::gitops::Engine>,
 }
 
 /// One entry of `images:`: an image the project ships.
@@ -482,6 +486,7 @@ impl Loader<'_> {
             ca_bundles: Vec::new(),
             sync: Vec::new(),
             dev: Dev::default(),
+            gitops: None,
         };
         for (key, value) in entries {
             match key.as_str().unwrap_or_default() {
@@ -511,6 +516,17 @@ impl Loader<'_> {
                 "caBundles" => ca_node = Some(value),
                 "sync" => sync_node = Some(value),
                 "dev" => dev_node = Some(value),
+                "gitops" => {
+                    let text = self.string(value, "gitops")?;
+                    project.gitops = crate::gitops::Engine::parse(text).map_err(|_| {
+                        self.invalid(
+                            value,
+                            "gitops",
+                            text,
+                            "use flux, argocd or none: the engine that applies the rendered output",
+                        )
+                    })?;
+                }
                 _ => {} // `fields` admitted only the keys above
             }
         }

@@ -93,6 +93,9 @@ fn top(key: &str) -> Option<Value> {
             json!({"type": "array", "items": object("sync[]", RULE_KEYS, sync_rule, &["target"]), "description": "Live-update rules for `berth sync`."})
         }
         "dev" => object("dev", DEV_KEYS, dev, &[]),
+        "gitops" => {
+            json!({"enum": ["flux", "argocd", "none"], "description": "The GitOps engine that applies the rendered output: generated configs carry its never-prune annotation and berth's labels, and berth removes old generations once nothing uses them."})
+        }
         _ => return None,
     })
 }

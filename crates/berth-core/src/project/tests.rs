@@ -128,6 +128,7 @@ fn errors_point_at_the_problem() {
         ("name: x\nimages: {epp: {image: a}}\ndev: {forward: [{component: epp}]}\n", "berth.yaml:3:17: a dev.forward entry has no `port`; add it"),
         ("name: x\nimages: {epp: {image: a}}\ndev: {forward: [{component: epp, port: 80}, {component: epp, port: 81, local: 80}]}\n", "berth.yaml:3:45: invalid `dev.forward[].local` value `80`: an earlier forward already listens on this local port"),
         ("name: x\ndev: {forwards: []}\n", "berth.yaml:2:7: unknown key `forwards` in dev; did you mean `forward`?"),
+        ("name: x\ngitops: fluxcd\n", "berth.yaml:2:9: invalid `gitops` value `fluxcd`: use flux, argocd or none"),
     ];
     for (src, want) in cases {
         let err = load(src).unwrap_err().to_string();

@@ -24,7 +24,7 @@ pub use findings::{path_warnings, Stray};
 pub use images::ImageRewriter;
 pub use inject::CaInjector;
 pub use input::{Input, TextStream};
-pub use refs::{ConfigRewriter, CONFIG_HASH_ANNOTATION};
+pub use refs::{for_each_reference, referenced, ConfigRewriter, Site, CONFIG_HASH_ANNOTATION};
 pub use spec::Spec;
 pub use workloads::{workloads, workloads_of, PodSelector, Workload};
 

@@ -9,6 +9,123 @@ use super::pods::{for_each_container, for_each_pod, for_each_volume, Pod};
 use crate::configs::{ConfigKind, Generated};
 use crate::project::{ImagePath, PathSegment};
 
+/// Where a pod spec names a ConfigMap or a Secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Site {
+    /// `volumes[].configMap` (`name`).
+    VolumeConfigMap,
+    /// `volumes[].secret` (`secretName`).
+    VolumeSecret,
+    /// `volumes[].projected.sources[].configMap` (`name`).
+    ProjectedConfigMap,
+    /// `volumes[].projected.sources[].secret` (`name`).
+    ProjectedSecret,
+    /// `envFrom[].configMapRef` (`name`), in any container.
+    EnvFromConfigMap,
+    /// `envFrom[].secretRef` (`name`).
+    EnvFromSecret,
+    /// `env[].valueFrom.configMapKeyRef` (`name`).
+    ConfigMapKeyRef,
+    /// `env[].valueFrom.secretKeyRef` (`name`).
+    SecretKeyRef,
+    /// `imagePullSecrets[]` (`name`).
+    ImagePullSecret,
+}
+
+impl Site {
+    /// The field of the holder that has the name.
+    pub fn name_field(self) -> &'static str {
+        match self {
+            Site::VolumeSecret => "secretName",
+            _ => "name",
+        }
+    }
+
+    /// What the name names.
+    pub fn kind(self) -> ConfigKind {
+        match self {
+            Site::VolumeConfigMap
+            | Site::ProjectedConfigMap
+            | Site::EnvFromConfigMap
+            | Site::ConfigMapKeyRef => ConfigKind::ConfigMap,
+            _ => ConfigKind::Secret,
+        }
+    }
+}
+
+/// Calls `f` with every mapping of a pod spec that names a ConfigMap or Secret
+/// (its volumes, projected sources, every container's `envFrom` and
+/// `env[].valueFrom`, `imagePullSecrets`): the one list of places, for the
+/// rewriter and for [`referenced`].
+pub fn for_each_reference(spec: &mut Node, f: &mut dyn FnMut(&mut Node, Site)) {
+    for_each_volume(spec, &mut |volume| {
+        if let Some(holder) = volume.get_mut("configMap") {
+            f(holder, Site::VolumeConfigMap);
+        }
+        if let Some(holder) = volume.get_mut("secret") {
+            f(holder, Site::VolumeSecret);
+        }
+        if let Some(sources) = volume
+            .get_mut("projected")
+            .and_then(|p| p.get_mut("sources"))
+            .and_then(Node::as_seq_mut)
+        {
+            for source in sources {
+                if let Some(holder) = source.get_mut("configMap") {
+                    f(holder, Site::ProjectedConfigMap);
+                }
+                if let Some(holder) = source.get_mut("secret") {
+                    f(holder, Site::ProjectedSecret);
+                }
+            }
+        }
+    });
+    for_each_container(spec, &mut |container| {
+        if let Some(items) = container.get_mut("envFrom").and_then(Node::as_seq_mut) {
+            for item in items {
+                if let Some(holder) = item.get_mut("configMapRef") {
+                    f(holder, Site::EnvFromConfigMap);
+                }
+                if let Some(holder) = item.get_mut("secretRef") {
+                    f(holder, Site::EnvFromSecret);
+                }
+            }
+        }
+        if let Some(items) = container.get_mut("env").and_then(Node::as_seq_mut) {
+            for item in items {
+                if let Some(from) = item.get_mut("valueFrom") {
+                    if let Some(holder) = from.get_mut("configMapKeyRef") {
+                        f(holder, Site::ConfigMapKeyRef);
+                    }
+                    if let Some(holder) = from.get_mut("secretKeyRef") {
+                        f(holder, Site::SecretKeyRef);
+                    }
+                }
+            }
+        }
+    });
+    if let Some(items) = spec.get_mut("imagePullSecrets").and_then(Node::as_seq_mut) {
+        for item in items {
+            f(item, Site::ImagePullSecret);
+        }
+    }
+}
+
+/// Every ConfigMap and Secret the pods of `object` (of `kind`) name.
+pub fn referenced(object: &mut Node, kind: &str) -> BTreeSet<(ConfigKind, String)> {
+    let mut out = BTreeSet::new();
+    for_each_pod(object, kind, &mut |mut pod| {
+        if let Some(spec) = pod.spec() {
+            for_each_reference(spec, &mut |holder, site| {
+                if let Some(name) = holder.get(site.name_field()).and_then(Node::as_str) {
+                    out.insert((site.kind(), name.to_string()));
+                }
+            });
+        }
+    });
+    out
+}
+
 /// The pod-template annotation that rolls pods using `hash: false` configs.
 pub const CONFIG_HASH_ANNOTATION: &str = "berth.dev/config-hash";
 
@@ -156,75 +273,47 @@ impl<'a> ConfigRewriter<'a> {
     }
 
     fn rewrite_spec(&self, spec: &mut Node, used: &mut BTreeSet<usize>) -> Vec<MissingKey> {
-        use ConfigKind::{ConfigMap, Secret};
         let mut missing = Vec::new();
-        for_each_volume(spec, &mut |volume| {
-            let c = self.rename(volume.get_mut("configMap"), "name", ConfigMap, used);
-            self.check_items(
-                volume.get("configMap"),
-                c,
-                "volumes[].configMap.items[]",
-                &mut missing,
-            );
-            let s = self.rename(volume.get_mut("secret"), "secretName", Secret, used);
-            self.check_items(
-                volume.get("secret"),
-                s,
-                "volumes[].secret.items[]",
-                &mut missing,
-            );
-            if let Some(sources) = volume
-                .get_mut("projected")
-                .and_then(|p| p.get_mut("sources"))
-                .and_then(Node::as_seq_mut)
-            {
-                for source in sources {
-                    let c = self.rename(source.get_mut("configMap"), "name", ConfigMap, used);
-                    self.check_items(
-                        source.get("configMap"),
-                        c,
-                        "projected configMap items[]",
-                        &mut missing,
-                    );
-                    let s = self.rename(source.get_mut("secret"), "name", Secret, used);
-                    self.check_items(
-                        source.get("secret"),
-                        s,
-                        "projected secret items[]",
-                        &mut missing,
-                    );
-                }
-            }
-        });
-        for_each_container(spec, &mut |container| {
-            if let Some(items) = container.get_mut("envFrom").and_then(Node::as_seq_mut) {
-                for item in items {
-                    self.rename(item.get_mut("configMapRef"), "name", ConfigMap, used);
-                    self.rename(item.get_mut("secretRef"), "name", Secret, used);
-                }
-            }
-            if let Some(items) = container.get_mut("env").and_then(Node::as_seq_mut) {
-                for item in items {
-                    let from = item.get_mut("valueFrom");
-                    if let Some(from) = from {
-                        let c =
-                            self.rename(from.get_mut("configMapKeyRef"), "name", ConfigMap, used);
-                        if let (Some(i), Some(r)) = (c, from.get("configMapKeyRef")) {
-                            self.key_of(r, i, "configMapKeyRef", &mut missing);
-                        }
-                        let s = self.rename(from.get_mut("secretKeyRef"), "name", Secret, used);
-                        if let (Some(i), Some(r)) = (s, from.get("secretKeyRef")) {
-                            self.key_of(r, i, "secretKeyRef", &mut missing);
-                        }
+        for_each_reference(spec, &mut |holder, site| {
+            let index = self.rename(Some(&mut *holder), site.name_field(), site.kind(), used);
+            match site {
+                Site::VolumeConfigMap => self.check_items(
+                    Some(holder),
+                    index,
+                    "volumes[].configMap.items[]",
+                    &mut missing,
+                ),
+                Site::VolumeSecret => self.check_items(
+                    Some(holder),
+                    index,
+                    "volumes[].secret.items[]",
+                    &mut missing,
+                ),
+                Site::ProjectedConfigMap => self.check_items(
+                    Some(holder),
+                    index,
+                    "projected configMap items[]",
+                    &mut missing,
+                ),
+                Site::ProjectedSecret => self.check_items(
+                    Some(holder),
+                    index,
+                    "projected secret items[]",
+                    &mut missing,
+                ),
+                Site::ConfigMapKeyRef | Site::SecretKeyRef => {
+                    if let Some(i) = index {
+                        let field = if site == Site::ConfigMapKeyRef {
+                            "configMapKeyRef"
+                        } else {
+                            "secretKeyRef"
+                        };
+                        self.key_of(holder, i, field, &mut missing);
                     }
                 }
+                Site::EnvFromConfigMap | Site::EnvFromSecret | Site::ImagePullSecret => {}
             }
         });
-        if let Some(items) = spec.get_mut("imagePullSecrets").and_then(Node::as_seq_mut) {
-            for item in items {
-                self.rename(Some(item), "name", Secret, used);
-            }
-        }
         missing
     }
 

@@ -189,10 +189,19 @@ pub fn diff(
             continue;
         }
         let path = change.object.path();
+        // A new generation of a generated config is shown against the one it replaces.
+        let live_path = match &change.replaces {
+            Some(previous) => {
+                let mut object = change.object.clone();
+                object.name = previous.clone();
+                object.path()
+            }
+            None => path.clone(),
+        };
         let text = similar::TextDiff::from_lines(&before, &after)
             .unified_diff()
             .context_radius(3)
-            .header(&format!("live/{path}"), &format!("merged/{path}"))
+            .header(&format!("live/{live_path}"), &format!("merged/{path}"))
             .to_string();
         for line in text.lines() {
             let painted = match (colour, line.as_bytes().first()) {

@@ -66,6 +66,7 @@ pub fn run(args: &ControllerArgs) -> Result<u8> {
                     ..berth_registry::Options::default()
                 },
                 docker_config: berth_registry::DockerConfig::load()?,
+                gitops_keep: args.gitops_keep as usize,
             },
             shutdown,
         )

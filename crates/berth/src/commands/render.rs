@@ -29,7 +29,7 @@ pub fn render_generated(
     project: &Project,
     resolution: &Resolution<'_>,
 ) -> Result<(Rendered, Vec<berth_core::configs::Generated>)> {
-    let generated = generate::all(project, settings.strict)?;
+    let generated = generate::all(project, settings.strict, settings.gitops(project))?;
     let inputs = inputs::gather(project, settings.manifests(project)?, &settings.paths)?;
     let spec = Spec::from_project(project, resolution, &generated, &settings.options())?;
     let rendered = render::render(&spec, &inputs).map_err(explain)?;
@@ -42,7 +42,7 @@ pub fn render_objects(
     project: &Project,
     resolution: &Resolution<'_>,
 ) -> Result<(render::RenderedObjects, Vec<berth_core::configs::Generated>)> {
-    let generated = generate::all(project, settings.strict)?;
+    let generated = generate::all(project, settings.strict, settings.gitops(project))?;
     let inputs = inputs::gather(project, settings.manifests(project)?, &settings.paths)?;
     let spec = Spec::from_project(project, resolution, &generated, &settings.options())?;
     let rendered = render::render_objects(&spec, &inputs).map_err(explain)?;

@@ -61,7 +61,7 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
     }
     if sets.is_empty() {
         // Nothing to render: the configs and CA bundles are still checked.
-        generate::all(project, settings.strict)?;
+        generate::all(project, settings.strict, settings.gitops(project))?;
     } else {
         let mut all: Vec<Findings> = Vec::new();
         for (profile, render) in &sets {

@@ -39,7 +39,7 @@ fn stdout_of(args: &[&str]) -> String {
 }
 
 /// Every command, in `berth --help`'s order (checked against it below).
-pub const ALL_COMMANDS: [&str; 19] = [
+pub const ALL_COMMANDS: [&str; 21] = [
     "init",
     "ref",
     "images",
@@ -49,11 +49,13 @@ pub const ALL_COMMANDS: [&str; 19] = [
     "validate",
     "pin",
     "promote",
+    "push",
     "sync",
     "dev",
     "apply",
     "diff",
     "rollback",
+    "gc",
     "controller",
     "completions",
     "schema",
@@ -62,7 +64,7 @@ pub const ALL_COMMANDS: [&str; 19] = [
 ];
 
 /// The commands that do the work (not completions, schema, man, version).
-const COMMANDS: &[&str] = ALL_COMMANDS.split_at(15).0;
+const COMMANDS: &[&str] = ALL_COMMANDS.split_at(17).0;
 
 #[test]
 fn the_command_list_is_berths_own() {

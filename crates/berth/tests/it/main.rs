@@ -18,6 +18,7 @@ mod controller_pin;
 mod controller_restart;
 mod controller_rollout;
 mod dev;
+mod gitops;
 mod hardening;
 mod helm_chart;
 mod init;

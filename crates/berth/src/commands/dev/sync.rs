@@ -182,6 +182,17 @@ fn warn_skipped(session: &mut Session, printer: &Printer) {
     }
 }
 
+/// Whether `error` says the container's pod no longer exists.
+fn pod_gone(error: &berth_sync::SyncError) -> bool {
+    match error {
+        berth_sync::SyncError::Cluster { source } => matches!(
+            source.downcast_ref::<berth_kube::ClusterError>(),
+            Some(berth_kube::ClusterError::NotFound { .. })
+        ),
+        _ => false,
+    }
+}
+
 /// Reports each update; whether every container succeeded.
 fn report(reports: &[Report], printer: &Printer) -> bool {
     let mut ok = true;
@@ -196,6 +207,9 @@ fn report(reports: &[Report], printer: &Printer) -> bool {
                     bytes: outcome.update.bytes(),
                     steps: outcome.steps.clone(),
                 }),
+                // The pod was deleted while the update went to it (a rollout replacing
+                // it): its replacement gets the initial sync; nothing failed.
+                Err(e) if pod_gone(e) => {}
                 Err(e) => {
                     ok = false;
                     printer.emit(Event::Error {

@@ -1,0 +1,149 @@
+//! The leader's clean-up after GitOps engines: config generations rendered for
+//! Flux or Argo CD (labelled `berth.dev/gitops`, never pruned by the engine)
+//! are deleted once nothing in their namespace uses them, keeping the `keep`
+//! newest of each config — what `berth gc` does once, continuously.
+//!
+//! Watched: those generations only, metadata only and label-selected, so
+//! memory does not grow with the cluster's other ConfigMaps and Secrets. A
+//! namespace is looked at when one of its generations changes, and again every
+//! [`RECHECK`] while an old generation is still in use (its ReplicaSet still
+//! runs pods): the generation goes once that rollout has finished.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use berth_core::gitops::{Verdict, GITOPS_LABEL};
+use berth_kube::Cluster;
+use futures_util::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::Api;
+use kube::core::PartialObjectMeta;
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::{Client, ResourceExt};
+
+use crate::runtime::Shutdown;
+use crate::serve::Metrics;
+
+/// How often a namespace with an old generation still in use is looked at again.
+pub const RECHECK: Duration = Duration::from_secs(10);
+/// Changes are gathered this long before a namespace is looked at.
+const SETTLE: Duration = Duration::from_millis(500);
+
+/// What the collector needs.
+pub struct Collector {
+    /// The controller's client.
+    pub client: Client,
+    /// One namespace, or all.
+    pub namespace: Option<String>,
+    /// The API server's URL, for messages.
+    pub server: String,
+    /// Generations of each config to keep.
+    pub keep: usize,
+    /// Where deletions are counted.
+    pub metrics: Arc<Metrics>,
+    /// Where Events go.
+    pub recorder: Recorder,
+}
+
+fn api<K>(client: &Client, namespace: &Option<String>) -> Api<PartialObjectMeta<K>>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+impl Collector {
+    /// Runs until `shutdown`.
+    pub async fn run(self, shutdown: Shutdown) {
+        let config = || watcher::Config::default().labels(GITOPS_LABEL);
+        let maps = watcher(api::<ConfigMap>(&self.client, &self.namespace), config())
+            .touched_objects()
+            .map(|r| r.map(|o| o.namespace()));
+        let secrets = watcher(api::<Secret>(&self.client, &self.namespace), config())
+            .touched_objects()
+            .map(|r| r.map(|o| o.namespace()));
+        let mut changes = futures_util::stream::select(maps, secrets).boxed();
+        let mut pending: BTreeSet<String> = BTreeSet::new();
+        let mut waiting: BTreeSet<String> = BTreeSet::new();
+        let mut settle = tokio::time::interval(SETTLE);
+        let mut recheck = tokio::time::interval(RECHECK);
+        loop {
+            tokio::select! {
+                () = shutdown.requested() => return,
+                change = changes.next() => match change {
+                    Some(Ok(Some(namespace))) => { pending.insert(namespace); }
+                    Some(Ok(None)) => {}
+                    Some(Err(e)) => tracing::warn!(error = %crate::logged::error(&e), "watch of kept config generations"),
+                    None => return,
+                },
+                _ = settle.tick() => {
+                    for namespace in std::mem::take(&mut pending) {
+                        self.collect(&namespace, &mut waiting).await;
+                    }
+                }
+                _ = recheck.tick() => {
+                    for namespace in waiting.clone() {
+                        self.collect(&namespace, &mut waiting).await;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Looks at `namespace` once; remembers it in `waiting` while an old
+    /// generation there is still in use.
+    async fn collect(&self, namespace: &str, waiting: &mut BTreeSet<String>) {
+        let cluster = Cluster::new(self.client.clone(), namespace, self.server.as_str());
+        let mut deleted = Vec::new();
+        let judged = cluster
+            .collect_generations(namespace, self.keep, false, &mut |kept| {
+                deleted.push(kept.clone())
+            })
+            .await;
+        let judged = match judged {
+            Ok(judged) => judged,
+            Err(e) => {
+                tracing::warn!(namespace, error = %crate::logged::error(&e), "could not clean up kept config generations; trying again");
+                waiting.insert(namespace.to_string());
+                return;
+            }
+        };
+        for kept in deleted {
+            self.metrics.generation_deleted(&kept.kind);
+            tracing::info!(namespace, object = %format!("{}/{}", kept.kind, kept.name), config = %kept.config, "deleted an old config generation nothing uses");
+            let event = Event {
+                type_: EventType::Normal,
+                reason: "GenerationDeleted".into(),
+                note: Some(format!(
+                    "{} {} (config `{}` of project `{}`): no pod, workload or ReplicaSet with replicas uses it, and {} newer generation(s) are kept",
+                    kept.kind, kept.name, kept.config, kept.project, self.keep
+                )),
+                action: "Delete".into(),
+                secondary: None,
+            };
+            let reference = k8s_openapi::api::core::v1::ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some(kept.kind.clone()),
+                name: Some(kept.name.clone()),
+                namespace: Some(kept.namespace.clone()),
+                ..Default::default()
+            };
+            if let Err(e) = self.recorder.publish(&event, &reference).await {
+                tracing::warn!(error = %crate::logged::error(&e), "could not publish an Event");
+            }
+        }
+        if judged.iter().any(|j| j.verdict == Verdict::InUse) {
+            waiting.insert(namespace.to_string());
+        } else {
+            waiting.remove(namespace);
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! GitOps engines apply berth's output, and prune whatever left their output:
+//! an old content-addressed config goes the moment its successor is applied,
+//! while pods of the old ReplicaSet still use it (argo-cd#1636, flux2#3378).
+//! Here: the annotation each engine reads as "never prune this", the labels
+//! that let berth find such generations again, and the decision of which of
+//! them nothing uses any more — pure, for `berth gc` and the controller.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::cluster::{CONFIG_LABEL, MANAGED_BY, PROJECT_LABEL};
+use crate::configs::Generated;
+
+/// `berth.dev/gitops: <engine>` on generated objects rendered for an engine:
+/// what `berth gc` and the controller select the kept generations by.
+pub const GITOPS_LABEL: &str = "berth.dev/gitops";
+
+/// The engine that applies berth's output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// Flux's kustomize-controller.
+    Flux,
+    /// Argo CD.
+    ArgoCd,
+}
+
+impl Engine {
+    /// `flux`, `argocd`; `none` is no engine.
+    pub fn parse(text: &str) -> Result<Option<Engine>, String> {
+        match text {
+            "flux" => Ok(Some(Engine::Flux)),
+            "argocd" => Ok(Some(Engine::ArgoCd)),
+            "none" => Ok(None),
+            other => Err(format!(
+                "`{other}` is no GitOps engine berth knows; use flux, argocd or none"
+            )),
+        }
+    }
+
+    /// Its name in berth.yaml and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Flux => "flux",
+            Engine::ArgoCd => "argocd",
+        }
+    }
+
+    /// The annotations that make the engine apply an object but never prune it.
+    /// Argo CD's second one keeps a pruning-exempt object that left the output
+    /// from making the application OutOfSync.
+    pub fn annotations(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Engine::Flux => &[("kustomize.toolkit.fluxcd.io/prune", "Disabled")],
+            Engine::ArgoCd => &[
+                ("argocd.argoproj.io/sync-options", "Prune=false"),
+                ("argocd.argoproj.io/compare-options", "IgnoreExtraneous"),
+            ],
+        }
+    }
+}
+
+/// Marks generated objects for `engine`: its keep-me annotations, and berth's
+/// labels (managed-by, project, the config's base name, the engine), so the
+/// engine applies them, never prunes them, and berth finds them again.
+pub fn stamp(generated: &mut [Generated], engine: Engine, project: &str) {
+    for g in generated {
+        let labels = [
+            (MANAGED_BY.0, MANAGED_BY.1),
+            (PROJECT_LABEL, project),
+            (CONFIG_LABEL, g.base_name.as_str()),
+            (GITOPS_LABEL, engine.name()),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()));
+        for (key, value) in labels {
+            set(&mut g.labels, key, value);
+        }
+        for (key, value) in engine.annotations() {
+            set(&mut g.annotations, key.to_string(), value.to_string());
+        }
+    }
+}
+
+fn set(pairs: &mut Vec<(String, String)>, key: String, value: String) {
+    match pairs.iter_mut().find(|(k, _)| *k == key) {
+        Some(pair) => pair.1 = value,
+        None => pairs.push((key, value)),
+    }
+}
+
+/// One kept generation in the cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    /// `ConfigMap` or `Secret`.
+    pub kind: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name (`web-config-7b2fgk9c6h`).
+    pub name: String,
+    /// `berth.dev/project`.
+    pub project: String,
+    /// `berth.dev/config`: the base name its generations share.
+    pub config: String,
+    /// `metadata.creationTimestamp` (RFC 3339, which sorts as time does).
+    pub created: String,
+}
+
+/// Why a kept generation stays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Among the `keep` newest of its config.
+    Newest,
+    /// A pod, a workload's template or a ReplicaSet with replicas uses it.
+    InUse,
+    /// Nothing uses it and it is older than the `keep` newest: delete it.
+    Delete,
+}
+
+/// For each of `kept`, whether it goes: a generation goes when it is not
+/// among the `keep` newest of its (namespace, project, config) and nothing in
+/// `used` (`(kind, namespace, name)` of what live pods, workload templates and
+/// ReplicaSets that still have replicas reference) uses it — so an old
+/// generation stays while its ReplicaSet still runs pods, and goes once the
+/// rollout that replaced it has finished. `keep` is at least 1.
+pub fn judge(
+    kept: &[Kept],
+    used: &BTreeSet<(String, String, String)>,
+    keep: usize,
+) -> Vec<Verdict> {
+    let keep = keep.max(1);
+    let mut groups: BTreeMap<(&str, &str, &str), Vec<usize>> = BTreeMap::new();
+    for (i, k) in kept.iter().enumerate() {
+        groups
+            .entry((&k.namespace, &k.project, &k.config))
+            .or_default()
+            .push(i);
+    }
+    let mut verdicts = vec![Verdict::Newest; kept.len()];
+    for indices in groups.values_mut() {
+        // Newest first; the name breaks ties, so the same input gives the same answer.
+        indices.sort_by(|&a, &b| {
+            (&kept[b].created, &kept[b].name).cmp(&(&kept[a].created, &kept[a].name))
+        });
+        for (rank, &i) in indices.iter().enumerate() {
+            let k = &kept[i];
+            let key = (k.kind.clone(), k.namespace.clone(), k.name.clone());
+            verdicts[i] = if rank < keep {
+                Verdict::Newest
+            } else if used.contains(&key) {
+                Verdict::InUse
+            } else {
+                Verdict::Delete
+            };
+        }
+    }
+    verdicts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kept(name: &str, created: &str) -> Kept {
+        Kept {
+            kind: "ConfigMap".into(),
+            namespace: "dev".into(),
+            name: name.into(),
+            project: "shop".into(),
+            config: "web-config".into(),
+            created: created.into(),
+        }
+    }
+
+    #[test]
+    fn old_generations_go_once_nothing_uses_them_and_the_newest_stay() {
+        let generations = [
+            kept("web-config-a", "2026-12-01T10:00:00Z"),
+            kept("web-config-b", "2026-12-01T11:00:00Z"),
+            kept("web-config-c", "2026-12-01T12:00:00Z"),
+            kept("web-config-d", "2026-12-01T13:00:00Z"),
+        ];
+        let used = BTreeSet::from([(
+            "ConfigMap".to_string(),
+            "dev".to_string(),
+            "web-config-b".to_string(),
+        )]);
+        assert_eq!(
+            judge(&generations, &used, 2),
+            [
+                Verdict::Delete,
+                Verdict::InUse,
+                Verdict::Newest,
+                Verdict::Newest
+            ]
+        );
+        // keep 1: the newest only; and keep 0 means 1 (the current generation is never deleted).
+        assert_eq!(
+            judge(&generations, &BTreeSet::new(), 0)[2..],
+            [Verdict::Delete, Verdict::Newest]
+        );
+        // Another config, or the same name in another namespace, is judged on its own.
+        let mut other = kept("db-config-x", "2026-12-01T09:00:00Z");
+        other.config = "db-config".into();
+        assert_eq!(judge(&[other], &BTreeSet::new(), 1), [Verdict::Newest]);
+    }
+
+    #[test]
+    fn stamping_adds_the_engines_annotations_and_berths_labels() {
+        let shape = crate::configs::ConfigShape {
+            name: "web-config".into(),
+            kind: crate::configs::ConfigKind::ConfigMap,
+            secret_type: None,
+            hash: true,
+            immutable: true,
+        };
+        let mut generated =
+            vec![crate::configs::from_entries(&shape, [("A".to_string(), b"1".to_vec())]).unwrap()];
+        generated[0].labels.push(("team".into(), "a".into()));
+        stamp(&mut generated, Engine::ArgoCd, "shop");
+        let g = &generated[0];
+        assert_eq!(
+            g.labels,
+            [
+                ("team", "a"),
+                ("app.kubernetes.io/managed-by", "berth"),
+                ("berth.dev/project", "shop"),
+                ("berth.dev/config", "web-config"),
+                ("berth.dev/gitops", "argocd")
+            ]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+        );
+        assert_eq!(
+            g.annotations,
+            [
+                ("argocd.argoproj.io/sync-options", "Prune=false"),
+                ("argocd.argoproj.io/compare-options", "IgnoreExtraneous")
+            ]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+        );
+        assert_eq!(Engine::parse("flux"), Ok(Some(Engine::Flux)));
+        assert_eq!(Engine::parse("none"), Ok(None));
+        assert!(Engine::parse("Flux")
+            .unwrap_err()
+            .contains("use flux, argocd or none"));
+    }
+}

@@ -1,0 +1,169 @@
+//! Clean-up after a GitOps engine: the config generations rendered for Flux or
+//! Argo CD carry their never-prune annotation, so the engine leaves them; berth
+//! removes each once nothing in its namespace uses it (berth-core's
+//! [`berth_core::gitops::judge`] decides; this file lists and deletes).
+
+use std::collections::BTreeSet;
+
+use berth_core::cluster::{ObjectRef, CONFIG_LABEL, PROJECT_LABEL};
+use berth_core::gitops::{judge, Kept, Verdict, GITOPS_LABEL};
+use serde_json::Value;
+
+use crate::connect::Cluster;
+use crate::error::ClusterError;
+
+/// The kinds whose pods say what is in use: what runs (Pods), what will run
+/// (workload templates) and a rollout in flight (ReplicaSets that still have
+/// replicas; one scaled to zero is history, which would keep every generation).
+const USERS: &[(&str, &str)] = &[
+    ("v1", "Pod"),
+    ("apps/v1", "Deployment"),
+    ("apps/v1", "ReplicaSet"),
+    ("apps/v1", "StatefulSet"),
+    ("apps/v1", "DaemonSet"),
+    ("batch/v1", "Job"),
+    ("batch/v1", "CronJob"),
+];
+
+/// One kept generation and what becomes of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judged {
+    /// The generation.
+    pub kept: Kept,
+    /// Stays (newest, in use) or goes.
+    pub verdict: Verdict,
+}
+
+fn text(value: &Value, pointer: &str) -> String {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Whether an object of `kind` still uses what its pods name.
+fn live(kind: &str, object: &Value) -> bool {
+    let number = |p: &str| object.pointer(p).and_then(Value::as_i64).unwrap_or(0);
+    match kind {
+        "Pod" => !matches!(
+            object.pointer("/status/phase").and_then(Value::as_str),
+            Some("Succeeded" | "Failed")
+        ),
+        "ReplicaSet" => number("/spec/replicas") > 0 || number("/status/replicas") > 0,
+        _ => true,
+    }
+}
+
+impl Cluster {
+    /// The generations rendered for a GitOps engine in `namespace` (labelled
+    /// `berth.dev/gitops`), read as metadata only: a Secret's data is never fetched.
+    pub async fn kept_generations(&self, namespace: &str) -> Result<Vec<Kept>, ClusterError> {
+        let mut out = Vec::new();
+        for kind in ["ConfigMap", "Secret"] {
+            for item in self
+                .list_metadata("v1", kind, namespace, GITOPS_LABEL)
+                .await?
+            {
+                let label = |key: &str| {
+                    text(
+                        &item,
+                        &format!("/metadata/labels/{}", key.replace('/', "~1")),
+                    )
+                };
+                out.push(Kept {
+                    kind: kind.to_string(),
+                    namespace: namespace.to_string(),
+                    name: text(&item, "/metadata/name"),
+                    project: label(PROJECT_LABEL),
+                    config: label(CONFIG_LABEL),
+                    created: text(&item, "/metadata/creationTimestamp"),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// `(kind, namespace, name)` of every ConfigMap and Secret that a running
+    /// pod, a workload's template or a ReplicaSet with replicas in `namespace` names.
+    pub async fn referenced_in(
+        &self,
+        namespace: &str,
+    ) -> Result<BTreeSet<(String, String, String)>, ClusterError> {
+        let mut used = BTreeSet::new();
+        for (api_version, kind) in USERS {
+            for object in self.list(api_version, kind, namespace, "").await? {
+                if !live(kind, &object) {
+                    continue;
+                }
+                let mut node = berth_yaml::json::from_json(&object);
+                for (config_kind, name) in berth_core::render::referenced(&mut node, kind) {
+                    used.insert((
+                        config_kind.as_str().to_string(),
+                        namespace.to_string(),
+                        name,
+                    ));
+                }
+            }
+        }
+        Ok(used)
+    }
+
+    /// Judges the kept generations of `namespace` (keeping the `keep` newest of
+    /// each config) and, unless `dry_run`, deletes those that go. Each deletion
+    /// is reported to `deleted` as it happens.
+    pub async fn collect_generations(
+        &self,
+        namespace: &str,
+        keep: usize,
+        dry_run: bool,
+        deleted: &mut (dyn FnMut(&Kept) + Send),
+    ) -> Result<Vec<Judged>, ClusterError> {
+        let kept = self.kept_generations(namespace).await?;
+        if kept.is_empty() {
+            return Ok(Vec::new());
+        }
+        let used = self.referenced_in(namespace).await?;
+        let verdicts = judge(&kept, &used, keep);
+        let mut out = Vec::new();
+        for (kept, verdict) in kept.into_iter().zip(verdicts) {
+            if verdict == Verdict::Delete && !dry_run {
+                self.delete(&ObjectRef {
+                    api_version: "v1".into(),
+                    kind: kept.kind.clone(),
+                    name: kept.name.clone(),
+                    namespace: Some(kept.namespace.clone()),
+                })
+                .await?;
+                deleted(&kept);
+            }
+            out.push(Judged { kept, verdict });
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_and_finished_pods_use_nothing() {
+        let rs = |spec: i64, status: i64| serde_json::json!({"spec": {"replicas": spec}, "status": {"replicas": status}});
+        assert!(
+            !live("ReplicaSet", &rs(0, 0)),
+            "a scaled-down ReplicaSet is history"
+        );
+        assert!(live("ReplicaSet", &rs(0, 1)), "its last pod is still going");
+        assert!(live("ReplicaSet", &rs(2, 0)));
+        assert!(!live(
+            "Pod",
+            &serde_json::json!({"status": {"phase": "Succeeded"}})
+        ));
+        assert!(live(
+            "Pod",
+            &serde_json::json!({"status": {"phase": "Running"}})
+        ));
+        assert!(live("Deployment", &serde_json::json!({})));
+    }
+}
