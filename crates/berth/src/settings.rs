@@ -129,7 +129,7 @@ impl Render {
     pub fn gitops(&self, project: &Project) -> Option<GitOps> {
         match self.gitops {
             Some(given) => given,
-            None if project.gitops.is_some() => project.gitops,
+            None if project.gitops.is_some() => project.gitops.flatten(),
             None => std::env::var_os("ARGOCD_APP_NAME")
                 .filter(|v| !v.is_empty())
                 .map(|_| GitOps::ArgoCd),

@@ -77,9 +77,10 @@ pub struct Project {
     pub sync: Vec<SyncRule>,
     /// `dev:`, what `berth dev` adds (port-forwards).
     pub dev: Dev,
-    /// `gitops:`: the engine that applies the rendered output (`flux`, `argocd`),
-    /// whose pruning generated objects are kept from.
-    pub gitops: Option<crate::gitops::Engine>,
+    /// `gitops:` as written: the engine that applies the rendered output (`flux`,
+    /// `argocd`), whose pruning generated objects are kept from; `Some(None)` is an
+    /// explicit `none`, `None` that berth.yaml does not say.
+    pub gitops: Option<Option<crate::gitops::Engine>>,
 }
 
 /// One entry of `images:`: an image the project ships.
@@ -518,14 +519,14 @@ impl Loader<'_> {
                 "dev" => dev_node = Some(value),
                 "gitops" => {
                     let text = self.string(value, "gitops")?;
-                    project.gitops = crate::gitops::Engine::parse(text).map_err(|_| {
+                    project.gitops = Some(crate::gitops::Engine::parse(text).map_err(|_| {
                         self.invalid(
                             value,
                             "gitops",
                             text,
                             "use flux, argocd or none: the engine that applies the rendered output",
                         )
-                    })?;
+                    })?);
                 }
                 _ => {} // `fields` admitted only the keys above
             }

@@ -442,3 +442,67 @@ fn the_controller_removes_a_kept_generation_once_its_rollout_is_done() {
         "{metrics}"
     );
 }
+
+#[test]
+fn push_is_for_flux_unless_berth_yaml_or_the_flag_says_otherwise() {
+    let Some(registry) = TestRegistry::start(None) else {
+        return;
+    };
+    let dir = shop();
+    let pushed_annotations = |berth_yaml: &str, args: &[&str]| {
+        std::fs::write(dir.path().join("berth.yaml"), berth_yaml).unwrap();
+        let target = format!("oci://{}/acme/which:main", registry.host);
+        let out = berth(dir.path())
+            .args(["push", &target, "--insecure-registry", &registry.host])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let digest = stdout(&out).trim().rsplit('@').next().unwrap().to_string();
+        let manifest: serde_json::Value = serde_json::from_slice(&http_get(
+            &registry.host,
+            &format!("/v2/acme/which/manifests/{digest}"),
+        ))
+        .unwrap();
+        let layer = http_get(
+            &registry.host,
+            &format!(
+                "/v2/acme/which/blobs/{}",
+                manifest["layers"][0]["digest"].as_str().unwrap()
+            ),
+        );
+        let mut text = String::new();
+        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(layer.as_slice()));
+        archive
+            .entries()
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+        let labels: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("berth.dev/gitops"))
+            .collect();
+        labels.join(",")
+    };
+    assert_eq!(
+        pushed_annotations(PROJECT, &[]),
+        "    berth.dev/gitops: flux"
+    );
+    assert_eq!(
+        pushed_annotations(&format!("{PROJECT}gitops: none\n"), &[]),
+        "",
+        "an explicit none"
+    );
+    assert_eq!(
+        pushed_annotations(&format!("{PROJECT}gitops: argocd\n"), &[]),
+        "    berth.dev/gitops: argocd"
+    );
+    assert_eq!(pushed_annotations(PROJECT, &["--gitops", "none"]), "");
+}

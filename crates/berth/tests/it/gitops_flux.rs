@@ -1,0 +1,255 @@
+//! Flux end to end on the test control plane (`scripts/testenv up --gitops`: Flux's
+//! source-controller and kustomize-controller run beside it): berth renders and pushes
+//! a Flux OCI artifact to a real registry, an `OCIRepository` and a `Kustomization`
+//! with `prune: true` apply it, a config edit makes a new generation — and the old one
+//! stays while the old ReplicaSet's pods use it, until berth's controller removes it
+//! after the rollout. The same with `--gitops none` shows what Flux does alone: it
+//! prunes the old generation while old pods still run on it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common;
+use common::registry::TestRegistry;
+use common::testenv::{plane, Namespace, Plane};
+use common::{berth, project};
+
+/// The plane, when Flux runs in it; a failure under `CI=true` when it does not.
+fn flux_plane() -> Option<&'static Plane> {
+    let plane = plane()?;
+    let out = plane.kubectl(&["get", "crd", "ocirepositories.source.toolkit.fluxcd.io"]);
+    if out.status.success() {
+        return Some(plane);
+    }
+    let why = "Flux is not running in the test control plane (start it with `scripts/testenv up --gitops DIR`)";
+    assert!(std::env::var("CI").map_or(true, |v| v != "true"), "{why}");
+    eprintln!("SKIPPED: {why}");
+    None
+}
+
+fn berth_yaml(level: &str, gitops: &str) -> String {
+    format!("name: shop\nmanifests: [deploy.yaml]\ngitops: {gitops}\nimages:\n  web: {{image: ghcr.io/acme/web:v1}}\nconfigs:\n  web-config: {{literals: [LEVEL={level}]}}\n")
+}
+
+/// Old pods stay `MIN_READY` seconds after their replacement is ready: the window in
+/// which an engine that prunes at once leaves them without their config.
+const MIN_READY: u32 = 10;
+
+fn deploy_yaml() -> String {
+    format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web}}\nspec:\n  replicas: 1\n  minReadySeconds: {MIN_READY}\n  strategy: {{rollingUpdate: {{maxUnavailable: 0, maxSurge: 1}}}}\n  selector: {{matchLabels: {{app: web}}}}\n  template:\n    metadata: {{labels: {{app: web}}}}\n    spec:\n      containers: [{{name: web, image: ghcr.io/acme/web:v1, envFrom: [{{configMapRef: {{name: web-config}}}}]}}]\n")
+}
+
+struct Setup {
+    ns: Namespace,
+    registry: TestRegistry,
+    dir: tempfile::TempDir,
+    gitops: &'static str,
+}
+
+impl Setup {
+    fn push(&self, level: &str) {
+        std::fs::write(
+            self.dir.path().join("berth.yaml"),
+            berth_yaml(level, self.gitops),
+        )
+        .unwrap();
+        let target = format!("oci://{}/{}:main", self.registry.host, self.ns.name);
+        let out = berth(self.dir.path())
+            .args(["push", &target, "--insecure-registry", &self.registry.host])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Asks Flux to look again now, instead of at its next interval.
+    fn reconcile_now(&self) {
+        let now = format!("{:?}", Instant::now());
+        for object in ["ocirepository/shop", "kustomization/shop"] {
+            self.ns.ok(&[
+                "annotate",
+                "--overwrite",
+                object,
+                &format!("reconcile.fluxcd.io/requestedAt={now}"),
+            ]);
+        }
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let mut all = vec!["get"];
+        all.extend(args);
+        all.extend(["-o", "json"]);
+        serde_json::from_str(&self.ns.ok(&all)).unwrap()
+    }
+
+    /// The generated ConfigMaps, and the ConfigMap each running pod of `web` uses.
+    fn look(&self) -> (Vec<String>, Vec<String>) {
+        let configs: Vec<String> = self.json(&["configmaps"])["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["metadata"]["name"].as_str())
+            .filter(|n| n.starts_with("web-config-"))
+            .map(str::to_string)
+            .collect();
+        let used: Vec<String> = self.json(&["pods", "-l", "app=web"])["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+            .filter_map(|p| {
+                p["spec"]["containers"][0]["envFrom"][0]["configMapRef"]["name"].as_str()
+            })
+            .map(str::to_string)
+            .collect();
+        (configs, used)
+    }
+
+    fn kustomization_ready(&self) -> bool {
+        self.json(&["kustomization", "shop"])["status"]["conditions"]
+            .as_array()
+            .is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
+            })
+    }
+}
+
+fn setup(prefix: &str, gitops: &'static str) -> Option<Setup> {
+    let plane = flux_plane()?;
+    let registry = TestRegistry::start(None)?;
+    let ns = plane.namespace(prefix);
+    let dir = project(&berth_yaml("one", gitops));
+    std::fs::write(dir.path().join("deploy.yaml"), deploy_yaml()).unwrap();
+    let s = Setup {
+        ns,
+        registry,
+        dir,
+        gitops,
+    };
+    s.push("one");
+    let flux = format!(
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata: {{name: shop}}\nspec:\n  interval: 1m\n  insecure: true\n  url: oci://{host}/{ns}\n  ref: {{tag: main}}\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {{name: shop}}\nspec:\n  interval: 1m\n  prune: true\n  wait: false\n  path: ./\n  targetNamespace: {ns}\n  sourceRef: {{kind: OCIRepository, name: shop}}\n",
+        host = s.registry.host,
+        ns = s.ns.name
+    );
+    let out =
+        s.ns.plane
+            .kubectl_with(&s.ns.kubeconfig, &["apply", "-f", "-"], Some(&flux));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait(
+        &s,
+        120,
+        "Flux applies the first generation and it rolls out",
+        |s| {
+            s.kustomization_ready()
+                && s.ns
+                    .kubectl(&["rollout", "status", "deployment/web", "--timeout=1s"])
+                    .status
+                    .success()
+        },
+    );
+    Some(s)
+}
+
+fn wait(s: &Setup, secs: u64, what: &str, mut done: impl FnMut(&Setup) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !done(s) {
+        if Instant::now() > deadline {
+            let status =
+                s.ns.ok(&["get", "ocirepository,kustomization", "-o", "yaml"]);
+            panic!("{what}: not within {secs} s\n{status}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Pushes a config edit and follows the rollout: how long old pods ran after their
+/// config was gone (zero when it never was), and whether the old config is gone at
+/// the end.
+fn edit_and_watch(s: &Setup) -> (Duration, bool) {
+    let (before, _) = s.look();
+    let old = before.first().cloned().unwrap();
+    s.push("two");
+    s.reconcile_now();
+    let started = Instant::now();
+    let mut config_gone_at = None;
+    let mut without_config = Duration::ZERO;
+    let mut last = Instant::now();
+    loop {
+        let (configs, used) = s.look();
+        let now = Instant::now();
+        let old_pods = used.contains(&old);
+        if !configs.contains(&old) && config_gone_at.is_none() {
+            config_gone_at = Some(now);
+        }
+        if old_pods && config_gone_at.is_some() {
+            without_config += now - last;
+        }
+        last = now;
+        let rolled = configs.iter().any(|c| *c != old)
+            && !old_pods
+            && s.ns
+                .kubectl(&["rollout", "status", "deployment/web", "--timeout=1s"])
+                .status
+                .success();
+        if rolled && (config_gone_at.is_some() || now - started > Duration::from_secs(60)) {
+            return (without_config, config_gone_at.is_some());
+        }
+        assert!(
+            now - started < Duration::from_secs(120),
+            "the rollout of the new generation did not finish"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn flux_keeps_the_old_generation_for_the_old_pods_and_berth_removes_it_after_the_rollout() {
+    let Some(s) = setup("flux-berth", "flux") else {
+        return;
+    };
+    let _controller = common::controller::start_as(&s.ns, "controller", &["--gitops-keep", "1"]);
+    let (without_config, gone) = edit_and_watch(&s);
+    eprintln!(
+        "flux with berth's GitOps mode: old pods ran {without_config:?} without their config"
+    );
+    assert_eq!(
+        without_config,
+        Duration::ZERO,
+        "an old pod ran without its config"
+    );
+    assert!(
+        gone,
+        "berth's controller removed the old generation after the rollout"
+    );
+    wait(
+        &s,
+        60,
+        "the Kustomization stays Ready",
+        Setup::kustomization_ready,
+    );
+}
+
+#[test]
+fn flux_alone_prunes_the_old_generation_while_old_pods_use_it() {
+    let Some(s) = setup("flux-alone", "none") else {
+        return;
+    };
+    let (without_config, gone) = edit_and_watch(&s);
+    eprintln!("flux alone: old pods ran {without_config:?} without their config");
+    assert!(gone, "Flux prunes the old generation");
+    assert!(
+        without_config > Duration::from_secs(1),
+        "the bug berth's GitOps mode exists to avoid did not show: {without_config:?}"
+    );
+}
