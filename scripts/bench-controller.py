@@ -10,7 +10,9 @@ twice: a plain kube-runtime reflector over every ConfigMap and Secret (what
 operators that watch all ConfigMaps do), and the same over their metadata only
 (`--metadata`, the fair baseline: the cheapest way to watch everything):
   1. memory: the three processes' RSS with one Berth, then after 700 unrelated
-     ConfigMaps of 200 KB and 5,000 small Secrets are created elsewhere;
+     ConfigMaps of 200 KB, 5,000 small ConfigMaps and 5,000 small Secrets are created
+     elsewhere (the controller's watches of its own objects, its sources and the config
+     generations it cleans up after GitOps engines are all label-selected);
   2. scale: 2,000 Berths in 100 namespaces, created before a controller starts,
      from its start to all Ready, and its RSS then;
   3. reaction, with those 2,000 present: 50 edits of a Berth's source ConfigMap,
@@ -18,7 +20,8 @@ operators that watch all ConfigMaps do), and the same over their metadata only
      template naming the new hashed ConfigMap; then that the rollout completes;
   4. quiet minute: the API server's apiserver_request_total for Berths,
      ConfigMaps, Secrets, Deployments and Leases over 60 s with nothing changing.
---quick uses 70 ConfigMaps, 500 Secrets, 10 edits and 100 Berths in 10 namespaces.
+--quick uses 70 ConfigMaps of 200 KB, 500 small ones, 500 Secrets, 10 edits and 100 Berths
+in 10 namespaces.
 --scale-replicas N gives the scale run's Deployments N replicas (default 1); 0 measures the
 controller's own work (configs, Deployments, records and status of every Berth, each rollout
 judged) without the plane running thousands of pods, which a 2-core test plane cannot.
@@ -43,6 +46,7 @@ REPO = Path(__file__).resolve().parent.parent
 QUICK = "--quick" in sys.argv
 SCALE_REPLICAS = int(sys.argv[sys.argv.index("--scale-replicas") + 1]) if "--scale-replicas" in sys.argv else 1
 CONFIGMAPS, SECRETS, EDITS, BERTHS, NAMESPACES = (70, 500, 10, 100, 10) if QUICK else (700, 5000, 50, 2000, 100)
+SMALL_CONFIGMAPS = SECRETS
 
 
 class Api:
@@ -195,6 +199,10 @@ def main():
         for i in range(CONFIGMAPS):
             api.call("POST", "/api/v1/namespaces/noise/configmaps",
                      {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"noise-{i}"}, "data": {"blob": blob}})
+        for i in range(SMALL_CONFIGMAPS):
+            api.call("POST", "/api/v1/namespaces/noise/configmaps",
+                     {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"small-{i}"},
+                      "data": {"k": f"value-{i}"}})
         for i in range(SECRETS):
             api.call("POST", "/api/v1/namespaces/noise/secrets",
                      {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"noise-{i}"},
@@ -281,7 +289,8 @@ def main():
               "| reflector over all ConfigMaps and Secrets |")
         print("|---|---|---|---|")
         print(f"| RSS with one Berth | {empty[0]:.1f} MB | {empty[2]:.1f} MB | {empty[1]:.1f} MB |")
-        print(f"| RSS after {CONFIGMAPS} ConfigMaps of 200 KB and {SECRETS:,} Secrets elsewhere "
+        print(f"| RSS after {CONFIGMAPS} ConfigMaps of 200 KB, {SMALL_CONFIGMAPS:,} small ConfigMaps and "
+              f"{SECRETS:,} Secrets elsewhere "
               f"(created in {created:.0f} s) | {after[0]:.1f} MB ({after[0] - empty[0]:+.1f}) "
               f"| {after[2]:.1f} MB ({after[2] - empty[2]:+.1f}) "
               f"| {after[1]:.1f} MB ({after[1] - empty[1]:+.1f}) |")

@@ -19,6 +19,7 @@ mod controller_restart;
 mod controller_rollout;
 mod dev;
 mod gitops;
+mod gitops_argocd;
 mod gitops_flux;
 mod hardening;
 mod helm_chart;
