@@ -59,6 +59,11 @@ pub struct Settings {
     /// Config generations kept for a GitOps engine: how many of each config stay
     /// (the newest; older ones go once nothing uses them).
     pub gitops_keep: usize,
+    /// Berths reconciled at once. kube-runtime's default is unbounded: with
+    /// thousands of Berths at start, thousands of reconciles each holding their
+    /// objects and making their requests at once overload the API server (504s)
+    /// and the controller's memory; a bound keeps both proportional to it.
+    pub concurrency: u16,
 }
 
 /// SIGTERM and SIGINT, caught from the moment [`Shutdown::install`] runs (as
@@ -233,7 +238,8 @@ fn controller(
     let ns = &settings.namespace;
     let owned = || watcher::Config::default().labels(CONTROLLED);
     let sources = || watcher::Config::default().labels(&format!("{SOURCE_LABEL}=true"));
-    let controller = Controller::new(api::<Berth>(client, ns), watcher::Config::default());
+    let controller = Controller::new(api::<Berth>(client, ns), watcher::Config::default())
+        .with_config(kube::runtime::controller::Config::default().concurrency(settings.concurrency));
     let store = controller.store();
     {
         let (store, metrics) = (store.clone(), Arc::clone(metrics));

@@ -306,6 +306,10 @@ pub struct ControllerArgs {
     /// Secret there), as for `berth pin`.
     #[arg(long = "insecure-registry", value_name = "HOST", value_parser = registry_host)]
     pub insecure: Vec<String>,
+    /// Berths reconciled at once (each makes its own requests many at a time). Unbounded,
+    /// thousands of Berths at start overload the API server and the controller's memory.
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
+    pub concurrency: u16,
     /// Config generations rendered for a GitOps engine (labelled `berth.dev/gitops`): how
     /// many of each config to keep. Older ones are deleted once no running pod, workload
     /// template or ReplicaSet with replicas in their namespace uses them (as `berth gc`).

@@ -67,6 +67,7 @@ pub fn run(args: &ControllerArgs) -> Result<u8> {
                 },
                 docker_config: berth_registry::DockerConfig::load()?,
                 gitops_keep: args.gitops_keep as usize,
+                concurrency: args.concurrency,
             },
             shutdown,
         )
