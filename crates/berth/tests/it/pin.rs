@@ -486,6 +486,7 @@ fn failing_proxy(
 
 #[test]
 fn server_errors_are_retried_and_timeouts_reported() {
+    let _filters = crate::common::snapshot_filters();
     let Some(registry) = TestRegistry::start(None) else {
         return;
     };
@@ -546,12 +547,7 @@ fn server_errors_are_retried_and_timeouts_reported() {
     let out = pin_via(dir.path(), "flaky", &proxy, "acme/flaky:v1", &[]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains(&format!(
-            "{proxy}/acme/flaky:v1: registry `{proxy}` refused access (403 Forbidden)"
-        )),
-        "{stderr}"
-    );
+    insta::assert_snapshot!(stderr, @"error: 127.0.0.1:[port]/acme/flaky:v1: registry `127.0.0.1:[port]` refused access (403 Forbidden); log in (`docker login 127.0.0.1:[port]`) or check the credentials in the Docker config; berth.lock is unchanged");
     assert!(seen.load(Ordering::SeqCst) <= 3, "a 403 is not retried");
     assert_eq!(
         fs::read_to_string(dir.path().join("berth.lock")).unwrap(),
@@ -684,6 +680,7 @@ fn an_answer_that_is_not_a_manifest_is_never_pinned() {
 
 #[test]
 fn an_unreachable_token_server_is_named_as_such() {
+    let _filters = crate::common::snapshot_filters();
     let Some(registry) = TestRegistry::start_token_auth("http://127.0.0.1:1/token") else {
         return;
     };
@@ -697,10 +694,7 @@ fn an_unreachable_token_server_is_named_as_such() {
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("the registry's token server `127.0.0.1:1` (the realm its WWW-Authenticate names) cannot be reached"),
-        "{stderr}"
-    );
+    insta::assert_snapshot!(stderr, @"error: 127.0.0.1:[port]/acme/app:v1: registry `127.0.0.1:[port]`: the registry's token server `127.0.0.1:1` (the realm its WWW-Authenticate names) cannot be reached: Connection refused (os error 111); berth.lock is unchanged");
 }
 
 /// A token server no real one is: it answers every request with `answer(request)`
@@ -753,6 +747,7 @@ fn pin_with_token_server(realm: &str) -> Option<String> {
 
 #[test]
 fn a_token_server_that_echoes_the_request_is_shown_only_by_its_status() {
+    let _filters = crate::common::snapshot_filters();
     let realm = bad_token_server(|request, client| {
         let body = format!("token server failed; request had {request}");
         let _ = write!(
@@ -764,11 +759,7 @@ fn a_token_server_that_echoes_the_request_is_shown_only_by_its_status() {
     let Some(stderr) = pin_with_token_server(&realm) else {
         return;
     };
-    assert!(
-        stderr.contains("its token server `127.0.0.1:")
-            && stderr.contains("answered 500 Internal Server Error (what it said is not shown: it may repeat the credentials)"),
-        "{stderr}"
-    );
+    insta::assert_snapshot!(stderr, @"error: 127.0.0.1:[port]/acme/app:v1: registry `127.0.0.1:[port]`: its token server `127.0.0.1:[port]` answered 500 Internal Server Error (what it said is not shown: it may repeat the credentials); berth.lock is unchanged");
     let realm = bad_token_server(|request, client| {
         let body = format!("denied: {request}");
         let _ = write!(
@@ -778,15 +769,12 @@ fn a_token_server_that_echoes_the_request_is_shown_only_by_its_status() {
         );
     });
     let stderr = pin_with_token_server(&realm).unwrap();
-    assert!(
-        stderr.contains("refused access (its token server `127.0.0.1:")
-            && stderr.contains("answered 401 Unauthorized); log in"),
-        "{stderr}"
-    );
+    insta::assert_snapshot!(stderr, @"error: 127.0.0.1:[port]/acme/app:v1: registry `127.0.0.1:[port]` refused access (its token server `127.0.0.1:[port]` answered 401 Unauthorized); log in (`docker login 127.0.0.1:[port]`) or check the credentials in the Docker config; berth.lock is unchanged");
 }
 
 #[test]
 fn a_token_server_that_never_stops_or_answers_html_is_refused_clearly() {
+    let _filters = crate::common::snapshot_filters();
     let realm = bad_token_server(|_, client| {
         let _ = client.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{\"token\": \"");
         let chunk = vec![b'a'; 64 * 1024];
@@ -799,10 +787,7 @@ fn a_token_server_that_never_stops_or_answers_html_is_refused_clearly() {
     let Some(stderr) = pin_with_token_server(&realm) else {
         return;
     };
-    assert!(
-        stderr.contains("answered more than 1 MiB, which is no token"),
-        "{stderr}"
-    );
+    insta::assert_snapshot!(stderr, @"error: 127.0.0.1:[port]/acme/app:v1: registry `127.0.0.1:[port]`: its token server `127.0.0.1:[port]` answered more than 1 MiB, which is no token; berth.lock is unchanged");
     let realm = bad_token_server(|_, client| {
         let body = "<html><body>Sign in</body></html>";
         let _ = write!(
@@ -812,10 +797,7 @@ fn a_token_server_that_never_stops_or_answers_html_is_refused_clearly() {
         );
     });
     let stderr = pin_with_token_server(&realm).unwrap();
-    assert!(
-        stderr.contains("gave no token: its answer is not JSON (a login page or a proxy in front of it answers like this)"),
-        "{stderr}"
-    );
+    insta::assert_snapshot!(stderr, @"error: 127.0.0.1:[port]/acme/app:v1: registry `127.0.0.1:[port]`: its token server `127.0.0.1:[port]` gave no token: its answer is not JSON (a login page or a proxy in front of it answers like this); berth.lock is unchanged");
 }
 
 #[test]
