@@ -17,13 +17,12 @@ use berth_core::gitops::{Verdict, GITOPS_LABEL};
 use berth_kube::Cluster;
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::Api;
 use kube::core::PartialObjectMeta;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, ResourceExt};
 
-use crate::runtime::Shutdown;
+use crate::runtime::{api, Shutdown};
 use crate::serve::Metrics;
 
 /// How often a namespace with an old generation still in use is looked at again.
@@ -47,29 +46,22 @@ pub struct Collector {
     pub recorder: Recorder,
 }
 
-fn api<K>(client: &Client, namespace: &Option<String>) -> Api<PartialObjectMeta<K>>
-where
-    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug,
-{
-    match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
-    }
-}
-
 impl Collector {
     /// Runs until `shutdown`.
     pub async fn run(self, shutdown: Shutdown) {
         let config = || watcher::Config::default().labels(GITOPS_LABEL);
-        let maps = watcher(api::<ConfigMap>(&self.client, &self.namespace), config())
-            .touched_objects()
-            .map(|r| r.map(|o| o.namespace()));
-        let secrets = watcher(api::<Secret>(&self.client, &self.namespace), config())
-            .touched_objects()
-            .map(|r| r.map(|o| o.namespace()));
+        let maps = watcher(
+            api::<PartialObjectMeta<ConfigMap>>(&self.client, &self.namespace),
+            config(),
+        )
+        .touched_objects()
+        .map(|r| r.map(|o| o.namespace()));
+        let secrets = watcher(
+            api::<PartialObjectMeta<Secret>>(&self.client, &self.namespace),
+            config(),
+        )
+        .touched_objects()
+        .map(|r| r.map(|o| o.namespace()));
         let mut changes = futures_util::stream::select(maps, secrets).boxed();
         let mut pending: BTreeSet<String> = BTreeSet::new();
         let mut waiting: BTreeSet<String> = BTreeSet::new();

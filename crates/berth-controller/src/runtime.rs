@@ -112,7 +112,8 @@ impl Shutdown {
     }
 }
 
-fn api<K>(client: &Client, namespace: &Option<String>) -> Api<K>
+/// `K` in one namespace, or in all.
+pub(crate) fn api<K>(client: &Client, namespace: &Option<String>) -> Api<K>
 where
     K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
         + Clone
@@ -239,7 +240,9 @@ fn controller(
     let owned = || watcher::Config::default().labels(CONTROLLED);
     let sources = || watcher::Config::default().labels(&format!("{SOURCE_LABEL}=true"));
     let controller = Controller::new(api::<Berth>(client, ns), watcher::Config::default())
-        .with_config(kube::runtime::controller::Config::default().concurrency(settings.concurrency));
+        .with_config(
+            kube::runtime::controller::Config::default().concurrency(settings.concurrency),
+        );
     let store = controller.store();
     {
         let (store, metrics) = (store.clone(), Arc::clone(metrics));

@@ -99,34 +99,6 @@ impl Setup {
         app["status"]["sync"]["status"] == "Synced"
             && app["status"]["health"]["status"] == "Healthy"
     }
-
-    fn look(&self) -> (Vec<String>, Vec<String>) {
-        let get = |what: &[&str]| -> Value {
-            let mut args = vec!["get"];
-            args.extend(what);
-            args.extend(["-o", "json"]);
-            serde_json::from_str(&self.ns.ok(&args)).unwrap()
-        };
-        let configs = get(&["configmaps"])["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|c| c["metadata"]["name"].as_str())
-            .filter(|n| n.starts_with("web-config-"))
-            .map(str::to_string)
-            .collect();
-        let used = get(&["pods", "-l", "app=web"])["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
-            .filter_map(|p| {
-                p["spec"]["containers"][0]["envFrom"][0]["configMapRef"]["name"].as_str()
-            })
-            .map(str::to_string)
-            .collect();
-        (configs, used)
-    }
 }
 
 fn wait(s: &Setup, secs: u64, what: &str, done: impl Fn(&Setup) -> bool) {
@@ -177,51 +149,24 @@ fn setup(prefix: &str, gitops: &'static str) -> Option<Setup> {
     Some(s)
 }
 
-/// Pushes a config edit and follows the rollout, as the Flux test does.
+/// Pushes a config edit to git, asks Argo CD to refresh, and follows the rollout.
 fn edit_and_watch(s: &Setup) -> (Duration, bool) {
-    let (before, _) = s.look();
-    let old = before.first().cloned().unwrap();
-    s.commit("two");
-    s.ns.ok(&[
-        "annotate",
-        "--overwrite",
-        "-n",
-        "argocd",
-        "application",
-        &s.ns.name,
-        "argocd.argoproj.io/refresh=normal",
-    ]);
-    let started = Instant::now();
-    let mut config_gone_at = None;
-    let mut without_config = Duration::ZERO;
-    let mut last = Instant::now();
-    loop {
-        let (configs, used) = s.look();
-        let now = Instant::now();
-        let old_pods = used.contains(&old);
-        if !configs.contains(&old) && config_gone_at.is_none() {
-            config_gone_at = Some(now);
-        }
-        if old_pods && config_gone_at.is_some() {
-            without_config += now - last;
-        }
-        last = now;
-        let rolled = configs.iter().any(|c| *c != old)
-            && !old_pods
-            && s.ns
-                .kubectl(&["rollout", "status", "deployment/web", "--timeout=1s"])
-                .status
-                .success();
-        if rolled && (config_gone_at.is_some() || now - started > Duration::from_secs(60)) {
-            return (without_config, config_gone_at.is_some());
-        }
-        assert!(
-            now - started < Duration::from_secs(180),
-            "the rollout of the new generation did not finish: {}",
-            s.app()["status"]
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    common::gitops::old_pods_without_config(
+        &s.ns,
+        || {
+            s.commit("two");
+            s.ns.ok(&[
+                "annotate",
+                "--overwrite",
+                "-n",
+                "argocd",
+                "application",
+                &s.ns.name,
+                "argocd.argoproj.io/refresh=normal",
+            ]);
+        },
+        || s.app()["status"].to_string(),
+    )
 }
 
 #[test]
@@ -238,7 +183,7 @@ fn argo_cd_keeps_the_old_generation_through_berths_plugin_and_ends_synced() {
         "jsonpath={.spec.template.spec.containers[0].image}",
     ]);
     assert_eq!(image, "ghcr.io/acme/web:v2");
-    let (configs, _) = s.look();
+    let (configs, _) = common::gitops::generations(&s.ns);
     let annotations = s.ns.ok(&[
         "get",
         "configmap",

@@ -87,29 +87,6 @@ impl Setup {
         serde_json::from_str(&self.ns.ok(&all)).unwrap()
     }
 
-    /// The generated ConfigMaps, and the ConfigMap each running pod of `web` uses.
-    fn look(&self) -> (Vec<String>, Vec<String>) {
-        let configs: Vec<String> = self.json(&["configmaps"])["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|c| c["metadata"]["name"].as_str())
-            .filter(|n| n.starts_with("web-config-"))
-            .map(str::to_string)
-            .collect();
-        let used: Vec<String> = self.json(&["pods", "-l", "app=web"])["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
-            .filter_map(|p| {
-                p["spec"]["containers"][0]["envFrom"][0]["configMapRef"]["name"].as_str()
-            })
-            .map(str::to_string)
-            .collect();
-        (configs, used)
-    }
-
     fn kustomization_ready(&self) -> bool {
         self.json(&["kustomization", "shop"])["status"]["conditions"]
             .as_array()
@@ -173,44 +150,18 @@ fn wait(s: &Setup, secs: u64, what: &str, mut done: impl FnMut(&Setup) -> bool) 
     }
 }
 
-/// Pushes a config edit and follows the rollout: how long old pods ran after their
-/// config was gone (zero when it never was), and whether the old config is gone at
-/// the end.
+/// Pushes a config edit, asks Flux to look, and follows the rollout.
 fn edit_and_watch(s: &Setup) -> (Duration, bool) {
-    let (before, _) = s.look();
-    let old = before.first().cloned().unwrap();
-    s.push("two");
-    s.reconcile_now();
-    let started = Instant::now();
-    let mut config_gone_at = None;
-    let mut without_config = Duration::ZERO;
-    let mut last = Instant::now();
-    loop {
-        let (configs, used) = s.look();
-        let now = Instant::now();
-        let old_pods = used.contains(&old);
-        if !configs.contains(&old) && config_gone_at.is_none() {
-            config_gone_at = Some(now);
-        }
-        if old_pods && config_gone_at.is_some() {
-            without_config += now - last;
-        }
-        last = now;
-        let rolled = configs.iter().any(|c| *c != old)
-            && !old_pods
-            && s.ns
-                .kubectl(&["rollout", "status", "deployment/web", "--timeout=1s"])
-                .status
-                .success();
-        if rolled && (config_gone_at.is_some() || now - started > Duration::from_secs(60)) {
-            return (without_config, config_gone_at.is_some());
-        }
-        assert!(
-            now - started < Duration::from_secs(120),
-            "the rollout of the new generation did not finish"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    common::gitops::old_pods_without_config(
+        &s.ns,
+        || {
+            s.push("two");
+            s.reconcile_now();
+        },
+        || {
+            s.ns.ok(&["get", "ocirepository,kustomization", "-o", "yaml"])
+        },
+    )
 }
 
 #[test]

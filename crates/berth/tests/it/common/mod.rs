@@ -7,6 +7,7 @@ use std::process::Output;
 use assert_cmd::Command;
 
 pub mod controller;
+pub mod gitops;
 pub mod podman;
 pub mod registry;
 pub mod standin;
