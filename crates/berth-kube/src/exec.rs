@@ -117,6 +117,15 @@ fn exit_code(status: Option<&Status>, stderr: &mut Vec<u8>) -> i32 {
                 .and_then(|c| c.message.as_deref())
                 .and_then(|m| m.parse().ok())
         });
+    // A runtime that reports a command's end as Go's `exec.ExitError` text
+    // ("…: exit status 92", as kwok does) rather than an `ExitCode` cause: the
+    // code is the message's last word, and the message (which echoes the whole
+    // command line) is left out of stderr, where the command's own words are.
+    let code = code.or_else(|| {
+        let message = status.message.as_deref()?;
+        let (_, last) = message.trim_end().rsplit_once("exit status ")?;
+        last.parse().ok()
+    });
     match code {
         Some(code) => code,
         None => {
@@ -167,5 +176,17 @@ mod tests {
         assert_eq!(exit_code(Some(&no_sh), &mut stderr), 127);
         assert!(String::from_utf8_lossy(&stderr).contains("\"sh\": executable file not found"));
         assert_eq!(exit_code(None, &mut stderr), -1);
+        let mut stderr = b"tar: app/a.txt: Cannot open: File exists\n".to_vec();
+        let go_exit = Status {
+            status: Some("Failure".into()),
+            message: Some("Internal error occurred: error executing command in container: cmd wait: sh -c set -u\n...\n: exit status 92".into()),
+            ..Status::default()
+        };
+        assert_eq!(exit_code(Some(&go_exit), &mut stderr), 92);
+        assert_eq!(
+            String::from_utf8_lossy(&stderr),
+            "tar: app/a.txt: Cannot open: File exists\n",
+            "the command's own stderr, without the echoed command line"
+        );
     }
 }

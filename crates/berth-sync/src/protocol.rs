@@ -253,7 +253,10 @@ fn write_archive(update: &Update, out: &mut dyn Write, contents: bool) -> io::Re
 }
 
 /// The script that lists what the container holds below the given roots
-/// (passed as `sh -c SCRIPT sh ROOT...`).
+/// (passed as `sh -c SCRIPT sh ROOT...`). It always succeeds: a file that goes
+/// between `find` naming it and `sha256sum` reading it (the application, or
+/// another writer, deleting it meanwhile) makes `find` exit 1, yet the listing
+/// is still right without it -- a file that is not listed is sent.
 pub const MANIFEST_SCRIPT: &str = r#"command -v find >/dev/null 2>&1 || { echo '#NOFIND'; exit 0; }
 hash=sha256sum; command -v sha256sum >/dev/null 2>&1 || hash=
 for r in "$@"; do
@@ -265,6 +268,7 @@ for r in "$@"; do
   if [ -n "$hash" ]; then find "$r" -type f -exec sha256sum {} + 2>/dev/null
   else find "$r" -type f 2>/dev/null | while IFS= read -r f; do printf -- '-  %s\n' "$f"; done; fi
 done
+exit 0
 "#;
 
 /// Parses the manifest script's output. `None` when the container has no `find`
