@@ -19,7 +19,13 @@ operators that watch all ConfigMaps do), and the same over their metadata only
      each timed from the API server accepting the edit to the Deployment's pod
      template naming the new hashed ConfigMap; then that the rollout completes;
   4. quiet minute: the API server's apiserver_request_total for Berths,
-     ConfigMaps, Secrets, Deployments and Leases over 60 s with nothing changing.
+     ConfigMaps, Secrets, Deployments and Leases over 60 s with nothing changing;
+  5. the plane's floor, with the controller stopped: the writes a reconcile of each
+     of 2,000 more Berths cannot do without (finalizer, ConfigMap and Deployment
+     applied, record created, status and an Event on rolling out and on rolled out),
+     made by 8 threads over kept-alive connections with no reads but one look at each
+     Deployment; with kube-controller-manager's own work on those Deployments, this
+     is what any tool applying the same objects would ask of this plane.
 --quick uses 70 ConfigMaps of 200 KB, 500 small ones, 500 Secrets, 10 edits and 100 Berths
 in 10 namespaces.
 --scale-replicas N gives the scale run's Deployments N replicas (default 1); 0 measures the
@@ -28,6 +34,7 @@ judged) without the plane running thousands of pods, which a 2-core test plane c
 """
 
 import base64
+import concurrent.futures
 import http.client
 import json
 import os
@@ -37,8 +44,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -146,18 +155,108 @@ def wait(what, check, timeout=120, every=0.01):
     sys.exit(f"{what}: not within {timeout} s")
 
 
-def request_counts(api):
-    """apiserver_request_total summed by (resource, verb) for what the controller touches."""
+def request_counts(api, resources=("berths", "configmaps", "secrets", "deployments", "leases"), by_dry_run=False):
+    """apiserver_request_total summed by (resource, verb) for what the controller touches
+    (every resource with resources=None; a dry run's verb marked `PATCH (dry run)` with by_dry_run)."""
     counts = {}
     for line in api.call("GET", "/metrics").splitlines():
         if not line.startswith("apiserver_request_total{"):
             continue
         labels = dict(part.split("=", 1) for part in line[line.index("{") + 1:line.index("}")].split(","))
         labels = {k: v.strip('"') for k, v in labels.items()}
-        if labels.get("resource") in ("berths", "configmaps", "secrets", "deployments", "leases"):
-            key = (labels["resource"], labels["verb"])
+        if resources is None or labels.get("resource") in resources:
+            verb = labels["verb"]
+            if by_dry_run and labels.get("dry_run"):
+                verb += " (dry run)"
+            key = (labels.get("resource", ""), verb)
             counts[key] = counts.get(key, 0) + float(line.rsplit(" ", 1)[1])
     return counts
+
+
+def scale_requests(before, after):
+    """What the plane was asked during the scale run, by every client (the controller,
+    kube-controller-manager, kwok): writes, dry runs and reads, in total and per Berth."""
+    delta = {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0) > 0}
+    writes = sum(n for (r, v), n in delta.items() if v in ("POST", "PUT", "PATCH", "DELETE", "APPLY"))
+    dry = sum(n for (r, v), n in delta.items() if v.endswith("(dry run)"))
+    reads = sum(n for (r, v), n in delta.items() if v in ("GET", "LIST"))
+    top = sorted(delta.items(), key=lambda kv: -kv[1])[:8]
+    detail = ", ".join(f"{r} {v}: {n:.0f}" for (r, v), n in top)
+    return (f"{sum(delta.values()):.0f} requests to the API server by every client during it "
+            f"({sum(delta.values()) / BERTHS:.1f} per Berth): {writes:.0f} writes ({writes / BERTHS:.1f} per Berth), "
+            f"{dry:.0f} dry runs, {reads:.0f} reads; most: {detail}")
+
+
+def floor(api, berths, namespaces, workers=8):
+    """Stage 5: the unavoidable writes of `berths` Berths (see the module doc), timed;
+    returns (seconds, the requests asked of the plane meanwhile)."""
+    local = threading.local()
+    host = urllib.parse.urlparse(api.server)
+
+    def call(method, path, body, content_type="application/json"):
+        if not hasattr(local, "connection"):
+            local.connection = http.client.HTTPSConnection(host.hostname, host.port, context=api.context,
+                                                           timeout=60)
+        data = body if isinstance(body, bytes) else json.dumps(body).encode() if body is not None else None
+        local.connection.request(method, path, body=data, headers={"Content-Type": content_type} if data else {})
+        response = local.connection.getresponse()
+        text = response.read()
+        if response.status >= 400:
+            raise RuntimeError(f"{method} {path}: {response.status} {text[:300]!r}")
+        return json.loads(text) if text[:1] == b"{" else None
+
+    def apply(path, body):
+        return call("PATCH", f"{path}?fieldManager=floor&force=true", body, "application/apply-patch+yaml")
+
+    def report(ns, name, reason, ready_now):
+        apply(f"/apis/berth.dev/v1alpha1/namespaces/{ns}/berths/{name}/status",
+              {"apiVersion": "berth.dev/v1alpha1", "kind": "Berth", "status": {"observedGeneration": 1, "conditions": [
+                  {"type": "Ready", "status": str(ready_now), "reason": reason, "message": reason,
+                   "lastTransitionTime": "2026-12-02T00:00:00Z"}]}})
+        call("POST", f"/apis/events.k8s.io/v1/namespaces/{ns}/events", {
+            "apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"generateName": f"{name}-"},
+            "eventTime": "2026-12-02T00:00:00.000000Z", "reportingController": "floor",
+            "reportingInstance": "floor", "action": "Reconcile", "reason": reason, "type": "Normal", "note": reason,
+            "regarding": {"apiVersion": "berth.dev/v1alpha1", "kind": "Berth", "namespace": ns, "name": name}})
+
+    def where(i):
+        return f"floor-{i % namespaces}", f"f-{i}"
+
+    def rolling_out(i):
+        ns, name = where(i)
+        call("PATCH", f"/apis/berth.dev/v1alpha1/namespaces/{ns}/berths/{name}",
+             {"metadata": {"finalizers": ["berth.dev/cleanup"]}}, "application/merge-patch+json")
+        apply(f"/api/v1/namespaces/{ns}/configmaps/run-config-{i}", {
+            "apiVersion": "v1", "kind": "ConfigMap", "immutable": True,
+            "metadata": {"name": f"run-config-{i}", "namespace": ns}, "data": {"run.yaml": f"n: {i}\n"}})
+        deployment = berth_object(ns, name, "unused", 0)["spec"]["workloads"][0]
+        deployment["metadata"]["namespace"] = ns
+        apply(f"/apis/apps/v1/namespaces/{ns}/deployments/{name}", deployment)
+        call("POST", f"/api/v1/namespaces/{ns}/secrets", {"apiVersion": "v1", "kind": "Secret",
+                                                          "metadata": {"name": f"{name}-r1"}, "data": {"r": "eA=="}})
+        report(ns, name, "RollingOut", False)
+
+    def rolled_out(i):
+        ns, name = where(i)
+        while True:
+            d = call("GET", f"/apis/apps/v1/namespaces/{ns}/deployments/{name}", None)
+            if d.get("status", {}).get("observedGeneration") == d["metadata"]["generation"]:
+                break
+            time.sleep(0.5)
+        report(ns, name, "RolledOut", True)
+
+    for n in range(namespaces):
+        namespace(api, f"floor-{n}")
+    for i in range(berths):
+        ns, name = where(i)
+        api.apply(f"/apis/berth.dev/v1alpha1/namespaces/{ns}/berths/{name}", berth_object(ns, name, "unused", 0))
+    before = request_counts(api, resources=None, by_dry_run=True)
+    started = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        list(pool.map(rolling_out, range(berths)))
+        list(pool.map(rolled_out, range(berths)))
+    took = time.monotonic() - started
+    return took, scale_requests(before, request_counts(api, resources=None, by_dry_run=True))
 
 
 def main():
@@ -227,6 +326,7 @@ def main():
             api.apply(f"/api/v1/namespaces/{ns}/configmaps/run-{i}", source(ns, f"run-{i}", f"n: {i}\n"))
             api.apply(f"/apis/berth.dev/v1alpha1/namespaces/{ns}/berths/b-{i}",
                       berth_object(ns, f"b-{i}", f"run-{i}", SCALE_REPLICAS))
+        scale_before = request_counts(api, resources=None, by_dry_run=True)
         started = time.monotonic()
         controller = subprocess.Popen([str(berth), "controller", "--listen", "127.0.0.1:0"], env=env,
                                       stdout=subprocess.DEVNULL, stderr=open(logs / "controller-scale.log", "w"))
@@ -241,6 +341,7 @@ def main():
         wait("every Berth is ready", all_ready, timeout=900, every=2)
         scale = time.monotonic() - started
         scale_rss = rss_mb(controller.pid)
+        scale_asked = scale_requests(scale_before, request_counts(api, resources=None, by_dry_run=True))
 
         # Settled: the controller's reconcile count stops moving.
         log = logs / "controller-scale.log"
@@ -288,6 +389,11 @@ def main():
         quiet = {k: v - before.get(k, 0) for k, v in request_counts(api).items() if v - before.get(k, 0) > 0}
         quiet_reconciles = reconciles() - last
 
+        # 5. The plane's floor, with no controller running.
+        controller.kill()
+        controller.wait()
+        floor_took, floor_asked = floor(api, BERTHS, NAMESPACES)
+
         print(f"berth controller on kube-apiserver v1.37.2 (scripts/testenv), "
               f"{'quick run' if QUICK else 'full run'}")
         print("| measure | berth controller | metadata-only reflector over all ConfigMaps and Secrets "
@@ -305,13 +411,15 @@ def main():
         print(f"scale: {BERTHS} Berths in {NAMESPACES} namespaces ({SCALE_REPLICAS} replica(s) each), "
               f"created before a controller starts: all "
               f"Ready {scale:.1f} s after it started ({last:.0f} reconciles, settled after {settle:.0f} s); "
-              f"controller RSS then {scale_rss:.1f} MB")
+              f"controller RSS then {scale_rss:.1f} MB; {scale_asked}")
         total = sum(quiet.values())
         detail = ", ".join(f"{r} {v}: {n:.0f}" for (r, v), n in sorted(quiet.items())) or "none"
         lists = sum(n for (r, v), n in quiet.items() if v in ("LIST", "WATCH") and r != "leases")
         print(f"quiet minute: {quiet_reconciles:.0f} reconciles, {lists:.0f} LIST requests (relisting); "
               f"{total:.0f} requests to berths, configmaps, secrets, deployments and leases by every client "
               f"of the plane ({detail})")
+        print(f"floor: the unavoidable writes of {BERTHS} more Berths, 8 at a time, no controller: all done "
+              f"{floor_took:.1f} s (the controller took {scale / floor_took:.1f}x as long); {floor_asked}")
     finally:
         for p in processes:
             p.kill()

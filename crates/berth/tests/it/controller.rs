@@ -633,3 +633,68 @@ fn bad_ca_sources_degrade_and_leave_the_workload_running() {
         running
     );
 }
+
+/// The total of `berth_controller_reconciles_total` over its reasons.
+fn reconciles(ns: &Namespace, name: &str) -> f64 {
+    http_get(&log_of(ns, name), "/metrics")
+        .1
+        .lines()
+        .filter(|l| l.starts_with("berth_controller_reconciles_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Waits until the reconcile count has not moved for 3 s; returns it.
+fn settled_reconciles(ns: &Namespace, name: &str) -> f64 {
+    let mut last = reconciles(ns, name);
+    let mut still = Instant::now();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while still.elapsed() < Duration::from_secs(3) {
+        assert!(
+            Instant::now() < deadline,
+            "reconciles never settled: {last}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+        let now = reconciles(ns, name);
+        if now != last {
+            (last, still) = (now, Instant::now());
+        }
+    }
+    last
+}
+
+#[test]
+fn a_status_write_triggers_no_reconcile_and_an_annotation_does() {
+    let Some(plane) = plane() else { return };
+    let ns = plane.namespace("controller-trigger");
+    let _controller = start_as(&ns, "c", &[]);
+    apply(&ns, &run_yaml("2"));
+    apply(&ns, BERTH);
+    eventually(60, "Ready", &ns, || {
+        let b = ns.get("berths", "llama")?;
+        (condition(&b, "Ready")?.0 == "True").then_some(())
+    });
+    let settled = settled_reconciles(&ns, "c");
+    // Someone else writes the status (as the controller itself does on every
+    // rollout): the spec and metadata are unchanged, so nothing is reconciled.
+    ns.ok(&[
+        "patch",
+        "berth",
+        "llama",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"conditions":[{"type":"Probe","status":"True","reason":"Test","message":"a status-only write","lastTransitionTime":"2026-12-02T00:00:00Z"}]}}"#,
+    ]);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        reconciles(&ns, "c"),
+        settled,
+        "a status write was reconciled"
+    );
+    // An annotation is the usual way to ask for a reconcile; it still works.
+    ns.ok(&["annotate", "berth", "llama", "touch=1", "--overwrite"]);
+    eventually(30, "the annotation is reconciled", &ns, || {
+        (reconciles(&ns, "c") > settled).then_some(())
+    });
+}
