@@ -124,7 +124,19 @@ fn exit_code(status: Option<&Status>, stderr: &mut Vec<u8>) -> i32 {
     let code = code.or_else(|| {
         let message = status.message.as_deref()?;
         let (_, last) = message.trim_end().rsplit_once("exit status ")?;
-        last.parse().ok()
+        let code = last.parse().ok()?;
+        if stderr.iter().all(u8::is_ascii_whitespace) {
+            // The command said nothing: the runtime's first line (cut) is all there is.
+            let first: String = message
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(200)
+                .collect();
+            stderr.extend_from_slice(format!("(the container runtime: {first})\n").as_bytes());
+        }
+        Some(code)
     });
     match code {
         Some(code) => code,
@@ -187,6 +199,13 @@ mod tests {
             String::from_utf8_lossy(&stderr),
             "tar: app/a.txt: Cannot open: File exists\n",
             "the command's own stderr, without the echoed command line"
+        );
+        let mut silent = Vec::new();
+        assert_eq!(exit_code(Some(&go_exit), &mut silent), 92);
+        assert_eq!(
+            String::from_utf8_lossy(&silent),
+            "(the container runtime: Internal error occurred: error executing command in container: cmd wait: sh -c set -u)\n",
+            "a silent command still says who reported the failure"
         );
     }
 }
