@@ -359,6 +359,9 @@ def main():
             still = still + 1 if now == last else 0
             last = now
         settle = time.monotonic() - started
+        metrics = urllib.request.urlopen(f"http://{address}/metrics", timeout=5).read().decode()
+        outcomes = ", ".join(f"{l.split(chr(34))[1]} {float(l.split()[-1]):.0f}" for l in metrics.splitlines()
+                             if l.startswith("berth_controller_applies_total{")) or "none"
 
         # 3. Reaction to edits of a source, with every Berth of the scale run present.
         latencies = []
@@ -411,7 +414,7 @@ def main():
         print(f"scale: {BERTHS} Berths in {NAMESPACES} namespaces ({SCALE_REPLICAS} replica(s) each), "
               f"created before a controller starts: all "
               f"Ready {scale:.1f} s after it started ({last:.0f} reconciles, settled after {settle:.0f} s); "
-              f"controller RSS then {scale_rss:.1f} MB; {scale_asked}")
+              f"controller RSS then {scale_rss:.1f} MB; applies by outcome: {outcomes}; {scale_asked}")
         total = sum(quiet.values())
         detail = ", ".join(f"{r} {v}: {n:.0f}" for (r, v), n in sorted(quiet.items())) or "none"
         lists = sum(n for (r, v), n in quiet.items() if v in ("LIST", "WATCH") and r != "leases")

@@ -11,6 +11,7 @@
 
 #![warn(missing_docs)]
 
+mod caches;
 mod collector;
 pub mod desired;
 pub mod lease;

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use berth_kube::{ApplyOptions, Cluster, ClusterError, Settled};
+use berth_kube::{ApplyOptions, Cluster, ClusterError, Remembered, Settled};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event as KubeEvent, EventType, Recorder};
@@ -20,6 +20,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::{json, Value};
 
+use crate::caches::{Memories, SourceData, Watched};
 use crate::desired::{self, Problem};
 use crate::reason::Reason;
 use crate::serve::Metrics;
@@ -27,6 +28,13 @@ use crate::sources::{patch_source, read_sources, unlabel_unused};
 use crate::status;
 use crate::types::{Berth, BerthStatus};
 use crate::{FINALIZER, MANAGER};
+
+/// How often a rolled-out Berth is looked at again with nothing changed. Every
+/// change that matters reaches the controller by watch; this is the safety net
+/// for what no watch shows (a kind it does not watch edited by hand). An hour,
+/// so that thousands of settled Berths do not make a steady stream of requests
+/// (controller-runtime's default resync is ten hours).
+const RESYNC: Duration = Duration::from_secs(3600);
 
 /// A reconcile that failed; retried with a back-off by kind.
 #[derive(Debug, thiserror::Error)]
@@ -96,6 +104,12 @@ pub(crate) struct Context {
     /// Discovery is cached here and shared by every reconcile.
     pub(crate) cluster: Cluster,
     pub(crate) berths: Store<Berth>,
+    /// The metadata watches' stores: what was applied and the sources, as they are now.
+    pub(crate) watched: Watched,
+    /// What the last reconcile of each `Berth` left.
+    pub(crate) memories: Memories,
+    /// The sources' data as last read.
+    pub(crate) source_data: SourceData,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) registry: berth_registry::Registry,
     pub(crate) recorder: Recorder,
@@ -159,7 +173,11 @@ pub(crate) async fn reconcile(berth: Arc<Berth>, context: Arc<Context>) -> Resul
                 None => tracing::debug!(berth = %key, "finalizer added"),
             }
         }
-        Err(e) => context.metrics.reconciled(took, e.reason(), true),
+        // What was remembered may be what went wrong: read everything next time.
+        Err(e) => {
+            context.memories.forget(&key);
+            context.metrics.reconciled(took, e.reason(), true);
+        }
     }
     outcome
 }
@@ -179,6 +197,9 @@ async fn reconcile_timed(
                 Ok(action)
             }
             Finalize::Cleanup(berth) => {
+                context
+                    .memories
+                    .forget(&ObjectRef::from_obj(berth.as_ref()));
                 unlabel_unused(context, &namespace, Some(&berth.name_any())).await?;
                 let _ = reason.set(Reason::RolledOut);
                 Ok(Action::await_change())
@@ -192,9 +213,14 @@ async fn reconcile_timed(
 async fn apply(berth: &Berth, context: &Context) -> Result<(Action, Reason), Error> {
     let namespace = berth.namespace().unwrap_or_default();
     let named = desired::sources_named(berth);
-    let (sources, unlabelled) = read_sources(&context.client, &namespace, &named).await?;
+    let (sources, unlabelled) = read_sources(context, &namespace, &named).await?;
     for (kind, name) in &unlabelled {
-        patch_source(&context.client, &namespace, *kind, name, true).await?;
+        let version = patch_source(&context.client, &namespace, *kind, name, true).await?;
+        if let (Some(version), Some(data)) = (version, sources.get(&(*kind, name.clone()))) {
+            context
+                .source_data
+                .keep(*kind, &namespace, name, version, data.clone());
+        }
     }
     // Sources only stop being named when a spec changes (or a Berth goes).
     let spec_changed =
@@ -229,14 +255,36 @@ async fn apply(berth: &Berth, context: &Context) -> Result<(Action, Reason), Err
         wait: None,
         owner: Some(owner),
     };
-    let mut deployed = match cluster
-        .deploy(&plan.desired, &options, None, &mut |_| {})
+    // A Berth no reconcile has written a status for was never applied: it has
+    // no records to list. (A controller stopped between recording an apply and
+    // writing the status left one: creating it again fails, and the records
+    // are listed then.)
+    let applied = context.memories.recall(berth).applied;
+    let first = applied.is_none() && berth.status.is_none();
+    let applied = applied.or_else(|| first.then(Default::default));
+    let remembered = applied.map(|(records, fingerprints)| Remembered {
+        records,
+        fingerprints,
+        watches: &context.watched,
+    });
+    let deployed = match cluster
+        .deploy(&plan.desired, &options, None, remembered, &mut |_| {})
         .await
     {
+        Err(ClusterError::RecordExists { .. }) if first => {
+            cluster
+                .deploy(&plan.desired, &options, None, None, &mut |_| {})
+                .await
+        }
+        deployed => deployed,
+    };
+    let mut deployed = match deployed {
         Ok(deployed) => deployed,
         // Cluster-wide trouble is retried by the error policy, not written as the Berth's fault.
         Err(e) if reason_of(&e) == Reason::Unreachable => return Err(e.into()),
         Err(e) => {
+            // A record that exists already, an object refused: read everything next time.
+            context.memories.forget(&ObjectRef::from_obj(berth));
             let problem = Problem {
                 reason: reason_of(&e),
                 message: e.to_string(),
@@ -244,10 +292,16 @@ async fn apply(berth: &Berth, context: &Context) -> Result<(Action, Reason), Err
             return degraded(context, berth, &problem, Some(&plan), 30).await;
         }
     };
-    let settled = cluster.observe(&mut deployed, keep, &mut |_| {}).await?;
+    context.metrics.applied(deployed.outcome.as_str());
+    let settled = cluster
+        .observe(&mut deployed, keep, Some(&context.watched), &mut |_| {})
+        .await?;
+    context.memories.update(berth, |m| {
+        m.applied = Some((deployed.records, deployed.fingerprints));
+    });
     let (again, reason) = match &settled {
         Settled::Progressing(_) => (Duration::from_secs(5), Reason::RollingOut),
-        Settled::RolledOut => (Duration::from_secs(300), Reason::RolledOut),
+        Settled::RolledOut => (RESYNC, Reason::RolledOut),
         Settled::Failed(..) => (Duration::from_secs(300), Reason::RolloutFailed),
     };
     write_status(
@@ -352,13 +406,19 @@ async fn write_status(
     let namespace = berth.namespace().unwrap_or_default();
     let api: Api<Berth> = Api::namespaced(context.client.clone(), &namespace);
     // The object a reconcile is handed may lag behind the last status written
-    // (the watch is behind under load): compare with the live status, keep its
-    // transition times, and write nothing when nothing changed -- otherwise
-    // every stale reconcile would write, and every write trigger another.
-    let live = api
-        .get_status(&berth.name_any())
-        .await?
+    // (the watch is behind under load): compare with the status this replica
+    // last wrote (else the newest the watch has), keep its transition times, and
+    // write nothing when nothing changed.
+    let live = context
+        .memories
+        .recall(berth)
         .status
+        .or_else(|| {
+            context
+                .berths
+                .get(&ObjectRef::from_obj(berth))
+                .and_then(|b| b.status.clone())
+        })
         .unwrap_or_default();
     for condition in &mut status.conditions {
         if let Some(previous) = live.conditions.iter().find(|c| c.type_ == condition.type_) {
@@ -368,6 +428,9 @@ async fn write_status(
         }
     }
     if status == live {
+        context
+            .memories
+            .update(berth, |m| m.status = Some(status.clone()));
         return Ok(());
     }
     let body = json!({"apiVersion": "berth.dev/v1alpha1", "kind": "Berth", "status": status});
@@ -377,6 +440,9 @@ async fn write_status(
         &Patch::Apply(&body),
     )
     .await?;
+    context
+        .memories
+        .update(berth, |m| m.status = Some(status.clone()));
     let before = headline(&live).map(|c| (c.reason.as_str(), c.status.as_str()));
     let Some(now) = headline(&status) else {
         return Ok(());

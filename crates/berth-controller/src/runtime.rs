@@ -11,7 +11,9 @@
 //! Watches: `Berth`s (whole objects, the spec is what is reconciled); the
 //! workloads, ConfigMaps and Secrets the controller applied, and the sources it
 //! reads, metadata only (`Api<PartialObjectMeta<K>>`) and label-selected, so memory and
-//! traffic grow with what the controller manages, not with the namespace.
+//! traffic grow with what the controller manages, not with the namespace. Their
+//! stores (`caches::Watched`) let a reconcile that changes nothing skip the
+//! reads and dry runs that would find nothing.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,10 +27,12 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::Api;
 use kube::core::PartialObjectMeta;
 use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::Store;
 use kube::runtime::{watcher, Controller, PredicateConfig, WatchStreamExt};
 use kube::{Client, Resource, ResourceExt};
 use tokio::sync::watch;
 
+use crate::caches::{Memories, SourceData, Watched};
 use crate::desired::SourceKind;
 use crate::lease::{self, Candidate, Election};
 use crate::reconcile::{error_policy, reconcile, Context, Error};
@@ -296,10 +300,30 @@ fn controller(
     }
     let (for_maps, for_secrets) = (store.clone(), store.clone());
     let reporter = reporter(settings);
+    let (deployments, deployment_events) = metadata::<Deployment>(client, ns, owned());
+    let (stateful_sets, stateful_set_events) = metadata::<StatefulSet>(client, ns, owned());
+    let (daemon_sets, daemon_set_events) = metadata::<DaemonSet>(client, ns, owned());
+    let (jobs, job_events) = metadata::<Job>(client, ns, owned());
+    let (config_maps, config_map_events) = metadata::<ConfigMap>(client, ns, owned());
+    let (secrets, secret_events) = metadata::<Secret>(client, ns, owned());
+    let (source_maps, source_map_events) = metadata::<ConfigMap>(client, ns, sources());
+    let (source_secrets, source_secret_events) = metadata::<Secret>(client, ns, sources());
     let context = Arc::new(Context {
         client: client.clone(),
         cluster: Cluster::new(client.clone(), "default", settings.server.as_str()),
         berths: store,
+        watched: Watched {
+            deployments,
+            stateful_sets,
+            daemon_sets,
+            jobs,
+            config_maps,
+            secrets,
+            source_maps,
+            source_secrets,
+        },
+        memories: Memories::default(),
+        source_data: SourceData::default(),
         metrics: Arc::clone(metrics),
         registry: berth_registry::Registry::new(
             settings.registry.clone(),
@@ -309,24 +333,14 @@ fn controller(
         failures: std::sync::Mutex::default(),
     });
     let run = controller
-        .owns_stream(
-            watcher(api::<PartialObjectMeta<Deployment>>(client, ns), owned()).touched_objects(),
-        )
-        .owns_stream(
-            watcher(api::<PartialObjectMeta<StatefulSet>>(client, ns), owned()).touched_objects(),
-        )
-        .owns_stream(
-            watcher(api::<PartialObjectMeta<DaemonSet>>(client, ns), owned()).touched_objects(),
-        )
-        .owns_stream(watcher(api::<PartialObjectMeta<Job>>(client, ns), owned()).touched_objects())
-        .owns_stream(
-            watcher(api::<PartialObjectMeta<ConfigMap>>(client, ns), owned()).touched_objects(),
-        )
-        .owns_stream(
-            watcher(api::<PartialObjectMeta<Secret>>(client, ns), owned()).touched_objects(),
-        )
+        .owns_stream(deployment_events)
+        .owns_stream(stateful_set_events)
+        .owns_stream(daemon_set_events)
+        .owns_stream(job_events)
+        .owns_stream(config_map_events)
+        .owns_stream(secret_events)
         .watches_stream(
-            watcher(api::<PartialObjectMeta<ConfigMap>>(client, ns), sources()).touched_objects(),
+            source_map_events,
             move |cm: PartialObjectMeta<ConfigMap>| {
                 users(
                     &for_maps,
@@ -336,17 +350,14 @@ fn controller(
                 )
             },
         )
-        .watches_stream(
-            watcher(api::<PartialObjectMeta<Secret>>(client, ns), sources()).touched_objects(),
-            move |s: PartialObjectMeta<Secret>| {
-                users(
-                    &for_secrets,
-                    SourceKind::Secret,
-                    s.namespace(),
-                    s.name_any(),
-                )
-            },
-        )
+        .watches_stream(source_secret_events, move |s: PartialObjectMeta<Secret>| {
+            users(
+                &for_secrets,
+                SourceKind::Secret,
+                s.namespace(),
+                s.name_any(),
+            )
+        })
         .trigger_backoff(WatchBackoff {
             next: WatchBackoff::FIRST,
         })
@@ -365,6 +376,48 @@ fn controller(
             }
         });
     Ok(run)
+}
+
+/// A label-selected metadata watch of `K` kept in a store, and its stream of
+/// touched objects for the controller. The store keeps what [`Watched`] and
+/// the controller's mappers read (names, labels, owner references, this
+/// controller's managed-fields entry as its digest), not annotations (a
+/// `kubectl apply`'d source's last-applied copy of its data) or other
+/// managers' entries: memory stays small.
+#[allow(clippy::type_complexity)]
+fn metadata<K>(
+    client: &Client,
+    namespace: &Option<String>,
+    config: watcher::Config,
+) -> (
+    Store<PartialObjectMeta<K>>,
+    impl futures_util::Stream<Item = Result<PartialObjectMeta<K>, watcher::Error>> + Send + 'static,
+)
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (store, writer) = kube::runtime::reflector::store();
+    let stream = watcher(api::<PartialObjectMeta<K>>(client, namespace), config)
+        .modify(|o: &mut PartialObjectMeta<K>| {
+            o.metadata.annotations = None;
+            if let Some(fields) = o.metadata.managed_fields.as_mut() {
+                fields.retain(|f| f.manager.as_deref() == Some(crate::MANAGER));
+                for entry in fields {
+                    if let Some(v1) = entry.fields_v1.as_mut() {
+                        v1.0 = serde_json::Value::String(berth_core::cluster::fields_digest(&v1.0));
+                    }
+                }
+            }
+        })
+        .reflect(writer)
+        .touched_objects();
+    (store, stream)
 }
 
 /// The back-off of the controller's merged watch streams. kube-runtime's default

@@ -74,7 +74,13 @@ pub struct Metrics {
     duration: Histogram,
     leader: Gauge,
     deleted: Family<KindLabel, Counter>,
+    applies: Family<OutcomeLabel, Counter>,
     phase: AtomicU8,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabel {
+    outcome: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -91,6 +97,12 @@ impl Default for Metrics {
         let duration = Histogram::new(exponential_buckets(0.005, 2.0, 13));
         let leader = Gauge::default();
         let deleted = Family::<KindLabel, Counter>::default();
+        let applies = Family::<OutcomeLabel, Counter>::default();
+        registry.register(
+            "applies",
+            "Applies by what they asked of the API server: untouched (nothing: the objects of the newest record, untouched since), checked (a dry run and a read each), repaired (checked, and what drifted applied again), recorded (new objects)",
+            applies.clone(),
+        );
         registry.register(
             "generations_deleted",
             "Config generations kept for a GitOps engine and deleted once nothing used them, by kind",
@@ -123,6 +135,7 @@ impl Default for Metrics {
             duration,
             leader,
             deleted,
+            applies,
             phase: AtomicU8::new(Phase::Starting as u8),
         }
     }
@@ -136,6 +149,11 @@ impl Metrics {
                 kind: kind.to_string(),
             })
             .inc();
+    }
+
+    /// Counts an apply by its outcome (`berth_kube::Outcome::as_str`).
+    pub fn applied(&self, outcome: &'static str) {
+        self.applies.get_or_create(&OutcomeLabel { outcome }).inc();
     }
 
     /// Counts one reconcile that took `took` and ended with `reason`; `failed`

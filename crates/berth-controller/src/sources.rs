@@ -2,10 +2,10 @@
 //! labelled `berth.dev/source=true` while a `Berth` names them (the label is
 //! what the source watches select by), and unlabelled when none does any more.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::{json, Value};
 
@@ -14,26 +14,63 @@ use crate::reconcile::{Context, Error};
 use crate::{SOURCE_LABEL, SOURCE_MANAGER};
 
 /// The data of every named source (`None` for a missing one), and the existing
-/// sources that do not carry the source label yet.
+/// sources that do not carry the source label yet. A source whose
+/// resourceVersion (as the source watch shows it) is the one last read is not
+/// read again.
 pub(crate) async fn read_sources(
-    client: &Client,
+    context: &Context,
     namespace: &str,
     named: &[(SourceKind, String)],
 ) -> Result<(Sources, Vec<(SourceKind, String)>), Error> {
-    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let mut out = Sources::new();
     let mut unlabelled = Vec::new();
-    let labelled = |labels: Option<&std::collections::BTreeMap<String, String>>| {
+    for (kind, name) in named {
+        let known = context
+            .watched
+            .source_version(*kind, namespace, name)
+            .and_then(|version| context.source_data.at(*kind, namespace, name, &version));
+        let data = match known {
+            Some(data) => data,
+            None => {
+                let read = read_source(&context.client, namespace, *kind, name).await?;
+                match read {
+                    Some((version, labelled, data)) => {
+                        if labelled {
+                            let kept = Some(data.clone());
+                            context
+                                .source_data
+                                .keep(*kind, namespace, name, version, kept);
+                        } else {
+                            unlabelled.push((*kind, name.clone()));
+                        }
+                        Some(data)
+                    }
+                    None => None,
+                }
+            }
+        };
+        out.insert((*kind, name.clone()), data);
+    }
+    Ok((out, unlabelled))
+}
+
+/// One source read by name: its resourceVersion, whether it carries the source
+/// label, and its data (a ConfigMap's `data` and `binaryData`, a Secret's
+/// `data` and `stringData`); `None` when it does not exist.
+async fn read_source(
+    client: &Client,
+    namespace: &str,
+    kind: SourceKind,
+    name: &str,
+) -> Result<Option<(String, bool, BTreeMap<String, Vec<u8>>)>, Error> {
+    let labelled = |labels: Option<&BTreeMap<String, String>>| {
         labels.and_then(|l| l.get(SOURCE_LABEL)).map(String::as_str) == Some("true")
     };
-    for (kind, name) in named {
-        let data = match kind {
-            SourceKind::ConfigMap => maps.get_opt(name).await?.map(|cm| {
-                if !labelled(cm.metadata.labels.as_ref()) {
-                    unlabelled.push((*kind, name.clone()));
-                }
-                let mut data: std::collections::BTreeMap<String, Vec<u8>> = cm
+    Ok(match kind {
+        SourceKind::ConfigMap => {
+            let maps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+            maps.get_opt(name).await?.map(|cm| {
+                let mut data: BTreeMap<String, Vec<u8>> = cm
                     .data
                     .unwrap_or_default()
                     .into_iter()
@@ -42,13 +79,14 @@ pub(crate) async fn read_sources(
                 for (k, v) in cm.binary_data.unwrap_or_default() {
                     data.insert(k, v.0);
                 }
-                data
-            }),
-            SourceKind::Secret => secrets.get_opt(name).await?.map(|s| {
-                if !labelled(s.metadata.labels.as_ref()) {
-                    unlabelled.push((*kind, name.clone()));
-                }
-                let mut data: std::collections::BTreeMap<String, Vec<u8>> = s
+                let version = cm.metadata.resource_version.clone().unwrap_or_default();
+                (version, labelled(cm.metadata.labels.as_ref()), data)
+            })
+        }
+        SourceKind::Secret => {
+            let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
+            secrets.get_opt(name).await?.map(|s| {
+                let mut data: BTreeMap<String, Vec<u8>> = s
                     .data
                     .unwrap_or_default()
                     .into_iter()
@@ -57,12 +95,11 @@ pub(crate) async fn read_sources(
                 for (k, v) in s.string_data.unwrap_or_default() {
                     data.insert(k, v.into_bytes());
                 }
-                data
-            }),
-        };
-        out.insert((*kind, name.clone()), data);
-    }
-    Ok((out, unlabelled))
+                let version = s.metadata.resource_version.clone().unwrap_or_default();
+                (version, labelled(s.metadata.labels.as_ref()), data)
+            })
+        }
+    })
 }
 
 fn source_body(kind: SourceKind, name: &str, namespace: &str, labelled: bool) -> Value {
@@ -77,30 +114,36 @@ fn source_body(kind: SourceKind, name: &str, namespace: &str, labelled: bool) ->
     body
 }
 
+/// Puts the source label on a source (or takes it off); returns the source's
+/// resourceVersion after that.
 pub(crate) async fn patch_source(
     client: &Client,
     namespace: &str,
     kind: SourceKind,
     name: &str,
     labelled: bool,
-) -> Result<(), Error> {
+) -> Result<Option<String>, Error> {
     let params = PatchParams::apply(SOURCE_MANAGER).force();
     let body = source_body(kind, name, namespace, labelled);
-    match kind {
+    Ok(match kind {
         SourceKind::ConfigMap => {
             let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-            api.patch(name, &params, &Patch::Apply(&body)).await?;
+            api.patch(name, &params, &Patch::Apply(&body))
+                .await?
+                .resource_version()
         }
         SourceKind::Secret => {
             let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
-            api.patch(name, &params, &Patch::Apply(&body)).await?;
+            api.patch(name, &params, &Patch::Apply(&body))
+                .await?
+                .resource_version()
         }
-    }
-    Ok(())
+    })
 }
 
-/// Removes the source label from labelled objects of `namespace` that no `Berth`
-/// (but `leaving`, which is being deleted) names any more.
+/// Removes the source label from labelled objects of `namespace` (as the
+/// source watches show them) that no `Berth` (but `leaving`, which is being
+/// deleted) names any more, and forgets the data of sources no longer named.
 pub(crate) async fn unlabel_unused(
     context: &Context,
     namespace: &str,
@@ -114,27 +157,13 @@ pub(crate) async fn unlabel_unused(
         .filter(|b| Some(b.name_any().as_str()) != leaving && b.meta().deletion_timestamp.is_none())
         .flat_map(|b| desired::sources_named(b))
         .collect();
-    let selector = ListParams::default().labels(&format!("{SOURCE_LABEL}=true"));
-    let maps: Api<ConfigMap> = Api::namespaced(context.client.clone(), namespace);
-    for cm in maps.list_metadata(&selector).await? {
-        let name = cm.name_any();
-        if !named.contains(&(SourceKind::ConfigMap, name.clone())) {
-            patch_source(
-                &context.client,
-                namespace,
-                SourceKind::ConfigMap,
-                &name,
-                false,
-            )
-            .await?;
+    for (kind, name) in context.watched.labelled_sources(namespace) {
+        if !named.contains(&(kind, name.clone())) {
+            patch_source(&context.client, namespace, kind, &name, false).await?;
         }
     }
-    let secrets: Api<Secret> = Api::namespaced(context.client.clone(), namespace);
-    for s in secrets.list_metadata(&selector).await? {
-        let name = s.name_any();
-        if !named.contains(&(SourceKind::Secret, name.clone())) {
-            patch_source(&context.client, namespace, SourceKind::Secret, &name, false).await?;
-        }
-    }
+    context.source_data.retain(namespace, |kind, name| {
+        named.contains(&(kind, name.to_string()))
+    });
     Ok(())
 }

@@ -9,15 +9,16 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use berth_core::cluster::{
-    created_by, deadline_verdict, has_rollout, judge, kinds_to_discover, plan,
-    rollout_status_after, Desired, ObjectRef, Observation, Planned, Record, RecordInfo,
-    RecordStatus, Rollout, Settled,
+    created_by, deadline_verdict, fingerprint, has_rollout, judge, kinds_to_discover, plan,
+    rollout_status_after, Desired, Fingerprint, ObjectRef, Observation, Planned, Record,
+    RecordInfo, RecordStatus, Records, Rollout, Settled,
 };
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use serde_json::Value;
 
 use crate::connect::Cluster;
 use crate::error::ClusterError;
+use crate::remember::{fingerprints_of, Outcome, Remembered, Watches};
 
 /// Requests in flight at once: enough to hide the round trip, few enough that
 /// a shared API server's priority and fairness never queues berth.
@@ -86,6 +87,17 @@ pub struct Deployed {
     pub record: RecordInfo,
     /// The project the record belongs to.
     pub project: String,
+    /// The project's records as this apply (and its observations) left them,
+    /// the newest with its objects: what a caller that keeps running passes back
+    /// as [`Remembered::records`] instead of listing them again.
+    pub records: Records,
+    /// Each object's [`Fingerprint`] as the apply (or the drift check) left it.
+    pub fingerprints: BTreeMap<ObjectRef, Fingerprint>,
+    /// Which way the apply went.
+    pub outcome: Outcome,
+    /// The workloads this apply applied, as the server answered: the first
+    /// [`Cluster::observe`] judges these instead of reading them again.
+    pub answered: BTreeMap<ObjectRef, Value>,
 }
 
 /// Where one workload's rollout stands.
@@ -248,12 +260,14 @@ impl Cluster {
 
     /// Applies `objects` in plan order: Namespaces and CRDs one rank at a time (CRDs
     /// waited on until Established), everything in a rank concurrently.
+    /// Returns each object as the server answered the apply.
     async fn apply_all(
         &self,
         objects: &[Planned],
         options: &ApplyOptions,
         events: &mut (dyn FnMut(Event) + Send),
-    ) -> Result<(), ClusterError> {
+    ) -> Result<BTreeMap<ObjectRef, Value>, ClusterError> {
+        let mut answers = BTreeMap::new();
         let mut rest = objects;
         while let Some(first) = rest.first() {
             let rank = berth_core::cluster::apply_rank(&first.object.kind);
@@ -267,12 +281,13 @@ impl Cluster {
                 .map(|p| async move {
                     self.apply(&p.object, &p.body, &options.manager, options.force, false)
                         .await
-                        .map(|_| p)
+                        .map(|applied| (p, applied))
                 })
                 .collect();
             let mut applied = stream::iter(applies).buffered(CONCURRENCY);
-            while let Some(p) = applied.next().await {
-                let p = p?;
+            while let Some(answer) = applied.next().await {
+                let (p, applied) = answer?;
+                answers.insert(p.object.clone(), applied);
                 if p.object.kind == "CustomResourceDefinition" {
                     self.wait_established(&p.object, &p.body).await?;
                 }
@@ -286,43 +301,68 @@ impl Cluster {
             }
             rest = later;
         }
-        Ok(())
+        Ok(answers)
     }
 
     /// Applies `desired`, records it, and (with `options.wait`) waits for the
     /// rollouts and cleans up old generations. When the objects are exactly those
     /// of the newest record, no new record is written: that record's rollout is
-    /// observed again (a retried failed rollout does not pile up records). The dry
-    /// run is never skipped: another field manager may have taken a field since,
-    /// and a conflict must change nothing.
+    /// observed again (a retried failed rollout does not pile up records), and
+    /// only what drifted is applied again. The dry run is skipped only when
+    /// `remembered` shows that nobody touched an object since this process
+    /// applied it: another field manager may have taken a field, and a conflict
+    /// must change nothing.
     pub async fn deploy(
         &self,
         desired: &Desired,
         options: &ApplyOptions,
         rollback_of: Option<u64>,
+        remembered: Option<Remembered<'_>>,
         events: &mut (dyn FnMut(Event) + Send),
     ) -> Result<Deployed, ClusterError> {
         let objects = self.plan(desired).await?;
         let manifest = serde_json::to_string(&objects.iter().map(|p| &p.body).collect::<Vec<_>>())
             .unwrap_or_default();
-        let records = self.records(&desired.project).await?;
+        let (mut records, known, now) = match remembered {
+            Some(r) => (r.records, r.fingerprints, Some(r.watches)),
+            None => (self.records(&desired.project).await?, BTreeMap::new(), None),
+        };
         let unchanged = records
             .unchanged(&manifest)
             .filter(|_| rollback_of.is_none())
             .cloned();
-        // A dry run of everything first: conflicts, refusals and invalid objects change nothing.
-        let before = self.dry_run(&objects, options).await?;
-        let record = match unchanged {
+        let untouched = now.is_some_and(|watches| {
+            objects.iter().all(|p| {
+                known
+                    .get(&p.object)
+                    .is_some_and(|f| watches.fingerprint(&p.object).as_ref() == Some(f))
+            })
+        });
+        let mut answered = BTreeMap::new();
+        let (record, fingerprints, outcome) = match unchanged {
+            Some(same) if untouched => {
+                events(Event::Unchanged(
+                    self.record_name(&desired.project, same.record.sequence),
+                ));
+                (same, known, Outcome::Untouched)
+            }
             Some(same) => {
+                // A dry run of everything first: conflicts and refusals change nothing.
+                let before = self.dry_run(&objects, options).await?;
                 events(Event::Unchanged(
                     self.record_name(&desired.project, same.record.sequence),
                 ));
                 // Only what drifted is applied again: an unchanged reconcile writes nothing.
-                let drifted = self.drifted(&objects, &before).await?;
-                self.apply_all(&drifted, options, events).await?;
-                same
+                let (drifted, mut fingerprints) =
+                    self.drifted(&objects, &before, &options.manager).await?;
+                let answers = self.apply_all(&drifted, options, events).await?;
+                fingerprints.extend(fingerprints_of(&answers, &options.manager));
+                answered = workloads_of(answers);
+                let reapplied = drifted.len();
+                (same, fingerprints, Outcome::Checked { reapplied })
             }
             None => {
+                let before = self.dry_run(&objects, options).await?;
                 if manifest.len() > RECORD_LIMIT {
                     return Err(ClusterError::Record {
                         action: "record the apply".into(),
@@ -341,7 +381,9 @@ impl Cluster {
                         Some((p.object.path(), deadline_verdict(live.as_ref()?)?))
                     })
                     .collect();
-                self.apply_all(&objects, options, events).await?;
+                let answers = self.apply_all(&objects, options, events).await?;
+                let fingerprints = fingerprints_of(&answers, &options.manager);
+                answered = workloads_of(answers);
                 let configs: BTreeMap<String, String> = objects
                     .iter()
                     .filter_map(|p| {
@@ -365,13 +407,21 @@ impl Cluster {
                     .write_record(&desired.project, &record, &manifest, options)
                     .await?;
                 events(Event::Recorded(written.name));
-                record
+                records.push(RecordInfo {
+                    manifest: Some(manifest),
+                    ..record.clone()
+                });
+                (record, fingerprints, Outcome::Recorded)
             }
         };
         let deployed = Deployed {
             objects,
             record,
             project: desired.project.clone(),
+            records,
+            fingerprints,
+            outcome,
+            answered,
         };
         if let Some(timeout) = options.wait {
             self.wait_rollouts(&deployed, timeout, options.keep, events)
@@ -382,31 +432,46 @@ impl Cluster {
 
     /// The objects whose dry-run result (`dry`, in the order of `objects`) is not
     /// the live object: those an apply would change (someone edited a field
-    /// berth sets, or deleted the object). One GET each, many at a time; no write.
+    /// berth sets, or deleted the object). One GET each, many at a time; no
+    /// write. Also the fingerprint (for `manager`) of each object that did not drift.
     async fn drifted(
         &self,
         objects: &[Planned],
         dry: &[Option<Value>],
-    ) -> Result<Vec<Planned>, ClusterError> {
+        manager: &str,
+    ) -> Result<(Vec<Planned>, BTreeMap<ObjectRef, Fingerprint>), ClusterError> {
         let looks: Vec<_> = objects
             .iter()
             .zip(dry)
             .map(|(planned, dry)| async move {
                 let Some(dry) = dry else {
-                    return Ok(Some(planned.clone()));
+                    return Ok(Err(planned.clone()));
                 };
-                let same = self
-                    .get(&planned.object)
-                    .await?
-                    .is_some_and(|live| normalise(live) == normalise(dry.clone()));
-                Ok::<_, ClusterError>((!same).then(|| planned.clone()))
+                let live = self.get(&planned.object).await?;
+                let Some(live) = live else {
+                    return Ok(Err(planned.clone()));
+                };
+                let now = fingerprint(&live, manager).map(|f| (planned.object.clone(), f));
+                Ok::<_, ClusterError>(if normalise(live) == normalise(dry.clone()) {
+                    Ok(now)
+                } else {
+                    Err(planned.clone())
+                })
             })
             .collect();
-        let found: Vec<Option<Planned>> = stream::iter(looks)
+        let found: Vec<Result<Option<(ObjectRef, Fingerprint)>, Planned>> = stream::iter(looks)
             .buffered(CONCURRENCY)
             .try_collect()
             .await?;
-        Ok(found.into_iter().flatten().collect())
+        let mut drifted = Vec::new();
+        let mut fingerprints = BTreeMap::new();
+        for look in found {
+            match look {
+                Ok(same) => fingerprints.extend(same),
+                Err(planned) => drifted.push(planned),
+            }
+        }
+        Ok((drifted, fingerprints))
     }
 
     /// Waits until the CRD is Established and discovery serves its kind: the API
@@ -486,18 +551,36 @@ impl Cluster {
         objects: &[&ObjectRef],
         stale: &BTreeMap<String, String>,
     ) -> Result<Vec<RolloutState>, ClusterError> {
+        self.rollout_states_from(objects, stale, BTreeMap::new())
+            .await
+    }
+
+    /// [`Cluster::rollout_states`], with what is in `known` taken from there
+    /// instead of read.
+    async fn rollout_states_from(
+        &self,
+        objects: &[&ObjectRef],
+        stale: &BTreeMap<String, String>,
+        mut known: BTreeMap<ObjectRef, Value>,
+    ) -> Result<Vec<RolloutState>, ClusterError> {
         let looks: Vec<_> = objects
             .iter()
-            .map(|object| async move {
-                let live = self.get(object).await?.unwrap_or(Value::Null);
-                Ok(RolloutState {
-                    object: (*object).clone(),
-                    rollout: rollout_status_after(
-                        &object.kind,
-                        &live,
-                        stale.get(&object.path()).map(String::as_str),
-                    ),
-                })
+            .map(|object| {
+                let known = known.remove(*object);
+                async move {
+                    let live = match known {
+                        Some(live) => live,
+                        None => self.get(object).await?.unwrap_or(Value::Null),
+                    };
+                    Ok(RolloutState {
+                        object: (*object).clone(),
+                        rollout: rollout_status_after(
+                            &object.kind,
+                            &live,
+                            stale.get(&object.path()).map(String::as_str),
+                        ),
+                    })
+                }
             })
             .collect();
         stream::iter(looks)
@@ -509,11 +592,14 @@ impl Cluster {
     /// One look at the rollouts of `deployed`, judged by berth-core's [`judge`]
     /// and carried out: the record's status updated when it changes, and old
     /// generations deleted (keeping `keep`) once it succeeds. The CLI's wait and
-    /// the controller's reconcile both observe through here.
+    /// the controller's reconcile both observe through here. With `watches`
+    /// (the controller), clean-up trusts `deployed`'s records and the watches'
+    /// generations instead of listing them.
     pub async fn observe(
         &self,
         deployed: &mut Deployed,
         keep: usize,
+        watches: Option<&dyn Watches>,
         events: &mut (dyn FnMut(Event) + Send),
     ) -> Result<Settled, ClusterError> {
         let workloads: Vec<&ObjectRef> = deployed
@@ -522,8 +608,10 @@ impl Cluster {
             .map(|p| &p.object)
             .filter(|o| has_rollout(&o.kind))
             .collect();
+        // What the apply answered is as fresh as a read: judged once, then read.
+        let answered = std::mem::take(&mut deployed.answered);
         let states = self
-            .rollout_states(&workloads, &deployed.record.stale)
+            .rollout_states_from(&workloads, &deployed.record.stale, answered)
             .await?;
         let Observation {
             settled,
@@ -538,10 +626,23 @@ impl Cluster {
                 .record_ref(&self.record_name(&deployed.project, deployed.record.record.sequence));
             self.set_record_status(&record, status).await?;
             deployed.record.status = status;
+            deployed
+                .records
+                .set_status(deployed.record.record.sequence, status);
         }
         if clean_up {
-            self.clean_up(&deployed.project, keep, &deployed.objects, events)
+            let known = watches.map(|w| (&deployed.records, w));
+            let mut left = self
+                .clean_up(&deployed.project, keep, &deployed.objects, known, events)
                 .await?;
+            // Listed metadata only: the newest's objects are still those applied.
+            if let (Some(newest), Some(known)) = (left.newest_mut(), deployed.records.all().last())
+            {
+                if newest.record.sequence == known.record.sequence {
+                    newest.manifest.clone_from(&known.manifest);
+                }
+            }
+            deployed.records = left;
         }
         Ok(settled)
     }
@@ -562,7 +663,7 @@ impl Cluster {
         let mut interval = Duration::from_millis(50);
         let mut done = std::collections::BTreeSet::new();
         loop {
-            let settled = self.observe(&mut deployed, keep, events).await?;
+            let settled = self.observe(&mut deployed, keep, None, events).await?;
             let waiting = match settled {
                 Settled::RolledOut => {
                     for p in &deployed.objects {
@@ -625,4 +726,12 @@ fn normalise(mut object: Value) -> Value {
         }
     }
     object
+}
+
+/// The answers of the objects that have a rollout.
+fn workloads_of(answers: BTreeMap<ObjectRef, Value>) -> BTreeMap<ObjectRef, Value> {
+    answers
+        .into_iter()
+        .filter(|(object, _)| has_rollout(&object.kind))
+        .collect()
 }

@@ -111,6 +111,14 @@ pub enum ClusterError {
         /// How long berth waited.
         after: Duration,
     },
+    /// An apply record of that sequence exists already: another apply of the
+    /// project recorded it at the same time, or (the controller) a deposed
+    /// leader did, or the records listed were not all there were.
+    #[error("create {object}: it exists already: another apply of this project recorded the same sequence at the same time (or this controller lost its leadership); nothing was overwritten, run again")]
+    RecordExists {
+        /// The record Secret.
+        object: Box<ObjectRef>,
+    },
     /// berth's apply records: too large, unreadable, or nothing to roll back to.
     #[error("{action}: {message}")]
     Record {

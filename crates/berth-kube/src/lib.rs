@@ -25,6 +25,7 @@ pub mod kubeconfig;
 mod ops;
 mod pods;
 mod records;
+mod remember;
 mod streams;
 
 pub use berth_core::cluster::{Desired, ObjectRef, Settled};
@@ -34,4 +35,5 @@ pub use error::ClusterError;
 pub use exec::ExecOutput;
 pub use gitops::Judged;
 pub use pods::is_ready;
+pub use remember::{Outcome, Remembered, Watches};
 pub use streams::{LogLines, MAX_LOG_LINE};

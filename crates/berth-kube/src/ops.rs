@@ -260,10 +260,11 @@ impl Cluster {
             .await?;
         match result {
             Ok(created) => Ok(to_value(created)),
-            Err(kube::Error::Api(status)) if status.code == 409 => Err(ClusterError::Record {
-                action: format!("create {object}"),
-                message: "it exists already: another apply of this project recorded the same sequence at the same time (or this controller lost its leadership); nothing was overwritten, run again".into(),
-            }),
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                Err(ClusterError::RecordExists {
+                    object: Box::new(object.clone()),
+                })
+            }
             Err(e) => Err(self.explain(e, "create", &resource, object)),
         }
     }

@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use crate::connect::Cluster;
 use crate::deploy::Event;
 use crate::error::ClusterError;
+use crate::remember::Watches;
 
 fn text<'v>(v: &'v Value, path: &[&str]) -> Option<&'v str> {
     path.iter()
@@ -55,6 +56,19 @@ impl Cluster {
     /// an unchanged apply compares with). Records written before the annotations
     /// existed are read whole.
     pub async fn records(&self, project: &str) -> Result<Records, ClusterError> {
+        let mut records = self.listed_records(project).await?;
+        if let Some(newest) = records.newest_mut() {
+            let name = self.record_name(project, newest.record.sequence);
+            if let Some(whole) = self.get(&self.record_ref(&name)).await? {
+                newest.manifest = secret_text(&whole, "objects");
+            }
+        }
+        Ok(records)
+    }
+
+    /// The project's apply records from a metadata-only listing: without the
+    /// newest one's objects.
+    async fn listed_records(&self, project: &str) -> Result<Records, ClusterError> {
         let selector = format!("{},{RECORD_LABEL}=true", project_selector(project));
         let items = self
             .list_metadata("v1", "Secret", &self.namespace, &selector)
@@ -71,14 +85,7 @@ impl Cluster {
             };
             out.push(info?);
         }
-        let mut records = Records::new(out);
-        if let Some(newest) = records.newest_mut() {
-            let name = self.record_name(project, newest.record.sequence);
-            if let Some(whole) = self.get(&self.record_ref(&name)).await? {
-                newest.manifest = secret_text(&whole, "objects");
-            }
-        }
-        Ok(records)
+        Ok(Records::new(out))
     }
 
     /// The whole record Secret `item` names.
@@ -200,15 +207,23 @@ impl Cluster {
             .map(|_| ())
     }
 
-    /// Deletes generated objects no kept record uses, and records older than the kept ones.
+    /// Deletes generated objects no kept record uses, and records older than the
+    /// kept ones. The records are listed again first (metadata only): another
+    /// apply of the project may have recorded generations since; the one writer
+    /// of its projects (the controller) passes its records and watches instead.
+    /// Returns the records left.
     pub async fn clean_up(
         &self,
         project: &str,
         keep: usize,
         objects: &[Planned],
+        known: Option<(&Records, &dyn Watches)>,
         events: &mut (dyn FnMut(Event) + Send),
-    ) -> Result<(), ClusterError> {
-        let records = self.records(project).await?;
+    ) -> Result<Records, ClusterError> {
+        let mut records = match known {
+            Some((records, _)) => records.clone(),
+            None => self.listed_records(project).await?,
+        };
         let kept = records.kept(keep);
         let mut namespaces: Vec<String> = objects
             .iter()
@@ -220,16 +235,21 @@ impl Cluster {
         let selector = format!("{},{CONFIG_LABEL}", project_selector(project));
         for namespace in &namespaces {
             for kind in ["ConfigMap", "Secret"] {
-                let live = self.list("v1", kind, namespace, &selector).await?;
-                let existing: Vec<(String, String)> = live
-                    .iter()
-                    .filter_map(|o| {
-                        Some((
-                            text(o, &["metadata", "labels", CONFIG_LABEL])?.to_string(),
-                            text(o, &["metadata", "name"])?.to_string(),
-                        ))
-                    })
-                    .collect();
+                let watched = known.and_then(|(_, w)| w.generations(kind, namespace, project));
+                let existing: Vec<(String, String)> = match watched {
+                    Some(existing) => existing,
+                    None => self
+                        .list_metadata("v1", kind, namespace, &selector)
+                        .await?
+                        .iter()
+                        .filter_map(|o| {
+                            Some((
+                                text(o, &["metadata", "labels", CONFIG_LABEL])?.to_string(),
+                                text(o, &["metadata", "name"])?.to_string(),
+                            ))
+                        })
+                        .collect(),
+                };
                 for (_, name) in stale_generations(&kept, kept.len(), &existing) {
                     let object = ObjectRef {
                         api_version: "v1".into(),
@@ -243,12 +263,14 @@ impl Cluster {
             }
         }
         // Older records are beyond what rollback may reach.
-        for stale in records.stale(keep) {
-            let object = self.record_ref(&self.record_name(project, stale.record.sequence));
+        let stale: Vec<u64> = records.stale(keep).map(|r| r.record.sequence).collect();
+        for sequence in stale {
+            let object = self.record_ref(&self.record_name(project, sequence));
             self.delete(&object).await?;
+            records.remove(sequence);
             events(Event::Deleted(object));
         }
-        Ok(())
+        Ok(records)
     }
 
     /// The objects of the apply before the current one, for `berth rollback`

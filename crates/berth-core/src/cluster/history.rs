@@ -75,6 +75,29 @@ impl Records {
         self.0.last_mut()
     }
 
+    /// Adds the record of a new apply: what a caller that keeps its records in
+    /// memory (the controller) does instead of listing them again. Only the
+    /// newest keeps its manifest (what [`Records::unchanged`] compares with).
+    pub fn push(&mut self, info: RecordInfo) {
+        for older in &mut self.0 {
+            older.manifest = None;
+        }
+        self.0.push(info);
+        self.0.sort_by_key(|r| r.record.sequence);
+    }
+
+    /// Sets the status of record `sequence`, as its annotation was just set.
+    pub fn set_status(&mut self, sequence: u64, status: RecordStatus) {
+        if let Some(r) = self.0.iter_mut().find(|r| r.record.sequence == sequence) {
+            r.status = status;
+        }
+    }
+
+    /// Forgets record `sequence`, as it was just deleted.
+    pub fn remove(&mut self, sequence: u64) {
+        self.0.retain(|r| r.record.sequence != sequence);
+    }
+
     /// The sequence number of the next apply.
     pub fn next_sequence(&self) -> u64 {
         self.0.last().map_or(0, |r| r.record.sequence) + 1
@@ -220,5 +243,25 @@ mod tests {
             Some(2),
             "a failed rollout is observed again, not recorded again"
         );
+    }
+
+    #[test]
+    fn kept_in_memory_as_the_cluster_changes() {
+        let mut r = Records::new(vec![info(1, true, None)]);
+        let mut new = info(2, false, None);
+        new.status = RecordStatus::Pending;
+        r.push(new);
+        assert_eq!(r.next_sequence(), 3);
+        assert_eq!(
+            r.all()[0].manifest,
+            None,
+            "only the newest keeps its objects"
+        );
+        assert!(r.unchanged("objects of r2").is_some());
+        r.set_status(2, RecordStatus::Succeeded);
+        assert_eq!(r.oldest_kept(1), 2);
+        r.remove(1);
+        let left: Vec<u64> = r.all().iter().map(|r| r.record.sequence).collect();
+        assert_eq!(left, [2]);
     }
 }

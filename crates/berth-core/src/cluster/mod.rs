@@ -5,10 +5,12 @@
 //! `plan` turns rendered objects into what is applied, `history` decides what
 //! the apply records keep and what rollback goes back to.
 
+mod fingerprint;
 mod history;
 mod observe;
 mod plan;
 
+pub use fingerprint::{fields_digest, fingerprint, Fingerprint};
 pub use history::{RecordInfo, RecordStatus, Records};
 pub use observe::{judge, Observation, Settled};
 pub use plan::{created_by, kinds_to_discover, plan, Desired, ObjectRef, PlanError, Planned};

@@ -133,7 +133,9 @@ async fn deploy(
 ) -> Result<u8> {
     let mut progress = Progress::new();
     let result = cluster
-        .deploy(desired, options, rollback_of, &mut |e| progress.event(e))
+        .deploy(desired, options, rollback_of, None, &mut |e| {
+            progress.event(e)
+        })
         .await;
     progress.finish();
     result?;

@@ -663,18 +663,24 @@ fn settled_reconciles(ns: &Namespace, name: &str) -> f64 {
     last
 }
 
+/// The llama Berth and its source applied, under controller `name`: Ready, and
+/// its reconciles settled (returns their count).
+fn ready_and_settled(ns: &Namespace, name: &str) -> f64 {
+    apply(ns, &run_yaml("2"));
+    apply(ns, BERTH);
+    eventually(60, "Ready", ns, || {
+        let b = ns.get("berths", "llama")?;
+        (condition(&b, "Ready")?.0 == "True").then_some(())
+    });
+    settled_reconciles(ns, name)
+}
+
 #[test]
 fn a_status_write_triggers_no_reconcile_and_an_annotation_does() {
     let Some(plane) = plane() else { return };
     let ns = plane.namespace("controller-trigger");
     let _controller = start_as(&ns, "c", &[]);
-    apply(&ns, &run_yaml("2"));
-    apply(&ns, BERTH);
-    eventually(60, "Ready", &ns, || {
-        let b = ns.get("berths", "llama")?;
-        (condition(&b, "Ready")?.0 == "True").then_some(())
-    });
-    let settled = settled_reconciles(&ns, "c");
+    let settled = ready_and_settled(&ns, "c");
     // Someone else writes the status (as the controller itself does on every
     // rollout): the spec and metadata are unchanged, so nothing is reconciled.
     ns.ok(&[
@@ -697,4 +703,52 @@ fn a_status_write_triggers_no_reconcile_and_an_annotation_does() {
     eventually(30, "the annotation is reconciled", &ns, || {
         (reconciles(&ns, "c") > settled).then_some(())
     });
+}
+
+/// `berth_controller_applies_total{outcome}`.
+fn applies(ns: &Namespace, name: &str, outcome: &str) -> f64 {
+    let line = format!("berth_controller_applies_total{{outcome=\"{outcome}\"}} ");
+    http_get(&log_of(ns, name), "/metrics")
+        .1
+        .lines()
+        .find_map(|l| l.strip_prefix(line.as_str())?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[test]
+fn an_untouched_reconcile_asks_nothing_and_a_deleted_workload_is_put_back() {
+    let Some(plane) = plane() else { return };
+    let ns = plane.namespace("controller-untouched");
+    let _controller = start_as(&ns, "c", &[]);
+    ready_and_settled(&ns, "c");
+    let count = |outcome| applies(&ns, "c", outcome);
+    let (checked, repaired) = (count("checked"), count("repaired"));
+    assert_eq!(count("recorded"), 1.0, "one apply recorded");
+    // Asked to reconcile with nothing changed: served from what the watches show.
+    let untouched = count("untouched");
+    ns.ok(&["annotate", "berth", "llama", "touch=1", "--overwrite"]);
+    eventually(30, "an untouched apply", &ns, || {
+        (count("untouched") > untouched).then_some(())
+    });
+    settled_reconciles(&ns, "c");
+    assert_eq!(
+        (count("checked"), count("repaired"), count("recorded")),
+        (checked, repaired, 1.0),
+        "an annotation needed no dry run and no new record"
+    );
+    // Deleted behind its back: the watch shows it gone, the check finds it, it comes back.
+    let uid = ns.get("deployments", "llama-stack").unwrap()["metadata"]["uid"].clone();
+    ns.ok(&["delete", "deployment", "llama-stack", "--wait=true"]);
+    let back = eventually(30, "the Deployment is put back", &ns, || {
+        let d = ns.get("deployments", "llama-stack")?;
+        (d["metadata"]["uid"] != uid).then_some(d)
+    });
+    assert_eq!(
+        back["spec"]["template"]["spec"]["containers"][0]["image"],
+        "docker.io/llamastack/distribution-starter:0.2.1"
+    );
+    eventually(30, "counted as repaired", &ns, || {
+        (count("repaired") > repaired).then_some(())
+    });
+    assert_eq!(count("recorded"), 1.0, "the same objects: no new record");
 }

@@ -174,6 +174,7 @@ impl Applier {
                 &snapshot.desired,
                 &without_wait(&self.options),
                 None,
+                None,
                 &mut |e| {
                     if let berth_kube::Event::Unchanged(_) = e {
                         unchanged = true;

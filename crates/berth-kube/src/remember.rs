@@ -1,0 +1,82 @@
+//! What a caller that keeps running (the controller) may know without asking
+//! the server: which way an apply went ([`Outcome`]), what its watches show
+//! ([`Watches`]), and what it remembers of its last apply ([`Remembered`]).
+//! With these, an apply of the same objects that nobody touched since costs no
+//! request; `berth apply` and `berth dev` pass none and read everything.
+
+use std::collections::BTreeMap;
+
+use berth_core::cluster::{fingerprint, Fingerprint, ObjectRef, Records};
+use serde_json::Value;
+
+/// Which way an apply went: what it asked of the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The objects of the newest record, which nobody touched since this
+    /// process applied them ([`Remembered`]): nothing was asked.
+    Untouched,
+    /// The objects of the newest record: a dry run and a read of each, and the
+    /// `reapplied` ones that drifted applied again.
+    Checked {
+        /// Objects applied again.
+        reapplied: usize,
+    },
+    /// New objects: a dry run, the apply, a new record.
+    Recorded,
+}
+
+impl Outcome {
+    /// `untouched`, `checked`, `repaired` (checked, and something applied again)
+    /// or `recorded`: a metric's label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Untouched => "untouched",
+            Outcome::Checked { reapplied: 0 } => "checked",
+            Outcome::Checked { .. } => "repaired",
+            Outcome::Recorded => "recorded",
+        }
+    }
+}
+
+/// What a caller's watches show, in place of requests: the controller's
+/// label-selected metadata caches. Only the one writer of its projects (the
+/// controller, its writes fenced by its Lease) may trust them this far.
+pub trait Watches: Sync {
+    /// An object's fingerprint as the watch shows it now (`None`: not known).
+    fn fingerprint(&self, object: &ObjectRef) -> Option<Fingerprint>;
+    /// The generated configs of `kind` (`ConfigMap`, `Secret`) of `project` in
+    /// `namespace` as the watch shows them, as (config, name); `None` when that
+    /// is not watched.
+    fn generations(
+        &self,
+        kind: &str,
+        namespace: &str,
+        project: &str,
+    ) -> Option<Vec<(String, String)>>;
+}
+
+/// What a caller that keeps running (the controller) remembers of a project
+/// from its last [`Deployed`](crate::Deployed), and its watches. With it, an apply of the same
+/// objects that nobody touched since asks the server nothing: no listing of
+/// records, no dry run, no read for drift. Anything else (another record, an
+/// object changed, deleted or not seen yet) takes the full path. A caller
+/// forgets what it remembers after any error.
+pub struct Remembered<'a> {
+    /// [`Deployed::records`](crate::Deployed::records) of the last apply.
+    pub records: Records,
+    /// [`Deployed::fingerprints`](crate::Deployed::fingerprints) of the last apply.
+    pub fingerprints: BTreeMap<ObjectRef, Fingerprint>,
+    /// What the caller's watches show now.
+    pub watches: &'a dyn Watches,
+}
+
+/// Each answer's fingerprint for `manager`.
+pub(crate) fn fingerprints_of(
+    answers: &BTreeMap<ObjectRef, Value>,
+    manager: &str,
+) -> BTreeMap<ObjectRef, Fingerprint> {
+    answers
+        .iter()
+        .filter_map(|(object, answer)| Some((object.clone(), fingerprint(answer, manager)?)))
+        .collect()
+}
