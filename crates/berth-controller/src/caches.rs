@@ -84,10 +84,8 @@ impl berth_kube::Watches for Watched {
         where
             PartialObjectMeta<K>: Resource<DynamicType = ()> + Clone,
         {
-            store
-                .state()
+            in_namespace(store, namespace)
                 .iter()
-                .filter(|o| o.namespace().as_deref() == Some(namespace))
                 .filter_map(|o| {
                     let labels = o.labels();
                     let ours = labels.get(MANAGED_BY.0).map(String::as_str) == Some(MANAGED_BY.1)
@@ -153,15 +151,26 @@ impl Watched {
     }
 }
 
+/// The objects of `store` in `namespace`.
+fn in_namespace<K>(
+    store: &Store<PartialObjectMeta<K>>,
+    namespace: &str,
+) -> Vec<std::sync::Arc<PartialObjectMeta<K>>>
+where
+    PartialObjectMeta<K>: Resource<DynamicType = ()> + Clone,
+{
+    let mut found = store.state();
+    found.retain(|o| o.namespace().as_deref() == Some(namespace));
+    found
+}
+
 /// The names of the objects of `store` in `namespace`.
 fn names_in<K>(store: &Store<PartialObjectMeta<K>>, namespace: &str) -> Vec<String>
 where
     PartialObjectMeta<K>: Resource<DynamicType = ()> + Clone,
 {
-    store
-        .state()
+    in_namespace(store, namespace)
         .iter()
-        .filter(|o| o.namespace().as_deref() == Some(namespace))
         .map(|o| o.name_any())
         .collect()
 }
