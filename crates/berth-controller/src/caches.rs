@@ -21,6 +21,7 @@ use std::sync::Mutex;
 use berth_core::cluster::{
     fingerprint, Fingerprint, ObjectRef, Records, CONFIG_LABEL, MANAGED_BY, PROJECT_LABEL,
 };
+use berth_kube::Look;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
@@ -68,6 +69,24 @@ where
 impl berth_kube::Watches for Watched {
     fn fingerprint(&self, object: &ObjectRef) -> Option<Fingerprint> {
         self.fingerprint_for(object, crate::MANAGER)
+    }
+
+    fn version(&self, object: &ObjectRef) -> Option<String> {
+        let namespace = object.namespace.as_deref()?;
+        let name = object.name.as_str();
+        match (object.api_version.as_str(), object.kind.as_str()) {
+            ("apps/v1", "Deployment") => {
+                lookup(&self.deployments, name, namespace)?.resource_version()
+            }
+            ("apps/v1", "StatefulSet") => {
+                lookup(&self.stateful_sets, name, namespace)?.resource_version()
+            }
+            ("apps/v1", "DaemonSet") => {
+                lookup(&self.daemon_sets, name, namespace)?.resource_version()
+            }
+            ("batch/v1", "Job") => lookup(&self.jobs, name, namespace)?.resource_version(),
+            _ => None,
+        }
     }
 
     fn generations(
@@ -175,12 +194,24 @@ where
         .collect()
 }
 
+/// What the last apply and observation of one `Berth` left: what
+/// `berth_kube::Remembered` carries into the next.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Applied {
+    /// Its records, the newest with its objects.
+    pub(crate) records: Records,
+    /// The fingerprint of each object applied.
+    pub(crate) fingerprints: BTreeMap<ObjectRef, Fingerprint>,
+    /// The last look at each workload's rollout.
+    pub(crate) looks: BTreeMap<ObjectRef, Look>,
+}
+
 /// What the last reconcile of one `Berth` (by uid) left.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Memory {
     uid: String,
-    /// The records and fingerprints of its last apply.
-    pub(crate) applied: Option<(Records, BTreeMap<ObjectRef, Fingerprint>)>,
+    /// Its last apply, and the last look at its rollouts.
+    pub(crate) applied: Option<Applied>,
     /// The status it last wrote (or found unchanged).
     pub(crate) status: Option<BerthStatus>,
 }

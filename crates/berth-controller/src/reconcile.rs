@@ -20,11 +20,11 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::{json, Value};
 
-use crate::caches::{Memories, SourceData, Watched};
+use crate::caches::{Applied, Memories, SourceData, Watched};
 use crate::desired::{self, Problem};
 use crate::reason::Reason;
 use crate::serve::Metrics;
-use crate::sources::{patch_source, read_sources, unlabel_unused};
+use crate::sources::{read_sources, unlabel_unused};
 use crate::status;
 use crate::types::{Berth, BerthStatus};
 use crate::{FINALIZER, MANAGER};
@@ -213,15 +213,7 @@ async fn reconcile_timed(
 async fn apply(berth: &Berth, context: &Context) -> Result<(Action, Reason), Error> {
     let namespace = berth.namespace().unwrap_or_default();
     let named = desired::sources_named(berth);
-    let (sources, unlabelled) = read_sources(context, &namespace, &named).await?;
-    for (kind, name) in &unlabelled {
-        let version = patch_source(&context.client, &namespace, *kind, name, true).await?;
-        if let (Some(version), Some(data)) = (version, sources.get(&(*kind, name.clone()))) {
-            context
-                .source_data
-                .keep(*kind, &namespace, name, version, data.clone());
-        }
-    }
+    let sources = read_sources(context, &namespace, &named).await?;
     // Sources only stop being named when a spec changes (or a Berth goes).
     let spec_changed =
         berth.status.as_ref().and_then(|s| s.observed_generation) != berth.metadata.generation;
@@ -262,9 +254,10 @@ async fn apply(berth: &Berth, context: &Context) -> Result<(Action, Reason), Err
     let applied = context.memories.recall(berth).applied;
     let first = applied.is_none() && berth.status.is_none();
     let applied = applied.or_else(|| first.then(Default::default));
-    let remembered = applied.map(|(records, fingerprints)| Remembered {
-        records,
-        fingerprints,
+    let remembered = applied.map(|applied| Remembered {
+        records: applied.records,
+        fingerprints: applied.fingerprints,
+        looks: applied.looks,
         watches: &context.watched,
     });
     let deployed = match cluster
@@ -297,7 +290,11 @@ async fn apply(berth: &Berth, context: &Context) -> Result<(Action, Reason), Err
         .observe(&mut deployed, keep, Some(&context.watched), &mut |_| {})
         .await?;
     context.memories.update(berth, |m| {
-        m.applied = Some((deployed.records, deployed.fingerprints));
+        m.applied = Some(Applied {
+            records: deployed.records,
+            fingerprints: deployed.fingerprints,
+            looks: deployed.looks,
+        });
     });
     let (again, reason) = match &settled {
         Settled::Progressing(_) => (Duration::from_secs(5), Reason::RollingOut),

@@ -13,63 +13,80 @@ use crate::desired::{self, SourceKind, Sources};
 use crate::reconcile::{Context, Error};
 use crate::{SOURCE_LABEL, SOURCE_MANAGER};
 
-/// The data of every named source (`None` for a missing one), and the existing
-/// sources that do not carry the source label yet. A source whose
-/// resourceVersion (as the source watch shows it) is the one last read is not
-/// read again.
+/// The data of every named source (`None` for a missing one). A source the
+/// source watch shows is read only when its resourceVersion is not the one
+/// last read; one the watch does not show (not labelled yet, or missing) is
+/// labelled, and the label's patch answers with its data: one request, and a
+/// missing source is answered 404, not created.
 pub(crate) async fn read_sources(
     context: &Context,
     namespace: &str,
     named: &[(SourceKind, String)],
-) -> Result<(Sources, Vec<(SourceKind, String)>), Error> {
+) -> Result<Sources, Error> {
     let mut out = Sources::new();
-    let mut unlabelled = Vec::new();
     for (kind, name) in named {
-        let known = context
-            .watched
-            .source_version(*kind, namespace, name)
-            .and_then(|version| context.source_data.at(*kind, namespace, name, &version));
+        let watched = context.watched.source_version(*kind, namespace, name);
+        let known = watched
+            .as_ref()
+            .and_then(|version| context.source_data.at(*kind, namespace, name, version));
         let data = match known {
             Some(data) => data,
             None => {
-                let read = read_source(&context.client, namespace, *kind, name).await?;
-                match read {
-                    Some((version, labelled, data)) => {
-                        if labelled {
-                            let kept = Some(data.clone());
-                            context
-                                .source_data
-                                .keep(*kind, namespace, name, version, kept);
-                        } else {
-                            unlabelled.push((*kind, name.clone()));
-                        }
-                        Some(data)
-                    }
-                    None => None,
+                let how = if watched.is_some() {
+                    Fetch::Read
+                } else {
+                    Fetch::Label
+                };
+                let found = fetch_source(&context.client, namespace, *kind, name, how).await?;
+                if let Some((version, data)) = &found {
+                    let kept = Some(data.clone());
+                    context
+                        .source_data
+                        .keep(*kind, namespace, name, version.clone(), kept);
                 }
+                found.map(|(_, data)| data)
             }
         };
         out.insert((*kind, name.clone()), data);
     }
-    Ok((out, unlabelled))
+    Ok(out)
 }
 
-/// One source read by name: its resourceVersion, whether it carries the source
-/// label, and its data (a ConfigMap's `data` and `binaryData`, a Secret's
-/// `data` and `stringData`); `None` when it does not exist.
-async fn read_source(
+/// How a source is fetched: read, or labelled (the patch answers with the object).
+#[derive(Clone, Copy)]
+enum Fetch {
+    Read,
+    Label,
+}
+
+/// A merge patch that puts the source label on (`true`) or takes it off:
+/// a merge patch of a missing object is a 404, where an apply would create it.
+fn label_patch(labelled: bool) -> Patch<Value> {
+    let value = if labelled { json!("true") } else { Value::Null };
+    Patch::Merge(json!({"metadata": {"labels": { SOURCE_LABEL: value }}}))
+}
+
+/// One source's resourceVersion and data (a ConfigMap's `data` and
+/// `binaryData`, a Secret's `data` and `stringData`); `None` when it does not exist.
+async fn fetch_source(
     client: &Client,
     namespace: &str,
     kind: SourceKind,
     name: &str,
-) -> Result<Option<(String, bool, BTreeMap<String, Vec<u8>>)>, Error> {
-    let labelled = |labels: Option<&BTreeMap<String, String>>| {
-        labels.and_then(|l| l.get(SOURCE_LABEL)).map(String::as_str) == Some("true")
+    how: Fetch,
+) -> Result<Option<(String, BTreeMap<String, Vec<u8>>)>, Error> {
+    let params = PatchParams {
+        field_manager: Some(SOURCE_MANAGER.into()),
+        ..PatchParams::default()
     };
     Ok(match kind {
         SourceKind::ConfigMap => {
             let maps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-            maps.get_opt(name).await?.map(|cm| {
+            let found = match how {
+                Fetch::Read => maps.get_opt(name).await?,
+                Fetch::Label => missing(maps.patch(name, &params, &label_patch(true)).await)?,
+            };
+            found.map(|cm| {
                 let mut data: BTreeMap<String, Vec<u8>> = cm
                     .data
                     .unwrap_or_default()
@@ -79,13 +96,16 @@ async fn read_source(
                 for (k, v) in cm.binary_data.unwrap_or_default() {
                     data.insert(k, v.0);
                 }
-                let version = cm.metadata.resource_version.clone().unwrap_or_default();
-                (version, labelled(cm.metadata.labels.as_ref()), data)
+                (cm.metadata.resource_version.unwrap_or_default(), data)
             })
         }
         SourceKind::Secret => {
             let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
-            secrets.get_opt(name).await?.map(|s| {
+            let found = match how {
+                Fetch::Read => secrets.get_opt(name).await?,
+                Fetch::Label => missing(secrets.patch(name, &params, &label_patch(true)).await)?,
+            };
+            found.map(|s| {
                 let mut data: BTreeMap<String, Vec<u8>> = s
                     .data
                     .unwrap_or_default()
@@ -95,50 +115,43 @@ async fn read_source(
                 for (k, v) in s.string_data.unwrap_or_default() {
                     data.insert(k, v.into_bytes());
                 }
-                let version = s.metadata.resource_version.clone().unwrap_or_default();
-                (version, labelled(s.metadata.labels.as_ref()), data)
+                (s.metadata.resource_version.unwrap_or_default(), data)
             })
         }
     })
 }
 
-fn source_body(kind: SourceKind, name: &str, namespace: &str, labelled: bool) -> Value {
-    let mut body = json!({
-        "apiVersion": "v1",
-        "kind": match kind { SourceKind::ConfigMap => "ConfigMap", SourceKind::Secret => "Secret" },
-        "metadata": {"name": name, "namespace": namespace},
-    });
-    if labelled {
-        body["metadata"]["labels"] = json!({ SOURCE_LABEL: "true" });
+/// A 404 as `None`.
+fn missing<K>(answer: Result<K, kube::Error>) -> Result<Option<K>, kube::Error> {
+    match answer {
+        Ok(found) => Ok(Some(found)),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(None),
+        Err(e) => Err(e),
     }
-    body
 }
 
-/// Puts the source label on a source (or takes it off); returns the source's
-/// resourceVersion after that.
-pub(crate) async fn patch_source(
+/// Takes the source label off a source (gone already is fine).
+async fn unlabel(
     client: &Client,
     namespace: &str,
     kind: SourceKind,
     name: &str,
-    labelled: bool,
-) -> Result<Option<String>, Error> {
-    let params = PatchParams::apply(SOURCE_MANAGER).force();
-    let body = source_body(kind, name, namespace, labelled);
-    Ok(match kind {
+) -> Result<(), Error> {
+    let params = PatchParams {
+        field_manager: Some(SOURCE_MANAGER.into()),
+        ..PatchParams::default()
+    };
+    match kind {
         SourceKind::ConfigMap => {
             let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-            api.patch(name, &params, &Patch::Apply(&body))
-                .await?
-                .resource_version()
+            missing(api.patch(name, &params, &label_patch(false)).await)?;
         }
         SourceKind::Secret => {
             let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
-            api.patch(name, &params, &Patch::Apply(&body))
-                .await?
-                .resource_version()
+            missing(api.patch(name, &params, &label_patch(false)).await)?;
         }
-    })
+    }
+    Ok(())
 }
 
 /// Removes the source label from labelled objects of `namespace` (as the
@@ -159,7 +172,7 @@ pub(crate) async fn unlabel_unused(
         .collect();
     for (kind, name) in context.watched.labelled_sources(namespace) {
         if !named.contains(&(kind, name.clone())) {
-            patch_source(&context.client, namespace, kind, &name, false).await?;
+            unlabel(&context.client, namespace, kind, &name).await?;
         }
     }
     context.source_data.retain(namespace, |kind, name| {

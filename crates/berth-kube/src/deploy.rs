@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::connect::Cluster;
 use crate::error::ClusterError;
-use crate::remember::{fingerprints_of, Outcome, Remembered, Watches};
+use crate::remember::{fingerprints_of, Look, Outcome, Remembered, Watches};
 
 /// Requests in flight at once: enough to hide the round trip, few enough that
 /// a shared API server's priority and fairness never queues berth.
@@ -98,6 +98,10 @@ pub struct Deployed {
     /// The workloads this apply applied, as the server answered: the first
     /// [`Cluster::observe`] judges these instead of reading them again.
     pub answered: BTreeMap<ObjectRef, Value>,
+    /// The last look at each workload's rollout (kept from [`Remembered::looks`]
+    /// while the record stays the same): with watches that show a workload at
+    /// the same resourceVersion, [`Cluster::observe`] does not read it again.
+    pub looks: BTreeMap<ObjectRef, Look>,
 }
 
 /// Where one workload's rollout stands.
@@ -323,9 +327,12 @@ impl Cluster {
         let objects = self.plan(desired).await?;
         let manifest = serde_json::to_string(&objects.iter().map(|p| &p.body).collect::<Vec<_>>())
             .unwrap_or_default();
-        let (mut records, known, now) = match remembered {
-            Some(r) => (r.records, r.fingerprints, Some(r.watches)),
-            None => (self.records(&desired.project).await?, BTreeMap::new(), None),
+        let (mut records, known, mut looks, now) = match remembered {
+            Some(r) => (r.records, r.fingerprints, r.looks, Some(r.watches)),
+            None => {
+                let listed = self.records(&desired.project).await?;
+                (listed, BTreeMap::new(), BTreeMap::new(), None)
+            }
         };
         let unchanged = records
             .unchanged(&manifest)
@@ -411,9 +418,12 @@ impl Cluster {
                     manifest: Some(manifest),
                     ..record.clone()
                 });
+                // Another record: its stale verdicts may judge differently.
+                looks.clear();
                 (record, fingerprints, Outcome::Recorded)
             }
         };
+        looks.retain(|object, _| objects.iter().any(|p| &p.object == object));
         let deployed = Deployed {
             objects,
             record,
@@ -422,6 +432,7 @@ impl Cluster {
             fingerprints,
             outcome,
             answered,
+            looks,
         };
         if let Some(timeout) = options.wait {
             self.wait_rollouts(&deployed, timeout, options.keep, events)
@@ -551,42 +562,67 @@ impl Cluster {
         objects: &[&ObjectRef],
         stale: &BTreeMap<String, String>,
     ) -> Result<Vec<RolloutState>, ClusterError> {
-        self.rollout_states_from(objects, stale, BTreeMap::new())
+        self.rollout_states_from(objects, stale, BTreeMap::new(), &mut BTreeMap::new(), None)
             .await
     }
 
-    /// [`Cluster::rollout_states`], with what is in `known` taken from there
-    /// instead of read.
+    /// [`Cluster::rollout_states`], with less read. The rollout state of each of `objects`: from `known` (the apply's
+    /// answers), else from `looks` when `watches` show the workload at the
+    /// resourceVersion it was last judged at, else read. `looks` is left with
+    /// each workload's verdict and the resourceVersion it was judged at.
     async fn rollout_states_from(
         &self,
         objects: &[&ObjectRef],
         stale: &BTreeMap<String, String>,
         mut known: BTreeMap<ObjectRef, Value>,
+        looks: &mut BTreeMap<ObjectRef, Look>,
+        watches: Option<&dyn Watches>,
     ) -> Result<Vec<RolloutState>, ClusterError> {
-        let looks: Vec<_> = objects
+        let reads: Vec<_> = objects
             .iter()
             .map(|object| {
                 let known = known.remove(*object);
+                let seen = looks.get(*object).cloned().filter(|look| {
+                    watches.and_then(|w| w.version(object)).as_ref() == Some(&look.version)
+                });
                 async move {
+                    if let Some(look) = seen {
+                        return Ok(((*object).clone(), look));
+                    }
                     let live = match known {
                         Some(live) => live,
                         None => self.get(object).await?.unwrap_or(Value::Null),
                     };
-                    Ok(RolloutState {
-                        object: (*object).clone(),
+                    let look = Look {
+                        version: live
+                            .pointer("/metadata/resourceVersion")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
                         rollout: rollout_status_after(
                             &object.kind,
                             &live,
                             stale.get(&object.path()).map(String::as_str),
                         ),
-                    })
+                    };
+                    Ok::<_, ClusterError>(((*object).clone(), look))
                 }
             })
             .collect();
-        stream::iter(looks)
+        let judged: Vec<(ObjectRef, Look)> = stream::iter(reads)
             .buffered(CONCURRENCY)
             .try_collect()
-            .await
+            .await?;
+        Ok(judged
+            .into_iter()
+            .map(|(object, look)| {
+                let rollout = look.rollout.clone();
+                if !look.version.is_empty() {
+                    looks.insert(object.clone(), look);
+                }
+                RolloutState { object, rollout }
+            })
+            .collect())
     }
 
     /// One look at the rollouts of `deployed`, judged by berth-core's [`judge`]
@@ -611,7 +647,13 @@ impl Cluster {
         // What the apply answered is as fresh as a read: judged once, then read.
         let answered = std::mem::take(&mut deployed.answered);
         let states = self
-            .rollout_states_from(&workloads, &deployed.record.stale, answered)
+            .rollout_states_from(
+                &workloads,
+                &deployed.record.stale,
+                answered,
+                &mut deployed.looks,
+                watches,
+            )
             .await?;
         let Observation {
             settled,

@@ -35,5 +35,5 @@ pub use error::ClusterError;
 pub use exec::ExecOutput;
 pub use gitops::Judged;
 pub use pods::is_ready;
-pub use remember::{Outcome, Remembered, Watches};
+pub use remember::{Look, Outcome, Remembered, Watches};
 pub use streams::{LogLines, MAX_LOG_LINE};

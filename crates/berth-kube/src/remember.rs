@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use berth_core::cluster::{fingerprint, Fingerprint, ObjectRef, Records};
+use berth_core::cluster::{fingerprint, Fingerprint, ObjectRef, Records, Rollout};
 use serde_json::Value;
 
 /// Which way an apply went: what it asked of the server.
@@ -44,6 +44,9 @@ impl Outcome {
 pub trait Watches: Sync {
     /// An object's fingerprint as the watch shows it now (`None`: not known).
     fn fingerprint(&self, object: &ObjectRef) -> Option<Fingerprint>;
+    /// An object's resourceVersion as the watch shows it now (`None`: not known).
+    /// Any change, its status's included, gives a new one.
+    fn version(&self, object: &ObjectRef) -> Option<String>;
     /// The generated configs of `kind` (`ConfigMap`, `Secret`) of `project` in
     /// `namespace` as the watch shows them, as (config, name); `None` when that
     /// is not watched.
@@ -66,8 +69,24 @@ pub struct Remembered<'a> {
     pub records: Records,
     /// [`Deployed::fingerprints`](crate::Deployed::fingerprints) of the last apply.
     pub fingerprints: BTreeMap<ObjectRef, Fingerprint>,
+    /// [`Deployed::looks`](crate::Deployed::looks) of the last observation.
+    pub looks: BTreeMap<ObjectRef, Look>,
     /// What the caller's watches show now.
     pub watches: &'a dyn Watches,
+}
+
+/// The last look at a workload's rollout: the resourceVersion it was judged
+/// at, and the verdict. A rollout's state is a function of the object alone
+/// (and of its record's stale deadline verdicts, which a record never
+/// changes), so while the watch shows the same resourceVersion the verdict
+/// stands and the workload is not read again: a resync, or a reconcile its
+/// own status write started, costs no request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Look {
+    /// The workload's resourceVersion when judged.
+    pub version: String,
+    /// The verdict.
+    pub rollout: Rollout,
 }
 
 /// Each answer's fingerprint for `manager`.

@@ -7,7 +7,9 @@ use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::controller::{apply, condition, eventually, start, start_as, start_with};
+use common::controller::{
+    apply, condition, eventually, namespaced_rbac, start, start_as, start_with,
+};
 use common::testenv::{plane, Namespace};
 use common::{berth, project};
 
@@ -18,7 +20,7 @@ fn mounted_config(ns: &Namespace) -> Option<String> {
         .map(str::to_string)
 }
 
-const BERTH: &str = "apiVersion: berth.dev/v1alpha1
+pub(crate) const BERTH: &str = "apiVersion: berth.dev/v1alpha1
 kind: Berth
 metadata: {name: llama}
 spec:
@@ -48,7 +50,7 @@ spec:
         inline: {type: object, required: [version], properties: {version: {type: integer, maximum: 9}}}
 ";
 
-fn run_yaml(version: &str) -> String {
+pub(crate) fn run_yaml(version: &str) -> String {
     format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: my-run-yaml}}\ndata:\n  run.yaml: |\n    version: {version}\n")
 }
 
@@ -162,6 +164,8 @@ fn a_source_change_rolls_the_workload_and_old_generations_go_after_success() {
         let b = ns.get("berths", "llama")?;
         (condition(&b, "Degraded")?.1 == "SourceMissing").then_some(())
     });
+    // Looking for it (the label's patch is the read) did not create it.
+    assert!(ns.get("configmaps", "my-run-yaml").is_none());
     assert_eq!(
         mounted_config(&ns).as_deref(),
         names.last().map(String::as_str)
@@ -407,12 +411,7 @@ fn a_leader_paused_past_its_lease_writes_nothing_once_it_wakes() {
 fn the_namespaced_rbac_of_deploy_controller_is_enough() {
     let Some(plane) = plane() else { return };
     let ns = plane.namespace("controller-rbac");
-    let rbac =
-        std::fs::read_to_string(common::repo_root().join("deploy/controller/rbac-namespace.yaml"))
-            .unwrap()
-            .replace("team-a", &ns.name);
-    apply(&ns, &rbac);
-    let kubeconfig = ns.token_kubeconfig("berth-controller");
+    let kubeconfig = namespaced_rbac(&ns);
     let _controller = start_with(
         &ns,
         "controller",
@@ -632,123 +631,4 @@ fn bad_ca_sources_degrade_and_leave_the_workload_running() {
         ns.get("deployments", "llama-stack").unwrap()["spec"]["template"],
         running
     );
-}
-
-/// The total of `berth_controller_reconciles_total` over its reasons.
-fn reconciles(ns: &Namespace, name: &str) -> f64 {
-    http_get(&log_of(ns, name), "/metrics")
-        .1
-        .lines()
-        .filter(|l| l.starts_with("berth_controller_reconciles_total{"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
-
-/// Waits until the reconcile count has not moved for 3 s; returns it.
-fn settled_reconciles(ns: &Namespace, name: &str) -> f64 {
-    let mut last = reconciles(ns, name);
-    let mut still = Instant::now();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while still.elapsed() < Duration::from_secs(3) {
-        assert!(
-            Instant::now() < deadline,
-            "reconciles never settled: {last}"
-        );
-        std::thread::sleep(Duration::from_millis(250));
-        let now = reconciles(ns, name);
-        if now != last {
-            (last, still) = (now, Instant::now());
-        }
-    }
-    last
-}
-
-/// The llama Berth and its source applied, under controller `name`: Ready, and
-/// its reconciles settled (returns their count).
-fn ready_and_settled(ns: &Namespace, name: &str) -> f64 {
-    apply(ns, &run_yaml("2"));
-    apply(ns, BERTH);
-    eventually(60, "Ready", ns, || {
-        let b = ns.get("berths", "llama")?;
-        (condition(&b, "Ready")?.0 == "True").then_some(())
-    });
-    settled_reconciles(ns, name)
-}
-
-#[test]
-fn a_status_write_triggers_no_reconcile_and_an_annotation_does() {
-    let Some(plane) = plane() else { return };
-    let ns = plane.namespace("controller-trigger");
-    let _controller = start_as(&ns, "c", &[]);
-    let settled = ready_and_settled(&ns, "c");
-    // Someone else writes the status (as the controller itself does on every
-    // rollout): the spec and metadata are unchanged, so nothing is reconciled.
-    ns.ok(&[
-        "patch",
-        "berth",
-        "llama",
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        r#"{"status":{"conditions":[{"type":"Probe","status":"True","reason":"Test","message":"a status-only write","lastTransitionTime":"2026-12-02T00:00:00Z"}]}}"#,
-    ]);
-    std::thread::sleep(Duration::from_secs(3));
-    assert_eq!(
-        reconciles(&ns, "c"),
-        settled,
-        "a status write was reconciled"
-    );
-    // An annotation is the usual way to ask for a reconcile; it still works.
-    ns.ok(&["annotate", "berth", "llama", "touch=1", "--overwrite"]);
-    eventually(30, "the annotation is reconciled", &ns, || {
-        (reconciles(&ns, "c") > settled).then_some(())
-    });
-}
-
-/// `berth_controller_applies_total{outcome}`.
-fn applies(ns: &Namespace, name: &str, outcome: &str) -> f64 {
-    let line = format!("berth_controller_applies_total{{outcome=\"{outcome}\"}} ");
-    http_get(&log_of(ns, name), "/metrics")
-        .1
-        .lines()
-        .find_map(|l| l.strip_prefix(line.as_str())?.parse().ok())
-        .unwrap_or(0.0)
-}
-
-#[test]
-fn an_untouched_reconcile_asks_nothing_and_a_deleted_workload_is_put_back() {
-    let Some(plane) = plane() else { return };
-    let ns = plane.namespace("controller-untouched");
-    let _controller = start_as(&ns, "c", &[]);
-    ready_and_settled(&ns, "c");
-    let count = |outcome| applies(&ns, "c", outcome);
-    let (checked, repaired) = (count("checked"), count("repaired"));
-    assert_eq!(count("recorded"), 1.0, "one apply recorded");
-    // Asked to reconcile with nothing changed: served from what the watches show.
-    let untouched = count("untouched");
-    ns.ok(&["annotate", "berth", "llama", "touch=1", "--overwrite"]);
-    eventually(30, "an untouched apply", &ns, || {
-        (count("untouched") > untouched).then_some(())
-    });
-    settled_reconciles(&ns, "c");
-    assert_eq!(
-        (count("checked"), count("repaired"), count("recorded")),
-        (checked, repaired, 1.0),
-        "an annotation needed no dry run and no new record"
-    );
-    // Deleted behind its back: the watch shows it gone, the check finds it, it comes back.
-    let uid = ns.get("deployments", "llama-stack").unwrap()["metadata"]["uid"].clone();
-    ns.ok(&["delete", "deployment", "llama-stack", "--wait=true"]);
-    let back = eventually(30, "the Deployment is put back", &ns, || {
-        let d = ns.get("deployments", "llama-stack")?;
-        (d["metadata"]["uid"] != uid).then_some(d)
-    });
-    assert_eq!(
-        back["spec"]["template"]["spec"]["containers"][0]["image"],
-        "docker.io/llamastack/distribution-starter:0.2.1"
-    );
-    eventually(30, "counted as repaired", &ns, || {
-        (count("repaired") > repaired).then_some(())
-    });
-    assert_eq!(count("recorded"), 1.0, "the same objects: no new record");
 }

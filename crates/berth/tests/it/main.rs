@@ -15,6 +15,7 @@ mod cluster;
 mod configs;
 mod controller;
 mod controller_pin;
+mod controller_reads;
 mod controller_restart;
 mod controller_rollout;
 mod dev;

@@ -75,6 +75,17 @@ pub fn start_env(
     Controller { child }
 }
 
+/// `deploy/controller/rbac-namespace.yaml` applied to `ns`: a kubeconfig of its
+/// ServiceAccount, which has that Role's permissions only.
+pub fn namespaced_rbac(ns: &Namespace) -> std::path::PathBuf {
+    let rbac =
+        std::fs::read_to_string(super::repo_root().join("deploy/controller/rbac-namespace.yaml"))
+            .unwrap()
+            .replace("team-a", &ns.name);
+    apply(ns, &rbac);
+    ns.token_kubeconfig("berth-controller")
+}
+
 pub fn apply(ns: &Namespace, manifest: &str) {
     let out = ns
         .plane
