@@ -17,6 +17,7 @@ scripts/testenv builds from the same Kubernetes module as the server (v1.37), as
 machine's kubectl 1.32 is outside the supported version skew.
 """
 
+import argparse
 import os
 import shutil
 import statistics
@@ -60,8 +61,11 @@ def project(dir_, n):
 
 
 def main():
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 100
-    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("n", nargs="?", type=int, default=100, help="Deployments (default 100)")
+    parser.add_argument("rounds", nargs="?", type=int, default=3, help="rounds (default 3)")
+    args = parser.parse_args()
+    n, rounds = args.n, args.rounds
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "berth"], cwd=REPO, check=True)
     berth = REPO / "target/release/berth"
     bins = run([str(REPO / "scripts/testenv"), "build"]).stdout.strip()

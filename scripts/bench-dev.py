@@ -20,6 +20,7 @@ kwok runs each pod's exec on this machine, so a pod's `/x` is this machine's `/x
 --quick: 200 files, 10 edits, 2 rounds, 500 log lines.
 """
 
+import argparse
 import json
 import os
 import queue
@@ -33,8 +34,12 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-QUICK = "--quick" in sys.argv
-DEBUG = "--debug" in sys.argv
+_ARGS = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+_ARGS.add_argument("--quick", action="store_true", help="fewer files, edits and rounds")
+_ARGS.add_argument("--debug", action="store_true", help="target/debug/berth instead of the release build")
+ARGS = _ARGS.parse_args()
+QUICK = ARGS.quick
+DEBUG = ARGS.debug
 FILES, EDITS, ROUNDS, LINES = (200, 10, 2, 500) if QUICK else (1000, 50, 3, 5000)
 IMAGE = "ghcr.io/acme/app:v1"
 

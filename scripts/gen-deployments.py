@@ -6,6 +6,7 @@ Writes OUT_DIR/manifests.yaml (one multi-document stream), OUT_DIR/berth.yaml an
 OUT_DIR/kustomization.yaml with equivalent image overrides, so that
 `berth render` and `kubectl kustomize` do the same work on the same input.
 """
+import argparse
 import os
 import sys
 
@@ -64,7 +65,11 @@ spec:
 
 
 def main():
-    n, out = int(sys.argv[1]), sys.argv[2]
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("n", type=int, help="how many Deployments")
+    parser.add_argument("out", metavar="OUT_DIR", help="where manifests.yaml (and the rest) go")
+    args = parser.parse_args()
+    n, out = args.n, args.out
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "manifests.yaml"), "w") as f:
         for i in range(n):

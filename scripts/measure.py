@@ -6,13 +6,20 @@ Output: one line, "<median seconds> <max peak KiB>".
 Peak RSS comes from GNU time (/usr/bin/time, Debian package `time`): a forked
 Python child would report Python's own pages, copied before exec, as its peak.
 """
+import argparse
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-runs, cmd = int(sys.argv[1]), sys.argv[2:]
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+parser.add_argument("runs", type=int, help="how many runs")
+parser.add_argument("cmd", nargs=argparse.REMAINDER, help="the command and its arguments")
+args = parser.parse_args()
+runs, cmd = args.runs, args.cmd
+if not cmd:
+    parser.error("no command to measure")
 walls, peaks = [], []
 report = tempfile.NamedTemporaryFile(prefix="measure-", suffix=".txt")
 for _ in range(runs):
