@@ -431,10 +431,12 @@ def main():
               f"controller RSS then {scale_rss:.1f} MB; applies by outcome: {outcomes}; {scale_asked}")
         total = sum(quiet.values())
         detail = ", ".join(f"{r} {v}: {n:.0f}" for (r, v), n in sorted(quiet.items())) or "none"
-        lists = sum(n for (r, v), n in quiet.items() if v in ("LIST", "WATCH") and r != "leases")
-        print(f"quiet minute: {quiet_reconciles:.0f} reconciles, {lists:.0f} LIST requests (relisting); "
-              f"{total:.0f} requests to berths, configmaps, secrets, deployments and leases by every client "
-              f"of the plane ({detail})")
+        lists = sum(n for (r, v), n in quiet.items() if v == "LIST" and r != "leases")
+        renewals = sum(n for (r, v), n in quiet.items() if v == "WATCH")
+        print(f"quiet minute: {quiet_reconciles:.0f} reconciles, {lists:.0f} LIST requests (relisting), "
+              f"{renewals:.0f} watches renewed (every client's watches end at their timeout, kube-runtime's "
+              f"after 290 s, and are opened again); {total:.0f} requests to berths, configmaps, secrets, "
+              f"deployments and leases by every client of the plane ({detail})")
         print(f"floor: the unavoidable writes of {BERTHS} more Berths, 8 at a time, no controller: all done "
               f"{floor_took:.1f} s (the controller took {scale / floor_took:.1f}x as long); {floor_asked}")
     finally:

@@ -308,7 +308,7 @@ pub struct ControllerArgs {
     pub insecure: Vec<String>,
     /// Berths reconciled at once (each makes its own requests many at a time). Unbounded,
     /// thousands of Berths at start overload the API server and the controller's memory.
-    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 24, value_parser = clap::value_parser!(u16).range(1..))]
     pub concurrency: u16,
     /// Config generations rendered for a GitOps engine (labelled `berth.dev/gitops`): how
     /// many of each config to keep. Older ones are deleted once no running pod, workload
