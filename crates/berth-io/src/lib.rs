@@ -6,14 +6,18 @@
 //! unlocks or a peer that never stops talking fails with a clear message
 //! instead of exhausting memory or hanging.
 //!
-//! std only: no runtime, no network, so the core may use it too.
+//! Every file berth writes goes through [`write_atomic`] ([`write`]).
+//!
+//! std only (and libc's flags): no runtime, no network, so the core may use it too.
 
 pub mod limits;
 mod process;
 mod shown;
+pub mod write;
 
 pub use process::{run, RunError, RunOutput};
 pub use shown::shown;
+pub use write::{write_atomic, Mode as WriteMode, WriteError};
 
 use std::io::Read;
 use std::path::Path;

@@ -27,18 +27,26 @@ pub fn run(dir: Option<&Path>) -> Result<u8> {
             target.display()
         );
     }
-    let facts = gather(&root)?;
+    let mut skipped = Vec::new();
+    let facts = gather(&root, &mut skipped)?;
     let plan = berth_core::init::plan(&facts);
-    // Written beside, then moved: a failure never leaves half a file.
-    let staging = root.join(".berth.yaml.init-tmp");
-    std::fs::write(&staging, &plan.yaml)
-        .and_then(|()| std::fs::hard_link(&staging, &target))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&staging);
-            anyhow!("cannot write {}: {e}", target.display())
+    // What it writes must load: a file init cannot read back is a bug, never output.
+    if let Err(e) =
+        berth_core::project::parse(berth_core::project::PROJECT_FILE, root.clone(), &plan.yaml)
+    {
+        bail!("internal error: the berth.yaml berth init made does not load ({e}); nothing was written; please report it");
+    }
+    // The one writer: a new temporary beside it (never a planted file or link),
+    // then linked into place, which fails if berth.yaml appeared meanwhile.
+    berth_io::write_atomic(&root, &target, plan.yaml.as_bytes(), berth_io::WriteMode::CreateNew)
+        .map_err(|e| match e {
+            berth_io::WriteError::Exists(_) => anyhow!(
+                "{} already exists; berth init never replaces it (remove it first to start over, or edit it)",
+                target.display()
+            ),
+            other => anyhow!("berth init: {other}"),
         })?;
-    let _ = std::fs::remove_file(&staging);
-    for note in &plan.notes {
+    for note in skipped.iter().chain(&plan.notes) {
         say!("berth init: {note}");
     }
     say!(
@@ -48,8 +56,10 @@ pub fn run(dir: Option<&Path>) -> Result<u8> {
     Ok(0)
 }
 
-/// The facts: kustomizations, Kubernetes YAML, Makefile variables.
-fn gather(root: &Path) -> Result<Facts> {
+/// The facts: kustomizations, Kubernetes YAML, Makefile variables. What cannot
+/// be read (a directory or file without permission, a file over the size limit
+/// or not UTF-8) is named in `skipped`, never dropped silently.
+fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
     let name = root
         .canonicalize()
         .ok()
@@ -66,10 +76,12 @@ fn gather(root: &Path) -> Result<Facts> {
         .filter_entry(|e| e.file_name() != ".git")
         .build()
     {
-        let entry =
-            entry.map_err(|e| anyhow!("berth init: cannot walk {}: {e}", root.display()))?;
-        if entry.file_type().is_some_and(|t| t.is_file()) {
-            paths.push(entry.into_path());
+        match entry {
+            Ok(entry) if entry.file_type().is_some_and(|t| t.is_file()) => {
+                paths.push(entry.into_path())
+            }
+            Ok(_) => {}
+            Err(e) => skipped.push(format!("skipped: {}", berth_io::shown(&e.to_string()))),
         }
     }
     paths.sort();
@@ -83,16 +95,36 @@ fn gather(root: &Path) -> Result<Facts> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let read = || -> Option<String> {
-            crate::fs_source::read_bounded(&path)
-                .ok()
-                .and_then(|b| String::from_utf8(b).ok())
-        };
-        if matches!(
+        let kind = if matches!(
             file.as_str(),
             "kustomization.yaml" | "kustomization.yml" | "Kustomization"
         ) {
-            if let Some(text) = read() {
+            Kind::Kustomization
+        } else if file == "Makefile" || file == "GNUmakefile" || file.ends_with(".mk") {
+            Kind::Makefile
+        } else if (file.ends_with(".yaml") || file.ends_with(".yml")) && relative != "berth.yaml" {
+            Kind::Yaml
+        } else {
+            continue;
+        };
+        let text = match crate::fs_source::read_bounded(&path) {
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Ok(text) => text,
+                Err(_) => {
+                    skipped.push(format!(
+                        "{}: skipped: not UTF-8 text",
+                        berth_io::shown(&relative)
+                    ));
+                    continue;
+                }
+            },
+            Err(e) => {
+                skipped.push(format!("{}: skipped: {e}", berth_io::shown(&relative)));
+                continue;
+            }
+        };
+        match kind {
+            Kind::Kustomization => {
                 let dir = Path::new(&relative)
                     .parent()
                     .map(|p| p.to_string_lossy().into_owned())
@@ -100,21 +132,23 @@ fn gather(root: &Path) -> Result<Facts> {
                     .unwrap_or_else(|| ".".into());
                 facts.kustomizations.push(kustomization(dir, &text));
             }
-        } else if file == "Makefile" || file == "GNUmakefile" || file.ends_with(".mk") {
-            if let Some(text) = read() {
-                facts
-                    .make_vars
-                    .extend(berth_core::init::make_vars(&relative, &text));
+            Kind::Makefile => facts
+                .make_vars
+                .extend(berth_core::init::make_vars(&relative, &text)),
+            Kind::Yaml if text.contains("apiVersion:") && text.contains("kind:") => {
+                facts.manifests.push((relative, text))
             }
-        } else if (file.ends_with(".yaml") || file.ends_with(".yml")) && relative != "berth.yaml" {
-            if let Some(text) = read() {
-                if text.contains("apiVersion:") && text.contains("kind:") {
-                    facts.manifests.push((relative, text));
-                }
-            }
+            Kind::Yaml => {}
         }
     }
     Ok(facts)
+}
+
+/// The files init reads.
+enum Kind {
+    Kustomization,
+    Makefile,
+    Yaml,
 }
 
 fn kustomization(dir: String, text: &str) -> Kustomization {

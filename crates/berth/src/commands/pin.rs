@@ -87,14 +87,13 @@ pub fn pin(settings: &RegistrySettings, resolution: &Resolution<'_>) -> Result<L
     }
 }
 
-/// Writes through a temporary file in the same directory, then renames.
+/// Through berth-io's one writer: a new temporary beside berth.lock, then a
+/// rename; never through a link out of the project.
 fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let temporary = dir.join(format!(".{LOCK_FILE}.{}.tmp", std::process::id()));
-    std::fs::write(&temporary, text)
-        .map_err(|e| anyhow!("cannot write {}: {e}", temporary.display()))?;
-    std::fs::rename(&temporary, path).map_err(|e| {
-        let _ = std::fs::remove_file(&temporary);
-        anyhow!("cannot replace {}: {e}", path.display())
-    })
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    berth_io::write_atomic(dir, path, text.as_bytes(), berth_io::WriteMode::Replace)
+        .map_err(|e| anyhow!("{e}"))
 }

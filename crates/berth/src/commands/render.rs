@@ -116,7 +116,8 @@ fn swap_in(dir: &Path, parent: &Path, rendered: &Rendered) -> Result<()> {
             while !used.insert(name.clone()) {
                 name = format!("{}-{i}.yaml", name.trim_end_matches(".yaml"));
             }
-            std::fs::write(staging.join(&name), &rendered.yaml[object.range.clone()])?;
+            let bytes = rendered.yaml[object.range.clone()].as_bytes();
+            write_new(&staging, &name, bytes)?;
         }
         let mut names: Vec<&String> = used.iter().collect();
         names.sort();
@@ -125,7 +126,7 @@ fn swap_in(dir: &Path, parent: &Path, rendered: &Rendered) -> Result<()> {
             marker.push_str(name);
             marker.push('\n');
         }
-        std::fs::write(staging.join(MARKER), marker)?;
+        write_new(&staging, MARKER, marker.as_bytes())?;
         Ok(())
     };
     if let Err(e) = write() {
@@ -153,6 +154,17 @@ fn swap_in(dir: &Path, parent: &Path, rendered: &Rendered) -> Result<()> {
     }
     let _ = std::fs::remove_dir_all(&old);
     Ok(())
+}
+
+/// A new file in the staging directory berth just made, through the one writer.
+fn write_new(staging: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    berth_io::write_atomic(
+        staging,
+        &staging.join(name),
+        bytes,
+        berth_io::WriteMode::CreateNew,
+    )
+    .map_err(std::io::Error::other)
 }
 
 /// The marker's first line; the files berth wrote follow, one per line.

@@ -71,7 +71,7 @@ fn an_llm_d_shaped_repository_gets_its_makefile_variables_and_overlays() {
     let name = name.trim_matches('-');
     assert_eq!(
         yaml,
-        format!("# Written by `berth init`; every key is in docs/berth-yaml.md.\nname: {name}\nmanifests:\n  - kustomize: deploy/environments/dev/kgateway\nprofiles:\n  kgateway:\n    - kustomize: deploy/environments/dev/kgateway\n  kind:\n    - kustomize: deploy/environments/dev/kind\nimages:\n  epp:\n    image: ghcr.io/llm-d/llm-d-router-endpoint-picker:dev\n    env: EPP_IMAGE\n    tagEnv: EPP_TAG\n  vllm-render:\n    image: docker.io/vllm/vllm-openai-cpu:v0.21.0\n    env: VLLM_RENDER_IMAGE\n    registry: false\n  vllm:\n    image: ghcr.io/llm-d/llm-d-inference-sim:v0.7.1\n    env: VLLM_IMAGE\n    tagEnv: VLLM_SIMULATOR_TAG\n  sidecar:\n    image: ghcr.io/llm-d/llm-d-router-disagg-sidecar:dev\n    env: SIDECAR_IMAGE\n    tagEnv: SIDECAR_TAG\nregistry:\n  env: IMAGE_REGISTRY\n")
+        format!("# Written by `berth init`; every key is in docs/berth-yaml.md.\nname: {name}\nmanifests:\n- kustomize: deploy/environments/dev/kgateway\nprofiles:\n  kgateway:\n  - kustomize: deploy/environments/dev/kgateway\n  kind:\n  - kustomize: deploy/environments/dev/kind\nimages:\n  epp:\n    image: ghcr.io/llm-d/llm-d-router-endpoint-picker:dev\n    env: EPP_IMAGE\n    tagEnv: EPP_TAG\n  vllm-render:\n    image: docker.io/vllm/vllm-openai-cpu:v0.21.0\n    env: VLLM_RENDER_IMAGE\n    registry: false\n  vllm:\n    image: ghcr.io/llm-d/llm-d-inference-sim:v0.7.1\n    env: VLLM_IMAGE\n    tagEnv: VLLM_SIMULATOR_TAG\n  sidecar:\n    image: ghcr.io/llm-d/llm-d-router-disagg-sidecar:dev\n    env: SIDECAR_IMAGE\n    tagEnv: SIDECAR_TAG\nregistry:\n  env: IMAGE_REGISTRY\n")
     );
     // What it decided and why is the contract: the whole of it.
     insta::assert_snapshot!(said, @r"
@@ -112,7 +112,7 @@ fn a_kubebuilder_operator_gets_image_tag_base_and_its_kustomize_rename() {
     );
     let (yaml, _, moved) = init(d);
     assert!(
-        yaml.contains("manifests:\n  - kustomize: config/default\nimages:\n  memcached-operator:\n    image: example.com/memcached-operator:v0.0.1\n    env: IMG\n    repositoryEnv: IMAGE_TAG_BASE\n  kube-rbac-proxy:\n    image: gcr.io/kubebuilder/kube-rbac-proxy:v0.16.0\n    registry: false\nregistry:\n  env: IMAGE_REGISTRY\n"),
+        yaml.contains("manifests:\n- kustomize: config/default\nimages:\n  memcached-operator:\n    image: example.com/memcached-operator:v0.0.1\n    env: IMG\n    repositoryEnv: IMAGE_TAG_BASE\n  kube-rbac-proxy:\n    image: gcr.io/kubebuilder/kube-rbac-proxy:v0.16.0\n    registry: false\nregistry:\n  env: IMAGE_REGISTRY\n"),
         "{yaml}"
     );
     assert_eq!(
@@ -131,7 +131,7 @@ fn a_kubeflow_component_takes_the_tag_its_overlay_bumps() {
     std::fs::remove_file(dir.path().join("berth.yaml")).unwrap();
     let (yaml, said, moved) = init(dir.path());
     assert!(
-        yaml.contains("manifests:\n  - kustomize: overlays/release\n"),
+        yaml.contains("manifests:\n- kustomize: overlays/release\n"),
         "{yaml}"
     );
     assert!(
@@ -143,4 +143,81 @@ fn a_kubeflow_component_takes_the_tag_its_overlay_bumps() {
         "{said}"
     );
     assert!(moved.lines().all(|l| l.contains("=quay.io/me/")), "{moved}");
+}
+
+/// Sweep 4, I06 and I46: a `.berth.yaml.init-tmp` planted as a link to a file
+/// outside the repository is never written through; I19–I23: a directory name
+/// with a newline or YAML syntax stays one quoted string and adds no key.
+#[test]
+fn i06_i19_a_planted_link_is_never_written_and_names_cannot_inject_keys() {
+    let top = tempfile::tempdir().unwrap();
+    let repo = top.path().join("repo");
+    let victim = top.path().join("bashrc");
+    std::fs::write(&victim, "# mine\n").unwrap();
+    let odd = "deploy\nnamespace: kube-system";
+    write(&repo, &format!("{odd}/web.yaml"), "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n  - {name: web, image: ghcr.io/acme/web:v1}\n");
+    std::os::unix::fs::symlink(&victim, repo.join(".berth.yaml.init-tmp")).unwrap();
+    let out = berth(&repo).arg("init").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "# mine\n");
+    let yaml = std::fs::read_to_string(repo.join("berth.yaml")).unwrap();
+    assert!(!yaml.contains("\nnamespace:"), "{yaml}");
+    assert!(
+        yaml.contains("manifests:\n- |-\n  deploy\n  namespace: kube-system/\n"),
+        "{yaml}"
+    );
+    let out = berth(&repo).arg("images").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A berth.yaml that is a link (to anywhere) is never replaced either.
+    std::fs::remove_file(repo.join("berth.yaml")).unwrap();
+    std::os::unix::fs::symlink(&victim, repo.join("berth.yaml")).unwrap();
+    let out = berth(&repo).arg("init").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "# mine\n");
+}
+
+/// Sweep 4, I12/I13: an expansion bomb and 20,000 variables finish at once, and
+/// a value past the limit is named, not used; I17/I18: what cannot be read is named.
+#[test]
+fn i12_i13_i18_make_expansion_is_bounded_and_unreadable_files_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut makefile =
+        String::from("B0 = xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n");
+    for i in 1..10 {
+        let p = i - 1;
+        makefile.push_str(&format!(
+            "B{i} = $(B{p})$(B{p})$(B{p})$(B{p})$(B{p})$(B{p})$(B{p})$(B{p})\n"
+        ));
+    }
+    makefile.push_str("BOMB_IMAGE ?= $(B9)\n");
+    for i in 0..20_000 {
+        makefile.push_str(&format!("V{i} ?= $(V{})x\n", i + 1));
+    }
+    write(d, "Makefile", &makefile);
+    write(d, "deploy/web.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n  - {name: web, image: ghcr.io/acme/web:v1}\n");
+    write(d, "deploy/bad.yaml", "");
+    std::fs::write(d.join("deploy/bad.yaml"), b"apiVersion: v1\nkind: \xff\n").unwrap();
+    let start = std::time::Instant::now();
+    let out = berth(d).arg("init").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(
+        said.contains("Makefile:11: `BOMB_IMAGE` expands past 4096 characters; not used"),
+        "{said}"
+    );
+    assert!(
+        said.contains("deploy/bad.yaml: skipped: not UTF-8 text"),
+        "{said}"
+    );
 }
