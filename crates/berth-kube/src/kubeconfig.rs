@@ -43,8 +43,8 @@ pub(crate) fn read(path: &Path) -> Result<Kubeconfig, ClusterError> {
 pub fn parse(text: &str, dir: &Path, shown: &str) -> Result<Kubeconfig, ClusterError> {
     let mut config = Kubeconfig::from_yaml(text).map_err(|e| {
         fail(format!(
-            "kubeconfig {shown} is not a valid kubeconfig: {}",
-            berth_core::redact::peer_text(&crate::error::root_cause(&e))
+            "kubeconfig {shown} is not a valid kubeconfig: {}; the value is not shown (a kubeconfig holds credentials): compare it with `kubectl config view`",
+            where_and_what(text, &crate::error::root_cause(&e))
         ))
     })?;
     let absolute = |p: &mut Option<String>| {
@@ -73,6 +73,84 @@ pub fn parse(text: &str, dir: &Path, shown: &str) -> Result<Kubeconfig, ClusterE
         }
     }
     Ok(config)
+}
+
+/// `line 7, column 22 (users[0].user.client-key-data): expected string scalar`
+/// from the YAML parser's error, with nothing of the input: serde-saphyr's
+/// message quotes the lines around the error, and those hold tokens and keys.
+/// The key is found in berth-yaml's own tree at the parser's position; the
+/// parser's words are kept only when they quote nothing.
+fn where_and_what(text: &str, error: &str) -> String {
+    let first = error.lines().next().unwrap_or_default();
+    let located = first.find("line ").and_then(|at| {
+        let rest = &first[at + 5..];
+        let (line, rest) = rest.split_once(" column ")?;
+        let (column, what) = rest.split_once(':').unwrap_or((rest, ""));
+        Some((
+            line.trim().parse::<u32>().ok()?,
+            column.trim().parse::<u32>().ok()?,
+            what.trim(),
+        ))
+    });
+    let Some((line, column, what)) = located else {
+        // No position: the tree's own loader says where, if the YAML is malformed.
+        return match berth_yaml::load_all(text, berth_yaml::Limits::default()) {
+            Err(e) => format!(
+                "line {}, column {}: not valid YAML",
+                e.pos().line,
+                e.pos().column
+            ),
+            Ok(_) => "a field has the wrong type or form".into(),
+        };
+    };
+    let safe = !what.is_empty()
+        && what.len() <= 120
+        && what
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || " ,.-_()".contains(c));
+    let what = if safe {
+        what
+    } else {
+        "a value of the wrong type or form"
+    };
+    let pos = berth_yaml::Pos { line, column };
+    let key = berth_yaml::load_all(text, berth_yaml::Limits::default())
+        .ok()
+        .and_then(|docs| docs.first().and_then(|doc| key_at(doc, pos, String::new())));
+    match key {
+        Some(key) => format!("line {line}, column {column} (`{key}`): {what}"),
+        None => format!("line {line}, column {column}: {what}"),
+    }
+}
+
+/// The dotted path of the last key at or before `pos` (`users[0].user.token`).
+fn key_at(node: &berth_yaml::Node, pos: berth_yaml::Pos, path: String) -> Option<String> {
+    let mut best = None;
+    if let Some(entries) = node.as_map() {
+        for (key, value) in entries {
+            if key.pos > pos {
+                break;
+            }
+            let name = key
+                .as_str()
+                .map(berth_io::shown)
+                .unwrap_or_else(|| "?".into());
+            let here = if path.is_empty() {
+                name
+            } else {
+                format!("{path}.{name}")
+            };
+            best = key_at(value, pos, here.clone()).or(Some(here));
+        }
+    } else if let Some(items) = node.as_seq() {
+        for (i, item) in items.iter().enumerate() {
+            if item.pos > pos {
+                break;
+            }
+            best = key_at(item, pos, format!("{path}[{i}]")).or(best);
+        }
+    }
+    best
 }
 
 /// The files of a `KUBECONFIG` list, merged (the first to set a value wins);
@@ -343,4 +421,59 @@ fn run_plugin(
         )));
     }
     Ok(credential)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    /// Sweep 4, K98/K99/K99b: every malformed form, with a secret planted in every
+    /// field near the error; no message holds any of them.
+    #[test]
+    #[allow(clippy::useless_format)] // one shape for every form of the table
+    fn k98_k99_no_secret_of_a_malformed_kubeconfig_reaches_its_message() {
+        const SECRETS: [&str; 5] = [
+            "TOKENSECRET",
+            "KEYSECRET",
+            "PASSSECRET",
+            "CERTSECRET",
+            "CASECRET",
+        ];
+        let user = "    token: TOKENSECRET\n    client-key-data: KEYSECRET\n    password: PASSSECRET\n    client-certificate-data: CERTSECRET\n";
+        let cluster = "- name: c\n  cluster:\n    server: https://127.0.0.1:1\n    certificate-authority-data: CASECRET\n";
+        let forms = [
+            // Wrong types, at and around every secret field.
+            format!("users:\n- name: a\n  user:\n{user}    exec: TOKENSECRET\n"),
+            format!("users:\n- name: a\n  user:\n{user}    username: [TOKENSECRET]\n"),
+            format!("users:\n- name: a\n  user:\n    token: [TOKENSECRET]\n    client-key-data: KEYSECRET\n"),
+            format!("users:\n- name: a\n  user:\n    client-key-data: {{x: KEYSECRET}}\n    password: PASSSECRET\n"),
+            format!("users:\n- name: a\n  user: {{token: TOKENSECRET, password: {{x: PASSSECRET}}}}\n"),
+            "users: TOKENSECRET KEYSECRET PASSSECRET\n".to_string(),
+            format!("clusters:\n{cluster}  extra: [CASECRET]\nusers: TOKENSECRET\n"),
+            // Broken YAML next to the secrets.
+            format!("users:\n- name: a\n  user:\n{user}  bad: x\n bad: KEYSECRET\n"),
+            format!("users:\n- name: a\n  user:\n{user}    token: \"TOKENSECRET\n"),
+            format!("users:\n- name: a\n  user:\n{user}    : : PASSSECRET\n"),
+            format!("clusters:\n{cluster}users:\n- name: a\n  user:\n{user}\t- KEYSECRET\n"),
+            format!("users:\n- name: a\n  user:\n{user}    token: TOKENSECRET\n"),
+            format!("users:\n- name: a\n  user: &a\n{user}    x: *b\n"),
+        ];
+        for form in &forms {
+            let Err(e) = super::parse(form, std::path::Path::new("/k"), "/k/config") else {
+                continue;
+            };
+            let message = format!("{e} {e:?}");
+            for secret in SECRETS {
+                assert!(
+                    !message.contains(secret),
+                    "{secret} in: {message}\nfrom:\n{form}"
+                );
+            }
+            assert!(message.contains("line "), "{message}");
+        }
+        let e = super::parse(&forms[2], std::path::Path::new("/k"), "/k/config").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "kubeconfig /k/config is not a valid kubeconfig: line 4, column 12 (`users[0].user.token`): expected string scalar; the value is not shown (a kubeconfig holds credentials): compare it with `kubectl config view`"
+        );
+    }
 }

@@ -540,3 +540,46 @@ fn the_sweep_of_hostile_inputs_finds_no_defect() {
     total          182     182  defects: 0
     ");
 }
+
+/// Sweep 4, K98/K99/K99b: a malformed kubeconfig holding a token, a client key
+/// and a password is named with its line and key by every cluster command and
+/// the controller, and none of its values reaches stdout or stderr.
+#[test]
+fn k98_k99_a_malformed_kubeconfig_never_prints_its_credentials() {
+    let dir =
+        project("name: demo\nmanifests: [deploy/]\nimages:\n  app: {image: ghcr.io/acme/app:v1}\n");
+    std::fs::create_dir(dir.path().join("deploy")).unwrap();
+    std::fs::write(
+        dir.path().join("deploy/pod.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: app}\nspec: {containers: [{name: app, image: ghcr.io/acme/app:v1}]}\n",
+    )
+    .unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1', certificate-authority-data: CASECRET}\nusers:\n- name: u\n  user:\n    token: TOKENSECRET\n    client-key-data: [KEYSECRET]\n    password: PASSSECRET\n",
+    )
+    .unwrap();
+    for args in [
+        &["diff"][..],
+        &["apply"],
+        &["gc", "--dry-run"],
+        &["rollback"],
+        &["controller", "--namespace", "x"],
+    ] {
+        let out = berth(dir.path())
+            .args(args)
+            .env("KUBECONFIG", &kubeconfig)
+            .output()
+            .unwrap();
+        let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        assert!(!out.status.success(), "{args:?}: {all}");
+        for secret in ["CASECRET", "TOKENSECRET", "KEYSECRET", "PASSSECRET"] {
+            assert!(!all.contains(secret), "{args:?} printed {secret}: {all}");
+        }
+        assert!(
+            all.contains("line 10, column 22 (`users[0].user.client-key-data`)"),
+            "{args:?}: {all}"
+        );
+    }
+}
