@@ -101,7 +101,12 @@ impl Collector {
             })
             .await;
         let judged = match judged {
-            Ok(judged) => judged,
+            Ok(collected) => {
+                for foreign in &collected.foreign {
+                    tracing::debug!(namespace, object = %format!("{}/{}", foreign.kind, foreign.name), why = %foreign.why, "left a labelled object that is not provably berth's");
+                }
+                collected.judged
+            }
             Err(e) => {
                 tracing::warn!(namespace, error = %crate::logged::error(&e), "could not clean up kept config generations; trying again");
                 waiting.insert(namespace.to_string());

@@ -79,6 +79,111 @@ pub fn stamp(generated: &mut [Generated], engine: Engine, project: &str) {
     }
 }
 
+/// Why an object labelled [`GITOPS_LABEL`] is not provably a generation berth
+/// rendered, or `None` when it is. `berth gc` and the controller's collector
+/// delete only objects for which this is `None`: one label is not proof
+/// (sweep 4, Z05: a Helm chart's ConfigMaps and a foreign Secret carried it).
+///
+/// Proof is the whole of what [`stamp`] writes, written at once: berth's labels
+/// (managed-by `berth`, project, config, engine), the engine's keep-me
+/// annotations, a name that is the config's base name with berth's content-hash
+/// suffix, and one field manager in `managedFields` that owns every one of those
+/// labels and annotations — the apply of berth's rendered output, by the
+/// engine, kubectl or berth. A label added afterwards (`kubectl label`) is owned
+/// by another manager; anything Helm wrote or annotated is Helm's.
+pub fn not_berths(metadata: &serde_json::Value) -> Option<String> {
+    let labels = |key: &str| {
+        metadata
+            .pointer(&format!("/labels/{}", key.replace('/', "~1")))
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+    };
+    let annotation = |key: &str| {
+        metadata
+            .pointer(&format!("/annotations/{}", key.replace('/', "~1")))
+            .and_then(serde_json::Value::as_str)
+    };
+    let Ok(Some(engine)) = Engine::parse(labels(GITOPS_LABEL)) else {
+        return Some(format!("its `{GITOPS_LABEL}` label names no engine"));
+    };
+    if labels(MANAGED_BY.0) != MANAGED_BY.1 {
+        return Some(format!(
+            "it has no `{}={}` label",
+            MANAGED_BY.0, MANAGED_BY.1
+        ));
+    }
+    let config = labels(CONFIG_LABEL);
+    if labels(PROJECT_LABEL).is_empty() || config.is_empty() {
+        return Some(format!(
+            "it lacks the `{PROJECT_LABEL}` or `{CONFIG_LABEL}` label"
+        ));
+    }
+    let name = metadata
+        .pointer("/name")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default();
+    let hashed = name
+        .strip_prefix(config)
+        .and_then(|rest| rest.strip_prefix('-'))
+        .is_some_and(|suffix| {
+            suffix.len() == 10 && suffix.bytes().all(|b| b"2456789bcdfghkmt".contains(&b))
+        });
+    if name != config && !hashed {
+        return Some(format!(
+            "its name is not `{config}` with berth's content-hash suffix"
+        ));
+    }
+    for (key, value) in engine.annotations() {
+        if annotation(key) != Some(value) {
+            return Some(format!(
+                "it lacks {}'s `{key}: {value}` annotation",
+                engine.name()
+            ));
+        }
+    }
+    if annotation("meta.helm.sh/release-name").is_some()
+        || annotation("helm.sh/resource-policy").is_some()
+    {
+        return Some("Helm manages it".into());
+    }
+    let entries = metadata
+        .pointer("/managedFields")
+        .and_then(serde_json::Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let manager = |e: &serde_json::Value| {
+        e.pointer("/manager")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_ascii_lowercase()
+    };
+    if entries.iter().any(|e| manager(e).starts_with("helm")) {
+        return Some("Helm wrote to it (managedFields)".into());
+    }
+    let owns = |e: &serde_json::Value, group: &str, key: &str| {
+        e.pointer(&format!(
+            "/fieldsV1/f:metadata/f:{group}/f:{}",
+            key.replace('~', "~0").replace('/', "~1")
+        ))
+        .is_some()
+    };
+    let stamped = entries.iter().any(|e| {
+        [MANAGED_BY.0, PROJECT_LABEL, CONFIG_LABEL, GITOPS_LABEL]
+            .iter()
+            .all(|k| owns(e, "labels", k))
+            && engine
+                .annotations()
+                .iter()
+                .all(|(k, _)| owns(e, "annotations", k))
+    });
+    if !stamped {
+        return Some(
+            "no one field manager wrote berth's labels and annotations together (managedFields): they were added to it, not rendered by berth".into(),
+        );
+    }
+    None
+}
+
 fn set(pairs: &mut Vec<(String, String)>, key: String, value: String) {
     match pairs.iter_mut().find(|(k, _)| *k == key) {
         Some(pair) => pair.1 = value,
@@ -156,6 +261,104 @@ pub fn judge(
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
+    /// Metadata as berth render stamps it for Flux and the engine applies it.
+    fn stamped() -> serde_json::Value {
+        json!({
+            "name": "web-config-7b2fgk9c6h",
+            "labels": {"app.kubernetes.io/managed-by": "berth", "berth.dev/project": "shop",
+                       "berth.dev/config": "web-config", "berth.dev/gitops": "flux"},
+            "annotations": {"kustomize.toolkit.fluxcd.io/prune": "Disabled"},
+            "managedFields": [{"manager": "kustomize-controller", "operation": "Apply", "fieldsV1": {"f:metadata": {
+                "f:labels": {"f:app.kubernetes.io/managed-by": {}, "f:berth.dev/project": {},
+                             "f:berth.dev/config": {}, "f:berth.dev/gitops": {}},
+                "f:annotations": {"f:kustomize.toolkit.fluxcd.io/prune": {}}}}}]
+        })
+    }
+
+    /// Sweep 4, Z05: what one label does not prove.
+    #[test]
+    fn z05_only_what_berth_rendered_is_provably_berths() {
+        assert_eq!(super::not_berths(&stamped()), None);
+        let mut unhashed = stamped();
+        unhashed["name"] = json!("web-config");
+        assert_eq!(
+            super::not_berths(&unhashed),
+            None,
+            "hash: false keeps the base name"
+        );
+        type Change = Box<dyn Fn(&mut serde_json::Value)>;
+        let cases: Vec<(&str, Change, &str)> = vec![
+            (
+                "label only",
+                Box::new(|m| *m = json!({"name": "x", "labels": {"berth.dev/gitops": "flux"}})),
+                "no `app.kubernetes.io/managed-by=berth` label",
+            ),
+            (
+                "Helm's managed-by",
+                Box::new(|m| m["labels"]["app.kubernetes.io/managed-by"] = json!("Helm")),
+                "no `app.kubernetes.io/managed-by=berth` label",
+            ),
+            (
+                "no project",
+                Box::new(|m| m["labels"]["berth.dev/project"] = json!("")),
+                "lacks the `berth.dev/project`",
+            ),
+            (
+                "another name",
+                Box::new(|m| m["name"] = json!("web-config-prod")),
+                "with berth's content-hash suffix",
+            ),
+            (
+                "another config's name",
+                Box::new(|m| m["name"] = json!("other-7b2fgk9c6h")),
+                "with berth's content-hash suffix",
+            ),
+            (
+                "unknown engine",
+                Box::new(|m| m["labels"]["berth.dev/gitops"] = json!("true")),
+                "names no engine",
+            ),
+            (
+                "no keep-me",
+                Box::new(|m| m["annotations"] = json!({})),
+                "lacks flux's",
+            ),
+            (
+                "Helm release",
+                Box::new(|m| m["annotations"]["meta.helm.sh/release-name"] = json!("r")),
+                "Helm manages it",
+            ),
+            (
+                "Helm wrote",
+                Box::new(|m| m["managedFields"][0]["manager"] = json!("helm")),
+                "Helm wrote to it",
+            ),
+            (
+                "labelled later",
+                Box::new(|m| {
+                    m["managedFields"] = json!([
+                        {"manager": "kubectl-create", "fieldsV1": {"f:metadata": {"f:labels": {"f:app.kubernetes.io/managed-by": {}, "f:berth.dev/project": {}, "f:berth.dev/config": {}}, "f:annotations": {"f:kustomize.toolkit.fluxcd.io/prune": {}}}}},
+                        {"manager": "kubectl-label", "fieldsV1": {"f:metadata": {"f:labels": {"f:berth.dev/gitops": {}}}}}
+                    ])
+                }),
+                "no one field manager wrote",
+            ),
+            (
+                "no managedFields",
+                Box::new(|m| m["managedFields"] = json!([])),
+                "no one field manager wrote",
+            ),
+        ];
+        for (case, change, want) in cases {
+            let mut m = stamped();
+            change(&mut m);
+            let why = super::not_berths(&m).unwrap_or_else(|| panic!("{case}: accepted"));
+            assert!(why.contains(want), "{case}: {why}");
+        }
+    }
+
     use super::*;
 
     fn kept(name: &str, created: &str) -> Kept {

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use berth_core::cluster::{ObjectRef, CONFIG_LABEL, PROJECT_LABEL};
-use berth_core::gitops::{judge, Kept, Verdict, GITOPS_LABEL};
+use berth_core::gitops::{judge, not_berths, Kept, Verdict, GITOPS_LABEL};
 use serde_json::Value;
 
 use crate::connect::Cluster;
@@ -34,6 +34,27 @@ pub struct Judged {
     pub verdict: Verdict,
 }
 
+/// An object labelled for a GitOps engine that is not provably a generation
+/// berth rendered ([`not_berths`]): never deleted, named so the user knows why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Foreign {
+    /// `ConfigMap` or `Secret`.
+    pub kind: String,
+    /// Its name.
+    pub name: String,
+    /// What it lacks.
+    pub why: String,
+}
+
+/// What one look at a namespace found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Collected {
+    /// berth's generations and what became of each.
+    pub judged: Vec<Judged>,
+    /// Objects with the label that berth did not provably make: left alone.
+    pub foreign: Vec<Foreign>,
+}
+
 fn text(value: &Value, pointer: &str) -> String {
     value
         .pointer(pointer)
@@ -57,14 +78,29 @@ fn live(kind: &str, object: &Value) -> bool {
 
 impl Cluster {
     /// The generations rendered for a GitOps engine in `namespace` (labelled
-    /// `berth.dev/gitops`), read as metadata only: a Secret's data is never fetched.
-    pub async fn kept_generations(&self, namespace: &str) -> Result<Vec<Kept>, ClusterError> {
+    /// `berth.dev/gitops` and provably berth's, [`not_berths`]), and the
+    /// labelled objects that are not; read as metadata only: a Secret's data is
+    /// never fetched.
+    pub async fn kept_generations(
+        &self,
+        namespace: &str,
+    ) -> Result<(Vec<Kept>, Vec<Foreign>), ClusterError> {
         let mut out = Vec::new();
+        let mut foreign = Vec::new();
         for kind in ["ConfigMap", "Secret"] {
             for item in self
                 .list_metadata("v1", kind, namespace, GITOPS_LABEL)
                 .await?
             {
+                let metadata = item.get("metadata").cloned().unwrap_or_default();
+                if let Some(why) = not_berths(&metadata) {
+                    foreign.push(Foreign {
+                        kind: kind.to_string(),
+                        name: text(&item, "/metadata/name"),
+                        why,
+                    });
+                    continue;
+                }
                 let label = |key: &str| {
                     text(
                         &item,
@@ -81,7 +117,7 @@ impl Cluster {
                 });
             }
         }
-        Ok(out)
+        Ok((out, foreign))
     }
 
     /// `(kind, namespace, name)` of every ConfigMap and Secret that a running
@@ -110,7 +146,8 @@ impl Cluster {
     }
 
     /// Judges the kept generations of `namespace` (keeping the `keep` newest of
-    /// each config) and, unless `dry_run`, deletes those that go. Each deletion
+    /// each config) and, unless `dry_run`, deletes those that go — only objects
+    /// provably berth's, never one selected by its label alone. Each deletion
     /// is reported to `deleted` as it happens.
     pub async fn collect_generations(
         &self,
@@ -118,10 +155,13 @@ impl Cluster {
         keep: usize,
         dry_run: bool,
         deleted: &mut (dyn FnMut(&Kept) + Send),
-    ) -> Result<Vec<Judged>, ClusterError> {
-        let kept = self.kept_generations(namespace).await?;
+    ) -> Result<Collected, ClusterError> {
+        let (kept, foreign) = self.kept_generations(namespace).await?;
         if kept.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Collected {
+                judged: Vec::new(),
+                foreign,
+            });
         }
         let used = self.referenced_in(namespace).await?;
         let verdicts = judge(&kept, &used, keep);
@@ -139,7 +179,10 @@ impl Cluster {
             }
             out.push(Judged { kept, verdict });
         }
-        Ok(out)
+        Ok(Collected {
+            judged: out,
+            foreign,
+        })
     }
 }
 

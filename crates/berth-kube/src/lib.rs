@@ -33,7 +33,7 @@ pub use connect::{Cluster, Connection, REQUEST_TIMEOUT};
 pub use deploy::{ApplyOptions, Change, Deployed, Event, RolloutState, CONCURRENCY};
 pub use error::ClusterError;
 pub use exec::ExecOutput;
-pub use gitops::Judged;
+pub use gitops::{Collected, Foreign, Judged};
 pub use pods::is_ready;
 pub use remember::{Look, Outcome, Remembered, Watches};
 pub use streams::{LogLines, MAX_LOG_LINE};

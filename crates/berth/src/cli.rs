@@ -208,7 +208,10 @@ pub enum Command {
     /// controller does the same continuously) lists those generations in the namespace
     /// (labelled `berth.dev/gitops`) and deletes each that is older than the `--keep` newest of
     /// its config and that no running pod, workload template or ReplicaSet with replicas names.
-    /// One line per generation on stdout: `deleted`, or `kept` with why.
+    /// One line per generation on stdout: `deleted`, or `kept` with why. Only objects
+    /// provably rendered by berth are deleted (its labels, the engine's annotation, its
+    /// content-hash name, and one field manager that wrote them together); anything else
+    /// labelled `berth.dev/gitops` is left, with a line on stderr saying why.
     ///
     /// Examples: `berth gc --namespace shop`; `berth gc --dry-run`.
     Gc(GcArgs),

@@ -16,7 +16,16 @@ pub fn run(connection: &Connection, keep: usize, dry_run: bool) -> Result<u8> {
             .await?;
         Ok::<_, anyhow::Error>((namespace, judged))
     })?;
-    let (namespace, judged) = judged;
+    let (namespace, collected) = judged;
+    for foreign in &collected.foreign {
+        say!(
+            "left {}/{}: labelled berth.dev/gitops, but not provably berth's: {}",
+            foreign.kind,
+            foreign.name,
+            foreign.why
+        );
+    }
+    let judged = collected.judged;
     if judged.is_empty() {
         say!("no config generations kept for a GitOps engine in namespace `{namespace}` (none is labelled berth.dev/gitops)");
         return Ok(0);

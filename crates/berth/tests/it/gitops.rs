@@ -299,7 +299,6 @@ fn gc_deletes_the_generations_nothing_uses_and_keeps_the_newest() {
         // Creation times have whole seconds: one generation per second.
         std::thread::sleep(std::time::Duration::from_millis(1100));
     }
-    let configs = ns.names("configmaps");
     let oldest = ns.ok(&[
         "get",
         "configmaps",
@@ -314,6 +313,31 @@ fn gc_deletes_the_generations_nothing_uses_and_keeps_the_newest() {
         &["apply", "-f", "-"],
         Some(&format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: straggler}}\nspec:\n  containers: [{{name: c, image: ghcr.io/acme/web:v1, envFrom: [{{configMapRef: {{name: {oldest}}}}}]}}]\n")),
     );
+    // Sweep 4, Z05: objects with the label that berth did not make — a Helm
+    // chart's ConfigMap, a foreign Secret, and a ConfigMap named like a
+    // generation whose labels and annotation were added by hand afterwards.
+    ns.plane.kubectl_with(
+        &ns.kubeconfig,
+        &["apply", "-f", "-"],
+        Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: chart-config\n  labels: {berth.dev/gitops: flux, app.kubernetes.io/managed-by: Helm}\n  annotations: {meta.helm.sh/release-name: r}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: foreign, labels: {berth.dev/gitops: flux}}\nstringData: {password: hunter2}\n"),
+    );
+    ns.ok(&["create", "configmap", "web-config-bbbbbbbbbb"]);
+    ns.ok(&[
+        "annotate",
+        "configmap",
+        "web-config-bbbbbbbbbb",
+        "kustomize.toolkit.fluxcd.io/prune=Disabled",
+    ]);
+    ns.ok(&[
+        "label",
+        "configmap",
+        "web-config-bbbbbbbbbb",
+        "berth.dev/gitops=flux",
+        "app.kubernetes.io/managed-by=berth",
+        "berth.dev/project=shop",
+        "berth.dev/config=web-config",
+    ]);
+    let configs = ns.names("configmaps");
     let gc = |args: &[&str]| {
         let out = berth(dir.path())
             .arg("gc")
@@ -331,6 +355,9 @@ fn gc_deletes_the_generations_nothing_uses_and_keeps_the_newest() {
     kept ConfigMap/web-config-dg9h595m6k: among the 1 newest of `web-config`
     would delete ConfigMap/web-config-g8tck2f6f6 (nothing uses it)
     --- stderr
+    left ConfigMap/chart-config: labelled berth.dev/gitops, but not provably berth's: it has no `app.kubernetes.io/managed-by=berth` label
+    left ConfigMap/web-config-bbbbbbbbbb: labelled berth.dev/gitops, but not provably berth's: no one field manager wrote berth's labels and annotations together (managedFields): they were added to it, not rendered by berth
+    left Secret/foreign: labelled berth.dev/gitops, but not provably berth's: it has no `app.kubernetes.io/managed-by=berth` label
     ");
     assert_eq!(ns.names("configmaps"), configs, "a dry run deletes nothing");
     insta::assert_snapshot!(gc(&["--keep", "1"]), @"
@@ -340,11 +367,14 @@ fn gc_deletes_the_generations_nothing_uses_and_keeps_the_newest() {
     kept ConfigMap/web-config-dg9h595m6k: among the 1 newest of `web-config`
     deleted ConfigMap/web-config-g8tck2f6f6
     --- stderr
+    left ConfigMap/chart-config: labelled berth.dev/gitops, but not provably berth's: it has no `app.kubernetes.io/managed-by=berth` label
+    left ConfigMap/web-config-bbbbbbbbbb: labelled berth.dev/gitops, but not provably berth's: no one field manager wrote berth's labels and annotations together (managedFields): they were added to it, not rendered by berth
+    left Secret/foreign: labelled berth.dev/gitops, but not provably berth's: it has no `app.kubernetes.io/managed-by=berth` label
     ");
     let left = |ns: &common::testenv::Namespace| -> usize {
         ns.names("configmaps")
             .iter()
-            .filter(|n| n.starts_with("web-config-"))
+            .filter(|n| n.starts_with("web-config-") && *n != "web-config-bbbbbbbbbb")
             .count()
     };
     assert_eq!(left(&ns), 2, "the newest and the one the pod uses");
@@ -356,6 +386,9 @@ fn gc_deletes_the_generations_nothing_uses_and_keeps_the_newest() {
     deleted ConfigMap/web-config-6ccmkhhg6h
     kept ConfigMap/web-config-dg9h595m6k: among the 1 newest of `web-config`
     --- stderr
+    left ConfigMap/chart-config: labelled berth.dev/gitops, but not provably berth's: it has no `app.kubernetes.io/managed-by=berth` label
+    left ConfigMap/web-config-bbbbbbbbbb: labelled berth.dev/gitops, but not provably berth's: no one field manager wrote berth's labels and annotations together (managedFields): they were added to it, not rendered by berth
+    left Secret/foreign: labelled berth.dev/gitops, but not provably berth's: it has no `app.kubernetes.io/managed-by=berth` label
     ");
     assert_eq!(left(&ns), 1);
     insta::assert_snapshot!(gc(&[]), @"
@@ -363,7 +396,18 @@ fn gc_deletes_the_generations_nothing_uses_and_keeps_the_newest() {
     --- stdout
     kept ConfigMap/web-config-dg9h595m6k: among the 2 newest of `web-config`
     --- stderr
+    left ConfigMap/chart-config: labelled berth.dev/gitops, but not provably berth's: it has no `app.kubernetes.io/managed-by=berth` label
+    left ConfigMap/web-config-bbbbbbbbbb: labelled berth.dev/gitops, but not provably berth's: no one field manager wrote berth's labels and annotations together (managedFields): they were added to it, not rendered by berth
+    left Secret/foreign: labelled berth.dev/gitops, but not provably berth's: it has no `app.kubernetes.io/managed-by=berth` label
     ");
+    // What berth did not make is all still there.
+    for (kind, name) in [
+        ("configmap", "chart-config"),
+        ("configmap", "web-config-bbbbbbbbbb"),
+        ("secret", "foreign"),
+    ] {
+        ns.ok(&["get", kind, name]);
+    }
 }
 
 #[test]
