@@ -54,15 +54,18 @@ impl Collector {
             api::<PartialObjectMeta<ConfigMap>>(&self.client, &self.namespace),
             config(),
         )
+        .default_backoff()
         .touched_objects()
         .map(|r| r.map(|o| o.namespace()));
         let secrets = watcher(
             api::<PartialObjectMeta<Secret>>(&self.client, &self.namespace),
             config(),
         )
+        .default_backoff()
         .touched_objects()
         .map(|r| r.map(|o| o.namespace()));
         let mut changes = futures_util::stream::select(maps, secrets).boxed();
+        let throttle = crate::logged::Throttle::default();
         let mut pending: BTreeSet<String> = BTreeSet::new();
         let mut waiting: BTreeSet<String> = BTreeSet::new();
         let mut settle = tokio::time::interval(SETTLE);
@@ -73,7 +76,12 @@ impl Collector {
                 change = changes.next() => match change {
                     Some(Ok(Some(namespace))) => { pending.insert(namespace); }
                     Some(Ok(None)) => {}
-                    Some(Err(e)) => tracing::warn!(error = %crate::logged::error(&e), "watch of kept config generations"),
+                    Some(Err(e)) => {
+                        let error = crate::logged::error(&e);
+                        if let Some(suppressed) = throttle.admit(&error) {
+                            tracing::warn!(%error, suppressed, "watch of kept config generations (retrying with back-off)");
+                        }
+                    }
                     None => return,
                 },
                 _ = settle.tick() => {

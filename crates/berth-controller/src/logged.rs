@@ -11,6 +11,61 @@ pub(crate) fn error(error: &dyn std::fmt::Display) -> String {
     berth_core::redact::peer_text(&without_dumps(&text)).replace('"', "'")
 }
 
+/// Rate-limits identical log lines: against an API server that answers 401,
+/// or one that is down, each watch fails again after every back-off; the first
+/// failure is what an operator needs, the thousandth only fills the log. A
+/// message seen again within [`Throttle::WINDOW`] is counted instead of logged,
+/// and the count is told the next time it is logged.
+#[derive(Debug, Default)]
+pub(crate) struct Throttle {
+    seen: std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, u64)>>,
+}
+
+impl Throttle {
+    /// How long an identical message stays quiet after it was logged.
+    pub(crate) const WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+
+    /// At most this many distinct messages are remembered; past it the oldest
+    /// go (a bound for a process that lives for weeks).
+    const REMEMBERED: usize = 256;
+
+    /// `Some(suppressed)` when `message` should be logged now (with how many
+    /// identical ones were left out since it last was), `None` to leave it out.
+    pub(crate) fn admit(&self, message: &str) -> Option<u64> {
+        let now = std::time::Instant::now();
+        // A poisoned lock means a panic while holding it, which this code
+        // cannot cause (no call inside can panic): take the map as it is.
+        let mut seen = self
+            .seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match seen.get_mut(message) {
+            Some((last, count)) if now.duration_since(*last) < Self::WINDOW => {
+                *count += 1;
+                None
+            }
+            Some((last, count)) => {
+                let suppressed = *count;
+                (*last, *count) = (now, 0);
+                Some(suppressed)
+            }
+            None => {
+                if seen.len() >= Self::REMEMBERED {
+                    if let Some(oldest) = seen
+                        .iter()
+                        .min_by_key(|(_, (t, _))| *t)
+                        .map(|(k, _)| k.clone())
+                    {
+                        seen.remove(&oldest);
+                    }
+                }
+                seen.insert(message.to_string(), (now, 0));
+                Some(0)
+            }
+        }
+    }
+}
+
 /// `text` without the ` (Status { … })` / ` (ErrorResponse { … })` dumps kube's
 /// errors append.
 fn without_dumps(text: &str) -> String {
@@ -61,6 +116,24 @@ fn find_dump(text: &str) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn identical_errors_are_logged_once_a_minute_with_a_count() {
+        let throttle = super::Throttle::default();
+        assert_eq!(throttle.admit("401"), Some(0));
+        for _ in 0..1000 {
+            assert_eq!(throttle.admit("401"), None);
+        }
+        assert_eq!(
+            throttle.admit("refused"),
+            Some(0),
+            "another message is logged"
+        );
+        for i in 0..300 {
+            throttle.admit(&format!("m{i}"));
+        }
+        assert!(throttle.seen.lock().unwrap().len() <= 256);
+    }
+
     #[test]
     fn tokens_and_debug_dumps_never_reach_the_log() {
         let kube = "event queue error: failed to perform initial object list: ApiError: Unauthorized: request carried Authorization: Bearer s3cr3t-token: Unauthorized (Status { status: Some(Failure), code: 401, message: \"request carried Authorization: Bearer s3cr3t-token\", reason: \"Unauthorized\" })";

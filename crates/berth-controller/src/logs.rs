@@ -15,8 +15,13 @@ pub enum Format {
 
 /// Installs the global subscriber; a second call changes nothing.
 pub fn init(format: Format) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // kube-client logs every failed connection at ERROR, a line per request
+    // while the API server is down; each such failure is also the error of the
+    // watch or reconcile that made the request, which the controller logs
+    // itself (redacted, identical ones rate-limited), so the builder is quiet.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("info,kube_client::client::builder=off")
+    });
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -116,6 +116,11 @@ impl Shutdown {
     }
 }
 
+/// How long in-flight reconciles may take to finish after SIGTERM or SIGINT:
+/// each is bounded by its requests' timeouts, and the pod's grace period
+/// (30 s by default) must cover this, the Lease's release and the exit.
+const DRAIN: Duration = Duration::from_secs(8);
+
 /// `K` in one namespace, or in all.
 pub(crate) fn api<K>(client: &Client, namespace: &Option<String>) -> Api<K>
 where
@@ -175,9 +180,27 @@ pub async fn run(client: Client, settings: Settings, shutdown: Shutdown) -> Resu
     }
     .run(shutdown.clone());
     let controller = controller(&client, &settings, &metrics, &shutdown)?;
-    // Both end on the signal; the controller after its graceful drain.
+    // Both end on the signal; the controller after its graceful drain, which
+    // kube-runtime holds until the Berth cache has synced — forever against an
+    // API server that refuses or never answers. So the drain has a bound, and
+    // none at all when nothing was synced (no reconcile can be in flight).
+    let drained = {
+        let (shutdown, metrics) = (shutdown.clone(), Arc::clone(&metrics));
+        async move {
+            shutdown.requested().await;
+            if metrics.phase() == Phase::Synced {
+                tokio::time::sleep(DRAIN).await;
+                tracing::warn!(after = ?DRAIN, "in-flight reconciles did not finish after the signal; stopping anyway (the next leader reconciles them again)");
+            } else {
+                tracing::info!("stopping before the caches synced");
+            }
+        }
+    };
     let controller = async move {
-        tokio::join!(controller, collector);
+        tokio::select! {
+            _ = async { tokio::join!(controller, collector) } => {}
+            () = drained => {}
+        }
     };
     let outcome = match (&settings.election, &settings.fence) {
         (Some(election), Some(fence)) => {
@@ -332,6 +355,7 @@ fn controller(
         recorder: Recorder::new(client.clone(), reporter),
         failures: std::sync::Mutex::default(),
     });
+    let throttle = Arc::new(crate::logged::Throttle::default());
     let run = controller
         .owns_stream(deployment_events)
         .owns_stream(stateful_set_events)
@@ -363,16 +387,32 @@ fn controller(
         })
         .graceful_shutdown_on(shutdown.trigger())
         .run(reconcile, error_policy, context)
-        .for_each(|outcome| async move {
-            match outcome {
-                Ok((object, _)) => tracing::debug!(berth = %object, "reconciled"),
-                // A Berth deleted while a reconcile was queued: nothing to do.
-                Err(kube::runtime::controller::Error::ObjectNotFound(object)) => {
-                    tracing::info!(berth = %object, "gone")
+        .for_each(move |outcome| {
+            let throttle = Arc::clone(&throttle);
+            async move {
+                match outcome {
+                    Ok((object, _)) => tracing::debug!(berth = %object, "reconciled"),
+                    // A Berth deleted while a reconcile was queued: nothing to do.
+                    Err(kube::runtime::controller::Error::ObjectNotFound(object)) => {
+                        tracing::info!(berth = %object, "gone")
+                    }
+                    // The reconcile's own failure was logged by the error policy.
+                    Err(kube::runtime::controller::Error::ReconcilerFailed(..)) => {}
+                    // Only the Berth list can answer 404: its CRD is missing.
+                    Err(kube::runtime::controller::Error::QueueError(
+                        watcher::Error::InitialListFailed(kube::Error::Api(status)),
+                    )) if status.code == 404 => {
+                        if let Some(suppressed) = throttle.admit("no Berth CRD") {
+                            tracing::warn!(suppressed, "the Berth CRD is not installed (listing berths.berth.dev answers 404 Not Found); install it with `berth controller crd | kubectl apply -f -` or the Helm chart; retrying with back-off");
+                        }
+                    }
+                    Err(e) => {
+                        let error = crate::logged::error(&e);
+                        if let Some(suppressed) = throttle.admit(&error) {
+                            tracing::warn!(%error, suppressed, "watch (retrying with back-off)");
+                        }
+                    }
                 }
-                // The reconcile's own failure was logged by the error policy.
-                Err(kube::runtime::controller::Error::ReconcilerFailed(..)) => {}
-                Err(e) => tracing::warn!(error = %crate::logged::error(&e), "watch"),
             }
         });
     Ok(run)

@@ -91,6 +91,18 @@ impl Reference {
 
     /// Parses and normalizes a reference the way `docker pull` does.
     pub fn parse(s: &str) -> Result<Reference, RefError> {
+        Self::parse_as(s, false)
+    }
+
+    /// Parses the part after `oci://` as OCI tools read it (Helm, Flux, ORAS):
+    /// the first path component is always the registry host, so
+    /// `reghost/team/shop:main` is on `reghost`, never normalized to Docker
+    /// Hub, and no `library/` is added.
+    pub fn parse_oci(s: &str) -> Result<Reference, RefError> {
+        Self::parse_as(s, true)
+    }
+
+    fn parse_as(s: &str, oci: bool) -> Result<Reference, RefError> {
         if s.is_empty() {
             return Err(RefError::Empty);
         }
@@ -104,7 +116,11 @@ impl Reference {
             Some((name, digest)) => (name, Some(Digest::parse(digest)?)),
             None => (s, None),
         };
-        let (domain, remainder) = split_domain(name_and_tag);
+        let (domain, remainder) = if oci {
+            name_and_tag.split_once('/').ok_or(RefError::Empty)?
+        } else {
+            split_domain(name_and_tag)
+        };
         let (path, tag) = match remainder.split_once(':') {
             Some((path, tag)) => (path, Some(Tag::parse(tag)?)),
             None => (remainder, None),
@@ -117,7 +133,7 @@ impl Reference {
         };
         // Checked as written: a message about `Nginx` names `Nginx`, not `library/Nginx`.
         validate_path(path)?;
-        let path = if domain == DEFAULT_DOMAIN && !path.contains('/') && !path.is_empty() {
+        let path = if !oci && domain == DEFAULT_DOMAIN && !path.contains('/') && !path.is_empty() {
             format!("{OFFICIAL_REPO_PREFIX}{path}")
         } else {
             path.to_string()

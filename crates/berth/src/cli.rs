@@ -137,7 +137,9 @@ pub enum Command {
     /// config `application/vnd.cncf.flux.config.v1+json`), with the `org.opencontainers.image.*`
     /// annotations `flux push artifact` writes (`created` from `SOURCE_DATE_EPOCH` when set). The
     /// same manifests give the same layer. Prints `oci://HOST/REPO:TAG@sha256:…` on stdout.
-    /// Credentials as for `berth pin`.
+    /// Credentials as for `berth pin`. HOST is always the registry, as Flux and Helm read
+    /// `oci://` URLs (`oci://reghost/team/shop:main` goes to `reghost`, never Docker Hub). Rendered
+    /// Secrets are refused unless `--allow-secrets` says to publish them.
     ///
     /// Example: `berth push oci://ghcr.io/acme/shop-manifests:main --source "$REPO_URL" --revision "main@sha1:$SHA"`,
     /// then an `OCIRepository` and a `Kustomization` in the cluster.
@@ -554,6 +556,10 @@ pub struct PushArgs {
     /// `org.opencontainers.image.revision`: which revision (`main@sha1:…`).
     #[arg(long, value_name = "REV")]
     pub revision: Option<String>,
+    /// Push even though the rendered manifests hold Secrets (their names are listed
+    /// on stderr): anyone who can pull the artifact can read them.
+    #[arg(long)]
+    pub allow_secrets: bool,
     #[command(flatten)]
     pub render: RenderArgs,
 }

@@ -583,6 +583,7 @@ impl Push {
                 target: args.target.clone(),
                 source: args.source.clone(),
                 revision: args.revision.clone(),
+                allow_secrets: args.allow_secrets,
                 render: (&args.render).into(),
                 registry: Registry::resolve(&args.render.registry)?,
             },

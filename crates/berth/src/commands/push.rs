@@ -20,6 +20,8 @@ pub struct Push {
     pub source: Option<String>,
     /// `--revision REV`.
     pub revision: Option<String>,
+    /// `--allow-secrets`.
+    pub allow_secrets: bool,
     /// What to render.
     pub render: Render,
     /// How to reach the registry.
@@ -29,16 +31,45 @@ pub struct Push {
 /// The file the manifests are in, inside the artifact.
 const FILE: &str = "manifests.yaml";
 
-/// `oci://HOST/REPO:TAG` as a reference with a tag (and no digest: a push names a tag).
+/// `oci://HOST/REPO:TAG` as a reference with a tag (and no digest: a push names
+/// a tag). HOST is the registry whatever it looks like, as Flux, Helm and ORAS
+/// read an `oci://` URL; credentials in it are refused without being repeated.
 fn target(text: &str) -> Result<Reference> {
     let Some(rest) = text.strip_prefix("oci://") else {
-        bail!("`{text}`: give the artifact as oci://HOST/REPO:TAG (e.g. oci://registry.example.com/team/shop-manifests:main)");
+        bail!("`{}`: give the artifact as oci://HOST/REPO:TAG (e.g. oci://registry.example.com/team/shop-manifests:main)", berth_io::shown(text));
     };
-    let reference = Reference::parse(rest).map_err(|e| anyhow!("`{text}`: {e}"))?;
+    let host = rest.split('/').next().unwrap_or_default();
+    if host.contains('@') {
+        bail!("the artifact URL holds credentials (`USER:PASSWORD@` before the host; not shown); remove them and log in instead (`docker login` or `podman login`)");
+    }
+    if host.is_empty() || !rest.contains('/') {
+        bail!(
+            "`{}`: name the registry host and a repository on it (oci://HOST/REPO:TAG)",
+            berth_io::shown(text)
+        );
+    }
+    let reference =
+        Reference::parse_oci(rest).map_err(|e| anyhow!("`{}`: {e}", berth_io::shown(text)))?;
     if reference.digest().is_some() || reference.tag().is_none() {
-        bail!("`{text}`: name a tag to push to (oci://HOST/REPO:TAG); a digest is what the push gives back");
+        bail!("`{}`: name a tag to push to (oci://HOST/REPO:TAG); a digest is what the push gives back", berth_io::shown(text));
     }
     Ok(reference)
+}
+
+/// `--source URL` goes into the artifact's annotations, readable by anyone who
+/// can pull it: a URL with credentials (`https://user:token@host/…`) is refused.
+fn source(url: &Option<String>) -> Result<Option<String>> {
+    let Some(url) = url else { return Ok(None) };
+    let authority = url
+        .split_once("://")
+        .map_or(url.as_str(), |(_, rest)| rest)
+        .split(['/', '?', '#'])
+        .next()
+        .unwrap_or_default();
+    if authority.contains('@') {
+        bail!("--source: the URL holds credentials (`USER[:TOKEN]@` before the host; not shown), which the artifact would publish in its annotations; give the URL without them");
+    }
+    Ok(Some(url.clone()))
 }
 
 /// `SOURCE_DATE_EPOCH` (reproducible builds), else now: the `created` annotation.
@@ -56,6 +87,7 @@ fn created() -> String {
 
 pub fn run(push: &Push, project: &Project, resolution: &Resolution<'_>) -> Result<u8> {
     let reference = target(&push.target)?;
+    source(&push.source)?;
     let rendered = render_all(&push.render, project, resolution)?;
     for warning in
         crate::commands::validate::render_warnings(&rendered.findings, project, resolution)
@@ -68,9 +100,25 @@ pub fn run(push: &Push, project: &Project, resolution: &Resolution<'_>) -> Resul
             project.file
         );
     }
+    let secrets: Vec<String> = rendered
+        .objects
+        .iter()
+        .filter(|o| o.kind == "Secret" && o.api_version == "v1")
+        .map(|o| match &o.namespace {
+            Some(ns) => format!("{ns}/{}", o.name.as_deref().unwrap_or("?")),
+            None => o.name.clone().unwrap_or_else(|| "?".into()),
+        })
+        .collect();
+    if !secrets.is_empty() {
+        let names = secrets.join(", ");
+        if !push.allow_secrets {
+            bail!("the rendered manifests hold {} Secret(s) ({names}); anyone who can pull {} could read them. Leave them out of what you push (e.g. deliver them with a sealed or external secret), or pass --allow-secrets to publish them anyway", secrets.len(), push.target);
+        }
+        say!("warning: pushing {} Secret(s) ({names}) because of --allow-secrets; anyone who can pull the artifact can read them", secrets.len());
+    }
     let files = vec![(FILE.to_string(), rendered.yaml.clone().into_bytes())];
     let meta = ArtifactMeta {
-        source: push.source.clone(),
+        source: source(&push.source)?,
         revision: push.revision.clone(),
         created: created(),
     };
@@ -103,10 +151,53 @@ mod tests {
                 "give the artifact as oci://HOST/REPO:TAG",
             ),
             ("oci://localhost:5000/team/shop", "name a tag to push to"),
-            ("oci://Bad Ref", "`oci://Bad Ref`: "),
+            ("oci://Bad Ref", "name the registry host and a repository"),
+            ("oci://host/Bad Ref:x", "`oci://host/Bad Ref:x`: "),
+            ("oci://reghost", "name the registry host and a repository"),
         ] {
             let message = super::target(bad).unwrap_err().to_string();
             assert!(message.contains(want), "{bad}: {message}");
         }
+    }
+
+    /// Sweep 4, O07/O08: the host of an `oci://` URL is the registry, as Flux reads it.
+    #[test]
+    fn o07_o08_the_first_component_is_the_registry_host() {
+        for (url, want) in [
+            ("oci://reghost/team/shop:main", "reghost/team/shop:main"),
+            ("oci://reghost:5000/shop:main", "reghost:5000/shop:main"),
+            ("oci://ghcr.io/acme/shop:main", "ghcr.io/acme/shop:main"),
+            ("oci://docker.io/acme/shop:v1", "docker.io/acme/shop:v1"),
+        ] {
+            let reference = super::target(url).unwrap();
+            assert_eq!(reference.to_string(), want, "{url}");
+        }
+        assert_eq!(
+            super::target("oci://reghost/shop:main").unwrap().domain(),
+            "reghost"
+        );
+    }
+
+    /// Sweep 4, O26: credentials in an URL are refused and never repeated.
+    #[test]
+    fn o26_credentials_in_urls_are_refused_without_being_shown() {
+        let e = super::target("oci://me:s3cret@ghcr.io/acme/shop:main")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("holds credentials") && !e.contains("s3cret"),
+            "{e}"
+        );
+        let e = super::source(&Some("https://me:ghp_s3cret@github.com/acme/shop".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("holds credentials") && !e.contains("s3cret"),
+            "{e}"
+        );
+        assert_eq!(
+            super::source(&Some("https://github.com/acme/shop?ref=a@b".into())).unwrap(),
+            Some("https://github.com/acme/shop?ref=a@b".into())
+        );
     }
 }

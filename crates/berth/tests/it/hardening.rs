@@ -583,3 +583,43 @@ fn k98_k99_a_malformed_kubeconfig_never_prints_its_credentials() {
         );
     }
 }
+
+/// Sweep 4, O27: a push whose rendered manifests hold Secrets is refused, the
+/// Secrets named, until `--allow-secrets` confirms it (nothing is sent before).
+#[test]
+fn o27_a_push_of_rendered_secrets_needs_allow_secrets() {
+    let dir = project("name: demo\nmanifests: [deploy/]\nconfigs:\n  creds:\n    secret: true\n    literals: [PASSWORD=hunter2]\n");
+    std::fs::create_dir(dir.path().join("deploy")).unwrap();
+    std::fs::write(
+        dir.path().join("deploy/pod.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: app}\nspec: {containers: [{name: app, image: ghcr.io/acme/app:v1, envFrom: [{secretRef: {name: creds}}]}]}\n",
+    )
+    .unwrap();
+    let out = berth(dir.path())
+        .args(["push", "oci://127.0.0.1:1/team/demo:main"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the rendered manifests hold 1 Secret(s) (creds-")
+            && err.contains("or pass --allow-secrets to publish them anyway"),
+        "{err}"
+    );
+    assert!(!err.contains("hunter2"), "{err}");
+    // Confirmed, it goes on to the registry (here: nothing listens).
+    let out = berth(dir.path())
+        .args([
+            "push",
+            "--allow-secrets",
+            "oci://127.0.0.1:1/team/demo:main",
+        ])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(
+        err.contains("warning: pushing 1 Secret(s) (creds-"),
+        "{err}"
+    );
+    assert!(!out.status.success());
+}

@@ -18,6 +18,7 @@ mod controller_pin;
 mod controller_reads;
 mod controller_restart;
 mod controller_rollout;
+mod controller_stop;
 mod dev;
 mod gitops;
 mod gitops_argocd;
