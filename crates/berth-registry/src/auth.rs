@@ -1,6 +1,13 @@
-//! Credentials from the Docker config, as `docker` itself finds them:
-//! `credHelpers` for the registry, then `auths`, then `credsStore`, else anonymous
-//! (the registry's bearer-token flow then applies).
+//! Registry credentials as podman, skopeo and docker find them: the
+//! containers-auth.json files first (`REGISTRY_AUTH_FILE`, else
+//! `$XDG_RUNTIME_DIR/containers/auth.json`; then
+//! `$XDG_CONFIG_HOME/containers/auth.json`, by default
+//! `~/.config/containers/auth.json`), then Docker's config
+//! (`$DOCKER_CONFIG/config.json`, else `~/.docker/config.json`). In each file,
+//! `credHelpers` for the registry, then `auths`; the first file with a login
+//! for the registry wins; then a `credsStore`; else anonymous (the registry's
+//! bearer-token flow then applies). `podman login` writes the first kind,
+//! `docker login` the last.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,26 +19,56 @@ use serde_json::Value;
 
 use crate::RegistryError;
 
-/// A loaded Docker config (`$DOCKER_CONFIG/config.json` or `~/.docker/config.json`).
+/// The credentials files, in the order they are read.
 #[derive(Debug, Clone, Default)]
 pub struct DockerConfig {
+    files: Vec<AuthFile>,
+}
+
+/// One credentials file: containers-auth.json or Docker's config.json (the
+/// same `auths` / `credHelpers` / `credsStore` keys).
+#[derive(Debug, Clone, Default)]
+struct AuthFile {
     path: Option<PathBuf>,
     json: Value,
 }
 
+/// Where berth looks, as a message names it.
+const LOOKED_IN: &str = "REGISTRY_AUTH_FILE or $XDG_RUNTIME_DIR/containers/auth.json, ~/.config/containers/auth.json, then the Docker config";
+
 impl DockerConfig {
-    /// Reads the config the Docker CLI would read; a missing file is an empty config.
+    /// Reads every file podman and docker would read, in their order; a missing
+    /// file is skipped.
     pub fn load() -> Result<DockerConfig, RegistryError> {
-        let dir = std::env::var_os("DOCKER_CONFIG")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".docker")));
-        match dir {
-            Some(dir) => DockerConfig::from_file(&dir.join("config.json")),
-            None => Ok(DockerConfig::default()),
+        let var = |name: &str| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        let home = var("HOME");
+        let mut paths: Vec<PathBuf> = Vec::new();
+        match var("REGISTRY_AUTH_FILE") {
+            Some(file) => paths.push(file),
+            None => paths.extend(var("XDG_RUNTIME_DIR").map(|d| d.join("containers/auth.json"))),
         }
+        paths.extend(
+            var("XDG_CONFIG_HOME")
+                .or_else(|| home.as_ref().map(|h| h.join(".config")))
+                .map(|d| d.join("containers/auth.json")),
+        );
+        paths.extend(
+            var("DOCKER_CONFIG")
+                .or_else(|| home.as_ref().map(|h| h.join(".docker")))
+                .map(|d| d.join("config.json")),
+        );
+        let mut files = Vec::new();
+        for path in paths {
+            files.extend(DockerConfig::from_file(&path)?.files);
+        }
+        Ok(DockerConfig { files })
     }
 
-    /// Reads a config file; a missing file is an empty config.
+    /// Reads one credentials file; a missing file is an empty config.
     pub fn from_file(path: &Path) -> Result<DockerConfig, RegistryError> {
         // Bounded, and a regular file only: `DOCKER_CONFIG=/dev/zero` must not fill memory.
         let text = match berth_io::read_file(path, false) {
@@ -66,9 +103,37 @@ impl DockerConfig {
             });
         }
         Ok(DockerConfig {
-            path: Some(path.to_path_buf()),
-            json,
+            files: vec![AuthFile {
+                path: Some(path.to_path_buf()),
+                json,
+            }],
         })
+    }
+
+    /// What a refusal by `registry` should say about the login berth used: the
+    /// file the credentials came from, or where it looked and found none.
+    pub fn login_for(&self, registry: &str) -> String {
+        let keys = config_keys(registry);
+        let found = self.files.iter().find(|f| {
+            ["credHelpers", "auths"].iter().any(|section| {
+                f.json
+                    .get(*section)
+                    .and_then(Value::as_object)
+                    .is_some_and(|m| m.keys().any(|k| keys.contains(k) || host_of(k) == registry))
+            })
+        });
+        match found.and_then(|f| f.path.as_ref()) {
+            Some(path) => format!(
+                "the credentials for `{registry}` came from {}: check them, or log in again (`podman login {registry}` or `docker login {registry}`)",
+                path.display()
+            ),
+            None if self.files.iter().any(|f| f.json.get("credsStore").is_some()) => format!(
+                "berth asked the Docker config's credsStore for `{registry}`: log in again (`docker login {registry}` or `podman login {registry}`)"
+            ),
+            None => format!(
+                "no login for `{registry}` was found ({LOOKED_IN}); log in with `podman login {registry}` or `docker login {registry}`"
+            ),
+        }
     }
 }
 
@@ -106,35 +171,52 @@ pub fn credentials(
     timeout: Duration,
 ) -> Result<RegistryAuth, RegistryError> {
     let keys = config_keys(registry);
-    if let Some(helpers) = config.json.get("credHelpers").and_then(Value::as_object) {
+    for file in &config.files {
+        if let Some(auth) = file_credentials(file, registry, &keys, timeout)? {
+            return Ok(auth);
+        }
+    }
+    for file in &config.files {
+        if let Some(store) = file.json.get("credsStore").and_then(Value::as_str) {
+            return helper_get(store, registry, &keys[0], timeout);
+        }
+    }
+    Ok(RegistryAuth::Anonymous)
+}
+
+/// `file`'s login for `registry`: its credential helper, else its `auths` entry.
+fn file_credentials(
+    file: &AuthFile,
+    registry: &str,
+    keys: &[String],
+    timeout: Duration,
+) -> Result<Option<RegistryAuth>, RegistryError> {
+    if let Some(helpers) = file.json.get("credHelpers").and_then(Value::as_object) {
         if let Some(helper) = helpers
             .iter()
             .find(|(k, _)| keys.contains(k) || host_of(k) == registry)
             .and_then(|(_, v)| v.as_str())
         {
-            return helper_get(helper, registry, &keys[0], timeout);
+            match helper_get(helper, registry, &keys[0], timeout)? {
+                RegistryAuth::Anonymous => {}
+                auth => return Ok(Some(auth)),
+            }
         }
     }
-    if let Some(auths) = config.json.get("auths").and_then(Value::as_object) {
+    if let Some(auths) = file.json.get("auths").and_then(Value::as_object) {
         let entry = auths
             .iter()
             .find(|(k, _)| keys.contains(k) || host_of(k) == registry)
             .map(|(_, v)| v);
-        if let Some(auth) = entry
-            .and_then(|e| basic_from_entry(config, e))
-            .transpose()?
-        {
-            return Ok(auth);
+        if let Some(auth) = entry.and_then(|e| basic_from_entry(file, e)).transpose()? {
+            return Ok(Some(auth));
         }
     }
-    if let Some(store) = config.json.get("credsStore").and_then(Value::as_str) {
-        return helper_get(store, registry, &keys[0], timeout);
-    }
-    Ok(RegistryAuth::Anonymous)
+    Ok(None)
 }
 
 fn basic_from_entry(
-    config: &DockerConfig,
+    config: &AuthFile,
     entry: &Value,
 ) -> Option<Result<RegistryAuth, RegistryError>> {
     if let Some(auth) = entry
@@ -241,8 +323,10 @@ mod tests {
 
     fn config(json: &str) -> DockerConfig {
         DockerConfig {
-            path: None,
-            json: serde_json::from_str(json).unwrap(),
+            files: vec![AuthFile {
+                path: None,
+                json: serde_json::from_str(json).unwrap(),
+            }],
         }
     }
 
@@ -275,5 +359,43 @@ mod tests {
         let c = config(r#"{"credHelpers": {"ghcr.io": "berth-test-missing-helper"}}"#);
         let err = credentials(&c, "ghcr.io", T).unwrap_err().to_string();
         assert!(err.starts_with("credential helper `docker-credential-berth-test-missing-helper` failed for `ghcr.io`: cannot run"), "{err}");
+    }
+
+    /// Sweep 4, item 9: podman's login (containers-auth.json) is read before
+    /// Docker's config, and a refusal names the file the credentials came from.
+    #[test]
+    fn podman_logins_come_first_and_refusals_name_their_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let podman = dir.path().join("auth.json");
+        std::fs::write(
+            &podman,
+            r#"{"auths": {"quay.io/acme": {"auth": "cG9kOm1hbg=="}}}"#,
+        )
+        .unwrap();
+        let docker = dir.path().join("config.json");
+        std::fs::write(&docker, r#"{"auths": {"quay.io": {"auth": "ZG9jOmtlcg=="}, "ghcr.io": {"auth": "ZG9jOmtlcg=="}}}"#).unwrap();
+        let mut chain = DockerConfig::from_file(&podman).unwrap();
+        chain
+            .files
+            .extend(DockerConfig::from_file(&docker).unwrap().files);
+        assert_eq!(
+            credentials(&chain, "quay.io", T).unwrap(),
+            RegistryAuth::Basic("pod".into(), "man".into())
+        );
+        assert_eq!(
+            credentials(&chain, "ghcr.io", T).unwrap(),
+            RegistryAuth::Basic("doc".into(), "ker".into())
+        );
+        assert!(chain
+            .login_for("quay.io")
+            .contains(&format!("came from {}", podman.display())));
+        assert!(chain
+            .login_for("ghcr.io")
+            .contains(&format!("came from {}", docker.display())));
+        let none = chain.login_for("example.com");
+        assert!(
+            none.starts_with("no login for `example.com` was found (REGISTRY_AUTH_FILE"),
+            "{none}"
+        );
     }
 }

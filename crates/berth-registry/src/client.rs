@@ -535,7 +535,7 @@ impl Registry {
             .map_err(|e| self.transport(image, e))?;
         let status = response.status();
         let challenge = crate::token::challenge_of(&response).ok_or_else(|| {
-            denied(image, &format!("{status} with no challenge berth can answer (it asks for neither Basic nor Bearer authentication)"))
+            self.denied(image, &format!("{status} with no challenge berth can answer (it asks for neither Basic nor Bearer authentication)"))
         })?;
         if let Ok(mut cache) = self.challenges.lock() {
             cache.insert(host, challenge.clone());
@@ -600,7 +600,7 @@ impl Registry {
         match status.as_u16() {
             200 => {}
             401 | 403 => {
-                return Err(denied(
+                return Err(self.denied(
                     image,
                     &format!("its token server `{server}` answered {status}"),
                 ))
@@ -708,7 +708,7 @@ impl Registry {
                 image: image.to_string(),
                 registry: image.domain().to_string(),
             }),
-            401 | 403 => Attempt::Fail(denied(image, &reason)),
+            401 | 403 => Attempt::Fail(self.denied(image, &reason)),
             429 | 500..=599 => Attempt::Retry {
                 wait,
                 error: self.server(image, 1, reason),
@@ -820,6 +820,15 @@ impl Registry {
         }
     }
 
+    fn denied(&self, image: &Reference, status: &str) -> RegistryError {
+        RegistryError::Denied {
+            image: image.to_string(),
+            registry: image.domain().to_string(),
+            status: Status(status.to_string()),
+            login: self.config.login_for(image.domain()),
+        }
+    }
+
     fn other(&self, image: &Reference, reason: String) -> RegistryError {
         RegistryError::Other {
             image: image.to_string(),
@@ -827,14 +836,6 @@ impl Registry {
             reason,
             source: None,
         }
-    }
-}
-
-fn denied(image: &Reference, status: &str) -> RegistryError {
-    RegistryError::Denied {
-        image: image.to_string(),
-        registry: image.domain().to_string(),
-        status: Status(status.to_string()),
     }
 }
 

@@ -44,7 +44,7 @@ pub enum RegistryError {
         registry: String,
     },
     /// Credentials missing or refused.
-    #[error("{image}: registry `{registry}` refused access ({status}); log in (`docker login {registry}`) or check the credentials in the Docker config")]
+    #[error("{image}: registry `{registry}` refused access ({status}); {login}")]
     Denied {
         /// The image.
         image: String,
@@ -52,6 +52,8 @@ pub enum RegistryError {
         registry: String,
         /// 401 or 403, with the registry's word.
         status: Status,
+        /// Which login was sent, from which file, or where none was found.
+        login: String,
     },
     /// A server error that did not recover after retries.
     #[error("{image}: registry `{registry}` failed after {attempts} attempts: {reason}")]

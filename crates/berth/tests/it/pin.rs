@@ -252,6 +252,80 @@ fn a_single_platform_image_of_another_platform_is_not_pinned_as_if_it_matched() 
     ");
 }
 
+/// Sweep 4, item 9: after `podman login` — to REGISTRY_AUTH_FILE, or to its
+/// default `$XDG_RUNTIME_DIR/containers/auth.json` — `berth pin` uses that login.
+#[test]
+fn pin_works_after_podman_login() {
+    let _filters = common::snapshot_filters();
+    if !common::require_program("podman", "podman login") {
+        return;
+    }
+    let Some(registry) = TestRegistry::start(Some(("berth", "s3cret"))) else {
+        return;
+    };
+    let digest = registry.push(&Layout::image("private", 1, 10), "team/private", "v1");
+    let dir = project_for(&registry, &[("private", "team/private:v1")]);
+    let insecure = ["--insecure-registry", registry.host.as_str()];
+    let home = tempfile::tempdir().unwrap();
+    let runtime = tempfile::tempdir().unwrap();
+    let auth_file = home.path().join("auth.json");
+    for (variable, value, written) in [
+        ("REGISTRY_AUTH_FILE", auth_file.clone(), auth_file.clone()),
+        (
+            "XDG_RUNTIME_DIR",
+            runtime.path().to_path_buf(),
+            runtime.path().join("containers/auth.json"),
+        ),
+    ] {
+        let login = std::process::Command::new("podman")
+            .args([
+                "login",
+                "--tls-verify=false",
+                "-u",
+                "berth",
+                "--password-stdin",
+                &registry.host,
+            ])
+            .env(variable, &value)
+            .env("HOME", home.path())
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write as _;
+                child.stdin.take().unwrap().write_all(b"s3cret")?;
+                child.wait_with_output()
+            })
+            .unwrap();
+        assert!(
+            login.status.success(),
+            "podman login: {}",
+            String::from_utf8_lossy(&login.stderr)
+        );
+        assert!(
+            written.is_file(),
+            "podman login wrote {}",
+            written.display()
+        );
+        let _ = fs::remove_file(dir.path().join("berth.lock"));
+        let out = berth(dir.path())
+            .arg("pin")
+            .args(insecure)
+            .env(variable, &value)
+            .env("HOME", home.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{variable}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(fs::read_to_string(dir.path().join("berth.lock"))
+            .unwrap()
+            .contains(&digest));
+        fs::remove_file(&written).unwrap();
+    }
+}
+
 #[test]
 fn credentials_come_from_the_docker_config() {
     let _filters = common::snapshot_filters();
@@ -273,7 +347,7 @@ fn credentials_come_from_the_docker_config() {
     exit: 1
     --- stdout
     --- stderr
-    error: 127.0.0.1:[port]/team/private:v1: registry `127.0.0.1:[port]` refused access (401 Unauthorized); log in (`docker login 127.0.0.1:[port]`) or check the credentials in the Docker config; berth.lock is unchanged
+    error: 127.0.0.1:[port]/team/private:v1: registry `127.0.0.1:[port]` refused access (401 Unauthorized); no login for `127.0.0.1:[port]` was found (REGISTRY_AUTH_FILE or $XDG_RUNTIME_DIR/containers/auth.json, ~/.config/containers/auth.json, then the Docker config); log in with `podman login 127.0.0.1:[port]` or `docker login 127.0.0.1:[port]`; berth.lock is unchanged
     ");
     assert!(!dir.path().join("berth.lock").exists());
 
@@ -547,7 +621,7 @@ fn server_errors_are_retried_and_timeouts_reported() {
     let out = pin_via(dir.path(), "flaky", &proxy, "acme/flaky:v1", &[]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    insta::assert_snapshot!(stderr, @"error: 127.0.0.1:[port]/acme/flaky:v1: registry `127.0.0.1:[port]` refused access (403 Forbidden); log in (`docker login 127.0.0.1:[port]`) or check the credentials in the Docker config; berth.lock is unchanged");
+    insta::assert_snapshot!(stderr, @"error: 127.0.0.1:[port]/acme/flaky:v1: registry `127.0.0.1:[port]` refused access (403 Forbidden); no login for `127.0.0.1:[port]` was found (REGISTRY_AUTH_FILE or $XDG_RUNTIME_DIR/containers/auth.json, ~/.config/containers/auth.json, then the Docker config); log in with `podman login 127.0.0.1:[port]` or `docker login 127.0.0.1:[port]`; berth.lock is unchanged");
     assert!(seen.load(Ordering::SeqCst) <= 3, "a 403 is not retried");
     assert_eq!(
         fs::read_to_string(dir.path().join("berth.lock")).unwrap(),
@@ -769,7 +843,7 @@ fn a_token_server_that_echoes_the_request_is_shown_only_by_its_status() {
         );
     });
     let stderr = pin_with_token_server(&realm).unwrap();
-    insta::assert_snapshot!(stderr, @"error: 127.0.0.1:[port]/acme/app:v1: registry `127.0.0.1:[port]` refused access (its token server `127.0.0.1:[port]` answered 401 Unauthorized); log in (`docker login 127.0.0.1:[port]`) or check the credentials in the Docker config; berth.lock is unchanged");
+    insta::assert_snapshot!(stderr, @"error: 127.0.0.1:[port]/acme/app:v1: registry `127.0.0.1:[port]` refused access (its token server `127.0.0.1:[port]` answered 401 Unauthorized); the credentials for `127.0.0.1:[port]` came from [tmp]/config.json: check them, or log in again (`podman login 127.0.0.1:[port]` or `docker login 127.0.0.1:[port]`); berth.lock is unchanged");
 }
 
 #[test]
