@@ -693,10 +693,12 @@ fn identity(file: &str, object: &Node) -> Result<(String, String), RenderError> 
             "its `apiVersion` is not `[group/]version` (such as `v1` or `apps/v1`)",
         ));
     }
-    if !kind.starts_with(|c: char| c.is_ascii_uppercase())
+    // As the API server checks a CRD's kind: letters and digits, starting with
+    // a letter, case not checked (`randomKind` is valid; kustomize's tests use it).
+    if !kind.starts_with(|c: char| c.is_ascii_alphabetic())
         || !kind.bytes().all(|b| b.is_ascii_alphanumeric())
     {
-        return Err(fail("its `kind` is not a kind's name (such as `Deployment`: letters and digits, starting with a capital)"));
+        return Err(fail("its `kind` is not a kind's name (such as `Deployment`: letters and digits, starting with a letter)"));
     }
     match object.get("metadata") {
         None => {}

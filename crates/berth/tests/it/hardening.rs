@@ -623,3 +623,32 @@ fn o27_a_push_of_rendered_secrets_needs_allow_secrets() {
     );
     assert!(!out.status.success());
 }
+
+/// Sweep 4, item 11: a custom resource whose kind starts in lowercase is valid
+/// (the API server checks a CRD's kind without case, and kustomize's image
+/// tests use `randomKind`); its images are rewritten through `imagePaths`.
+#[test]
+fn item11_a_lowercase_crd_kind_is_accepted() {
+    let dir = project("name: demo\nmanifests: [deploy/]\nimages:\n  app: {image: ghcr.io/acme/app:v1}\nimagePaths:\n  - {kind: randomKind, path: spec.image}\n");
+    std::fs::create_dir(dir.path().join("deploy")).unwrap();
+    std::fs::write(
+        dir.path().join("deploy/cr.yaml"),
+        "apiVersion: example.com/v1\nkind: randomKind\nmetadata: {name: x}\nspec: {image: ghcr.io/acme/app:v1}\n",
+    )
+    .unwrap();
+    let out = berth(dir.path())
+        .arg("render")
+        .env("APP_TAG", "v2")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("image: ghcr.io/acme/app:v2"));
+    let bad = "apiVersion: v1\nkind: 9lives\nmetadata: {name: x}\n";
+    std::fs::write(dir.path().join("deploy/cr.yaml"), bad).unwrap();
+    let out = berth(dir.path()).arg("render").output().unwrap();
+    assert!(
+        stderr(&out).contains("starting with a letter"),
+        "{}",
+        stderr(&out)
+    );
+}
