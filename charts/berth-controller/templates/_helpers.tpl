@@ -34,6 +34,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: [berth.dev]
   resources: [berths/status]
   verbs: [get, patch, update]
+# Owner references with blockOwnerDeletion on what it applies: the
+# OwnerReferencesPermissionEnforcement admission plugin (on in OpenShift) asks for this.
+- apiGroups: [berth.dev]
+  resources: [berths/finalizers]
+  verbs: [update]
 # Sources (read and labelled), generated configs and CA bundles, apply records.
 - apiGroups: [""]
   resources: [configmaps, secrets]

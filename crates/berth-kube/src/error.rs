@@ -166,6 +166,23 @@ pub(crate) fn explain(
         format!("{verb} {resource} in namespace `{namespace}`")
     };
     match &error {
+        // The OwnerReferencesPermissionEnforcement admission plugin (on in
+        // OpenShift) refuses an owner reference with blockOwnerDeletion unless the
+        // writer may update the owner's finalizers: that, not the verb asked, is
+        // the missing permission. Its message is the only place the API says so.
+        kube::Error::Api(status)
+            if status.code == 403 && status.message.contains("cannot set blockOwnerDeletion") =>
+        {
+            ClusterError::Forbidden {
+                verb: "update".into(),
+                resource: "the owner's finalizers (e.g. berths/finalizers)".into(),
+                namespace: namespace.into(),
+                message: format!(
+                    "needed to {verb} {resource} with an owner reference that blocks deletion, under the OwnerReferencesPermissionEnforcement admission plugin; the server said: {}",
+                    peer_text(&status.message)
+                ),
+            }
+        }
         kube::Error::Api(status) if status.code == 403 => ClusterError::Forbidden {
             verb: verb.into(),
             resource: resource.into(),
