@@ -24,11 +24,13 @@ pub mod serve;
 mod sources;
 mod status;
 pub mod types;
+mod uninstall;
 
 pub use reason::Reason;
 pub use reconcile::{retry_after, Error};
 pub use runtime::{run, Settings, Shutdown};
 pub use types::{crd_yaml, Berth, BerthSpec, BerthStatus};
+pub use uninstall::{stop, uninstall, Uninstalled};
 
 /// The field manager of everything the controller applies.
 pub const MANAGER: &str = "berth-controller";

@@ -57,6 +57,16 @@ pub enum Error {
     /// The health and metrics address cannot be served, or signals not caught.
     #[error("cannot serve health and metrics: {0}")]
     Serve(#[from] std::io::Error),
+    /// `berth controller uninstall --stop`: the controller's pods did not stop in time.
+    #[error("the controller's Deployment {deployment} still has {pods} pod(s) {waited:?} after it was scaled to zero; its finalizers are left in place (a running controller would add them back): wait for them to stop and run `berth controller uninstall` again")]
+    Stopping {
+        /// `namespace/name`.
+        deployment: String,
+        /// Pods left.
+        pods: usize,
+        /// How long it waited.
+        waited: std::time::Duration,
+    },
 }
 
 impl Error {
@@ -72,7 +82,10 @@ impl Error {
                 }
                 _ => Reason::InvalidSpec,
             },
-            Error::LeadershipLost | Error::Registry(_) | Error::Serve(_) => Reason::ApplyFailed,
+            Error::LeadershipLost
+            | Error::Registry(_)
+            | Error::Serve(_)
+            | Error::Stopping { .. } => Reason::ApplyFailed,
         }
     }
 }

@@ -131,7 +131,7 @@ fn missing<K>(answer: Result<K, kube::Error>) -> Result<Option<K>, kube::Error> 
 }
 
 /// Takes the source label off a source (gone already is fine).
-async fn unlabel(
+pub(crate) async fn unlabel(
     client: &Client,
     namespace: &str,
     kind: SourceKind,

@@ -279,13 +279,13 @@ pub struct ControllerArgs {
     pub command: Option<ControllerCommand>,
     /// The kubeconfig file (default: the in-cluster service account, then `KUBECONFIG`,
     /// then `~/.kube/config`).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", global = true)]
     pub kubeconfig: Option<PathBuf>,
     /// The kubeconfig context (default: the current one).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", global = true)]
     pub context: Option<String>,
     /// Reconcile the Berths of this namespace only (default: every namespace).
-    #[arg(long, short = 'n', value_name = "NAMESPACE", value_parser = namespace_name)]
+    #[arg(long, short = 'n', value_name = "NAMESPACE", value_parser = namespace_name, global = true)]
     pub namespace: Option<String>,
     /// Serve `/healthz`, `/readyz` (200 for a standby that reaches the API server and for a
     /// leader whose caches are synced; 503 while starting or stopping) and Prometheus
@@ -397,6 +397,24 @@ fn registry_host(value: &str) -> Result<String, String> {
 pub enum ControllerCommand {
     /// Print the `Berth` CustomResourceDefinition (YAML), generated from the controller's types.
     Crd,
+    /// Release what a removed controller would leave blocking: its finalizer on every Berth
+    /// and its `berth.dev/source` label on the sources it read (in `--namespace`, or all).
+    ///
+    /// Without a controller running, a Berth keeps the controller's finalizer, so deleting
+    /// it, its namespace or the CRD hangs in Terminating. Run this once the controller has
+    /// stopped (the Helm chart's pre-delete hook does it for `helm uninstall`); workloads and
+    /// generated objects stay, owned by their Berth. One line per object changed on stdout.
+    ///
+    /// Example: `berth controller uninstall --stop berth-system/berth-controller`
+    Uninstall(UninstallArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct UninstallArgs {
+    /// First scale the controller's Deployment (`NAMESPACE/NAME`) to zero and wait up to 60 s
+    /// for its pods to stop: a running controller would put its finalizer back.
+    #[arg(long, value_name = "NAMESPACE/NAME")]
+    pub stop: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -15,9 +15,13 @@ fn identity() -> String {
 }
 
 pub fn run(args: &ControllerArgs) -> Result<u8> {
-    if let Some(ControllerCommand::Crd) = args.command {
-        print(&berth_controller::crd_yaml())?;
-        return Ok(0);
+    match args.command {
+        Some(ControllerCommand::Crd) => {
+            print(&berth_controller::crd_yaml())?;
+            return Ok(0);
+        }
+        Some(ControllerCommand::Uninstall(ref release)) => return uninstall(args, release),
+        None => {}
     }
     berth_controller::logs::init(match args.log_format {
         LogFormat::Text => berth_controller::logs::Format::Text,
@@ -74,4 +78,57 @@ pub fn run(args: &ControllerArgs) -> Result<u8> {
         .await?;
         Ok(0)
     })
+}
+
+/// `berth controller uninstall`.
+fn uninstall(args: &ControllerArgs, release: &crate::cli::UninstallArgs) -> Result<u8> {
+    let stop = match &release.stop {
+        None => None,
+        Some(text) => match text.split_once('/') {
+            Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
+                Some((ns.to_string(), name.to_string()))
+            }
+            _ => {
+                say!("error: --stop `{}`: give the controller's Deployment as NAMESPACE/NAME (e.g. berth-system/berth-controller)", berth_io::shown(text));
+                return Ok(2);
+            }
+        },
+    };
+    let done = crate::runtime::get()?.block_on(async {
+        let connection = Connection {
+            kubeconfig: args.kubeconfig.clone(),
+            context: args.context.clone(),
+            namespace: args.namespace.clone(),
+            request_timeout: None,
+            exec_once: false,
+            response_limit: None,
+            write_fence: None,
+        };
+        let cluster = Cluster::connect(&connection).await?;
+        if let Some((namespace, name)) = &stop {
+            berth_controller::stop(
+                cluster.client(),
+                namespace,
+                name,
+                std::time::Duration::from_secs(60),
+            )
+            .await?;
+            say!("stopped the controller: deployment {namespace}/{name} has no pods");
+        }
+        Ok::<_, anyhow::Error>(
+            berth_controller::uninstall(cluster.client(), &args.namespace).await?,
+        )
+    })?;
+    let mut out = String::new();
+    for line in &done.finalizers {
+        out.push_str(&format!("removed the finalizer of {line}\n"));
+    }
+    for line in &done.sources {
+        out.push_str(&format!("unlabelled source {line}\n"));
+    }
+    print(&out)?;
+    if done.finalizers.is_empty() && done.sources.is_empty() {
+        say!("nothing to release: no Berth carries the controller's finalizer and no source its label");
+    }
+    Ok(0)
 }

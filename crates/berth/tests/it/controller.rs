@@ -632,3 +632,58 @@ fn bad_ca_sources_degrade_and_leave_the_workload_running() {
         running
     );
 }
+
+/// Sweep 4, item 8: with the controller gone, a Berth keeps the controller's
+/// finalizer and deleting it hangs; `berth controller uninstall` releases it
+/// (and the source label, as the finalizer would have), so it deletes at once.
+#[test]
+fn uninstall_releases_finalizers_and_source_labels_so_berths_delete() {
+    let Some(plane) = plane() else { return };
+    let ns = plane.namespace("uninstall");
+    let controller = start(&ns);
+    apply(&ns, &run_yaml("2"));
+    apply(&ns, BERTH);
+    eventually(30, "the finalizer and the source label", &ns, || {
+        let b = ns.get("berths", "llama")?;
+        let source = ns.get("configmaps", "my-run-yaml")?;
+        (b["metadata"]["finalizers"][0] == "berth.dev/sources"
+            && source["metadata"]["labels"]["berth.dev/source"] == "true")
+            .then_some(())
+    });
+    drop(controller);
+    let out = berth(&std::env::temp_dir())
+        .args(["controller", "uninstall", "--kubeconfig"])
+        .arg(&ns.kubeconfig)
+        .args(["--namespace", &ns.name])
+        .output()
+        .unwrap();
+    let said = common::transcript(&out);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!(
+            "removed the finalizer of Berth {0}/llama\nunlabelled source ConfigMap {0}/my-run-yaml\n",
+            ns.name
+        )
+    );
+    let source = ns.get("configmaps", "my-run-yaml").unwrap();
+    assert!(
+        source["metadata"]["labels"]["berth.dev/source"].is_null(),
+        "{source}"
+    );
+    let started = Instant::now();
+    ns.ok(&["delete", "berth", "llama", "--wait=true", "--timeout=60s"]);
+    assert!(started.elapsed() < Duration::from_secs(60));
+    // Run again: nothing left to release.
+    let out = berth(&std::env::temp_dir())
+        .args(["controller", "uninstall", "--kubeconfig"])
+        .arg(&ns.kubeconfig)
+        .args(["--namespace", &ns.name])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && out.stdout.is_empty(),
+        "{}",
+        common::transcript(&out)
+    );
+}

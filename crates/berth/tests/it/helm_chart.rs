@@ -36,7 +36,8 @@ fn run(helm: &Path, args: &[&str], kubeconfig: Option<&Path>) -> String {
 }
 
 /// `helm VERB berth-controller CHART` into `namespace`, reconciling Berths there, with `image.tag`.
-/// The CRD exists already (other tests apply it): the release takes it over.
+/// The CRD exists already (other tests apply it): with `crds.install: auto` the
+/// release leaves it to its owner.
 fn release(verb: &str, namespace: &str, tag: &str) -> Vec<String> {
     [
         verb,
@@ -44,7 +45,6 @@ fn release(verb: &str, namespace: &str, tag: &str) -> Vec<String> {
         chart().to_str().unwrap(),
         "--namespace",
         namespace,
-        "--take-ownership",
         "--set",
         &format!("watchNamespace={namespace}"),
         "--set",
@@ -76,6 +76,47 @@ fn the_chart_lints_renders_as_snapshotted_and_carries_the_binarys_crd() {
         let out = run(&helm, &["lint", "--strict", chart, "--set", set], None);
         assert!(out.contains("0 chart(s) failed"), "{out}");
     }
+    // Sweep 4, HC03-HC16: values that could only fail later, or inject an argument.
+    for (set, want) in [
+        ("replicaCount=-1", "/replicaCount"),
+        (
+            "leaderElection.leaseDuration=0",
+            "/leaderElection/leaseDuration",
+        ),
+        ("concurrency=0", "/concurrency"),
+        ("crds.install=maybe", "/crds/install"),
+        ("logFormat=yaml", "/logFormat"),
+        ("watchNamespace=Team A", "/watchNamespace"),
+        (
+            "insecureRegistries[0]=evil.example --x",
+            "/insecureRegistries/0",
+        ),
+        (
+            "replicaCount=2,leaderElection.enabled=false",
+            "replicaCount > 1 needs leaderElection.enabled",
+        ),
+    ] {
+        let out = Command::new(&helm)
+            .args(["template", "r", chart, "--set", set])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(want), "{set}: {err}");
+    }
+    let out = Command::new(&helm)
+        .args([
+            "template",
+            "r",
+            chart,
+            "--set-string",
+            "watchNamespace=team-a\n--insecure-registry=evil.example",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "a newline in watchNamespace is refused"
+    );
     let rendered = run(
         &helm,
         &[
@@ -183,6 +224,8 @@ fn helm_installs_upgrades_and_uninstalls_the_controller_keeping_the_crd() {
     let kubeconfig = Some(ns.kubeconfig.as_path());
     let install = |verb: &str, tag: &str, replicas: &str| {
         let mut args = release(verb, &ns.name, tag);
+        // This release takes the CRD over and keeps it.
+        args.extend(["--set", "crds.install=true", "--take-ownership"].map(String::from));
         args.extend(["--set".into(), format!("replicaCount={replicas}")]);
         args.extend(["--wait", "--timeout", "120s"].map(String::from));
         run(
@@ -351,5 +394,83 @@ fn the_charts_controllers_are_ready_available_and_roll_out_an_update() {
     assert!(
         seen.ran[2..].contains(&holder),
         "the leader is a new pod: {holder} of {seen:?}"
+    );
+
+    // Sweep 4, item 8: helm uninstall's pre-delete hook stops the controller and
+    // releases its finalizer, so the Berth (and its namespace) can be deleted.
+    run(
+        &helm,
+        &[
+            "uninstall",
+            "berth-controller",
+            "-n",
+            &ns.name,
+            "--wait",
+            "--timeout",
+            "120s",
+        ],
+        Some(ns.kubeconfig.as_path()),
+    );
+    let berth = ns.get("berths", "llama").unwrap();
+    assert!(
+        berth["metadata"]["finalizers"]
+            .as_array()
+            .is_none_or(|f| f.is_empty()),
+        "{}",
+        berth["metadata"]
+    );
+    let hook = standin.seen();
+    let uninstall = hook
+        .exits
+        .iter()
+        .find(|(pod, _)| pod.starts_with("berth-controller-uninstall"));
+    assert_eq!(uninstall.map(|(_, code)| *code), Some(Some(0)), "{hook:?}");
+    let started = std::time::Instant::now();
+    ns.ok(&["delete", "berth", "llama", "--wait=true", "--timeout=60s"]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+}
+
+/// Sweep 4, item 7: where the CRD was applied with kubectl, the chart installs
+/// (it leaves the CRD to its owner), and two namespace-mode releases — one
+/// controller per tenant namespace — install side by side.
+#[test]
+fn two_tenant_releases_install_where_kubectl_applied_the_crd() {
+    let Some(plane) = plane() else { return };
+    let Some(helm) = plane.helm() else { return };
+    let crd = Command::new(common::berth_path())
+        .args(["controller", "crd"])
+        .output()
+        .unwrap();
+    let out = plane.kubectl_with(
+        &plane.kubeconfig,
+        &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+        Some(&String::from_utf8_lossy(&crd.stdout)),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tenants = [plane.namespace("tenant-a"), plane.namespace("tenant-b")];
+    for ns in &tenants {
+        let args = release("install", &ns.name, "v1");
+        run(
+            &helm,
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
+            Some(ns.kubeconfig.as_path()),
+        );
+        assert!(ns.get("deployments", "berth-controller").is_some());
+        assert!(ns.get("roles", "berth-controller").is_some());
+    }
+    for ns in &tenants {
+        run(
+            &helm,
+            &["uninstall", "berth-controller", "-n", &ns.name, "--wait"],
+            Some(ns.kubeconfig.as_path()),
+        );
+    }
+    assert!(
+        tenants[0].get_in("", "crd", "berths.berth.dev").is_some(),
+        "the CRD stays with its owner"
     );
 }

@@ -49,6 +49,11 @@ struct Process {
     log: PathBuf,
     ready: Option<bool>,
     terminating: bool,
+    /// A Job's pod (`restartPolicy` other than `Always`): it runs to its end,
+    /// and its exit code becomes the pod's phase.
+    runs_once: bool,
+    /// The pod's phase was set from the exit.
+    finished: bool,
 }
 
 /// What the stand-in saw, for the test's assertions.
@@ -234,6 +239,39 @@ fn set_ready(ctx: &Ctx, pod: &str, ready: bool) {
     ]);
 }
 
+/// A Job pod's process ended: its phase and container state, as a kubelet reports them.
+fn finish(ctx: &Ctx, pod: &str, spec: &Value, code: Option<i32>) {
+    let now = now();
+    let code = code.unwrap_or(137);
+    let container = spec["spec"]["containers"][0]["name"]
+        .as_str()
+        .unwrap_or("main");
+    let patch = json!({"status": {
+        "phase": if code == 0 { "Succeeded" } else { "Failed" },
+        "podIP": "127.0.0.1",
+        "startTime": now,
+        "conditions": [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": now},
+            {"type": "Initialized", "status": "True", "lastTransitionTime": now},
+            {"type": "ContainersReady", "status": "False", "lastTransitionTime": now},
+            {"type": "Ready", "status": "False", "lastTransitionTime": now},
+        ],
+        "containerStatuses": [{"name": container, "ready": false, "restartCount": 0,
+            "image": "stand-in", "imageID": "stand-in", "started": false,
+            "state": {"terminated": {"exitCode": code, "startedAt": now, "finishedAt": now,
+                "reason": if code == 0 { "Completed" } else { "Error" }}}}],
+    }});
+    let _ = ctx.kubectl(&[
+        "patch",
+        "pod",
+        pod,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &patch.to_string(),
+    ]);
+}
+
 fn serve(ctx: &Ctx, node: &str, stop: &AtomicBool, seen: &Mutex<Seen>) {
     let mut processes: BTreeMap<String, Process> = BTreeMap::new();
     let mut beat = Instant::now();
@@ -276,6 +314,10 @@ fn serve(ctx: &Ctx, node: &str, stop: &AtomicBool, seen: &Mutex<Seen>) {
                         log,
                         ready: None,
                         terminating: false,
+                        runs_once: pod["spec"]["restartPolicy"]
+                            .as_str()
+                            .is_some_and(|p| p != "Always"),
+                        finished: false,
                     },
                 );
             }
@@ -287,6 +329,19 @@ fn serve(ctx: &Ctx, node: &str, stop: &AtomicBool, seen: &Mutex<Seen>) {
                     .args(["-TERM", &process.child.id().to_string()])
                     .status();
                 process.terminating = true;
+            }
+            if process.runs_once {
+                if !process.finished {
+                    if let Ok(Some(status)) = process.child.try_wait() {
+                        finish(ctx, &name, pod, status.code());
+                        seen.lock()
+                            .unwrap()
+                            .exits
+                            .insert(name.clone(), status.code());
+                        process.finished = true;
+                    }
+                }
+                continue;
             }
             if !process.terminating {
                 let ready = readyz(&process.log);
