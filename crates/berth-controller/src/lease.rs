@@ -256,6 +256,7 @@ pub async fn acquire(
     looked: &(dyn Fn(bool) + Send + Sync),
 ) {
     let mut waited = false;
+    let throttle = crate::logged::Throttle::default();
     loop {
         let sent = Instant::now();
         match candidate.try_hold(election, client).await {
@@ -273,7 +274,10 @@ pub async fn acquire(
             }
             Err(e) => {
                 looked(false);
-                tracing::warn!(error = %crate::logged::error(&e), "lease");
+                let error = crate::logged::error(&e);
+                if let Some(suppressed) = throttle.admit(&error) {
+                    tracing::warn!(%error, suppressed, "could not take the Lease; retrying");
+                }
             }
         }
         tokio::time::sleep(election.retry_period()).await;

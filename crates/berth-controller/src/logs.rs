@@ -24,10 +24,54 @@ pub fn init(format: Format) {
     });
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(Redacting)
         .with_ansi(false);
     let _ = match format {
         Format::Text => builder.try_init(),
         Format::Json => builder.json().flatten_event(true).try_init(),
     };
+}
+
+/// The line a failed run ends with, through the same formatter and redaction
+/// as every other (`--log-format json` stays one JSON object per line).
+pub fn exiting(error: &str) {
+    tracing::error!(error = %berth_core::redact::peer_text(error), "exiting");
+}
+
+/// stderr, every line masked by [`berth_core::redact::mask_credentials`] on
+/// its way: berth's own values are redacted where they are logged, and this
+/// catches what kube-runtime and kube-client log themselves. The formatter
+/// writes one event per writer, so each line is masked whole.
+struct Redacting;
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Redacting {
+    type Writer = RedactingLine;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        RedactingLine(Vec::new())
+    }
+}
+
+/// One event's text, written to stderr masked when dropped.
+struct RedactingLine(Vec<u8>);
+
+impl std::io::Write for RedactingLine {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for RedactingLine {
+    fn drop(&mut self) {
+        use std::io::Write as _;
+        let masked = berth_core::redact::mask_credentials(&String::from_utf8_lossy(&self.0));
+        // Nowhere to report a failed write of the log itself: it is lost, as
+        // std's eprintln would panic instead.
+        let _ = std::io::stderr().lock().write_all(masked.as_bytes());
+    }
 }

@@ -168,7 +168,9 @@ pub(crate) fn error_policy(berth: Arc<Berth>, error: &Error, context: Arc<Contex
 
 pub(crate) async fn reconcile(berth: Arc<Berth>, context: Arc<Context>) -> Result<Action, Error> {
     let started = Instant::now();
+    let _counted = context.metrics.reconcile_started();
     let key = ObjectRef::from_obj(berth.as_ref());
+    let leaving = berth.meta().deletion_timestamp.is_some();
     let reason = OnceLock::new();
     let outcome = reconcile_timed(berth, &context, &reason).await;
     let took = started.elapsed();
@@ -180,8 +182,12 @@ pub(crate) async fn reconcile(berth: Arc<Berth>, context: Arc<Context>) -> Resul
             match reason.get().copied() {
                 Some(reason) => {
                     context.metrics.reconciled(took, reason, false);
+                    context
+                        .metrics
+                        .berth_is(&key.to_string(), (!leaving).then_some(reason));
                     tracing::info!(berth = %key, reason = reason.as_str(), took = ?took, "reconciled");
                 }
+                None if leaving => context.metrics.berth_is(&key.to_string(), None),
                 // Only the finalizer was added; its own write brings the next reconcile.
                 None => tracing::debug!(berth = %key, "finalizer added"),
             }
@@ -190,6 +196,7 @@ pub(crate) async fn reconcile(berth: Arc<Berth>, context: Arc<Context>) -> Resul
         Err(e) => {
             context.memories.forget(&key);
             context.metrics.reconciled(took, e.reason(), true);
+            context.metrics.berth_is(&key.to_string(), Some(e.reason()));
         }
     }
     outcome
@@ -462,7 +469,7 @@ async fn write_status(
     }
     let key = ObjectRef::from_obj(berth);
     if !reason.is_healthy() {
-        tracing::warn!(berth = %key, reason = reason.as_str(), message = %crate::logged::error(&now.message), "degraded");
+        tracing::warn!(berth = %key, reason = reason.as_str(), error = %crate::logged::error(&now.message), "degraded");
     }
     let event = KubeEvent {
         type_: if reason.is_healthy() {

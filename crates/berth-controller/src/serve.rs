@@ -75,7 +75,21 @@ pub struct Metrics {
     leader: Gauge,
     deleted: Family<KindLabel, Counter>,
     applies: Family<OutcomeLabel, Counter>,
+    in_flight: Gauge,
+    berths: Family<ReasonLabel, Gauge>,
+    /// Each Berth's last reason, so `berths` moves a Berth between reasons.
+    last: std::sync::Mutex<std::collections::HashMap<String, &'static str>>,
     phase: AtomicU8,
+}
+
+/// Keeps `reconciles_in_flight` counted while a reconcile runs.
+#[derive(Debug)]
+pub struct InFlight<'a>(&'a Gauge);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -128,6 +142,35 @@ impl Default for Metrics {
             "1 while this replica holds the leader Lease (or runs without election)",
             leader.clone(),
         );
+        let in_flight = Gauge::default();
+        registry.register(
+            "reconciles_in_flight",
+            "Reconciles running now (at most --concurrency)",
+            in_flight.clone(),
+        );
+        let berths = Family::<ReasonLabel, Gauge>::default();
+        registry.register(
+            "berths",
+            "Berths by the reason of their last reconcile (RolledOut and RollingOut are Ready or on the way; every other reason is Degraded)",
+            berths.clone(),
+        );
+        // Every series exists from the start at zero, so `increase()` and
+        // alerts see the first error, not only the second. (The guards
+        // `get_or_create` returns are not needed: creating is the point.)
+        for reason in Reason::ALL {
+            let label = ReasonLabel {
+                reason: reason.as_str(),
+            };
+            let _ = reconciles.get_or_create(&label);
+            let _ = failures.get_or_create(&label);
+            let _ = berths.get_or_create(&label);
+        }
+        for outcome in ["untouched", "checked", "repaired", "recorded"] {
+            let _ = applies.get_or_create(&OutcomeLabel { outcome });
+        }
+        for kind in ["ConfigMap", "Secret"] {
+            let _ = deleted.get_or_create(&KindLabel { kind: kind.into() });
+        }
         Metrics {
             registry,
             reconciles,
@@ -136,6 +179,9 @@ impl Default for Metrics {
             leader,
             deleted,
             applies,
+            in_flight,
+            berths,
+            last: std::sync::Mutex::default(),
             phase: AtomicU8::new(Phase::Starting as u8),
         }
     }
@@ -167,6 +213,38 @@ impl Metrics {
             self.failures.get_or_create(&label).inc();
         }
         self.duration.observe(took.as_secs_f64());
+    }
+
+    /// A reconcile starts; the gauge goes down when the returned guard drops.
+    pub fn reconcile_started(&self) -> InFlight<'_> {
+        self.in_flight.inc();
+        InFlight(&self.in_flight)
+    }
+
+    /// Berth `key`'s last reconcile ended with `reason`; `None`: the Berth is gone.
+    pub fn berth_is(&self, key: &str, reason: Option<Reason>) {
+        // A poisoned lock means a panic while holding it, which nothing below
+        // can cause: use the map as it is.
+        let mut last = self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let before = match reason {
+            Some(reason) => last.insert(key.to_string(), reason.as_str()),
+            None => last.remove(key),
+        };
+        if let Some(before) = before {
+            self.berths
+                .get_or_create(&ReasonLabel { reason: before })
+                .dec();
+        }
+        if let Some(reason) = reason {
+            self.berths
+                .get_or_create(&ReasonLabel {
+                    reason: reason.as_str(),
+                })
+                .inc();
+        }
     }
 
     /// Moves to `phase`; the leader gauge follows.
@@ -294,10 +372,38 @@ mod tests {
         ] {
             assert!(text.contains(line), "{line} in\n{text}");
         }
-        assert!(
-            !text.contains("reconcile_errors_total{reason=\"RolledOut\"}"),
-            "{text}"
-        );
+        // Sweep 4, item 8: every series exists at zero before its first count.
+        for line in [
+            "berth_controller_reconcile_errors_total{reason=\"RolledOut\"} 0\n",
+            "berth_controller_reconcile_errors_total{reason=\"Forbidden\"} 0\n",
+            "berth_controller_applies_total{outcome=\"repaired\"} 0\n",
+            "berth_controller_generations_deleted_total{kind=\"Secret\"} 0\n",
+            "berth_controller_reconciles_in_flight 0\n",
+        ] {
+            assert!(text.contains(line), "{line} in\n{text}");
+        }
+        {
+            let _running = m.reconcile_started();
+            assert!(m
+                .text()
+                .contains("berth_controller_reconciles_in_flight 1\n"));
+        }
+        m.berth_is("team-a/llama", Some(Reason::RollingOut));
+        m.berth_is("team-a/llama", Some(Reason::RolledOut));
+        m.berth_is("team-a/other", Some(Reason::Forbidden));
+        let text = m.text();
+        for line in [
+            "berth_controller_berths{reason=\"RolledOut\"} 1\n",
+            "berth_controller_berths{reason=\"RollingOut\"} 0\n",
+            "berth_controller_berths{reason=\"Forbidden\"} 1\n",
+            "berth_controller_reconciles_in_flight 0\n",
+        ] {
+            assert!(text.contains(line), "{line} in\n{text}");
+        }
+        m.berth_is("team-a/other", None);
+        assert!(m
+            .text()
+            .contains("berth_controller_berths{reason=\"Forbidden\"} 0\n"));
         m.enter(Phase::Standby);
         assert!(m.text().contains("berth_controller_leader 0\n"));
     }

@@ -151,6 +151,76 @@ pub fn peer_text(text: &str) -> String {
     format!("{cut}… ({} more characters)", count - PEER_TEXT_MAX)
 }
 
+/// `text` with credentials masked in place — `Bearer …`/`Basic …` and the
+/// values of `token`, `password`, `secret`, `access_token` and `authorization`
+/// assignments (`k=v`, `k: v`, `"k":"v"`, JSON-escaped `\"k\":\"v\"`) — and
+/// nothing else changed: no folding, no cut, so a JSON log line stays valid
+/// JSON. The controller's log writer passes every line through it, including
+/// lines kube-runtime writes itself.
+pub fn mask_credentials(text: &str) -> String {
+    const SCHEMES: [&str; 2] = ["bearer ", "basic "];
+    const KEYS: [&str; 5] = [
+        "access_token",
+        "authorization",
+        "password",
+        "secret",
+        "token",
+    ];
+    let lower = text.to_ascii_lowercase();
+    let bytes = text.as_bytes();
+    let is_end = |b: u8| b.is_ascii_whitespace() || b"\"'\\,;&}]".contains(&b);
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        let rest = &lower[i..];
+        let mut value_at = None;
+        if let Some(scheme) = SCHEMES.iter().find(|s| rest.starts_with(**s)) {
+            value_at = Some(i + scheme.len());
+        } else if let Some(key) = KEYS.iter().find(|k| rest.starts_with(**k)) {
+            let mut j = i + key.len();
+            let skip = |j: &mut usize, set: &[u8]| {
+                while *j < bytes.len() && set.contains(&bytes[*j]) {
+                    *j += 1;
+                }
+            };
+            skip(&mut j, b"\"'\\");
+            if j < bytes.len() && (bytes[j] == b'=' || bytes[j] == b':') {
+                j += 1;
+                skip(&mut j, b" \"'\\");
+                // `Authorization: Bearer …`: the credential follows the scheme.
+                if let Some(scheme) = SCHEMES.iter().find(|s| lower[j..].starts_with(**s)) {
+                    j += scheme.len();
+                }
+                value_at = Some(j);
+            }
+        }
+        match value_at {
+            Some(start) if start < bytes.len() && !is_end(bytes[start]) => {
+                let mut end = start;
+                while end < bytes.len() && !is_end(bytes[end]) {
+                    end += 1;
+                }
+                let value = &text[start..end];
+                out.push_str(&text[i..start]);
+                // "Bearer <redacted>" and the like stay readable; an already
+                // masked value is left as it is.
+                out.push_str(if value == "<redacted>" {
+                    value
+                } else {
+                    "<redacted>"
+                });
+                i = end;
+            }
+            _ => {
+                let c = text[i..].chars().next().unwrap_or(' ');
+                out.push(c);
+                i += c.len_utf8();
+            }
+        }
+    }
+    out
+}
+
 /// `token=…`, `"password":"…"` and the like, with the value masked.
 fn mask_assignment(word: &str) -> String {
     const KEYS: [&str; 5] = [
@@ -179,6 +249,31 @@ fn mask_assignment(word: &str) -> String {
 #[cfg(test)]
 mod peer_tests {
     use super::*;
+
+    #[test]
+    fn credentials_are_masked_in_place_and_json_stays_json() {
+        let line = r#"{"timestamp":"t","level":"WARN","message":"watch","error":"request carried Authorization: Bearer abc.def and token=s3cr3t, \"password\":\"hunter2\"","target":"kube_runtime"}"#;
+        let masked = mask_credentials(line);
+        assert!(
+            !masked.contains("abc.def")
+                && !masked.contains("s3cr3t")
+                && !masked.contains("hunter2"),
+            "{masked}"
+        );
+        let value: serde_json::Value = serde_json::from_str(&masked).unwrap();
+        assert_eq!(
+            value["error"],
+            "request carried Authorization: Bearer <redacted> and token=<redacted>, \"password\":\"<redacted>\""
+        );
+        for plain in [
+            "the token is missing",
+            "stopping signal=\"SIGTERM\"",
+            "secrets listed: 3",
+            "Bearer <redacted>",
+        ] {
+            assert_eq!(mask_credentials(plain), plain);
+        }
+    }
 
     #[test]
     fn credentials_in_peer_text_are_masked() {

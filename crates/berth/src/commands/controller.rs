@@ -27,7 +27,9 @@ pub fn run(args: &ControllerArgs) -> Result<u8> {
         LogFormat::Text => berth_controller::logs::Format::Text,
         LogFormat::Json => berth_controller::logs::Format::Json,
     });
-    crate::runtime::get()?.block_on(async {
+    // Every line of a controller's run goes through its log formatter and
+    // redaction, the one that ends it too: a failure is logged, not printed.
+    let outcome = crate::runtime::get()?.block_on(async {
         // First: SIGTERM and SIGINT are caught from here on, whatever comes next.
         let shutdown = berth_controller::Shutdown::install()?;
         let election = args
@@ -76,8 +78,16 @@ pub fn run(args: &ControllerArgs) -> Result<u8> {
             shutdown,
         )
         .await?;
-        Ok(0)
-    })
+        Ok::<_, anyhow::Error>(())
+    });
+    match outcome {
+        Ok(()) => Ok(0),
+        Err(e) => {
+            let causes: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+            berth_controller::logs::exiting(&causes.join(": "));
+            Ok(1)
+        }
+    }
 }
 
 /// `berth controller uninstall`.

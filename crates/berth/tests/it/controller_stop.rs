@@ -125,7 +125,7 @@ fn the_controller_stops_and_stays_quiet_against_a_refusing_missing_or_silent_api
     let no_crd = answering_server(404);
     let silent = silent_server();
     let refused = refused_server();
-    let cases: [(&str, &str, &[&str], &str); 7] = [
+    let cases: [(&str, &str, &[&str], &str); 8] = [
         ("no Berth CRD", &no_crd, &[], "TERM"),
         ("401, all namespaces", &unauthorized, &[], "TERM"),
         (
@@ -148,6 +148,12 @@ fn the_controller_stops_and_stays_quiet_against_a_refusing_missing_or_silent_api
             &["--leader-elect"],
             "INT",
         ),
+        (
+            "401, JSON logs",
+            &unauthorized,
+            &["--log-format", "json", "--leader-elect"],
+            "TERM",
+        ),
     ];
     // Side by side: each case is 8 s of waiting.
     let runs: Vec<_> = cases
@@ -169,6 +175,19 @@ fn the_controller_stops_and_stays_quiet_against_a_refusing_missing_or_silent_api
         let (case, signal, (logged, took, code)) = handle.join().unwrap();
         let lines = logged.lines().count();
         assert!(lines < 200, "{case}: {lines} log lines in 8 s");
+        if case == "401, JSON logs" {
+            // Sweep 4, item 8: one JSON object per line, each key once.
+            for line in logged.lines() {
+                let value: serde_json::Value = serde_json::from_str(line)
+                    .unwrap_or_else(|e| panic!("{case}: not JSON ({e}): {line}"));
+                let keys = value.as_object().unwrap().len();
+                assert_eq!(
+                    line.matches("\":").count(),
+                    keys,
+                    "{case}: a key twice: {line}"
+                );
+            }
+        }
         if case == "no Berth CRD" {
             assert!(
                 logged.contains("the Berth CRD is not installed"),
