@@ -24,8 +24,10 @@ use crate::remember::{fingerprints_of, Look, Outcome, Remembered, Watches};
 /// a shared API server's priority and fairness never queues berth.
 pub const CONCURRENCY: usize = 16;
 
-/// Secrets hold at most 1 MiB; the record's manifest (base64) must fit.
-const RECORD_LIMIT: usize = (1024 * 1024 - 16 * 1024) / 4 * 3;
+/// The largest rendered project berth records: what it reads back
+/// ([`crate::records`] unpacks at most this much). Records are gzipped and split
+/// over as many Secrets as they need, so one Secret's size is no limit.
+const RECORD_LIMIT: usize = (berth_io::limits::FILE * 4) as usize;
 
 /// Settings of an apply.
 #[derive(Debug, Clone)]
@@ -374,8 +376,9 @@ impl Cluster {
                     return Err(ClusterError::Record {
                         action: "record the apply".into(),
                         message: format!(
-                            "the rendered objects take {} bytes, more than a Secret holds (1 MiB); split the project",
-                            manifest.len()
+                            "the rendered objects take {} bytes, more than berth records ({}); split the project",
+                            manifest.len(),
+                            berth_io::limits::size(RECORD_LIMIT as u64)
                         ),
                     });
                 }
@@ -409,13 +412,15 @@ impl Cluster {
                     stale,
                     rollback_of,
                     manifest: None,
+                    parts: 1,
                 };
-                let written = self
+                let (written, parts) = self
                     .write_record(&desired.project, &record, &manifest, options)
                     .await?;
                 events(Event::Recorded(written.name));
                 records.push(RecordInfo {
                     manifest: Some(manifest),
+                    parts,
                     ..record.clone()
                 });
                 // Another record: its stale verdicts may judge differently.

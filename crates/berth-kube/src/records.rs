@@ -3,6 +3,12 @@
 //! generation each base name used; what rollback re-applies and what clean-up
 //! keeps. Secrets rather than ConfigMaps, because the applied objects include
 //! Secrets (Helm keeps its release records in Secrets for the same reason).
+//!
+//! The objects are gzipped (`objects.gz`) and, past [`PART_BYTES`] compressed,
+//! split over part Secrets `berth-<project>-r<N>-p1`, `-p2`, … (type
+//! `berth.dev/apply-record-part`), so a project of any size is recorded while
+//! each Secret stays under the API server's limit of about 1.5 MiB per object.
+//! Records written before (plain `objects`) are still read.
 
 use std::collections::BTreeMap;
 
@@ -33,6 +39,11 @@ const SEQUENCE_ANNOTATION: &str = "berth.dev/sequence";
 const CONFIGS_ANNOTATION: &str = "berth.dev/configs";
 /// The workloads' deadline verdicts from before the apply (JSON: path → verdict).
 const STALE_ANNOTATION: &str = "berth.dev/stale-verdicts";
+/// How many parts a record has when it has more than one.
+const PARTS_ANNOTATION: &str = "berth.dev/parts";
+/// Compressed bytes per Secret: 768 KiB is 1 MiB in base64, well under the API
+/// server's request limit (3 MiB) and etcd's object limit (1.5 MiB).
+pub const PART_BYTES: usize = 768 << 10;
 /// The field manager of record bookkeeping (the status annotation), so the
 /// record's content stays owned by the apply's manager.
 const STATUS_MANAGER: &str = "berth-status";
@@ -60,10 +71,53 @@ impl Cluster {
         if let Some(newest) = records.newest_mut() {
             let name = self.record_name(project, newest.record.sequence);
             if let Some(whole) = self.get(&self.record_ref(&name)).await? {
-                newest.manifest = secret_text(&whole, "objects");
+                newest.manifest = self.manifest_of(&whole).await?;
             }
         }
         Ok(records)
+    }
+
+    /// A record's objects: plain `objects` (older records), or `objects.gz`
+    /// and its parts, read and unpacked. `None` when it holds neither.
+    async fn manifest_of(&self, record: &Value) -> Result<Option<String>, ClusterError> {
+        if let Some(plain) = secret_text(record, "objects") {
+            return Ok(Some(plain));
+        }
+        let Some(first) = secret_bytes(record, "objects.gz") else {
+            return Ok(None);
+        };
+        let name = text(record, &["metadata", "name"])
+            .unwrap_or_default()
+            .to_string();
+        let parts = record
+            .pointer(&format!(
+                "/metadata/annotations/{}",
+                PARTS_ANNOTATION.replace('/', "~1")
+            ))
+            .and_then(Value::as_str)
+            .map(|n| {
+                n.parse::<usize>()
+                    .map_err(|_| self.unreadable(record, PARTS_ANNOTATION))
+            })
+            .transpose()?
+            .unwrap_or(1);
+        let mut packed = vec![first];
+        for part in 1..parts {
+            let part = self
+                .get(&self.record_ref(&format!("{name}-p{part}")))
+                .await?
+                .and_then(|whole| secret_bytes(&whole, "objects.gz"))
+                .ok_or_else(|| {
+                    self.unreadable(
+                        record,
+                        &format!("part {part} of {parts} (Secret {name}-p{part})"),
+                    )
+                })?;
+            packed.push(part);
+        }
+        unpack(&packed)
+            .map(Some)
+            .ok_or_else(|| self.unreadable(record, "objects.gz"))
     }
 
     /// The project's apply records from a metadata-only listing: without the
@@ -146,17 +200,21 @@ impl Cluster {
                 .unwrap_or_default(),
             rollback_of: annotation(ROLLBACK_ANNOTATION).and_then(|s| s.parse().ok()),
             manifest: secret_text(item, "objects"),
+            parts: annotation(PARTS_ANNOTATION)
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(1),
         }))
     }
 
-    /// Creates the record of a new apply (never overwrites one).
+    /// Creates the record of a new apply (never overwrites one), and says how
+    /// many Secrets hold it.
     pub(crate) async fn write_record(
         &self,
         project: &str,
         info: &RecordInfo,
         manifest: &str,
         options: &crate::ApplyOptions,
-    ) -> Result<ObjectRef, ClusterError> {
+    ) -> Result<(ObjectRef, usize), ClusterError> {
         let sequence = info.record.sequence;
         let configs = &info.record.configs;
         let object = self.record_ref(&self.record_name(project, sequence));
@@ -172,6 +230,26 @@ impl Cluster {
             annotations[STALE_ANNOTATION] =
                 json!(serde_json::to_string(&info.stale).unwrap_or_default());
         }
+        let packed = pack(manifest);
+        if packed.len() > 1 {
+            annotations[PARTS_ANNOTATION] = json!(packed.len().to_string());
+        }
+        // The parts first: a record never names a part that is not there.
+        for (i, part) in packed.iter().enumerate().skip(1) {
+            let part_ref = self.record_ref(&format!("{}-p{i}", object.name));
+            let mut body = json!({
+                "apiVersion": "v1", "kind": "Secret", "type": "berth.dev/apply-record-part",
+                "metadata": {
+                    "name": part_ref.name, "namespace": self.namespace,
+                    "labels": { MANAGED_BY.0: MANAGED_BY.1, PROJECT_LABEL: project },
+                },
+                "data": { "objects.gz": BASE64.encode(part) }
+            });
+            if let Some(owner) = &options.owner {
+                body["metadata"]["ownerReferences"] = json!([owner]);
+            }
+            self.create(&part_ref, &body, &options.manager).await?;
+        }
         let mut body = json!({
             "apiVersion": "v1", "kind": "Secret", "type": "berth.dev/apply-record",
             "metadata": {
@@ -182,14 +260,14 @@ impl Cluster {
             "data": {
                 "sequence": BASE64.encode(sequence.to_string()),
                 "configs": BASE64.encode(serde_json::to_string(configs).unwrap_or_default()),
-                "objects": BASE64.encode(manifest),
+                "objects.gz": BASE64.encode(&packed[0]),
             }
         });
         if let Some(owner) = &options.owner {
             body["metadata"]["ownerReferences"] = json!([owner]);
         }
         self.create(&object, &body, &options.manager).await?;
-        Ok(object)
+        Ok((object, packed.len()))
     }
 
     /// Marks a record `succeeded` or `failed`.
@@ -263,10 +341,17 @@ impl Cluster {
             }
         }
         // Older records are beyond what rollback may reach.
-        let stale: Vec<u64> = records.stale(keep).map(|r| r.record.sequence).collect();
-        for sequence in stale {
+        let stale: Vec<(u64, usize)> = records
+            .stale(keep)
+            .map(|r| (r.record.sequence, r.parts))
+            .collect();
+        for (sequence, parts) in stale {
             let object = self.record_ref(&self.record_name(project, sequence));
             self.delete(&object).await?;
+            for part in 1..parts {
+                self.delete(&self.record_ref(&format!("{}-p{part}", object.name)))
+                    .await?;
+            }
             records.remove(sequence);
             events(Event::Deleted(object));
         }
@@ -289,10 +374,13 @@ impl Cluster {
         let sequence = target.record.sequence;
         let manifest = match &target.manifest {
             Some(manifest) => Some(manifest.clone()),
-            None => self
+            None => match self
                 .get(&self.record_ref(&self.record_name(project, sequence)))
                 .await?
-                .and_then(|whole| secret_text(&whole, "objects")),
+            {
+                Some(whole) => self.manifest_of(&whole).await?,
+                None => None,
+            },
         };
         let objects: Vec<Value> = manifest
             .as_deref()
@@ -320,6 +408,69 @@ impl Cluster {
 
 /// A `data` entry of a Secret, decoded.
 fn secret_text(secret: &Value, key: &str) -> Option<String> {
+    String::from_utf8(secret_bytes(secret, key)?).ok()
+}
+
+/// A `data` entry of a Secret, decoded, as bytes.
+fn secret_bytes(secret: &Value, key: &str) -> Option<Vec<u8>> {
     let encoded = secret.get("data")?.get(key)?.as_str()?;
-    String::from_utf8(BASE64.decode(encoded).ok()?).ok()
+    BASE64.decode(encoded).ok()
+}
+
+/// `manifest` gzipped and cut into parts of at most [`PART_BYTES`]; at least
+/// one part. The same manifest gives the same bytes.
+fn pack(manifest: &str) -> Vec<Vec<u8>> {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    // Writing to a Vec cannot fail.
+    let packed = encoder
+        .write_all(manifest.as_bytes())
+        .and_then(|()| encoder.finish())
+        .unwrap_or_default();
+    let mut parts: Vec<Vec<u8>> = packed.chunks(PART_BYTES).map(<[u8]>::to_vec).collect();
+    if parts.is_empty() {
+        parts.push(Vec::new());
+    }
+    parts
+}
+
+/// The manifest [`pack`] made, from its parts in order; `None` when they are
+/// not one gzip stream of UTF-8 text (a part lost or changed). Bounded: a
+/// record never unpacks past [`berth_io::limits::FILE`] × 4, the most
+/// berth records.
+fn unpack(parts: &[Vec<u8>]) -> Option<String> {
+    let joined: Vec<u8> = parts.concat();
+    let decoder = flate2::read::GzDecoder::new(joined.as_slice());
+    let text = berth_io::read_limited(decoder, berth_io::limits::FILE * 4).ok()?;
+    String::from_utf8(text).ok()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_are_gzipped_split_under_an_objects_limit_and_read_back() {
+        let small = r#"[{"kind":"ConfigMap"}]"#;
+        let parts = pack(small);
+        assert_eq!(parts.len(), 1);
+        assert_eq!(unpack(&parts).unwrap(), small);
+        assert_eq!(pack(small), parts, "deterministic");
+        // 20 MiB of text that compresses badly (hex of a counter's hash-like mix).
+        let mut big = String::with_capacity(20 << 20);
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        while big.len() < 20 << 20 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            big.push_str(&format!("{x:016x}"));
+        }
+        let parts = pack(&big);
+        assert!(parts.len() > 10, "{}", parts.len());
+        assert!(parts.iter().all(|p| p.len() <= PART_BYTES));
+        assert_eq!(unpack(&parts).unwrap(), big);
+        // A lost part is an error, never a shorter manifest.
+        assert!(unpack(&parts[..parts.len() - 1]).is_none());
+    }
 }

@@ -52,6 +52,8 @@ pub struct RecordInfo {
     pub rollback_of: Option<u64>,
     /// The applied objects as recorded (JSON text), when readable.
     pub manifest: Option<String>,
+    /// How many Secrets hold the record: itself and its parts (at least 1).
+    pub parts: usize,
 }
 
 /// A project's records, oldest first.
@@ -178,6 +180,7 @@ mod tests {
             stale: BTreeMap::new(),
             rollback_of,
             manifest: Some(format!("objects of r{}", rollback_of.unwrap_or(sequence))),
+            parts: 1,
         }
     }
 

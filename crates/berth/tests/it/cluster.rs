@@ -839,3 +839,51 @@ fn a_token_file_ending_in_a_newline_authenticates_as_with_kubectl() {
     );
     assert!(stdout(&out).contains("Deployment"), "{}", stdout(&out));
 }
+
+/// Sweep 4, item 6 (K96, K97): a project whose rendered objects total 20 MiB —
+/// each object under the API's limit, the whole far over one Secret's — is
+/// applied, recorded (gzipped, over part Secrets) and rolled back.
+#[test]
+fn k96_a_20_mib_project_applies_and_rolls_back() {
+    let Some(s) = setup("big", "") else { return };
+    // 40 ConfigMaps of ~512 KiB each, text that compresses badly.
+    let mut manifests = String::from(DEPLOY);
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for i in 0..40 {
+        let mut data = String::with_capacity(512 << 10);
+        while data.len() < 512 << 10 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            data.push_str(&format!("{x:016x}"));
+        }
+        manifests.push_str(&format!(
+            "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: blob-{i}}}\ndata: {{blob: {data}}}\n"
+        ));
+    }
+    assert!(manifests.len() > 20 << 20);
+    s.manifests(&manifests);
+    let out = s.run(&["apply", "--rollout-timeout", "120"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r1 = s.record(1);
+    let parts: usize = r1["metadata"]["annotations"]["berth.dev/parts"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(parts > 10, "{parts} parts");
+    assert!(s
+        .ns
+        .get("secrets", &format!("berth-shop-r1-p{}", parts - 1))
+        .is_some());
+    let first = s.deployment_config();
+    // A second apply with another config, then back.
+    s.level("two");
+    let out = s.run(&["apply", "--rollout-timeout", "120"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_ne!(s.deployment_config(), first);
+    let out = s.run(&["rollback", "--rollout-timeout", "120"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(s.deployment_config(), first);
+    assert!(s.ns.get("configmaps", "blob-39").is_some());
+}
