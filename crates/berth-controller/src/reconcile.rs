@@ -99,6 +99,22 @@ fn kube_reason(error: &kube::Error) -> Reason {
     }
 }
 
+/// What a Berth's status says of a failed apply: the CLI's message, except
+/// where its advice is the CLI's (`--force-conflicts` is no controller flag).
+fn status_message(error: &ClusterError) -> String {
+    match error {
+        ClusterError::Conflict { object, conflicts } => format!(
+            "{object}: apply conflicts with other field managers: {}; the controller never takes fields over: remove them from the Berth's workloads, or have that manager give them up (e.g. apply without them)",
+            conflicts
+                .iter()
+                .map(|(field, manager)| format!("{field} (owned by {manager})"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
 /// The condition reason for a cluster error: what a status reader can act on.
 fn reason_of(error: &ClusterError) -> Reason {
     match error {
@@ -300,7 +316,7 @@ async fn apply(berth: &Berth, context: &Context) -> Result<(Action, Reason), Err
             context.memories.forget(&ObjectRef::from_obj(berth));
             let problem = Problem {
                 reason: reason_of(&e),
-                message: e.to_string(),
+                message: status_message(&e),
             };
             return degraded(context, berth, &problem, Some(&plan), 30).await;
         }
@@ -514,6 +530,25 @@ mod tests {
         assert_eq!(retry_after(Reason::Forbidden, 1), s(30));
         assert_eq!(retry_after(Reason::Forbidden, 2), s(60));
         assert_eq!(retry_after(Reason::Invalid, 40), s(15 * 60));
+    }
+
+    #[test]
+    fn a_conflict_in_a_status_gives_the_controllers_advice_not_the_clis() {
+        let e = ClusterError::Conflict {
+            object: Box::new(berth_kube::ObjectRef {
+                api_version: "apps/v1".into(),
+                kind: "Deployment".into(),
+                name: "web".into(),
+                namespace: Some("team-a".into()),
+            }),
+            conflicts: vec![(".spec.replicas".into(), "kubectl-scale".into())],
+        };
+        let message = super::status_message(&e);
+        assert!(!message.contains("--force-conflicts"), "{message}");
+        assert!(
+            message.contains(".spec.replicas (owned by kubectl-scale)"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -369,6 +369,16 @@ fn positive_seconds(value: &str) -> Result<u64, String> {
     }
 }
 
+/// `--poll`: seconds between looks, fractions allowed (`0.2`), more than 0 and
+/// at most an hour (0 would spin, a day would never look). A usage error (exit 2).
+fn poll_seconds(value: &str) -> Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => Ok(s),
+        Ok(_) => Err("must be more than 0 and at most 3600 seconds".into()),
+        Err(_) => Err(format!("`{value}` is not a number of seconds")),
+    }
+}
+
 /// `--insecure-registry`: a host with an optional port, as images name it
 /// (`localhost:5000`), never a URL: the flag chooses the scheme.
 fn registry_host(value: &str) -> Result<String, String> {
@@ -440,7 +450,7 @@ pub struct SyncArgs {
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
     /// Seconds between checks for new or restarted containers while watching.
-    #[arg(long, default_value_t = 1.0, value_name = "SECONDS")]
+    #[arg(long, default_value_t = 1.0, value_name = "SECONDS", value_parser = poll_seconds)]
     pub poll: f64,
 }
 
@@ -460,7 +470,7 @@ pub struct DevArgs {
     pub once: bool,
     /// Seconds between looks at the project's pods (new, restarted and replaced pods are
     /// synced, their logs followed and forwards re-targeted).
-    #[arg(long, default_value_t = 1.0, value_name = "SECONDS")]
+    #[arg(long, default_value_t = 1.0, value_name = "SECONDS", value_parser = poll_seconds)]
     pub poll: f64,
 }
 

@@ -76,20 +76,19 @@ pub fn argocd_variables(
 /// project's variables (make's `make test EPP_TAG=x`, `env EPP_TAG=x cmd`), and how
 /// messages name them: `command line of `make``. make gives its command-line
 /// variables precedence over the environment, so the resolution must see them.
+///
+/// Only words the program really takes as variables count: make's (and
+/// gmake's) `NAME=VALUE` arguments, and env's leading assignments (then the
+/// command env runs, looked at the same way). `docker run X=y`, `helm --set
+/// X=y` or `sh -c 'X=y'` set no variable of the program's environment.
 pub fn command_line_variables(
     project: &Project,
     command: &[OsString],
 ) -> (Vec<(String, String)>, String) {
     let variables = project.variables();
-    let words = command
-        .iter()
-        .skip(1)
-        .filter_map(|word| {
-            let (name, value) = word.to_str()?.split_once('=')?;
-            variables
-                .contains(&name)
-                .then(|| (name.to_string(), value.to_string()))
-        })
+    let words = assignments(command)
+        .into_iter()
+        .filter(|(name, _)| variables.contains(&name.as_str()))
         .collect();
     let program = command
         .first()
@@ -102,6 +101,51 @@ pub fn command_line_variables(
         })
         .unwrap_or_default();
     (words, format!("command line of `{program}`"))
+}
+
+/// The `NAME=VALUE` words `command` gives its program as variables.
+fn assignments(command: &[OsString]) -> Vec<(String, String)> {
+    let Some(program) = command.first() else {
+        return Vec::new();
+    };
+    let program = std::path::Path::new(program)
+        .file_name()
+        .unwrap_or(program)
+        .to_string_lossy()
+        .into_owned();
+    let assignment = |word: &OsString| -> Option<(String, String)> {
+        let (name, value) = word.to_str()?.split_once('=')?;
+        let valid = !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        valid.then(|| (name.to_string(), value.to_string()))
+    };
+    match program.as_str() {
+        "make" | "gmake" => command[1..].iter().filter_map(assignment).collect(),
+        "env" => {
+            let mut out = Vec::new();
+            let mut rest = command[1..].iter().enumerate();
+            while let Some((i, word)) = rest.next() {
+                let text = word.to_string_lossy();
+                if matches!(
+                    text.as_ref(),
+                    "-u" | "--unset" | "-C" | "--chdir" | "-S" | "--split-string"
+                ) {
+                    rest.next(); // the option's argument
+                } else if text.starts_with('-') {
+                    // -i, --ignore-environment, --unset=NAME, -0 …
+                } else if let Some(pair) = assignment(word) {
+                    out.push(pair);
+                } else {
+                    // The command env runs, with its own words.
+                    out.extend(assignments(&command[i + 1..]));
+                    break;
+                }
+            }
+            out
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// What to render and how (`render`, `validate`, `apply`, `diff`, and the
@@ -477,9 +521,6 @@ impl Sync {
                 );
             }
         }
-        if !(args.poll.is_finite() && args.poll > 0.0) {
-            bail!("--poll must be a positive number of seconds");
-        }
         let engine = match args.engine {
             cli::EngineChoice::Auto => Engine::Auto,
             cli::EngineChoice::Podman => Engine::Podman,
@@ -545,9 +586,6 @@ impl Dev {
                 project.file
             );
         }
-        if !(dev.poll.is_finite() && dev.poll > 0.0) {
-            bail!("--poll must be a positive number of seconds");
-        }
         let connection = connection(&args.cluster, project);
         let streams = Connection {
             response_limit: None,
@@ -602,6 +640,37 @@ impl Push {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Sweep 4, W03-W06: only make's and env's words are variables.
+    #[test]
+    fn w03_w06_only_make_and_env_take_name_value_words_as_variables() {
+        let words = |line: &str| -> Vec<(String, String)> {
+            let command: Vec<OsString> = line.split(' ').map(OsString::from).collect();
+            assignments(&command)
+        };
+        let pair = |n: &str, v: &str| (n.to_string(), v.to_string());
+        assert_eq!(words("make test EPP_TAG=x"), [pair("EPP_TAG", "x")]);
+        assert_eq!(
+            words("/usr/bin/gmake -s EPP_TAG=x all"),
+            [pair("EPP_TAG", "x")]
+        );
+        assert_eq!(
+            words("env -u HOME EPP_TAG=x make e2e EPP_IMAGE=q/e:y"),
+            [pair("EPP_TAG", "x"), pair("EPP_IMAGE", "q/e:y")]
+        );
+        assert_eq!(
+            words("env EPP_TAG=x ./run.sh EPP_IMAGE=q/e:y"),
+            [pair("EPP_TAG", "x")]
+        );
+        for other in [
+            "docker run -e X=1 img EPP_TAG=x",
+            "helm template r c --set EPP_TAG=x",
+            "sh -c EPP_TAG=x",
+            "kubectl set image deploy/epp EPP_IMAGE=q/e:y",
+        ] {
+            assert!(words(other).is_empty(), "{other}");
+        }
+    }
 
     #[test]
     fn argo_cds_plugin_variables_lose_their_prefix_only_inside_a_plugin() {

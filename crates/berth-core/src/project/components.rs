@@ -147,7 +147,16 @@ impl Loader<'_> {
                 env = Some(self.variable(v, "tag.env")?);
             }
         }
-        Ok(env)
+        // `tag: {}` says nothing: a shared tag without its variable is a mistake.
+        match env {
+            Some(env) => Ok(Some(env)),
+            None => Err(ProjectError::Missing {
+                file: self.file.to_string(),
+                pos: node.pos,
+                key: "env",
+                context: "`tag:` (the shared tag variable; remove `tag:` for none)".into(),
+            }),
+        }
     }
 
     /// `profiles: {NAME: [manifests entries]}`.

@@ -685,7 +685,18 @@ impl Loader<'_> {
                 env = Some(self.variable(v, "registry.env")?);
             }
         }
-        Ok(env)
+        // `registry: {}` says nothing: a registry override without its variable is a mistake.
+        match env {
+            Some(env) => Ok(Some(env)),
+            None => Err(ProjectError::Missing {
+                file: self.file.to_string(),
+                pos: node.pos,
+                key: "env",
+                context:
+                    "`registry:` (the registry override variable; remove `registry:` for none)"
+                        .into(),
+            }),
+        }
     }
 
     fn manifests(&self, node: &Node) -> Result<Vec<Manifest>, ProjectError> {

@@ -60,6 +60,8 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
     let skipped = skipped_paths(project);
     let found: Mutex<Vec<Copy>> = Mutex::new(Vec::new());
     let counts = Mutex::new((0usize, 0usize)); // files searched, files too large
+                                               // Files and directories that could not be read: named, never skipped silently.
+    let unreadable: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let walker = ignore::WalkBuilder::new(&root)
         .hidden(false)
         .require_git(false)
@@ -74,10 +76,17 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
         // One buffer per thread, big enough for most sources in one read: a
         // fresh Vec costs several growing reads per file, and reads are the cost.
         let mut buffer = Vec::with_capacity(256 * 1024);
-        let (scanner, skipped, found, counts) = (&scanner, &skipped, &found, &counts);
+        let (scanner, skipped, found, counts, unreadable) =
+            (&scanner, &skipped, &found, &counts, &unreadable);
         Box::new(move |entry| {
-            let Ok(entry) = entry else {
-                return ignore::WalkState::Continue;
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    if let Ok(mut u) = unreadable.lock() {
+                        u.push(escaped(&e.to_string()));
+                    }
+                    return ignore::WalkState::Continue;
+                }
             };
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 return ignore::WalkState::Continue;
@@ -93,6 +102,11 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
                     Searched::Yes => c.0 += 1,
                     Searched::TooLarge => c.1 += 1,
                     Searched::No => {}
+                    Searched::Unreadable(ref why) => {
+                        if let Ok(mut u) = unreadable.lock() {
+                            u.push(format!("{}: {why}", escaped(&path.display().to_string())));
+                        }
+                    }
                 }
             }
             if !copies.is_empty() {
@@ -108,7 +122,10 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
         .map_err(|_| anyhow!("berth audit: a search thread failed"))?;
     let (searched, large) = counts.into_inner().unwrap_or_default();
     copies.sort_by(|a, b| (&a.path, a.line, a.column).cmp(&(&b.path, b.line, b.column)));
-    let shown = |p: &Path| -> String { p.strip_prefix(&root).unwrap_or(p).display().to_string() };
+    let shown =
+        |p: &Path| -> String { escaped(&p.strip_prefix(&root).unwrap_or(p).display().to_string()) };
+    let mut unreadable = unreadable.into_inner().unwrap_or_default();
+    unreadable.sort();
     let mut out = String::new();
     if settings.json {
         let items: Vec<serde_json::Value> = copies
@@ -152,30 +169,60 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
     } else {
         String::new()
     };
+    for what in &unreadable {
+        say!("berth audit: cannot read {what}; it was not searched");
+    }
+    let unread = if unreadable.is_empty() {
+        String::new()
+    } else {
+        format!("; {} could not be read", unreadable.len())
+    };
     say!(
-        "berth audit: {} hard-coded cop{} in {} file(s); {searched} file(s) searched{large}",
+        "berth audit: {} hard-coded cop{} in {} file(s); {searched} file(s) searched{large}{unread}",
         copies.len(),
         if copies.len() == 1 { "y" } else { "ies" },
         files.len()
     );
-    Ok(u8::from(settings.strict && !copies.is_empty()))
+    // --strict promises "no copy": a file it could not read may hold one.
+    Ok(u8::from(
+        settings.strict && (!copies.is_empty() || !unreadable.is_empty()),
+    ))
+}
+
+/// A file name as a line shows it: control characters escaped (a name may hold
+/// an escape sequence or a newline), never cut (a path names a file).
+fn escaped(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
 }
 
 enum Searched {
     Yes,
+    /// Binary: not text to search.
     No,
     TooLarge,
+    /// Open or read failed (permissions): named, and `--strict` fails.
+    Unreadable(String),
 }
 
 /// The copies in one file: read (bounded), binary files skipped, lines parsed
 /// only when the file holds a component's image name.
 fn search(path: &Path, scanner: &Scanner, bytes: &mut Vec<u8>, out: &mut Vec<Copy>) -> Searched {
-    let Ok(file) = std::fs::File::open(path) else {
-        return Searched::No;
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) => return Searched::Unreadable(e.to_string()),
     };
     bytes.clear();
-    if file.take(MAX_AUDITED + 1).read_to_end(bytes).is_err() {
-        return Searched::No;
+    if let Err(e) = file.take(MAX_AUDITED + 1).read_to_end(bytes) {
+        return Searched::Unreadable(e.to_string());
     }
     if bytes.len() as u64 > MAX_AUDITED {
         return Searched::TooLarge;

@@ -73,21 +73,27 @@ fn source(url: &Option<String>) -> Result<Option<String>> {
 }
 
 /// `SOURCE_DATE_EPOCH` (reproducible builds), else now: the `created` annotation.
-fn created() -> String {
-    let seconds = std::env::var("SOURCE_DATE_EPOCH")
-        .ok()
-        .and_then(|s| s.trim().parse::<i64>().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs() as i64)
-        });
-    berth_core::time::rfc3339(seconds)
+/// A value that is not a whole number of seconds is an error, never "now"
+/// (a reproducible build that silently is not).
+fn created() -> Result<String> {
+    let seconds = match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(text) => text.trim().parse::<i64>().map_err(|_| {
+            anyhow!(
+                "SOURCE_DATE_EPOCH `{}` is not a whole number of seconds since 1970-01-01 (reproducible-builds.org); give e.g. `$(git log -1 --format=%ct)`, or unset it for the current time",
+                berth_io::shown(&text)
+            )
+        })?,
+        Err(_) => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64),
+    };
+    Ok(berth_core::time::rfc3339(seconds))
 }
 
 pub fn run(push: &Push, project: &Project, resolution: &Resolution<'_>) -> Result<u8> {
     let reference = target(&push.target)?;
     source(&push.source)?;
+    created()?;
     let rendered = render_all(&push.render, project, resolution)?;
     for warning in
         crate::commands::validate::render_warnings(&rendered.findings, project, resolution)
@@ -120,7 +126,7 @@ pub fn run(push: &Push, project: &Project, resolution: &Resolution<'_>) -> Resul
     let meta = ArtifactMeta {
         source: source(&push.source)?,
         revision: push.revision.clone(),
-        created: created(),
+        created: created()?,
     };
     let registry = Registry::new(push.registry.options.clone(), DockerConfig::load()?)?;
     let digest =

@@ -447,3 +447,19 @@ fn the_kustomize_tag_bump_example_is_reported_until_berth_yaml_agrees() {
         .unwrap();
     assert!(agreed.status.success(), "{}", stderr(&agreed));
 }
+
+/// Sweep 4, U09/U10: a file name with an escape sequence or a newline is
+/// shown escaped, so it can neither drive the terminal nor forge a line.
+#[test]
+fn u09_u10_audit_escapes_control_characters_of_file_names() {
+    let dir = project("name: x\nimages:\n  web: {image: 'ghcr.io/acme/web:v1'}\n");
+    let d = dir.path();
+    write(d, "evil\u{1b}[31m.sh", "docker pull ghcr.io/acme/web:v1\n");
+    write(d, "two\nlines.sh", "docker pull ghcr.io/acme/web:v1\n");
+    let out = berth(d).arg("audit").output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains('\u{1b}'), "{stdout:?}");
+    assert_eq!(stdout.lines().count(), 2, "{stdout:?}");
+    assert!(stdout.contains("evil\\u{1b}[31m.sh:1:13:"), "{stdout:?}");
+    assert!(stdout.contains("two\\nlines.sh:1:13:"), "{stdout:?}");
+}
