@@ -31,8 +31,16 @@ pub fn prepare(
     resolution: &Resolution<'_>,
 ) -> Result<Prepared> {
     let (rendered, generated) = render_objects(render, project, resolution)?;
-    let warnings =
+    let mut warnings =
         crate::commands::validate::render_warnings(&rendered.findings, project, resolution);
+    // Applied directly, a placeholder berth does not fill reaches the cluster as
+    // written (`berth render` leaves them for envsubst, and says nothing).
+    for unfilled in berth_core::render::unfilled_placeholders(&rendered.objects) {
+        warnings.push(format!(
+            "{}: `{}` is `{}`, a placeholder berth does not fill (it fills only its components' image variables), so it is applied as written; set the value in the manifests, or render and fill it first (`berth render | envsubst | kubectl apply -f -`)",
+            unfilled.object, unfilled.field, unfilled.placeholder
+        ));
+    }
     if rendered.objects.is_empty() {
         bail!(
             "nothing to apply: {} renders no objects; list them under `manifests:` or pass PATHs",

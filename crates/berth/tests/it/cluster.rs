@@ -887,3 +887,30 @@ fn k96_a_20_mib_project_applies_and_rolls_back() {
     assert_eq!(s.deployment_config(), first);
     assert!(s.ns.get("configmaps", "blob-39").is_some());
 }
+
+/// Sweep 4, item 12: a `${VAR}` placeholder berth does not fill would be
+/// applied as written; apply, diff and dev say so before (render leaves it for
+/// envsubst and says nothing).
+#[test]
+fn an_unfilled_placeholder_is_named_before_it_is_applied() {
+    let Some(s) = setup("placeholder", "") else {
+        return;
+    };
+    s.manifests(&DEPLOY.replace(
+        "          envFrom: [{configMapRef: {name: web-config}}]\n",
+        "          envFrom: [{configMapRef: {name: web-config}}]\n          args: ['${POOL_NAME}', 'sh -c echo ${HOME}']\n",
+    ));
+    let out = s.run(&["diff"]);
+    assert!(
+        stderr(&out).contains("warning: Deployment/web: `spec.template.spec.containers[0].args[0]` is `${POOL_NAME}`, a placeholder berth does not fill"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("${HOME}"), "{}", stderr(&out));
+    let render = berth(s.dir.path()).arg("render").output().unwrap();
+    assert!(
+        render.status.success() && render.stderr.is_empty(),
+        "{}",
+        stderr(&render)
+    );
+}

@@ -501,10 +501,13 @@ fn dev_refuses_what_it_cannot_do_before_touching_a_cluster() {
     --- stderr
     error: `berth dev` renders again on every change, and standard input can be read once; give the manifests as files or directories
     ");
+    // Sweep 4: a usage error, exit 2.
     insta::assert_snapshot!(run(&["dev", "--poll", "0"]), @"
-    exit: 1
+    exit: 2
     --- stdout
     --- stderr
-    error: --poll must be a positive number of seconds
+    error: invalid value '0' for '--poll <SECONDS>': must be more than 0 and at most 3600 seconds
+
+    For more information, try '--help'.
     ");
 }
