@@ -218,7 +218,10 @@ fn diff_shows_what_apply_would_change_and_changes_nothing() {
     // the API server defaults (Kubernetes 1.30 gives a Deployment one more line
     // before its containers than 1.37): the lines are redacted, the sizes kept.
     let mut settings = insta::Settings::clone_current();
-    settings.add_filter(r"@@ -\d+,(\d+) \+\d+,(\d+) @@", "@@ -[line],$1 +[line],$2 @@");
+    settings.add_filter(
+        r"@@ -\d+,(\d+) \+\d+,(\d+) @@",
+        "@@ -[line],$1 +[line],$2 @@",
+    );
     let _hunks = settings.bind_to_scope();
     insta::assert_snapshot!(text, @"
     --- live/ConfigMap/diff-[ns]/web-config-6ccmkhhg6h

@@ -432,6 +432,22 @@ fn dev_loop_syncs_rolls_streams_forwards_and_stops_on_sigterm() {
     assert_eq!(std::fs::read_to_string(to.join("a.txt")).unwrap(), "three");
     assert!(dev.errors().is_empty(), "{:?}", dev.errors());
 
+    // Sweep 4, item 12: a comment added to berth.yaml moves every entry's line, and
+    // the forward keeps listening (it used to be reopened and fail: address in use).
+    let text = std::fs::read_to_string(dir.path().join("berth.yaml")).unwrap();
+    std::fs::write(
+        dir.path().join("berth.yaml"),
+        format!("# a comment\n{text}"),
+    )
+    .unwrap();
+    let commented = dev.mark();
+    dev.since(commented, "the render after the comment", minute, |e| {
+        is(e, "rendered")
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(get(local).unwrap().ends_with("hello from the pod"));
+    assert!(dev.errors().is_empty(), "{:?}", dev.errors());
+
     // An apply the API server refuses is an error event; the loop goes on, and the fix applies.
     let manifest = std::fs::read_to_string(dir.path().join("deploy.yaml")).unwrap();
     std::fs::write(

@@ -66,9 +66,17 @@ impl Forwards {
         Ok(Forwards { listeners })
     }
 
-    /// The entries these forwards serve.
-    pub fn specs(&self) -> Vec<Forward> {
-        self.listeners.iter().map(|l| l.spec.clone()).collect()
+    /// Whether these forwards serve exactly `specs`, by meaning (component, pod
+    /// port, local port): a comment added above `dev:` moves the entries' lines,
+    /// and that is no reason to close and reopen every listener.
+    pub fn serves(&self, specs: &[Forward]) -> bool {
+        let meaning = |f: &Forward| (f.component.clone(), f.port, f.local);
+        self.listeners.len() == specs.len()
+            && self
+                .listeners
+                .iter()
+                .zip(specs)
+                .all(|(l, s)| meaning(&l.spec) == meaning(s))
     }
 
     /// Points each forward at a ready pod of its component (reported when it
@@ -103,6 +111,18 @@ impl Forwards {
     pub fn stop(&mut self) {
         for listener in self.listeners.drain(..) {
             listener.task.abort();
+        }
+    }
+
+    /// Closes every listener and waits until each has let go of its port: an
+    /// aborted task drops its socket only when it is next polled, and binding
+    /// the same port before that fails with "Address already in use".
+    pub async fn stop_and_release(&mut self) {
+        for listener in self.listeners.drain(..) {
+            listener.task.abort();
+            // Cancelled is the expected outcome; a panic in the accept loop was
+            // already lost with the connection it served.
+            let _ = listener.task.await;
         }
     }
 }

@@ -407,10 +407,13 @@ impl Loop<'_> {
                 message: format!("{e:#}"),
             }),
         }
-        let specs = forwards.as_ref().map(Forwards::specs).unwrap_or_default();
-        if specs != project.dev.forward {
+        let unchanged = match forwards.as_ref() {
+            Some(current) => current.serves(&project.dev.forward),
+            None => project.dev.forward.is_empty(),
+        };
+        if !unchanged {
             if let Some(mut old) = forwards.take() {
-                old.stop();
+                old.stop_and_release().await;
             }
             match Forwards::start(
                 &project.dev.forward,
