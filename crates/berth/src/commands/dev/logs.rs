@@ -1,8 +1,12 @@
 //! The logs of every started container of the project's pods, followed for as
 //! long as the container instance lives: new pods and restarted containers are
-//! picked up at the next look, streams of pods that are gone are dropped.
+//! picked up at the next look, streams of pods that are gone are dropped, and a
+//! stream that broke while its container still runs (an API server restart, a
+//! dropped connection) is opened again at the next look, from the second of the
+//! last line it showed.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,13 +20,27 @@ use super::pods::PodInfo;
 /// not have one yet) before it is reported.
 const ATTEMPTS: u32 = 5;
 
+/// One followed stream: its pod (`namespace/name`), its task, and when it last
+/// showed a line (Unix seconds), where a resumed stream starts.
+struct Stream {
+    pod: String,
+    task: JoinHandle<()>,
+    last_line: Arc<AtomicI64>,
+}
+
 /// The streams being followed, by `namespace/pod/container/instance`.
 pub struct Logs {
     cluster: Arc<Cluster>,
     printer: Arc<Printer>,
     started: Instant,
     first_look: bool,
-    streams: HashMap<String, (String, JoinHandle<()>)>,
+    streams: HashMap<String, Stream>,
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 impl Logs {
@@ -48,49 +66,76 @@ impl Logs {
             .iter()
             .map(|p| format!("{}/{}", p.namespace, p.name))
             .collect();
-        self.streams.retain(|_, (pod, handle)| {
-            let keep = live.contains(pod);
+        self.streams.retain(|_, stream| {
+            let keep = live.contains(&stream.pod);
             if !keep {
-                handle.abort();
+                stream.task.abort();
             }
             keep
         });
         for pod in pods {
-            for (container, instance) in &pod.started {
+            for (container, instance, running) in &pod.started {
                 let key = format!("{}/{}/{container}/{instance}", pod.namespace, pod.name);
-                if self.streams.contains_key(&key) {
-                    continue;
-                }
-                let handle = tokio::spawn(follow(
+                // A stream that ended while its container instance still runs broke:
+                // follow it again from the second of its last line.
+                let resume = match self.streams.get(&key) {
+                    Some(stream) if stream.task.is_finished() && *running => {
+                        Some((unix_now() - stream.last_line.load(Ordering::Relaxed)).max(0) + 1)
+                    }
+                    Some(_) => continue,
+                    None => None,
+                };
+                let last_line = Arc::new(AtomicI64::new(unix_now()));
+                let task = tokio::spawn(follow(
                     Arc::clone(&self.cluster),
                     Arc::clone(&self.printer),
-                    pod.namespace.clone(),
-                    pod.name.clone(),
-                    container.clone(),
-                    since,
+                    Target {
+                        namespace: pod.namespace.clone(),
+                        pod: pod.name.clone(),
+                        container: container.clone(),
+                    },
+                    resume.or(since),
+                    Arc::clone(&last_line),
                 ));
-                self.streams
-                    .insert(key, (format!("{}/{}", pod.namespace, pod.name), handle));
+                self.streams.insert(
+                    key,
+                    Stream {
+                        pod: format!("{}/{}", pod.namespace, pod.name),
+                        task,
+                        last_line,
+                    },
+                );
             }
         }
     }
 
     /// Stops every stream.
     pub fn stop(&mut self) {
-        for (_, (_, handle)) in self.streams.drain() {
-            handle.abort();
+        for (_, stream) in self.streams.drain() {
+            stream.task.abort();
         }
     }
+}
+
+/// Which container's log.
+struct Target {
+    namespace: String,
+    pod: String,
+    container: String,
 }
 
 async fn follow(
     cluster: Arc<Cluster>,
     printer: Arc<Printer>,
-    namespace: String,
-    pod: String,
-    container: String,
+    target: Target,
     since: Option<i64>,
+    last_line: Arc<AtomicI64>,
 ) {
+    let Target {
+        namespace,
+        pod,
+        container,
+    } = target;
     let mut delay = Duration::from_millis(500);
     let mut attempt = 1;
     let mut lines = loop {
@@ -115,21 +160,22 @@ async fn follow(
     };
     loop {
         match lines.next().await {
-            Ok(Some(text)) => printer.emit(Event::Log {
-                namespace: namespace.clone(),
-                pod: pod.clone(),
-                container: container.clone(),
-                text,
-            }),
-            // The container stopped: a restart is a new instance, followed anew.
-            Ok(None) => return,
-            Err(e) => {
-                printer.emit(Event::Error {
-                    stage: Stage::Logs,
-                    message: e.to_string(),
-                });
-                return;
+            Ok(Some(text)) => {
+                last_line.store(unix_now(), Ordering::Relaxed);
+                printer.emit(Event::Log {
+                    namespace: namespace.clone(),
+                    pod: pod.clone(),
+                    container: container.clone(),
+                    text,
+                })
             }
+            // The container stopped (a restart is a new instance, followed anew), or
+            // the stream broke: then the next look opens it again.
+            Ok(None) => return,
+            // Broken (the API server restarted, the connection dropped): the next
+            // look follows it again from its last line's second; only opening it
+            // again can fail for good, and that is reported.
+            Err(_) => return,
         }
     }
 }

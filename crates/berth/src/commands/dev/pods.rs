@@ -22,8 +22,8 @@ pub struct PodInfo {
     /// The images of its containers.
     pub images: Vec<String>,
     /// Containers that have started (their log can be read), each with what
-    /// changes when it restarts.
-    pub started: Vec<(String, String)>,
+    /// changes when it restarts, and whether it runs now (else it terminated).
+    pub started: Vec<(String, String, bool)>,
 }
 
 /// What one look found.
@@ -61,6 +61,7 @@ fn info(namespace: &str, pod: &Pod) -> Option<PodInfo> {
                             status.container_id.as_deref().unwrap_or_default(),
                             status.restart_count
                         ),
+                        state.running.is_some(),
                     )
                 })
             })
