@@ -527,3 +527,47 @@ fn dev_refuses_what_it_cannot_do_before_touching_a_cluster() {
     For more information, try '--help'.
     ");
 }
+
+/// Sweep 4, Y08/Y02/Y22: `dev --once --output json` whose first render fails
+/// says so as an `error` event (then `stopped`), once, and exits 1.
+#[test]
+fn y08_a_first_render_that_fails_is_one_error_event() {
+    let Some(plane) = plane() else { return };
+    let ns = plane.namespace("dev-broken");
+    let target = tempfile::tempdir().unwrap();
+    let dir = project(&target.path().join("app"), 1, "info", None);
+    std::fs::write(
+        dir.path().join("deploy.yaml"),
+        "apiVersion: v1\nkind: 9lives\nmetadata: {name: x}\n",
+    )
+    .unwrap();
+    let out = common::berth(dir.path())
+        .args(["dev", "--once", "--output", "json", "--kubeconfig"])
+        .arg(&ns.kubeconfig)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let events: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 2, "{stdout}");
+    assert_eq!(
+        (events[0]["event"].as_str(), events[0]["stage"].as_str()),
+        (Some("error"), Some("render"))
+    );
+    assert!(
+        events[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("starting with a letter"),
+        "{stdout}"
+    );
+    assert_eq!(events[1]["event"], "stopped");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("starting with a letter"),
+        "said once: {stderr}"
+    );
+}

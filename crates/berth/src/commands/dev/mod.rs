@@ -167,7 +167,14 @@ async fn session(
     };
     if settings.once {
         if let Err(e) = &first {
-            return Err(anyhow!("{e:#}"));
+            // An event like every other failure (`--output json` readers see it),
+            // said once: the error's causes are in its message.
+            printer.emit(Event::Error {
+                stage: Stage::Render,
+                message: format!("{e:#}"),
+            });
+            printer.emit(Event::Stopped { signal: None });
+            return Ok(1);
         }
     }
     let (project, resolved, workloads) = match &first {
