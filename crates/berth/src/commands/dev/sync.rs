@@ -4,8 +4,9 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use berth_core::Project;
 use berth_ref::Repository;
@@ -52,11 +53,31 @@ pub fn spawn(
     (SyncThread { commands }, roots)
 }
 
+/// The first wait before a failed sync is tried again, and the longest.
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+const RETRY_MAX: Duration = Duration::from_secs(30);
+
 fn serve(commands: &Receiver<Command>, target: &Arc<dyn Target>, printer: &Printer) {
     let mut session: Option<Session> = None;
     let mut containers: Vec<Vec<Container>> = Vec::new();
     let mut reason = "initial";
-    while let Ok(first) = commands.recv() {
+    // A sync that failed (the API server away, a container busy) is pending, not
+    // forgotten: everything is compared again after a back-off until it lands.
+    let mut retry: Option<(Instant, Duration)> = None;
+    loop {
+        let first = match retry {
+            Some((at, _)) => {
+                match commands.recv_timeout(at.saturating_duration_since(Instant::now())) {
+                    Ok(command) => command,
+                    Err(RecvTimeoutError::Timeout) => Command::Rescan,
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+            }
+            None => match commands.recv() {
+                Ok(command) => command,
+                Err(_) => return,
+            },
+        };
         let mut batch = vec![first];
         batch.extend(commands.try_iter());
         // Of the lists of containers waiting, only the newest matters.
@@ -67,7 +88,7 @@ fn serve(commands: &Receiver<Command>, target: &Arc<dyn Target>, printer: &Print
             if matches!(command, Command::Containers(_)) && Some(i) != newest {
                 continue;
             }
-            handle(
+            let synced = handle(
                 command,
                 &mut session,
                 &mut containers,
@@ -75,10 +96,27 @@ fn serve(commands: &Receiver<Command>, target: &Arc<dyn Target>, printer: &Print
                 target,
                 printer,
             );
+            retry = match synced {
+                Some(false) => None,
+                Some(true) => {
+                    let wait = retry.map_or(RETRY_FIRST, |(_, last)| (last * 2).min(RETRY_MAX));
+                    printer.emit(Event::Error {
+                        stage: Stage::Sync,
+                        message: format!(
+                            "the failed sync is pending: berth compares every file again in {} s",
+                            wait.as_secs()
+                        ),
+                    });
+                    Some((Instant::now() + wait, wait))
+                }
+                None => retry,
+            };
         }
     }
 }
 
+/// Carries out `command`; whether a sync it ran failed in a way that trying
+/// again may mend (`None`: it ran none, or its error was a rule's).
 fn handle(
     command: Command,
     session: &mut Option<Session>,
@@ -86,7 +124,7 @@ fn handle(
     reason: &mut &'static str,
     target: &Arc<dyn Target>,
     printer: &Printer,
-) {
+) -> Option<bool> {
     let error = |message: String| {
         printer.emit(Event::Error {
             stage: Stage::Sync,
@@ -113,55 +151,57 @@ fn handle(
                     let _ = roots.send(Vec::new());
                 }
             }
+            None
         }
         Command::Containers(all) => {
-            let Some(session) = session.as_mut() else {
-                return;
-            };
+            let session = session.as_mut()?;
             match session.select(&all, false) {
                 Ok(selected) => {
                     *containers = selected;
                     let reports = session.sync_containers(containers, false, reason);
-                    report(&reports, printer);
+                    let synced = report(&reports, printer);
                     if !reports.is_empty() {
                         *reason = "restart";
                     }
+                    Some(synced.retry)
                 }
-                Err(e) => error(e.to_string()),
+                Err(e) => {
+                    error(e.to_string());
+                    None
+                }
             }
         }
         Command::Changes(paths) => {
-            let Some(session) = session.as_mut() else {
-                return;
-            };
-            match session.on_changes(&paths, containers) {
-                Ok(reports) => {
-                    report(&reports, printer);
+            let session = session.as_mut()?;
+            let synced = match session.on_changes(&paths, containers) {
+                Ok(reports) => Some(report(&reports, printer).retry),
+                Err(e) => {
+                    error(e.to_string());
+                    None
                 }
-                Err(e) => error(e.to_string()),
-            }
+            };
             warn_skipped(session, printer);
+            synced
         }
         Command::Rescan => {
-            let Some(session) = session.as_mut() else {
-                return;
-            };
+            let session = session.as_mut()?;
             match session.rescan_all(containers) {
-                Ok(reports) => {
-                    report(&reports, printer);
+                Ok(reports) => Some(report(&reports, printer).retry),
+                Err(e) => {
+                    error(e.to_string());
+                    None
                 }
-                Err(e) => error(e.to_string()),
             }
         }
         Command::Once(all, done) => {
             let Some(session) = session.as_mut() else {
                 let _ = done.send(false);
-                return;
+                return None;
             };
             let ok = match session.select(&all, true) {
                 Ok(selected) => {
                     let reports = session.sync_containers(&selected, true, "initial");
-                    report(&reports, printer)
+                    report(&reports, printer).ok
                 }
                 Err(e) => {
                     error(e.to_string());
@@ -169,6 +209,7 @@ fn handle(
                 }
             };
             let _ = done.send(ok);
+            None
         }
     }
 }
@@ -193,9 +234,30 @@ fn pod_gone(error: &berth_sync::SyncError) -> bool {
     }
 }
 
-/// Reports each update; whether every container succeeded.
-fn report(reports: &[Report], printer: &Printer) -> bool {
+/// Whether trying `error` again may mend it: the cluster or the engine was
+/// away or refused for a while. A missing program, a permission, a read-only
+/// filesystem or a failing run step stays as it is until someone changes it:
+/// retried, it would only repeat its error.
+fn transient(error: &berth_sync::SyncError) -> bool {
+    matches!(
+        error,
+        berth_sync::SyncError::Cluster { .. } | berth_sync::SyncError::Engine { .. }
+    )
+}
+
+/// What the updates of one command came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Synced {
+    /// Every container succeeded.
+    ok: bool,
+    /// A failure that trying again may mend (see [`transient`]).
+    retry: bool,
+}
+
+/// Reports each update, and what they came to.
+fn report(reports: &[Report], printer: &Printer) -> Synced {
     let mut ok = true;
+    let mut retry = false;
     for report in reports.iter().filter(|r| !r.outcomes.is_empty()) {
         let mut updated = Vec::new();
         for outcome in &report.outcomes {
@@ -212,6 +274,7 @@ fn report(reports: &[Report], printer: &Printer) -> bool {
                 Err(e) if pod_gone(e) => {}
                 Err(e) => {
                     ok = false;
+                    retry |= transient(e);
                     printer.emit(Event::Error {
                         stage: Stage::Sync,
                         message: format!(
@@ -230,5 +293,5 @@ fn report(reports: &[Report], printer: &Printer) -> bool {
             line: crate::commands::sync::status_line(report, false),
         });
     }
-    ok
+    Synced { ok, retry }
 }
