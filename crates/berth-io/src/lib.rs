@@ -6,7 +6,7 @@
 //! unlocks or a peer that never stops talking fails with a clear message
 //! instead of exhausting memory or hanging.
 //!
-//! Every file berth writes goes through [`write_atomic`] ([`write`]).
+//! Every file berth writes goes through [`write_atomic`] ([`mod@write`]).
 //!
 //! std only (and libc's flags): no runtime, no network, so the core may use it too.
 

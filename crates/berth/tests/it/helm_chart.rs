@@ -224,8 +224,18 @@ fn helm_installs_upgrades_and_uninstalls_the_controller_keeping_the_crd() {
     let kubeconfig = Some(ns.kubeconfig.as_path());
     let install = |verb: &str, tag: &str, replicas: &str| {
         let mut args = release(verb, &ns.name, tag);
-        // This release takes the CRD over and keeps it.
-        args.extend(["--set", "crds.install=true", "--take-ownership"].map(String::from));
+        // This release takes the CRD over and keeps it. The uninstall hook is the
+        // stand-in test's (here kwok would only complete its Job).
+        args.extend(
+            [
+                "--set",
+                "crds.install=true",
+                "--take-ownership",
+                "--set",
+                "uninstall.releaseFinalizers=false",
+            ]
+            .map(String::from),
+        );
         args.extend(["--set".into(), format!("replicaCount={replicas}")]);
         args.extend(["--wait", "--timeout", "120s"].map(String::from));
         run(
@@ -453,7 +463,10 @@ fn two_tenant_releases_install_where_kubectl_applied_the_crd() {
     );
     let tenants = [plane.namespace("tenant-a"), plane.namespace("tenant-b")];
     for ns in &tenants {
-        let args = release("install", &ns.name, "v1");
+        let mut args = release("install", &ns.name, "v1");
+        // The uninstall hook is the stand-in test's; here it would only wait for
+        // kwok to complete a Job whose controller never ran.
+        args.extend(["--set", "uninstall.releaseFinalizers=false"].map(String::from));
         run(
             &helm,
             &args.iter().map(String::as_str).collect::<Vec<_>>(),
