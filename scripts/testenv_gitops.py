@@ -44,7 +44,7 @@ ARGOCD = ("argocd", "github.com/argoproj/argo-cd/v3", "v3.6.1",
 ARGOCD_TOOLCHAIN = "go1.27.3"
 ARGOCD_NAMESPACE = "argocd"
 # The processes `up --argocd` starts, each an argocd (or redis, or git) under its own name.
-ARGOCD_PROCESSES = ["redis-server", "gitserver", "argocd-cmp-server", "argocd-repo-server",
+ARGOCD_PROCESSES = ["redis-server", "gitserver", "argocd-cmp-server", "argocd-cmp-server-helm", "argocd-repo-server",
                     "argocd-application-controller"]
 # What of Argo CD's install manifests the plane needs: its CRDs, configuration and
 # secret; its Deployments do not run in the plane (the components run here).
@@ -216,11 +216,13 @@ def wait_established(kubectl, suffix):
             time.sleep(0.2)
 
 
-def start_argocd(state, argocd_bin, plugin, kubeconfig, kubectl, start, free_ports, wait_for):
+def start_argocd(state, argocd_bin, plugin, kubeconfig, kubectl, start, free_ports, wait_for, helm=None):
     """Argo CD's CRDs and configuration, an AppProject `default`, and its components as
     local processes: redis (Debian's), the git server, argocd-cmp-server with berth's
     plugin (`plugin`, its `berth` the one on BERTH_BIN or the repository's debug build,
-    looked up when the plugin runs), argocd-repo-server and argocd-application-controller.
+    looked up when the plugin runs), a second argocd-cmp-server with the chart variant
+    (`plugin-helm.yaml` beside `plugin`, its `helm` the plane's), as the repo-server patch
+    runs them (one sidecar per plugin), argocd-repo-server and argocd-application-controller.
     Ports and the git server's URL go in state/argocd.json."""
     kubectl("create", "namespace", ARGOCD_NAMESPACE, check=False)
     kubectl("apply", "--server-side", "-n", ARGOCD_NAMESPACE, "-f", str(argocd_bin / "argocd-manifests.yaml"))
@@ -234,9 +236,13 @@ def start_argocd(state, argocd_bin, plugin, kubeconfig, kubectl, start, free_por
     kubectl("apply", "--server-side", "-f", str(project_file))
 
     home = state / "argocd"
-    for sub in ["tmp", "plugins", "cmp-config", "git", "bin"]:
+    for sub in ["tmp", "plugins", "cmp-config", "cmp-config-helm", "git", "bin"]:
         (home / sub).mkdir(parents=True, exist_ok=True)
     shutil.copy2(plugin, home / "cmp-config" / "plugin.yaml")
+    shutil.copy2(Path(plugin).with_name("plugin-helm.yaml"), home / "cmp-config-helm" / "plugin.yaml")
+    if helm is not None:
+        (home / "bin" / "helm").unlink(missing_ok=True)
+        (home / "bin" / "helm").symlink_to(helm)
     repo = Path(__file__).resolve().parent.parent
     wrapper = home / "bin" / "berth"
     wrapper.write_text(f'#!/bin/sh\nexec "${{BERTH_BIN:-{repo}/target/debug/berth}}" "$@"\n')
@@ -252,6 +258,9 @@ def start_argocd(state, argocd_bin, plugin, kubeconfig, kubectl, start, free_por
     start("gitserver", argocd_bin, [str(home / "git")], common)
     start("argocd-cmp-server", argocd_bin, [
         "--config-dir-path", str(home / "cmp-config"), "--loglevel", "info", "--logformat", "text"],
+        {**common, "ARGOCD_BINARY_NAME": "argocd-cmp-server"})
+    start("argocd-cmp-server-helm", argocd_bin, [
+        "--config-dir-path", str(home / "cmp-config-helm"), "--loglevel", "info", "--logformat", "text"],
         {**common, "ARGOCD_BINARY_NAME": "argocd-cmp-server"})
     start("argocd-repo-server", argocd_bin, [
         "--address", "127.0.0.1", "--port", str(repo_port), "--metrics-address", "127.0.0.1",
@@ -271,8 +280,8 @@ def start_argocd(state, argocd_bin, plugin, kubeconfig, kubectl, start, free_por
         return next((l.strip() for l in text.splitlines() if l.startswith("http://")), None)
 
     wait_for("the git server", git_url, 30, state, ["gitserver"])
-    wait_for("argocd-cmp-server's socket", lambda: any((home / "plugins").glob("*.sock")), 60, state,
-             ["argocd-cmp-server"])
+    wait_for("argocd-cmp-server's sockets", lambda: len(list((home / "plugins").glob("*.sock"))) >= 2, 60,
+             state, ["argocd-cmp-server", "argocd-cmp-server-helm"])
 
     def serving(port):
         def check():

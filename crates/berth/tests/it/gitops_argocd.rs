@@ -228,3 +228,67 @@ fn argo_cd_alone_prunes_the_old_generation_while_old_pods_use_it() {
         "the bug berth's GitOps mode exists to avoid did not show: {without_config:?}"
     );
 }
+
+/// Sweep 4, item 12: the chart variant, `berth-helm`, as `deploy/argocd/` packages
+/// it (its own argocd-cmp-server): a chart with a berth.yaml beside Chart.yaml is
+/// rendered by `helm template`, then berth, with the Application's `plugin.env`.
+#[test]
+fn the_helm_plugin_renders_a_chart_through_berth() {
+    let Some((plane, git_url)) = argocd_plane() else {
+        return;
+    };
+    let ns = plane.namespace("argocd-helm");
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    git(dir, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir(dir.join("templates")).unwrap();
+    for (name, text) in [
+        ("Chart.yaml", "apiVersion: v2\nname: web\nversion: 0.1.0\n"),
+        ("values.yaml", "image: ghcr.io/acme/web:v1\n"),
+        ("templates/deployment.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: {{ .Release.Name }}-web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: web, image: {{ .Values.image | quote }}}]\n"),
+        ("berth.yaml", "name: web\nimages:\n  web: {image: ghcr.io/acme/web:v1}\n"),
+    ] {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let remote = format!("{}/{}.git", git_url.trim_end_matches('/'), ns.name);
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "chart"]);
+    git(dir, &["push", "-q", &remote, "HEAD:refs/heads/main"]);
+    let app = format!(
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {{name: {ns}, namespace: argocd}}\nspec:\n  project: default\n  source:\n    repoURL: {remote}\n    targetRevision: main\n    path: .\n    plugin:\n      name: berth-helm\n      env: [{{name: WEB_TAG, value: v2}}]\n  destination: {{server: https://kubernetes.default.svc, namespace: {ns}}}\n  syncPolicy: {{automated: {{prune: true}}}}\n",
+        ns = ns.name
+    );
+    let out = plane.kubectl_with(&ns.kubeconfig, &["apply", "-f", "-"], Some(&app));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let deployment = format!("{}-web", ns.name);
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        if let Some(d) = ns.get("deployment", &deployment) {
+            assert_eq!(
+                d["spec"]["template"]["spec"]["containers"][0]["image"], "ghcr.io/acme/web:v2",
+                "berth set the image from the Application's WEB_TAG"
+            );
+            break;
+        }
+        if Instant::now() > deadline {
+            let status = ns.kubectl(&[
+                "get",
+                "application",
+                &ns.name,
+                "-n",
+                "argocd",
+                "-o",
+                "jsonpath={.status}",
+            ]);
+            panic!(
+                "no Deployment from the chart within 180 s: {}",
+                String::from_utf8_lossy(&status.stdout)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
