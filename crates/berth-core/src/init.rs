@@ -406,8 +406,12 @@ pub fn plan(facts: &Facts) -> Plan {
             Some((n, _, _)) if n != "IMG" => component_name(n),
             _ => component_name(repo.rsplit('/').next().unwrap_or(repo)),
         };
+        // Two repositories with one last component: `web`, then `web-2`, `web-3`.
+        let base = name.clone();
+        let mut n = 2;
         while names.contains(&name) {
-            name.push_str("-2");
+            name = format!("{base}-{n}");
+            n += 1;
         }
         names.push(name.clone());
         // Not under the project's registry (another registry or organisation).

@@ -62,9 +62,14 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
     let counts = Mutex::new((0usize, 0usize)); // files searched, files too large
                                                // Files and directories that could not be read: named, never skipped silently.
     let unreadable: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    // .gitignore files of the audited tree count (also outside a git checkout);
+    // ripgrep's own `.ignore` files and ignore files above the tree do not: they
+    // would hide tracked scripts that hold copies (sweep 4, U13, U14).
     let walker = ignore::WalkBuilder::new(&root)
         .hidden(false)
         .require_git(false)
+        .ignore(false)
+        .parents(false)
         .filter_entry(|e| e.file_name() != ".git")
         .threads(
             std::thread::available_parallelism()

@@ -9,10 +9,17 @@ use anyhow::{anyhow, bail, Result};
 use berth_core::init::{Facts, Kustomization};
 use berth_yaml::{Limits, Node};
 
-/// `berth init`.
-pub fn run(dir: Option<&Path>) -> Result<u8> {
+/// `berth init [DIR]`; with `--project FILE`, the file to write (its directory
+/// is the repository's unless DIR says otherwise).
+pub fn run(dir: Option<&Path>, project: Option<&Path>) -> Result<u8> {
     let root = dir
         .map(Path::to_path_buf)
+        .or_else(|| {
+            project
+                .and_then(Path::parent)
+                .filter(|p| !p.as_os_str().is_empty())
+                .map(Path::to_path_buf)
+        })
         .unwrap_or_else(|| PathBuf::from("."));
     if !root.is_dir() {
         bail!(
@@ -20,7 +27,10 @@ pub fn run(dir: Option<&Path>) -> Result<u8> {
             root.display()
         );
     }
-    let target = root.join(berth_core::project::PROJECT_FILE);
+    let target = match project {
+        Some(file) => file.to_path_buf(),
+        None => root.join(berth_core::project::PROJECT_FILE),
+    };
     if target.exists() {
         bail!(
             "{} already exists; berth init never replaces it (remove it first to start over, or edit it)",

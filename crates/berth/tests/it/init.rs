@@ -221,3 +221,33 @@ fn i12_i13_i18_make_expansion_is_bounded_and_unreadable_files_are_named() {
         "{said}"
     );
 }
+
+/// Sweep 4, I38: repositories that share a last component are `web`, `web-2`,
+/// `web-3` (not `web-2-2`); I33: `--project FILE` is the file init writes.
+#[test]
+fn i38_i33_names_are_numbered_and_project_names_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let pod = |name: &str, image: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers:\n  - {{name: c, image: {image}}}\n")
+    };
+    write(d, "deploy/a.yaml", &pod("a", "ghcr.io/acme/web:v1"));
+    write(d, "deploy/b.yaml", &pod("b", "quay.io/other/web:v1"));
+    write(d, "deploy/c.yaml", &pod("c", "docker.io/third/web:v1"));
+    std::fs::create_dir(d.join("conf")).unwrap();
+    let out = berth(d)
+        .args(["--project", "conf/berth.yaml", "init", "."])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let yaml = std::fs::read_to_string(d.join("conf/berth.yaml")).unwrap();
+    assert!(!d.join("berth.yaml").exists());
+    for name in ["  web:\n", "  web-2:\n", "  web-3:\n"] {
+        assert!(yaml.contains(name), "{name} in {yaml}");
+    }
+    assert!(!yaml.contains("web-2-2"), "{yaml}");
+}

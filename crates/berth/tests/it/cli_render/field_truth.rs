@@ -463,3 +463,26 @@ fn u09_u10_audit_escapes_control_characters_of_file_names() {
     assert!(stdout.contains("evil\\u{1b}[31m.sh:1:13:"), "{stdout:?}");
     assert!(stdout.contains("two\\nlines.sh:1:13:"), "{stdout:?}");
 }
+
+/// Sweep 4, U13/U14: a `.ignore` file and a `.gitignore` above the project do
+/// not hide a script that holds a copy.
+#[test]
+fn u13_u14_ignore_files_outside_git_semantics_hide_nothing() {
+    let top = tempfile::tempdir().unwrap();
+    fs::write(top.path().join(".gitignore"), "scripts/\n").unwrap();
+    let d = top.path().join("project");
+    write(
+        &d,
+        "berth.yaml",
+        "name: x\nimages:\n  web: {image: 'ghcr.io/acme/web:v1'}\n",
+    );
+    write(&d, ".ignore", "hack/\n");
+    write(&d, "scripts/pull.sh", "docker pull ghcr.io/acme/web:v1\n");
+    write(&d, "hack/pull.sh", "docker pull ghcr.io/acme/web:v1\n");
+    let out = berth(&d).arg("audit").output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("scripts/pull.sh:1:13:") && stdout.contains("hack/pull.sh:1:13:"),
+        "{stdout}"
+    );
+}
