@@ -27,7 +27,43 @@ impl Loader<'_> {
         let entries = node
             .as_map()
             .ok_or_else(|| self.wrong(node, "images", "a mapping of component names"))?;
-        entries.iter().map(|(k, v)| self.component(k, v)).collect()
+        let mut components: Vec<Component> = entries
+            .iter()
+            .map(|(k, v)| self.component(k, v))
+            .collect::<Result<_, _>>()?;
+        // A `sameAs` component is its source's image: without its own `registry:`
+        // or `tag:`, it follows the source's (a `registry: false` source moved by
+        // IMAGE_REGISTRY through its copy would diverge — sweep 4, Q27). Chains
+        // settle in at most as many rounds as there are components.
+        let own = |i: usize, key: &str| entries[i].1.get(key).is_some();
+        for _ in 0..components.len() {
+            let mut changed = false;
+            for i in 0..components.len() {
+                let Some(source) = components[i]
+                    .same_as
+                    .as_ref()
+                    .and_then(|s| components.iter().position(|c| &c.name == s))
+                else {
+                    continue;
+                };
+                let (registry, tag) = (
+                    components[source].follows_registry,
+                    components[source].follows_tag,
+                );
+                if !own(i, "registry") && components[i].follows_registry != registry {
+                    components[i].follows_registry = registry;
+                    changed = true;
+                }
+                if !own(i, "tag") && components[i].follows_tag != tag {
+                    components[i].follows_tag = tag;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        Ok(components)
     }
 
     fn component(&self, key: &Node, node: &Node) -> Result<Component, ProjectError> {

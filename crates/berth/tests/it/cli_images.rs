@@ -170,3 +170,23 @@ fn pin_refuses_locked() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--locked does not apply to `berth pin`"));
 }
+
+/// Sweep 4, Q27: a `sameAs` copy of a third-party (`registry: false`) image
+/// stays with it under IMAGE_REGISTRY, unless it says `registry:` itself.
+#[test]
+fn q27_same_as_a_third_party_image_follows_its_registry_setting() {
+    let dir = crate::common::project(
+        "name: x\nimages:\n  vllm: {image: 'vllm/vllm-openai:v0.9', registry: false}\n  render: {sameAs: vllm}\n  moved: {sameAs: vllm, registry: true}\nregistry: {env: IMAGE_REGISTRY}\n",
+    );
+    let out = crate::common::berth(dir.path())
+        .args(["images", "--output", "env"])
+        .env("IMAGE_REGISTRY", "quay.io/me")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "VLLM_IMAGE=docker.io/vllm/vllm-openai:v0.9\nRENDER_IMAGE=docker.io/vllm/vllm-openai:v0.9\nMOVED_IMAGE=quay.io/me/vllm-openai:v0.9\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
