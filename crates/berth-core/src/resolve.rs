@@ -177,6 +177,9 @@ impl fmt::Display for Origin {
 impl Origin {
     /// The setting as the user wrote it: `` `EPP_TAG=b` (environment) ``, `` `--tag epp=b` ``.
     pub fn assignment(&self, value: &str) -> String {
+        // A 100 KB value would push the reason off the message's line.
+        let value = berth_io::shown(value);
+        let value = value.as_str();
         match self {
             Origin::Project { file, component } => {
                 format!("`image: {value}` ({file}, images.{component})")

@@ -148,8 +148,17 @@ fn as_reference(word: &str) -> Option<(usize, &str, Reference)> {
     if !spelt {
         return None;
     }
-    let within = text.as_ptr() as usize - word.as_ptr() as usize;
-    Reference::parse(text).ok().map(|r| (within, text, r))
+    // `[` and `]` belong to a word for IPv6 hosts (`[::1]:5000/x`); around a
+    // reference they are a list's (`images: [ghcr.io/x:v1]`, `["ghcr.io/x:v1"]`).
+    let parsed = Reference::parse(text).ok().map(|r| (text, r)).or_else(|| {
+        let bare = text
+            .trim_start_matches('[')
+            .trim_end_matches([']', ',', ':', '.', '/', '-', '@']);
+        (bare.len() != text.len())
+            .then(|| Reference::parse(bare).ok().map(|r| (bare, r)))
+            .flatten()
+    });
+    parsed.map(|(text, r)| (text.as_ptr() as usize - word.as_ptr() as usize, text, r))
 }
 
 #[cfg(test)]
@@ -196,6 +205,12 @@ mod tests {
                 &[("docker.io/library/nginx:1.25", 1)],
             ),
             ("docker run nginx:1.25", &[("nginx:1.25", 1)]),
+            // Sweep 4, U31: next to a list's brackets.
+            (
+                "images: [ghcr.io/llm-d/llm-d-inference-scheduler:v1]",
+                &[("ghcr.io/llm-d/llm-d-inference-scheduler:v1", 0)],
+            ),
+            ("IMAGES = [nginx:1.25, other]", &[("nginx:1.25", 1)]),
             // Bare words, URLs and other repositories are not spellings of an image.
             ("we serve nginx to users", &[]),
             ("see https://ghcr.io/llm-d/llm-d-inference-scheduler", &[]),

@@ -73,21 +73,24 @@ impl fmt::Display for RefError {
             ),
             RefError::InvalidDomain { domain } => write!(
                 f,
-                "invalid registry host `{domain}`: expected a DNS name, an IPv4 address or \
-                 a bracketed IPv6 address, optionally followed by `:port`"
+                "invalid registry host `{}`: expected a DNS name, an IPv4 address or \
+                 a bracketed IPv6 address, optionally followed by `:port`",
+                clip(domain)
             ),
             RefError::UppercasePath { path } => write!(
                 f,
-                "repository name `{path}` must be lowercase (write `{}`)",
-                path.to_ascii_lowercase()
+                "repository name `{}` must be lowercase (write `{}`)",
+                clip(path),
+                clip(&path.to_ascii_lowercase())
             ),
             RefError::InvalidPath { path } if path.is_empty() => {
                 write!(f, "missing repository name")
             }
             RefError::InvalidPath { path } => write!(
                 f,
-                "invalid repository name `{path}`: each `/`-separated component must be \
-                 lowercase letters and digits, joined by `.`, `_`, `__` or dashes"
+                "invalid repository name `{}`: each `/`-separated component must be \
+                 lowercase letters and digits, joined by `.`, `_`, `__` or dashes",
+                clip(path)
             ),
             RefError::PathTooLong { len } => write!(
                 f,
@@ -96,17 +99,20 @@ impl fmt::Display for RefError {
             ),
             RefError::InvalidTag { tag } => write!(
                 f,
-                "invalid tag `{tag}`: a tag is 1 to {} letters, digits, `_`, `.` or `-`, \
+                "invalid tag `{}`: a tag is 1 to {} letters, digits, `_`, `.` or `-`, \
                  and may not start with `.` or `-`",
+                clip(tag),
                 crate::MAX_TAG_LEN
             ),
             RefError::InvalidDigestFormat { digest } => write!(
                 f,
-                "invalid digest `{digest}`: expected `sha256:` followed by 64 lowercase hex characters"
+                "invalid digest `{}`: expected `sha256:` followed by 64 lowercase hex characters",
+                clip(digest)
             ),
             RefError::UnsupportedDigestAlgorithm { algorithm } => write!(
                 f,
-                "unsupported digest algorithm `{algorithm}`: use sha256, sha384 or sha512"
+                "unsupported digest algorithm `{}`: use sha256, sha384 or sha512",
+                clip(algorithm)
             ),
             RefError::InvalidDigestHex {
                 algorithm,
@@ -117,11 +123,32 @@ impl fmt::Display for RefError {
             ),
             RefError::InvalidPrefix { prefix, reason } => write!(
                 f,
-                "invalid registry prefix `{prefix}` (expected a host with an optional path, \
-                 like `quay.io/me`): {reason}"
+                "invalid registry prefix `{}` (expected a host with an optional path, \
+                 like `quay.io/me`): {reason}",
+                clip(prefix)
             ),
         }
     }
 }
 
 impl std::error::Error for RefError {}
+
+/// Input as a message repeats it: at most 200 characters (a 100 KB value must
+/// not push the reason that follows it off the line), control characters
+/// escaped. The same rule as `berth_io::shown`; this crate depends on nothing.
+fn clip(text: &str) -> String {
+    const MAX: usize = 200;
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == MAX {
+            out.push_str(&format!("… ({} characters)", text.chars().count()));
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}

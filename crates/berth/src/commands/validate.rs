@@ -95,6 +95,18 @@ fn aggregated(project: &Project, all: &[Findings]) -> Vec<String> {
     let mut warnings = Vec::new();
     let in_none = |missing: &dyn Fn(&Findings) -> bool| all.iter().all(missing);
     for c in &project.components {
+        // `deployed: false` says "never in the manifests": if a render runs its
+        // image, the setting is wrong and hides that component from these checks.
+        if !c.deployed
+            && c.same_as.is_none()
+            && !all.is_empty()
+            && !in_none(&|f| f.unmatched_components.contains(&c.name))
+        {
+            warnings.push(format!(
+                "{}:{}: component `{}` says `deployed: false`, but the manifests run its image (`{}`); remove `deployed: false`, so that validate checks it like the others",
+                project.file, c.image_pos, c.name, c.image.repository()
+            ));
+        }
         if !c.deployed || c.same_as.is_some() && c.repositories.is_empty() {
             continue;
         }

@@ -652,3 +652,27 @@ fn item11_a_lowercase_crd_kind_is_accepted() {
         stderr(&out)
     );
 }
+
+/// Sweep 4, R70/W30: a 100 KB value is shown cut, and the reason after it is
+/// kept (it used to fall off the message's 2,000-character line).
+#[test]
+fn r70_w30_a_huge_value_keeps_its_reason() {
+    let dir = project("name: x\nimages:\n  web: {image: ghcr.io/acme/web:v1}\n");
+    let huge = "a".repeat(100_000);
+    for (variable, reason) in [
+        ("WEB_IMAGE", "repository name is 100000 characters long"),
+        ("WEB_TAG", "a tag is 1 to 128 letters"),
+    ] {
+        let out = berth(dir.path())
+            .arg("images")
+            .env(variable, &huge)
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(
+            err.len() < 1_000 && err.contains(reason),
+            "{variable}: {err}"
+        );
+    }
+}

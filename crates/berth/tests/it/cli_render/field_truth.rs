@@ -486,3 +486,25 @@ fn u13_u14_ignore_files_outside_git_semantics_hide_nothing() {
         "{stdout}"
     );
 }
+
+/// Sweep 4, item 13: `deployed: false` on a component the manifests run is a
+/// warning (an error under `--strict`); on one they do not, nothing.
+#[test]
+fn deployed_false_on_a_component_the_manifests_run_is_named() {
+    let dir = project("name: x\nmanifests: [deploy/]\nimages:\n  web: {image: 'ghcr.io/acme/web:v1', deployed: false}\n  builder: {image: 'ghcr.io/acme/builder:v1', deployed: false}\n");
+    write(
+        dir.path(),
+        "deploy/p.yaml",
+        &pod("p", "ghcr.io/acme/web:v1"),
+    );
+    let out = berth(dir.path()).arg("validate").output().unwrap();
+    assert_eq!(
+        stderr(&out),
+        "warning: berth.yaml:4:16: component `web` says `deployed: false`, but the manifests run its image (`ghcr.io/acme/web`); remove `deployed: false`, so that validate checks it like the others\n"
+    );
+    let strict = berth(dir.path())
+        .args(["validate", "--strict"])
+        .output()
+        .unwrap();
+    assert_eq!(strict.status.code(), Some(1), "{}", stderr(&strict));
+}
