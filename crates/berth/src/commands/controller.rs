@@ -48,16 +48,7 @@ pub fn run(args: &ControllerArgs) -> Result<u8> {
         let fence = election
             .as_ref()
             .map(|e| berth_kube::fence::Fence::new(e.path()));
-        let connection = Connection {
-            kubeconfig: args.kubeconfig.clone(),
-            context: args.context.clone(),
-            namespace: args.namespace.clone(),
-            request_timeout: None,
-            exec_once: false,
-            response_limit: None,
-            write_fence: fence.clone(),
-        };
-        let cluster = Cluster::connect(&connection).await?;
+        let cluster = Cluster::connect(&connection(args, fence.clone())).await?;
         berth_controller::run(
             cluster.client().clone(),
             berth_controller::Settings {
@@ -90,6 +81,21 @@ pub fn run(args: &ControllerArgs) -> Result<u8> {
     }
 }
 
+/// How the controller and its subcommands reach the cluster: kubectl's flags,
+/// requests bounded by kube's own timeouts (a controller's watches are long),
+/// writes through `fence` when it leads.
+fn connection(args: &ControllerArgs, fence: Option<berth_kube::fence::Fence>) -> Connection {
+    Connection {
+        kubeconfig: args.kubeconfig.clone(),
+        context: args.context.clone(),
+        namespace: args.namespace.clone(),
+        request_timeout: None,
+        exec_once: false,
+        response_limit: None,
+        write_fence: fence,
+    }
+}
+
 /// `berth controller uninstall`.
 fn uninstall(args: &ControllerArgs, release: &crate::cli::UninstallArgs) -> Result<u8> {
     let stop = match &release.stop {
@@ -105,16 +111,7 @@ fn uninstall(args: &ControllerArgs, release: &crate::cli::UninstallArgs) -> Resu
         },
     };
     let done = crate::runtime::get()?.block_on(async {
-        let connection = Connection {
-            kubeconfig: args.kubeconfig.clone(),
-            context: args.context.clone(),
-            namespace: args.namespace.clone(),
-            request_timeout: None,
-            exec_once: false,
-            response_limit: None,
-            write_fence: None,
-        };
-        let cluster = Cluster::connect(&connection).await?;
+        let cluster = Cluster::connect(&connection(args, None)).await?;
         if let Some((namespace, name)) = &stop {
             berth_controller::stop(
                 cluster.client(),
