@@ -349,8 +349,17 @@ impl Cluster {
             let object = self.record_ref(&self.record_name(project, sequence));
             self.delete(&object).await?;
             for part in 1..parts {
-                self.delete(&self.record_ref(&format!("{}-p{part}", object.name)))
-                    .await?;
+                let part = self.record_ref(&format!("{}-p{part}", object.name));
+                // Only a part berth wrote for this project: its type and labels,
+                // never a Secret that merely has the name.
+                let ours = self.get(&part).await?.is_some_and(|found| {
+                    text(&found, &["type"]) == Some("berth.dev/apply-record-part")
+                        && text(&found, &["metadata", "labels", PROJECT_LABEL]) == Some(project)
+                        && text(&found, &["metadata", "labels", MANAGED_BY.0]) == Some(MANAGED_BY.1)
+                });
+                if ours {
+                    self.delete(&part).await?;
+                }
             }
             records.remove(sequence);
             events(Event::Deleted(object));

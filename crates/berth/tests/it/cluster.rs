@@ -894,6 +894,27 @@ fn k96_a_20_mib_project_applies_and_rolls_back() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(s.deployment_config(), first);
     assert!(s.ns.get("configmaps", "blob-39").is_some());
+    // Two more applies push the first records past what is kept: a record that
+    // went took its parts with it; a kept one keeps them.
+    for level in ["three", "four"] {
+        s.level(level);
+        let out = s.run(&["apply", "--rollout-timeout", "120"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let gone: Vec<u32> = (1..=3)
+        .filter(|n| s.ns.get("secrets", &format!("berth-shop-r{n}")).is_none())
+        .collect();
+    assert!(!gone.is_empty(), "an old record was cleaned up");
+    for n in gone {
+        for part in 1..parts {
+            assert!(
+                s.ns.get("secrets", &format!("berth-shop-r{n}-p{part}"))
+                    .is_none(),
+                "part {part} of the removed r{n}"
+            );
+        }
+    }
+    assert!(s.ns.get("secrets", "berth-shop-r5-p1").is_some());
 }
 
 /// Sweep 4, item 12: a `${VAR}` placeholder berth does not fill would be
