@@ -4,7 +4,7 @@ use crate::common;
 
 use std::fs;
 
-use common::{berth, project, require_program, transcript};
+use common::{berth, project, transcript};
 
 const PROJECT: &str = "\
 name: demo
@@ -239,11 +239,13 @@ fn missing_paths_and_non_utf8_input() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
 fn kustomization_entries_run_kubectl_kustomize() {
     let _filters = crate::common::snapshot_filters();
-    if !require_program("kubectl", "`kustomize:` manifests entries") {
-        return;
-    }
+    common::require_program(common::Group::Tools, "kubectl");
     let dir = project(
         "name: demo\nmanifests:\n  - kustomize: overlay\nimages:\n  web: {image: 'nginx:1.25'}\n",
     );
@@ -292,6 +294,10 @@ fn kustomization_entries_run_kubectl_kustomize() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
 fn a_broken_kustomize_entry_names_its_line_in_berth_yaml() {
     let dir =
         project("name: demo\nmanifests:\n  - deploy/\n  - kustomize: overlays/dev\nimages: {}\n");
@@ -312,9 +318,7 @@ fn a_broken_kustomize_entry_names_its_line_in_berth_yaml() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    if !require_program("kubectl", "kustomize errors") {
-        return;
-    }
+    common::require_program(common::Group::Tools, "kubectl");
     fs::write(
         dir.path().join("overlays/dev/kustomization.yaml"),
         "resources: [missing.yaml]\n",

@@ -42,13 +42,13 @@ struct Setup {
     dir: tempfile::TempDir,
 }
 
-fn setup(prefix: &str, namespace_line: &str) -> Option<Setup> {
-    let ns = plane()?.namespace(prefix);
+fn setup(prefix: &str, namespace_line: &str) -> Setup {
+    let ns = plane().namespace(prefix);
     let dir = project(&format!(
         "name: shop\n{namespace_line}manifests: [deploy.yaml]\nimages:\n  web: {{image: ghcr.io/acme/web:v1}}\nconfigs:\n  web-config:\n    literals: [\"LEVEL=one\"]\n"
     ));
     std::fs::write(dir.path().join("deploy.yaml"), DEPLOY).unwrap();
-    Some(Setup { ns, dir })
+    Setup { ns, dir }
 }
 
 impl Setup {
@@ -126,8 +126,12 @@ fn applied(log: &str) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn apply_labels_records_waits_and_is_idempotent() {
-    let Some(s) = setup("apply", "") else { return };
+    let s = setup("apply", "");
     let ns = &s.ns.name;
     let out = s.run(&["apply"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -204,9 +208,13 @@ fn apply_labels_records_waits_and_is_idempotent() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn diff_shows_what_apply_would_change_and_changes_nothing() {
     let _filters = crate::common::snapshot_filters();
-    let Some(s) = setup("diff", "") else { return };
+    let s = setup("diff", "");
     assert!(s.run(&["apply"]).status.success());
     let old = s.deployment_config();
     s.level("two");
@@ -263,10 +271,12 @@ fn diff_shows_what_apply_would_change_and_changes_nothing() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn old_generations_go_only_after_success_and_only_berths_own() {
-    let Some(s) = setup("generations", "") else {
-        return;
-    };
+    let s = setup("generations", "");
     let ns = &s.ns.name;
     // Look-alikes that are not this project's: no labels, and another project's.
     s.ns.apply_as(
@@ -350,11 +360,13 @@ fn old_generations_go_only_after_success_and_only_berths_own() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn conflicts_are_reported_and_nothing_is_applied() {
     let _filters = crate::common::snapshot_filters();
-    let Some(s) = setup("conflicts", "") else {
-        return;
-    };
+    let s = setup("conflicts", "");
     let ns = &s.ns.name;
     // Someone else owns spec.replicas (kubectl apply --server-side --field-manager=other).
     s.ns.apply_as(
@@ -394,7 +406,7 @@ fn conflicts_are_reported_and_nothing_is_applied() {
     // The same objects again (the "unchanged" path), after someone took a field
     // and the Service went: the dry run still comes first, so nothing is written.
     s.ns.ok(&["delete", "service", "web"]);
-    let taken = plane().unwrap().kubectl_with(
+    let taken = plane().kubectl_with(
         &s.ns.kubeconfig,
         &[
             "apply",
@@ -431,10 +443,14 @@ fn conflicts_are_reported_and_nothing_is_applied() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn crds_and_namespaces_first_and_namespace_precedence() {
-    let Some(plane) = plane() else { return };
+    let plane = plane();
     let own = format!("shop-ns-{}", std::process::id());
-    let s = setup("crds", &format!("namespace: {own}\n")).unwrap();
+    let s = setup("crds", &format!("namespace: {own}\n"));
     let group = format!("g{}.example.com", std::process::id());
     s.manifests(&format!(
         "apiVersion: {group}/v1\nkind: Widget\nmetadata: {{name: w}}\nspec: {{size: 3}}\n---\n\
@@ -477,10 +493,12 @@ fn crds_and_namespaces_first_and_namespace_precedence() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn statefulsets_daemonsets_and_jobs_are_waited_for() {
-    let Some(s) = setup("workloads", "") else {
-        return;
-    };
+    let s = setup("workloads", "");
     let ns = &s.ns.name;
     s.manifests(
         "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec:\n  replicas: 2\n  serviceName: db\n  selector: {matchLabels: {app: db}}\n  template:\n    metadata: {labels: {app: db}}\n    spec:\n      containers: [{name: db, image: ghcr.io/acme/web:v1}]\n---\n\
@@ -526,11 +544,13 @@ fn statefulsets_daemonsets_and_jobs_are_waited_for() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn a_rollout_that_does_not_finish_times_out() {
     let _filters = crate::common::snapshot_filters();
-    let Some(s) = setup("timeout", "") else {
-        return;
-    };
+    let s = setup("timeout", "");
     s.manifests(&DEPLOY.replace(
         "    spec:\n      containers:",
         &format!("    spec:\n{NOWHERE}      containers:"),
@@ -545,10 +565,12 @@ fn a_rollout_that_does_not_finish_times_out() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn immutable_configs_are_replaced_by_name_never_edited() {
-    let Some(s) = setup("immutable", "") else {
-        return;
-    };
+    let s = setup("immutable", "");
     // The real API server refuses data changes to an immutable ConfigMap; berth never
     // makes one, because the changed data has a new name.
     assert!(s.run(&["apply"]).status.success());
@@ -574,10 +596,12 @@ fn immutable_configs_are_replaced_by_name_never_edited() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn secrets_are_masked_in_diff_and_records_are_secrets() {
-    let Some(s) = setup("secrets", "") else {
-        return;
-    };
+    let s = setup("secrets", "");
     // A Secret first created by `kubectl apply` (client-side) carries its old data in
     // clear in the last-applied-configuration annotation.
     let db = |password: &str| {
@@ -647,11 +671,13 @@ fn secrets_are_masked_in_diff_and_records_are_secrets() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn cluster_errors_are_clear() {
     let _filters = crate::common::snapshot_filters();
-    let Some(s) = setup("errors", "") else {
-        return;
-    };
+    let s = setup("errors", "");
     let ns = &s.ns.name;
     s.manifests("apiVersion: example.com/v1\nkind: Frobnicator\nmetadata: {name: f}\n");
     let out = s.run(&["apply"]);
@@ -738,10 +764,12 @@ fn no_cluster_configuration_is_clear() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn fields_removed_from_the_manifests_leave_the_cluster() {
-    let Some(s) = setup("prune-fields", "") else {
-        return;
-    };
+    let s = setup("prune-fields", "");
     // Server-side apply keys these lists by mountPath, containerPort+protocol and
     // name: removing an entry berth applied removes it from the live object.
     let full = DEPLOY.replace(
@@ -808,10 +836,12 @@ fn a_failing_credential_plugin_is_named_and_its_output_never_printed() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn a_token_file_ending_in_a_newline_authenticates_as_with_kubectl() {
-    let Some(s) = setup("token-file", "") else {
-        return;
-    };
+    let s = setup("token-file", "");
     s.ns.ok(&["create", "serviceaccount", "deployer"]);
     s.ns.ok(&[
         "create",
@@ -829,7 +859,7 @@ fn a_token_file_ending_in_a_newline_authenticates_as_with_kubectl() {
         &["config", "set", "users.deployer.tokenFile", path.as_str()][..],
         &["config", "unset", "users.deployer.token"],
     ] {
-        let out = plane().unwrap().kubectl_with(&kubeconfig, args, None);
+        let out = plane().kubectl_with(&kubeconfig, args, None);
         assert!(out.status.success(), "{}", stderr(&out));
     }
     s.manifests(DEPLOY);
@@ -852,8 +882,12 @@ fn a_token_file_ending_in_a_newline_authenticates_as_with_kubectl() {
 /// each object under the API's limit, the whole far over one Secret's — is
 /// applied, recorded (gzipped, over part Secrets) and rolled back.
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn k96_a_20_mib_project_applies_and_rolls_back() {
-    let Some(s) = setup("big", "") else { return };
+    let s = setup("big", "");
     // 40 ConfigMaps of ~512 KiB each, text that compresses badly.
     let mut manifests = String::from(DEPLOY);
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -921,10 +955,12 @@ fn k96_a_20_mib_project_applies_and_rolls_back() {
 /// applied as written; apply, diff and dev say so before (render leaves it for
 /// envsubst and says nothing).
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn an_unfilled_placeholder_is_named_before_it_is_applied() {
-    let Some(s) = setup("placeholder", "") else {
-        return;
-    };
+    let s = setup("placeholder", "");
     s.manifests(&DEPLOY.replace(
         "          envFrom: [{configMapRef: {name: web-config}}]\n",
         "          envFrom: [{configMapRef: {name: web-config}}]\n          args: ['${POOL_NAME}', 'sh -c echo ${HOME}']\n",

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-use common::{berth, project, require_program};
+use common::{berth, project};
 
 fn write(dir: &Path, path: &str, content: &[u8]) {
     let path = dir.join(path);
@@ -42,10 +42,12 @@ fn generated_names(yaml: &str) -> BTreeMap<String, String> {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
 fn names_match_kubectl_kustomize_on_tricky_data() {
-    if !require_program("kubectl", "the kustomize name parity test") {
-        return;
-    }
+    common::require_program(common::Group::Tools, "kubectl");
     let dir = project(
         "name: parity
 configs:
@@ -387,10 +389,12 @@ fn decoded(yaml: &str) -> BTreeMap<String, BTreeMap<String, Vec<u8>>> {
 /// the decoded data is equal, and where kustomize's test states the name, both
 /// give that name.
 #[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
 fn generator_cases_from_kustomizes_suite_get_kustomizes_names() {
-    if !require_program("kubectl", "the kustomize generator parity test") {
-        return;
-    }
+    common::require_program(common::Group::Tools, "kubectl");
     struct Case {
         name: &'static str,
         secret: bool,

@@ -55,8 +55,12 @@ pub(crate) fn run_yaml(version: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn a_source_change_rolls_the_workload_and_old_generations_go_after_success() {
-    let Some(plane) = plane() else { return };
+    let plane = plane();
     let ns = plane.namespace("controller");
     let _controller = start(&ns);
     apply(&ns, &run_yaml("2"));
@@ -194,8 +198,12 @@ fn a_source_change_rolls_the_workload_and_old_generations_go_after_success() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn the_api_server_refuses_a_config_with_two_sources() {
-    let Some(plane) = plane() else { return };
+    let plane = plane();
     let ns = plane.namespace("controller-cel");
     plane.install_berth_crd();
     let out = plane.kubectl_with(
@@ -251,8 +259,12 @@ pub(crate) fn http_get(log: &str, path: &str) -> (u16, String) {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn two_replicas_elect_one_leader_and_the_standby_takes_over() {
-    let Some(plane) = plane() else { return };
+    let plane = plane();
     let ns = plane.namespace("controller-lease");
     let election = [
         "--leader-elect",
@@ -336,8 +348,12 @@ fn exited(controller: &mut common::controller::Controller, secs: u64) -> Option<
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn sigterm_stops_the_leader_cleanly_and_the_standby_leads_within_2_s() {
-    let Some(plane) = plane() else { return };
+    let plane = plane();
     let ns = plane.namespace("controller-sigterm");
     // A 15 s Lease (the default): without the release the standby would wait ~15 s.
     let election = ["--leader-elect", "--lease-namespace", ns.name.as_str()];
@@ -366,8 +382,12 @@ fn sigterm_stops_the_leader_cleanly_and_the_standby_leads_within_2_s() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn a_leader_paused_past_its_lease_writes_nothing_once_it_wakes() {
-    let Some(plane) = plane() else { return };
+    let plane = plane();
     let ns = plane.namespace("controller-pause");
     let election = [
         "--leader-elect",
@@ -408,8 +428,12 @@ fn a_leader_paused_past_its_lease_writes_nothing_once_it_wakes() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn the_namespaced_rbac_of_deploy_controller_is_enough() {
-    let Some(plane) = plane() else { return };
+    let plane = plane();
     let ns = plane.namespace("controller-rbac");
     let kubeconfig = namespaced_rbac(&ns);
     let _controller = start_with(
@@ -447,8 +471,12 @@ fn deploy_controller_holds_the_crd_the_binary_prints() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn the_llama_stack_example_rolls_out_with_its_bundle() {
-    let Some(plane) = plane() else { return };
+    let plane = plane();
     let ns = plane.namespace("controller-example");
     let _controller = start(&ns);
     let dir = common::repo_root().join("examples/llama-stack");
@@ -491,8 +519,12 @@ fn the_llama_stack_example_rolls_out_with_its_bundle() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn a_controller_killed_mid_reconcile_converges_without_duplicates() {
-    let Some(plane) = plane() else { return };
+    let plane = plane();
     let ns = plane.namespace("controller-kill");
     // The Berth is applied before any controller starts (and installs the CRD).
     plane.install_berth_crd();
@@ -545,8 +577,12 @@ fn certificate(cn: &str, from: i32, until: i32) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn bad_ca_sources_degrade_and_leave_the_workload_running() {
-    let Some(plane) = plane() else { return };
+    let plane = plane();
     let ns = plane.namespace("controller-ca");
     let _controller = start(&ns);
     let dir = common::repo_root().join("examples/llama-stack");
@@ -637,8 +673,12 @@ fn bad_ca_sources_degrade_and_leave_the_workload_running() {
 /// finalizer and deleting it hangs; `berth controller uninstall` releases it
 /// (and the source label, as the finalizer would have), so it deletes at once.
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn uninstall_releases_finalizers_and_source_labels_so_berths_delete() {
-    let Some(plane) = plane() else { return };
+    let plane = plane();
     let ns = plane.namespace("uninstall");
     let controller = start(&ns);
     apply(&ns, &run_yaml("2"));

@@ -50,11 +50,13 @@ fn status_image(ns: &Namespace) -> Option<String> {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(feature = "test-plane", feature = "test-registry")),
+    ignore = "needs test-plane, test-registry (run scripts/test)"
+)]
 fn pinned_images_run_the_registry_digest_and_keep_it_until_the_spec_changes() {
-    let Some(plane) = plane() else { return };
-    let Some(registry) = TestRegistry::start(Some(("pinner", "s3cr3t-pw"))) else {
-        return;
-    };
+    let plane = plane();
+    let registry = TestRegistry::start(Some(("pinner", "s3cr3t-pw")));
     let host = registry.host.clone();
     let v1 = registry.push(&Layout::image("one", 1, 64), "team/app", "v1");
     let docker = tempfile::tempdir().unwrap();

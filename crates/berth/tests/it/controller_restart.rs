@@ -9,8 +9,8 @@ use crate::common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::repo_root;
 use common::testenv::Plane;
-use common::{repo_root, require_program};
 
 struct OwnPlane {
     dir: tempfile::TempDir,
@@ -33,10 +33,12 @@ fn testenv(args: &[&std::ffi::OsStr]) -> std::process::Output {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn watches_resume_after_the_api_server_restarts() {
-    if !require_program("go", "the API-server restart test's own control plane") {
-        return;
-    }
+    common::require_program(common::Group::Plane, "go");
     let own = OwnPlane {
         dir: tempfile::tempdir().unwrap(),
     };

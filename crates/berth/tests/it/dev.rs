@@ -260,8 +260,12 @@ fn get(port: u16) -> std::io::Result<String> {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn dev_once_applies_waits_syncs_and_exits() {
-    let Some(plane) = plane() else { return };
+    let plane = plane();
     let ns = plane.namespace("dev-once");
     let target = tempfile::tempdir().unwrap();
     // One replica: kwok runs every pod's exec on this machine, so two would write one directory.
@@ -338,8 +342,12 @@ fn dev_once_applies_waits_syncs_and_exits() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn dev_loop_syncs_rolls_streams_forwards_and_stops_on_sigterm() {
-    let Some(plane) = plane() else { return };
+    let plane = plane();
     let ns = plane.namespace("dev-loop");
     let pod_log = pod_log(&ns);
     let target = tempfile::tempdir().unwrap();
@@ -531,8 +539,12 @@ fn dev_refuses_what_it_cannot_do_before_touching_a_cluster() {
 /// Sweep 4, Y08/Y02/Y22: `dev --once --output json` whose first render fails
 /// says so as an `error` event (then `stopped`), once, and exits 1.
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn y08_a_first_render_that_fails_is_one_error_event() {
-    let Some(plane) = plane() else { return };
+    let plane = plane();
     let ns = plane.namespace("dev-broken");
     let target = tempfile::tempdir().unwrap();
     let dir = project(&target.path().join("app"), 1, "info", None);

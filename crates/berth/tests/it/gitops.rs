@@ -159,11 +159,13 @@ fn http_get(host: &str, path: &str) -> Vec<u8> {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-registry"),
+    ignore = "needs test-registry (run scripts/test)"
+)]
 fn push_makes_the_flux_artifact_flux_pulls() {
     let _filters = common::snapshot_filters();
-    let Some(registry) = TestRegistry::start(None) else {
-        return;
-    };
+    let registry = TestRegistry::start(None);
     let dir = shop();
     let target = format!("oci://{}/acme/shop-manifests:main", registry.host);
     let push = || {
@@ -264,9 +266,13 @@ fn push_makes_the_flux_artifact_flux_pulls() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn gc_deletes_the_generations_nothing_uses_and_keeps_the_newest() {
     let _filters = common::snapshot_filters();
-    let Some(plane) = plane() else { return };
+    let plane = plane();
     let ns = plane.namespace("gc");
     let dir = shop();
     // What an engine does: apply the render as it is (here with kubectl), generation after generation.
@@ -411,9 +417,13 @@ fn gc_deletes_the_generations_nothing_uses_and_keeps_the_newest() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn the_controller_removes_a_kept_generation_once_its_rollout_is_done() {
     use crate::controller::{http_get, log_of};
-    let Some(plane) = plane() else { return };
+    let plane = plane();
     let ns = plane.namespace("collect");
     let dir = shop();
     // The controller cleans up what an engine keeps; here kubectl plays the engine.
@@ -488,10 +498,12 @@ fn the_controller_removes_a_kept_generation_once_its_rollout_is_done() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-registry"),
+    ignore = "needs test-registry (run scripts/test)"
+)]
 fn push_is_for_flux_unless_berth_yaml_or_the_flag_says_otherwise() {
-    let Some(registry) = TestRegistry::start(None) else {
-        return;
-    };
+    let registry = TestRegistry::start(None);
     let dir = shop();
     let pushed_annotations = |berth_yaml: &str, args: &[&str]| {
         std::fs::write(dir.path().join("berth.yaml"), berth_yaml).unwrap();

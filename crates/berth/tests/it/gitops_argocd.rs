@@ -18,19 +18,21 @@ use serde_json::Value;
 use crate::common;
 use common::testenv::{plane, Namespace, Plane};
 
-/// The plane and its git server's URL, when Argo CD runs in it; a failure under
-/// `CI=true` when it does not.
-fn argocd_plane() -> Option<(&'static Plane, String)> {
-    let plane = plane()?;
+/// The plane, in which Argo CD must run (the test needs `test-gitops`), and its git
+/// server's URL.
+fn argocd_plane() -> (&'static Plane, String) {
+    common::Group::Gitops.check();
+    let plane = plane();
     let state = plane.kubeconfig.with_file_name("argocd.json");
-    let Ok(text) = std::fs::read_to_string(&state) else {
-        let why = "Argo CD is not running in the test control plane (start it with `scripts/testenv up --argocd DIR`)";
-        assert!(std::env::var("CI").map_or(true, |v| v != "true"), "{why}");
-        eprintln!("SKIPPED: {why}");
-        return None;
-    };
+    let text = std::fs::read_to_string(&state).unwrap_or_else(|e| {
+        panic!(
+            "Argo CD is not running in the test control plane ({}: {e}); scripts/test starts \
+             it, by hand: `scripts/testenv up --argocd DIR`",
+            state.display()
+        )
+    });
     let state: Value = serde_json::from_str(&text).unwrap();
-    Some((plane, state["git"].as_str().unwrap().to_string()))
+    (plane, state["git"].as_str().unwrap().to_string())
 }
 
 const MIN_READY: u32 = 10;
@@ -114,8 +116,8 @@ fn wait(s: &Setup, secs: u64, what: &str, done: impl Fn(&Setup) -> bool) {
     }
 }
 
-fn setup(prefix: &str, gitops: &'static str) -> Option<Setup> {
-    let (plane, git_url) = argocd_plane()?;
+fn setup(prefix: &str, gitops: &'static str) -> Setup {
+    let (plane, git_url) = argocd_plane();
     let ns = plane.namespace(prefix);
     let work = tempfile::tempdir().unwrap();
     git(work.path(), &["init", "-q", "-b", "main"]);
@@ -146,7 +148,7 @@ fn setup(prefix: &str, gitops: &'static str) -> Option<Setup> {
         "Argo CD syncs the first generation",
         Setup::synced_and_healthy,
     );
-    Some(s)
+    s
 }
 
 /// Pushes a config edit to git, asks Argo CD to refresh, and follows the rollout.
@@ -170,10 +172,12 @@ fn edit_and_watch(s: &Setup) -> (Duration, bool) {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-gitops"),
+    ignore = "needs test-gitops (run scripts/test)"
+)]
 fn argo_cd_keeps_the_old_generation_through_berths_plugin_and_ends_synced() {
-    let Some(s) = setup("argocd-berth", "") else {
-        return;
-    };
+    let s = setup("argocd-berth", "");
     // The Application's plugin.env reached berth: WEB_TAG=v2 is the image it wrote.
     let image = s.ns.ok(&[
         "get",
@@ -216,10 +220,12 @@ fn argo_cd_keeps_the_old_generation_through_berths_plugin_and_ends_synced() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-gitops"),
+    ignore = "needs test-gitops (run scripts/test)"
+)]
 fn argo_cd_alone_prunes_the_old_generation_while_old_pods_use_it() {
-    let Some(s) = setup("argocd-alone", "gitops: none\n") else {
-        return;
-    };
+    let s = setup("argocd-alone", "gitops: none\n");
     let (without_config, gone) = edit_and_watch(&s);
     eprintln!("argo cd alone: old pods ran {without_config:?} without their config");
     assert!(gone, "Argo CD prunes the old generation");
@@ -233,10 +239,12 @@ fn argo_cd_alone_prunes_the_old_generation_while_old_pods_use_it() {
 /// it (its own argocd-cmp-server): a chart with a berth.yaml beside Chart.yaml is
 /// rendered by `helm template`, then berth, with the Application's `plugin.env`.
 #[test]
+#[cfg_attr(
+    not(feature = "test-gitops"),
+    ignore = "needs test-gitops (run scripts/test)"
+)]
 fn the_helm_plugin_renders_a_chart_through_berth() {
-    let Some((plane, git_url)) = argocd_plane() else {
-        return;
-    };
+    let (plane, git_url) = argocd_plane();
     let ns = plane.namespace("argocd-helm");
     let work = tempfile::tempdir().unwrap();
     let dir = work.path();

@@ -16,17 +16,17 @@ use common::registry::TestRegistry;
 use common::testenv::{plane, Namespace, Plane};
 use common::{berth, project};
 
-/// The plane, when Flux runs in it; a failure under `CI=true` when it does not.
-fn flux_plane() -> Option<&'static Plane> {
-    let plane = plane()?;
+/// The plane, in which Flux must run (the test needs `test-gitops`).
+fn flux_plane() -> &'static Plane {
+    common::Group::Gitops.check();
+    let plane = plane();
     let out = plane.kubectl(&["get", "crd", "ocirepositories.source.toolkit.fluxcd.io"]);
-    if out.status.success() {
-        return Some(plane);
-    }
-    let why = "Flux is not running in the test control plane (start it with `scripts/testenv up --gitops DIR`)";
-    assert!(std::env::var("CI").map_or(true, |v| v != "true"), "{why}");
-    eprintln!("SKIPPED: {why}");
-    None
+    assert!(
+        out.status.success(),
+        "Flux is not running in the test control plane (scripts/test starts it; by hand: \
+         `scripts/testenv up --gitops DIR`)"
+    );
+    plane
 }
 
 fn berth_yaml(level: &str, gitops: &str) -> String {
@@ -97,9 +97,9 @@ impl Setup {
     }
 }
 
-fn setup(prefix: &str, gitops: &'static str) -> Option<Setup> {
-    let plane = flux_plane()?;
-    let registry = TestRegistry::start(None)?;
+fn setup(prefix: &str, gitops: &'static str) -> Setup {
+    let plane = flux_plane();
+    let registry = TestRegistry::start(None);
     let ns = plane.namespace(prefix);
     let dir = project(&berth_yaml("one", gitops));
     std::fs::write(dir.path().join("deploy.yaml"), deploy_yaml()).unwrap();
@@ -135,7 +135,7 @@ fn setup(prefix: &str, gitops: &'static str) -> Option<Setup> {
                     .success()
         },
     );
-    Some(s)
+    s
 }
 
 fn wait(s: &Setup, secs: u64, what: &str, mut done: impl FnMut(&Setup) -> bool) {
@@ -165,10 +165,12 @@ fn edit_and_watch(s: &Setup) -> (Duration, bool) {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(feature = "test-gitops", feature = "test-registry")),
+    ignore = "needs test-gitops, test-registry (run scripts/test)"
+)]
 fn flux_keeps_the_old_generation_for_the_old_pods_and_berth_removes_it_after_the_rollout() {
-    let Some(s) = setup("flux-berth", "flux") else {
-        return;
-    };
+    let s = setup("flux-berth", "flux");
     let _controller = common::controller::start_as(&s.ns, "controller", &["--gitops-keep", "1"]);
     let (without_config, gone) = edit_and_watch(&s);
     eprintln!(
@@ -192,10 +194,12 @@ fn flux_keeps_the_old_generation_for_the_old_pods_and_berth_removes_it_after_the
 }
 
 #[test]
+#[cfg_attr(
+    not(all(feature = "test-gitops", feature = "test-registry")),
+    ignore = "needs test-gitops, test-registry (run scripts/test)"
+)]
 fn flux_alone_prunes_the_old_generation_while_old_pods_use_it() {
-    let Some(s) = setup("flux-alone", "none") else {
-        return;
-    };
+    let s = setup("flux-alone", "none");
     let (without_config, gone) = edit_and_watch(&s);
     eprintln!("flux alone: old pods ran {without_config:?} without their config");
     assert!(gone, "Flux prunes the old generation");

@@ -514,11 +514,13 @@ fn a_server_that_never_answers_times_out() {
 /// The adversarial sweep of `scripts/sweep.py` (149 hostile inputs) finds nothing:
 /// no hang, no panic, no bad input accepted, no planted secret printed or written.
 #[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
 fn the_sweep_of_hostile_inputs_finds_no_defect() {
     let _filters = crate::common::snapshot_filters();
-    if !common::require_program("python3", "the hostile-input sweep") {
-        return;
-    }
+    common::require_program(common::Group::Tools, "python3");
     let out = std::process::Command::new("python3")
         .arg(common::repo_root().join("scripts/sweep.py"))
         .arg("--berth")

@@ -64,9 +64,13 @@ fn documents(yaml: &str) -> Vec<Value> {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn the_chart_lints_renders_as_snapshotted_and_carries_the_binarys_crd() {
-    let Some(plane) = plane() else { return };
-    let Some(helm) = plane.helm() else { return };
+    let plane = plane();
+    let helm = plane.helm();
     let chart = chart();
     let chart = chart.to_str().unwrap();
     for set in [
@@ -217,9 +221,13 @@ fn the_chart_lints_renders_as_snapshotted_and_carries_the_binarys_crd() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn helm_installs_upgrades_and_uninstalls_the_controller_keeping_the_crd() {
-    let Some(plane) = plane() else { return };
-    let Some(helm) = plane.helm() else { return };
+    let plane = plane();
+    let helm = plane.helm();
     let ns = plane.namespace("helm");
     let kubeconfig = Some(ns.kubeconfig.as_path());
     let install = |verb: &str, tag: &str, replicas: &str| {
@@ -312,10 +320,14 @@ fn rolled_out(ns: &common::testenv::Namespace, replicas: i64) -> Option<Value> {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn the_charts_controllers_are_ready_available_and_roll_out_an_update() {
     use common::controller::{condition, eventually};
-    let Some(plane) = plane() else { return };
-    let Some(helm) = plane.helm() else { return };
+    let plane = plane();
+    let helm = plane.helm();
     let ns = plane.namespace("helm-standin");
     let node = format!("standin-{}", ns.name);
     let release = |verb: &str, tag: &str| {
@@ -444,9 +456,13 @@ fn the_charts_controllers_are_ready_available_and_roll_out_an_update() {
 /// (it leaves the CRD to its owner), and two namespace-mode releases — one
 /// controller per tenant namespace — install side by side.
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn two_tenant_releases_install_where_kubectl_applied_the_crd() {
-    let Some(plane) = plane() else { return };
-    let Some(helm) = plane.helm() else { return };
+    let plane = plane();
+    let helm = plane.helm();
     let crd = Command::new(common::berth_path())
         .args(["controller", "crd"])
         .output()

@@ -46,10 +46,12 @@ fn init(dir: &Path) -> (String, String, String) {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
 fn an_llm_d_shaped_repository_gets_its_makefile_variables_and_overlays() {
-    if !crate::common::require_program("kubectl", "rendering kustomize overlays") {
-        return;
-    }
+    crate::common::require_program(crate::common::Group::Tools, "kubectl");
     let dir = tempfile::tempdir().unwrap();
     crate::common::copy_dir(
         &repo_root().join("examples/llm-d/deploy"),
@@ -95,10 +97,12 @@ fn an_llm_d_shaped_repository_gets_its_makefile_variables_and_overlays() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
 fn a_kubebuilder_operator_gets_image_tag_base_and_its_kustomize_rename() {
-    if !crate::common::require_program("kubectl", "rendering kustomize overlays") {
-        return;
-    }
+    crate::common::require_program(crate::common::Group::Tools, "kubectl");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     write(d, "Makefile", "VERSION ?= 0.0.1\nIMAGE_TAG_BASE ?= example.com/memcached-operator\nIMG ?= $(IMAGE_TAG_BASE):v$(VERSION)\n\ndocker-build:\n\tdocker build -t ${IMG} .\n");
@@ -122,10 +126,12 @@ fn a_kubebuilder_operator_gets_image_tag_base_and_its_kustomize_rename() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
 fn a_kubeflow_component_takes_the_tag_its_overlay_bumps() {
-    if !crate::common::require_program("kubectl", "rendering kustomize overlays") {
-        return;
-    }
+    crate::common::require_program(crate::common::Group::Tools, "kubectl");
     let dir = tempfile::tempdir().unwrap();
     crate::common::copy_dir(&repo_root().join("examples/kustomize-tag-bump"), dir.path());
     std::fs::remove_file(dir.path().join("berth.yaml")).unwrap();

@@ -9,7 +9,7 @@ use crate::common;
 use std::path::Path;
 use std::process::Output;
 
-use common::{berth, berth_path, require_program};
+use common::{berth, berth_path};
 
 const FORK_ENV: [(&str, &str); 2] = [
     ("IMAGE_REGISTRY", "quay.io/developer-username"),
@@ -100,6 +100,10 @@ fn rendered_images(yaml: &str) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
 fn every_consumer_sees_the_same_fork_images() {
     let dir = example();
     let dir = dir.path();
@@ -120,7 +124,8 @@ fn every_consumer_sees_the_same_fork_images() {
         .output()
         .unwrap();
     assert_eq!(image_lines(&stdout(&script, "pull_images.sh")), want);
-    if require_program("make", "the example Makefile") {
+    {
+        common::require_program(common::Group::Tools, "make");
         let printed = run(dir, "make", &["-s", "print-images"], &FORK_ENV);
         assert_eq!(image_lines(&stdout(&printed, "make print-images")), want);
         let pulled = run(dir, "make", &["-s", "image-pull"], &dry);
@@ -129,9 +134,7 @@ fn every_consumer_sees_the_same_fork_images() {
 
     // The e2e harness fills the placeholders itself, from what berth env exports;
     // berth render fills them from berth.yaml. Same images, container by container.
-    if !require_program("kubectl", "the llm-d example's kustomize overlays") {
-        return;
-    }
+    common::require_program(common::Group::Tools, "kubectl");
     let expected: Vec<String> = CONTAINERS
         .iter()
         .map(|(container, variable)| {
@@ -178,10 +181,12 @@ fn every_consumer_sees_the_same_fork_images() {
 /// not to `$(shell)`: `make X EPP_TAG=x`, `EPP_TAG=x make X`, `berth env -- make X
 /// EPP_TAG=x` and a recipe running `berth env` all give `:x`.
 #[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
 fn make_command_line_variables_reach_every_consumer() {
-    if !require_program("make", "the example Makefile") {
-        return;
-    }
+    common::require_program(common::Group::Tools, "make");
     let dir = example();
     let dir = dir.path();
     let want = "EPP_IMAGE=ghcr.io/llm-d/llm-d-router-endpoint-picker:my-fix";
@@ -247,10 +252,12 @@ fn make_command_line_variables_reach_every_consumer() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
 fn an_explicit_always_in_an_overlay_is_kept_and_the_base_stays_if_not_present() {
-    if !require_program("kubectl", "the llm-d example's kustomize overlays") {
-        return;
-    }
+    common::require_program(common::Group::Tools, "kubectl");
     let dir = example();
     let policy_of_epp = |overlay: &str| {
         let out = berth(dir.path())
@@ -270,6 +277,10 @@ fn an_explicit_always_in_an_overlay_is_kept_and_the_base_stays_if_not_present() 
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
 fn disagreeing_variables_stop_every_consumer() {
     let dir = example();
     let dir = dir.path();
@@ -309,7 +320,8 @@ fn disagreeing_variables_stop_every_consumer() {
         berth(dir).arg("render").envs(env).output().unwrap(),
         "berth render",
     );
-    if require_program("make", "the example Makefile") {
+    {
+        common::require_program(common::Group::Tools, "make");
         check(run(dir, "make", &["-s", "print-images"], &env), "Makefile");
     }
 }
@@ -333,10 +345,12 @@ fn the_pull_script_refuses_to_run_outside_berth_env() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
 fn the_example_renders_the_fork_and_validates() {
-    if !require_program("kubectl", "the llm-d example's kustomize overlays") {
-        return;
-    }
+    common::require_program(common::Group::Tools, "kubectl");
     let dir = example();
     let out = berth(dir.path())
         .arg("render")
@@ -351,10 +365,12 @@ fn the_example_renders_the_fork_and_validates() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
 fn a_placeholder_berth_cannot_resolve_is_a_warning_with_its_place() {
-    if !require_program("kubectl", "the llm-d example's kustomize overlays") {
-        return;
-    }
+    common::require_program(common::Group::Tools, "kubectl");
     let dir = example();
     // As llm-d's e-p-d-pools environment adds a coordinator under its own variable.
     let file = dir

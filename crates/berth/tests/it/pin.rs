@@ -33,11 +33,13 @@ fn project_for(registry: &TestRegistry, images: &[(&str, &str)]) -> tempfile::Te
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-registry"),
+    ignore = "needs test-registry (run scripts/test)"
+)]
 fn pin_writes_the_lock_and_locked_uses_it() {
     let _filters = common::snapshot_filters();
-    let Some(registry) = TestRegistry::start(None) else {
-        return;
-    };
+    let registry = TestRegistry::start(None);
     let epp = registry.push(&Layout::image("epp", 2, 1000), "llm-d/epp", "dev");
     let sidecar = registry.push(&Layout::image("sidecar", 1, 100), "llm-d/sidecar", "v1");
     let dir = project_for(
@@ -154,11 +156,13 @@ fn pin_writes_the_lock_and_locked_uses_it() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-registry"),
+    ignore = "needs test-registry (run scripts/test)"
+)]
 fn multi_platform_images_pin_the_index_or_one_platform() {
     let _filters = common::snapshot_filters();
-    let Some(registry) = TestRegistry::start(None) else {
-        return;
-    };
+    let registry = TestRegistry::start(None);
     let index = registry.push(&Layout::index("multi"), "acme/multi", "v1");
     let arm64 = registry.skopeo_digest("acme/multi:v1", Some("arm64"));
     assert_ne!(index, arm64);
@@ -202,11 +206,13 @@ fn multi_platform_images_pin_the_index_or_one_platform() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-registry"),
+    ignore = "needs test-registry (run scripts/test)"
+)]
 fn a_single_platform_image_of_another_platform_is_not_pinned_as_if_it_matched() {
     let _filters = common::snapshot_filters();
-    let Some(registry) = TestRegistry::start(None) else {
-        return;
-    };
+    let registry = TestRegistry::start(None);
     let digest = registry.push(&Layout::image("single", 1, 10), "acme/single", "v1");
     let dir = project_for(&registry, &[("single", "acme/single:v1")]);
     let insecure = ["--insecure-registry", registry.host.as_str()];
@@ -255,14 +261,14 @@ fn a_single_platform_image_of_another_platform_is_not_pinned_as_if_it_matched() 
 /// Sweep 4, item 9: after `podman login` — to REGISTRY_AUTH_FILE, or to its
 /// default `$XDG_RUNTIME_DIR/containers/auth.json` — `berth pin` uses that login.
 #[test]
+#[cfg_attr(
+    not(all(feature = "test-podman", feature = "test-registry")),
+    ignore = "needs test-podman, test-registry (run scripts/test)"
+)]
 fn pin_works_after_podman_login() {
     let _filters = common::snapshot_filters();
-    if !common::require_program("podman", "podman login") {
-        return;
-    }
-    let Some(registry) = TestRegistry::start(Some(("berth", "s3cret"))) else {
-        return;
-    };
+    common::require_program(common::Group::Podman, "podman");
+    let registry = TestRegistry::start(Some(("berth", "s3cret")));
     let digest = registry.push(&Layout::image("private", 1, 10), "team/private", "v1");
     let dir = project_for(&registry, &[("private", "team/private:v1")]);
     let insecure = ["--insecure-registry", registry.host.as_str()];
@@ -327,11 +333,13 @@ fn pin_works_after_podman_login() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-registry"),
+    ignore = "needs test-registry (run scripts/test)"
+)]
 fn credentials_come_from_the_docker_config() {
     let _filters = common::snapshot_filters();
-    let Some(registry) = TestRegistry::start(Some(("berth", "s3cret"))) else {
-        return;
-    };
+    let registry = TestRegistry::start(Some(("berth", "s3cret")));
     let digest = registry.push(&Layout::image("private", 1, 10), "team/private", "v1");
     let dir = project_for(&registry, &[("private", "team/private:v1")]);
     let insecure = ["--insecure-registry", registry.host.as_str()];
@@ -435,10 +443,12 @@ fn credentials_come_from_the_docker_config() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-registry"),
+    ignore = "needs test-registry (run scripts/test)"
+)]
 fn faults_are_clear_and_leave_the_lock_untouched() {
-    let Some(registry) = TestRegistry::start(None) else {
-        return;
-    };
+    let registry = TestRegistry::start(None);
     registry.push(&Layout::image("x", 1, 10), "acme/x", "v1");
     let dir = project_for(&registry, &[("x", "acme/x:v1")]);
     let insecure = ["--insecure-registry", registry.host.as_str()];
@@ -559,11 +569,13 @@ fn failing_proxy(
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-registry"),
+    ignore = "needs test-registry (run scripts/test)"
+)]
 fn server_errors_are_retried_and_timeouts_reported() {
     let _filters = crate::common::snapshot_filters();
-    let Some(registry) = TestRegistry::start(None) else {
-        return;
-    };
+    let registry = TestRegistry::start(None);
     let digest = registry.push(&Layout::image("flaky", 1, 10), "acme/flaky", "v1");
     let (proxy, seen) = flaky_proxy(registry.host.clone(), 2);
     let dir = project_for(&registry, &[("flaky", "acme/flaky:v1")]);
@@ -630,10 +642,12 @@ fn server_errors_are_retried_and_timeouts_reported() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-registry"),
+    ignore = "needs test-registry (run scripts/test)"
+)]
 fn retry_after_is_honoured() {
-    let Some(registry) = TestRegistry::start(None) else {
-        return;
-    };
+    let registry = TestRegistry::start(None);
     let digest = registry.push(&Layout::image("slow", 1, 10), "acme/slow", "v1");
     let dir = project_for(&registry, &[("slow", "acme/slow:v1")]);
     let limited = "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
@@ -753,11 +767,13 @@ fn an_answer_that_is_not_a_manifest_is_never_pinned() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-registry"),
+    ignore = "needs test-registry (run scripts/test)"
+)]
 fn an_unreachable_token_server_is_named_as_such() {
     let _filters = crate::common::snapshot_filters();
-    let Some(registry) = TestRegistry::start_token_auth("http://127.0.0.1:1/token") else {
-        return;
-    };
+    let registry = TestRegistry::start_token_auth("http://127.0.0.1:1/token");
     let dir = project("name: p\nimages:\n  app: {image: 'example.com/acme/app:v1'}\n");
     let out = pin_via(
         dir.path(),
@@ -790,8 +806,8 @@ fn bad_token_server(answer: fn(&str, &mut TcpStream)) -> String {
 
 /// `berth pin` of `acme/app:v1` through a token-auth registry whose token server
 /// is `realm`, with `sweep:pl4nted-password` for the registry in the Docker config.
-fn pin_with_token_server(realm: &str) -> Option<String> {
-    let registry = TestRegistry::start_token_auth(realm)?;
+fn pin_with_token_server(realm: &str) -> String {
+    let registry = TestRegistry::start_token_auth(realm);
     let dir = project("name: p\nimages:\n  app: {image: 'example.com/acme/app:v1'}\n");
     let auth = base64::engine::general_purpose::STANDARD.encode("sweep:pl4nted-password");
     fs::write(
@@ -816,10 +832,14 @@ fn pin_with_token_server(realm: &str) -> Option<String> {
         !stderr.contains("pl4nted") && !stderr.contains(&encoded[..12]),
         "the credentials leaked: {stderr}"
     );
-    Some(stderr)
+    stderr
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-registry"),
+    ignore = "needs test-registry (run scripts/test)"
+)]
 fn a_token_server_that_echoes_the_request_is_shown_only_by_its_status() {
     let _filters = crate::common::snapshot_filters();
     let realm = bad_token_server(|request, client| {
@@ -830,9 +850,7 @@ fn a_token_server_that_echoes_the_request_is_shown_only_by_its_status() {
             body.len()
         );
     });
-    let Some(stderr) = pin_with_token_server(&realm) else {
-        return;
-    };
+    let stderr = pin_with_token_server(&realm);
     insta::assert_snapshot!(stderr, @"error: 127.0.0.1:[port]/acme/app:v1: registry `127.0.0.1:[port]`: its token server `127.0.0.1:[port]` answered 500 Internal Server Error (what it said is not shown: it may repeat the credentials); berth.lock is unchanged");
     let realm = bad_token_server(|request, client| {
         let body = format!("denied: {request}");
@@ -842,11 +860,15 @@ fn a_token_server_that_echoes_the_request_is_shown_only_by_its_status() {
             body.len()
         );
     });
-    let stderr = pin_with_token_server(&realm).unwrap();
+    let stderr = pin_with_token_server(&realm);
     insta::assert_snapshot!(stderr, @"error: 127.0.0.1:[port]/acme/app:v1: registry `127.0.0.1:[port]` refused access (its token server `127.0.0.1:[port]` answered 401 Unauthorized); the credentials for `127.0.0.1:[port]` came from [tmp]/config.json: check them, or log in again (`podman login 127.0.0.1:[port]` or `docker login 127.0.0.1:[port]`); berth.lock is unchanged");
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-registry"),
+    ignore = "needs test-registry (run scripts/test)"
+)]
 fn a_token_server_that_never_stops_or_answers_html_is_refused_clearly() {
     let _filters = crate::common::snapshot_filters();
     let realm = bad_token_server(|_, client| {
@@ -858,9 +880,7 @@ fn a_token_server_that_never_stops_or_answers_html_is_refused_clearly() {
             }
         }
     });
-    let Some(stderr) = pin_with_token_server(&realm) else {
-        return;
-    };
+    let stderr = pin_with_token_server(&realm);
     insta::assert_snapshot!(stderr, @"error: 127.0.0.1:[port]/acme/app:v1: registry `127.0.0.1:[port]`: its token server `127.0.0.1:[port]` answered more than 1 MiB, which is no token; berth.lock is unchanged");
     let realm = bad_token_server(|_, client| {
         let body = "<html><body>Sign in</body></html>";
@@ -870,7 +890,7 @@ fn a_token_server_that_never_stops_or_answers_html_is_refused_clearly() {
             body.len()
         );
     });
-    let stderr = pin_with_token_server(&realm).unwrap();
+    let stderr = pin_with_token_server(&realm);
     insta::assert_snapshot!(stderr, @"error: 127.0.0.1:[port]/acme/app:v1: registry `127.0.0.1:[port]`: its token server `127.0.0.1:[port]` gave no token: its answer is not JSON (a login page or a proxy in front of it answers like this); berth.lock is unchanged");
 }
 

@@ -27,13 +27,13 @@ fn summary(out: &std::process::Output) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-registry"),
+    ignore = "needs test-registry (run scripts/test)"
+)]
 fn promotes_images_and_indexes_with_digests_preserved() {
-    let Some(dev) = TestRegistry::start(None) else {
-        return;
-    };
-    let Some(prod) = TestRegistry::start(None) else {
-        return;
-    };
+    let dev = TestRegistry::start(None);
+    let prod = TestRegistry::start(None);
     let app = dev.push(&Layout::image("app", 3, 50_000), "team/app", "v1");
     let multi = dev.push(&Layout::index("multi"), "team/multi", "v2");
     let dir = project_for(&dev, &[("app", "team/app:v1"), ("multi", "team/multi:v2")]);
@@ -117,10 +117,12 @@ fn promotes_images_and_indexes_with_digests_preserved() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-registry"),
+    ignore = "needs test-registry (run scripts/test)"
+)]
 fn locked_promotes_the_pinned_digest() {
-    let Some(dev) = TestRegistry::start(None) else {
-        return;
-    };
+    let dev = TestRegistry::start(None);
     let first = dev.push(&Layout::image("one", 1, 10), "team/app", "v1");
     let dir = project_for(&dev, &[("app", "team/app:v1")]);
     berth(dir.path())
@@ -147,11 +149,13 @@ fn locked_promotes_the_pinned_digest() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-registry"),
+    ignore = "needs test-registry (run scripts/test)"
+)]
 fn failures_name_the_image_and_registry() {
     let _filters = crate::common::snapshot_filters();
-    let Some(dev) = TestRegistry::start(None) else {
-        return;
-    };
+    let dev = TestRegistry::start(None);
     dev.push(&Layout::image("x", 1, 10), "team/x", "v1");
     let dir = project_for(&dev, &[("x", "team/x:v1")]);
     let down = format!("127.0.0.1:{}", free_port());

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::fs;
 
 use berth_yaml::{Limits, Node, Style, Value};
-use common::{berth, project, require_program};
+use common::{berth, project};
 
 const DIGEST: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
 
@@ -171,10 +171,12 @@ fn objects(yaml: &str) -> BTreeMap<(String, String, String), Canon> {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
 fn berth_and_kustomize_agree_on_image_rewrites() {
-    if !require_program("kubectl", "the kustomize parity test") {
-        return;
-    }
+    common::require_program(common::Group::Tools, "kubectl");
     let dir = project(PROJECT);
     fs::write(dir.path().join("manifests.yaml"), MANIFESTS).unwrap();
     fs::write(
@@ -268,10 +270,12 @@ fn normalized_objects(yaml: &str) -> Vec<Canon> {
 /// matches the declared repository only, as kustomize matches `name` only.
 /// Invalid digests in kustomize's tests (`12345`) are replaced by valid ones.
 #[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
 fn image_cases_from_kustomizes_filter_tests_agree() {
-    if !require_program("kubectl", "the kustomize image parity test") {
-        return;
-    }
+    common::require_program(common::Group::Tools, "kubectl");
     let d1 = format!("sha256:{}", "1".repeat(64));
     let d2 = format!("sha256:{}", "2".repeat(64));
     let deployment = format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: deploy1}}\nspec:\n  template:\n    spec:\n      containers:\n      - {{image: 'nginx:1.7.9', name: nginx-tagged}}\n      - {{image: 'nginx:latest', name: nginx-latest}}\n      - {{image: 'foobar:1', name: replaced-with-digest}}\n      - {{image: 'postgres:1.8.0', name: postgresdb}}\n      initContainers:\n      - {{image: nginx, name: nginx-notag}}\n      - {{image: 'nginx@{d1}', name: nginx-sha256}}\n      - {{image: 'alpine:1.8.0', name: init-alpine}}\n");

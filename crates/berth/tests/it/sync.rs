@@ -35,11 +35,13 @@ fn stderr(out: &std::process::Output) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-podman"),
+    ignore = "needs test-podman (run scripts/test)"
+)]
 fn once_mirrors_the_tree_and_runs_triggered_steps() {
     let _filters = crate::common::snapshot_filters();
-    let Some(podman) = Podman::start() else {
-        return;
-    };
+    let podman = Podman::start();
     let dir = rule_project(
         "    run:\n      - {cmd: [touch, /tmp/reloaded], trigger: [\"src/bin/**\"]}\n      - {cmd: [touch, /tmp/never], trigger: [\"docs/**\"]}\n",
     );
@@ -110,10 +112,12 @@ fn once_mirrors_the_tree_and_runs_triggered_steps() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-podman"),
+    ignore = "needs test-podman (run scripts/test)"
+)]
 fn files_are_owned_by_the_container_user() {
-    let Some(podman) = Podman::start() else {
-        return;
-    };
+    let podman = Podman::start();
     let dir = rule_project("");
     write(&dir.path().join("src/a/b.txt"), "owned");
     podman.container("nonroot", &["--user", "1000:1000"]);
@@ -147,11 +151,13 @@ fn files_are_owned_by_the_container_user() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-podman"),
+    ignore = "needs test-podman (run scripts/test)"
+)]
 fn bad_cases_say_what_is_wrong() {
     let _filters = crate::common::snapshot_filters();
-    let Some(podman) = Podman::start() else {
-        return;
-    };
+    let podman = Podman::start();
     let dir = rule_project("");
     write(&dir.path().join("src/a.txt"), "a");
 
@@ -383,8 +389,8 @@ fn live(
     rule_extra: &str,
     container: &str,
     files: &[(&str, &str)],
-) -> Option<(Podman, tempfile::TempDir, std::path::PathBuf, Watching)> {
-    let podman = Podman::start()?;
+) -> (Podman, tempfile::TempDir, std::path::PathBuf, Watching) {
+    let podman = Podman::start();
     let dir = rule_project(rule_extra);
     let src = dir.path().join("src");
     for (name, text) in files {
@@ -393,14 +399,16 @@ fn live(
     podman.container(container, &[]);
     let w = Watching::start(&podman, dir.path());
     converges(&podman, container, &src, "initial sync", &w);
-    Some((podman, dir, src, w))
+    (podman, dir, src, w)
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-podman"),
+    ignore = "needs test-podman (run scripts/test)"
+)]
 fn watch_mode_keeps_the_container_equal_to_the_local_tree() {
-    let Some((podman, _dir, src, w)) = live("", "live", &[("keep.txt", "keep")]) else {
-        return;
-    };
+    let (podman, _dir, src, w) = live("", "live", &[("keep.txt", "keep")]);
 
     write(&src.join("added.txt"), "added");
     converges(&podman, "live", &src, "add", &w);
@@ -448,11 +456,13 @@ fn watch_mode_keeps_the_container_equal_to_the_local_tree() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-podman"),
+    ignore = "needs test-podman (run scripts/test)"
+)]
 fn restarted_and_new_containers_are_resynced_before_steps_run() {
     let steps = "    run:\n      - {cmd: [sh, -c, \"echo ran >> /tmp/steps\"]}\n";
-    let Some((podman, _dir, src, w)) = live(steps, "r1", &[("a.txt", "a"), ("b.txt", "b")]) else {
-        return;
-    };
+    let (podman, _dir, src, w) = live(steps, "r1", &[("a.txt", "a"), ("b.txt", "b")]);
 
     // A restart keeps the filesystem: berth notices, compares hashes, sends nothing.
     podman.run(&["restart", "-t", "0", "r1"]);
@@ -478,10 +488,12 @@ fn restarted_and_new_containers_are_resynced_before_steps_run() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-podman"),
+    ignore = "needs test-podman (run scripts/test)"
+)]
 fn dockerignore_and_exec_only_rules() {
-    let Some(podman) = Podman::start() else {
-        return;
-    };
+    let podman = Podman::start();
     let dir = project(&format!(
         "name: demo\nimages:\n  app: {{image: {IMAGE}}}\nsync:\n  - name: code\n    target: {{component: app}}\n    paths: [{{from: src/, to: /app/}}]\n    run: [{{cmd: [sh, -c, \"echo code >> /tmp/code-steps\"]}}]\n  - name: reload\n    target: {{container: exec-only}}\n    run:\n      - {{cmd: [sh, -c, \"echo reloaded >> /tmp/reloads\"], trigger: [\"conf/*.toml\"]}}\n"
     ));
@@ -546,17 +558,14 @@ fn dockerignore_and_exec_only_rules() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-podman"),
+    ignore = "needs test-podman (run scripts/test)"
+)]
 fn the_docker_cli_works_too() {
     let _filters = crate::common::snapshot_filters();
-    let Some(podman) = Podman::start() else {
-        return;
-    };
-    if !common::require_program(
-        "docker",
-        "the docker engine of berth sync (through podman's Docker API)",
-    ) {
-        return;
-    }
+    let podman = Podman::start();
+    common::require_program(common::Group::Podman, "docker");
     let docker_host = podman.docker_host();
     let dir = rule_project("");
     write(&dir.path().join("src/a/b.txt"), "through docker");

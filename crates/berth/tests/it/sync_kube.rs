@@ -28,8 +28,8 @@ struct Setup {
     target: tempfile::TempDir,
 }
 
-fn setup(prefix: &str) -> Option<Setup> {
-    let ns = plane()?.namespace(prefix);
+fn setup(prefix: &str) -> Setup {
+    let ns = plane().namespace(prefix);
     let target = tempfile::tempdir().unwrap();
     let to = target.path().join("app");
     let runs = target.path().join("runs");
@@ -47,7 +47,7 @@ fn setup(prefix: &str) -> Option<Setup> {
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
     )
     .unwrap();
-    Some(Setup { ns, dir, target })
+    Setup { ns, dir, target }
 }
 
 impl Setup {
@@ -88,9 +88,13 @@ fn stderr(out: &std::process::Output) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn every_ready_replica_is_synced_through_exec() {
     let _filters = crate::common::snapshot_filters();
-    let Some(s) = setup("sync") else { return };
+    let s = setup("sync");
     s.deploy();
     // A pod with the workload's labels that no node takes: Pending, never Ready, left alone.
     let pending = format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: web-pending, labels: {{app: web}}}}\nspec:\n  nodeSelector: {{berth.dev/test: nowhere}}\n  containers: [{{name: app, image: {IMAGE}}}]\n");
@@ -135,11 +139,13 @@ fn every_ready_replica_is_synced_through_exec() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
 fn cluster_errors_are_clear() {
     let _filters = crate::common::snapshot_filters();
-    let Some(s) = setup("sync-errors") else {
-        return;
-    };
+    let s = setup("sync-errors");
     let ns = &s.ns.name;
     // No pods: what was looked for, where, and that nothing runs.
     let out = s.sync(&s.ns.kubeconfig);

@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::Path;
 
-use super::common::{berth, project, require_program, transcript};
+use super::common::{berth, project, transcript};
 
 fn write(dir: &Path, path: &str, text: &str) {
     let path = dir.join(path);
@@ -25,11 +25,13 @@ images:
 ";
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
 fn a_kustomize_tag_bump_berth_yaml_does_not_know_is_reported_and_strict_refuses() {
     let _filters = crate::common::snapshot_filters();
-    if !require_program("kubectl", "kustomize overlays") {
-        return;
-    }
+    crate::common::require_program(crate::common::Group::Tools, "kubectl");
     let dir = project(KATIB);
     let d = dir.path();
     write(d, "base/kustomization.yaml", "resources: [deploy.yaml]\n");
@@ -415,11 +417,13 @@ images:
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
 fn the_kustomize_tag_bump_example_is_reported_until_berth_yaml_agrees() {
     let _filters = crate::common::snapshot_filters();
-    if !require_program("kubectl", "the example's kustomize overlay") {
-        return;
-    }
+    crate::common::require_program(crate::common::Group::Tools, "kubectl");
     let dir = super::common::copy_example("kustomize-tag-bump");
     let strict = berth(dir.path())
         .args(["validate", "--strict"])

@@ -83,6 +83,19 @@ pub fn transcript(out: &Output) -> String {
 /// the calling scope: `let _filters = common::snapshot_filters();`.
 pub fn snapshot_filters() -> impl Drop {
     let mut settings = insta::Settings::clone_current();
+    // TMPDIR (scripts/test sets one per run) before the usual /tmp.
+    let tmp = std::env::temp_dir().display().to_string();
+    let escaped: String = tmp
+        .trim_end_matches('/')
+        .chars()
+        .flat_map(|c| {
+            (!c.is_alphanumeric() && c != '/')
+                .then_some('\\')
+                .into_iter()
+                .chain([c])
+        })
+        .collect();
+    settings.add_filter(&format!(r"{escaped}/\.tmp[A-Za-z0-9]+"), "[tmp]");
     for (pattern, replacement) in [
         // Temporary directories (tempfile's `.tmpXXXXXX`), with or without /private or /var.
         (r"(/private)?(/var)?/tmp/\.tmp[A-Za-z0-9]+", "[tmp]"),
@@ -98,18 +111,71 @@ pub fn snapshot_filters() -> impl Drop {
     settings.bind_to_scope()
 }
 
-/// Requires a program for a test: present → true; missing → a failure under
-/// `CI=true` (CI must install it) and a visible skip elsewhere.
-pub fn require_program(program: &str, why: &str) -> bool {
+/// What a test needs beyond cargo, in the groups the `test-*` features of the
+/// `berth` package name. `scripts/test` (the README's test command) enables the
+/// groups this machine has (all of them under `CI=true`); a test of a group that
+/// is off is marked `#[cfg_attr(not(feature = "test-…"), ignore = "needs …")]`,
+/// so it shows as ignored, with its reason, in the summary line — never as passed.
+#[derive(Clone, Copy, Debug)]
+pub enum Group {
+    /// A Kubernetes control plane (`scripts/testenv`, built with Go) and its helm.
+    Plane,
+    /// Flux and Argo CD running in that plane (`scripts/testenv up --gitops --argocd`).
+    Gitops,
+    /// podman, runc, busybox and the docker CLI: real containers for `berth sync`.
+    Podman,
+    /// docker-registry, skopeo and htpasswd: a real OCI registry.
+    Registry,
+    /// kubectl (kustomize v5), GNU make, python3 and bash.
+    Tools,
+}
+
+impl Group {
+    /// The cargo feature that turns the group on.
+    pub fn feature(self) -> &'static str {
+        match self {
+            Group::Plane => "test-plane",
+            Group::Gitops => "test-gitops",
+            Group::Podman => "test-podman",
+            Group::Registry => "test-registry",
+            Group::Tools => "test-tools",
+        }
+    }
+
+    fn enabled(self) -> bool {
+        match self {
+            Group::Plane => cfg!(feature = "test-plane"),
+            Group::Gitops => cfg!(feature = "test-gitops"),
+            Group::Podman => cfg!(feature = "test-podman"),
+            Group::Registry => cfg!(feature = "test-registry"),
+            Group::Tools => cfg!(feature = "test-tools"),
+        }
+    }
+
+    /// Panics unless the running test may use this group: its feature is on
+    /// (a test using it without being marked would run where it cannot).
+    pub fn check(self) {
+        assert!(
+            self.enabled(),
+            "this test needs {0} but is not marked so: add \
+             #[cfg_attr(not(feature = \"{0}\"), ignore = \"needs …\")] to it",
+            self.feature()
+        );
+    }
+}
+
+/// Requires `program` of `group` for the running test. The group's feature says the
+/// program is here, so a missing one is a failure, never a skip: install it (see
+/// .ci/run) or let `scripts/test` turn the group off on this machine.
+pub fn require_program(group: Group, program: &str) {
+    group.check();
     let found = std::env::var_os("PATH")
         .map(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
         .unwrap_or(false);
-    if found {
-        return true;
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("`{program}` is required for {why} and CI must install it (see .ci/run)");
-    }
-    eprintln!("SKIPPED: `{program}` not found; {why} is not tested here (it is under CI=true)");
-    false
+    assert!(
+        found,
+        "`{program}` is not on PATH, but {} is on: install it (see .ci/run), or run \
+         scripts/test, which turns on only the groups this machine has",
+        group.feature()
+    );
 }

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use super::require_program;
+use super::{require_program, Group};
 
 /// The busybox applets the images get (berth needs sh, tar, find, sha256sum, readlink, rm).
 const APPLETS: &[&str] = &[
@@ -45,15 +45,10 @@ pub struct Podman {
 pub const IMAGE: &str = "localhost/berth-busybox:latest";
 
 impl Podman {
-    /// podman with private storage, or `None` (a visible skip) when podman, runc
-    /// or busybox is missing outside CI.
-    pub fn start() -> Option<Podman> {
-        let why = "live update into real containers (berth sync)";
-        if !(require_program("podman", why)
-            && require_program("runc", why)
-            && require_program("busybox", why))
-        {
-            return None;
+    /// podman with private storage (the test needs `test-podman`).
+    pub fn start() -> Podman {
+        for program in ["podman", "runc", "busybox"] {
+            require_program(Group::Podman, program);
         }
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path();
@@ -76,7 +71,7 @@ impl Podman {
             service: std::cell::RefCell::new(None),
         };
         podman.image(IMAGE, APPLETS);
-        Some(podman)
+        podman
     }
 
     /// The two variables that point podman at this instance's configuration.

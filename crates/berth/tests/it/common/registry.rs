@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest as _, Sha256};
 
-use super::require_program;
+use super::{require_program, Group};
 
 /// A running registry.
 pub struct TestRegistry {
@@ -41,23 +41,20 @@ pub fn free_port() -> u16 {
 }
 
 impl TestRegistry {
-    /// Starts a registry; `None` (after a visible skip) when the programs are missing.
-    pub fn start(basic_auth: Option<(&str, &str)>) -> Option<TestRegistry> {
+    /// Starts a registry (the test needs `test-registry`).
+    pub fn start(basic_auth: Option<(&str, &str)>) -> TestRegistry {
         TestRegistry::start_with(basic_auth, None)
     }
 
     /// A registry that sends clients to the token server `realm` (which need not
     /// answer): distribution's token auth, with a throwaway signing certificate.
-    pub fn start_token_auth(realm: &str) -> Option<TestRegistry> {
+    pub fn start_token_auth(realm: &str) -> TestRegistry {
         TestRegistry::start_with(None, Some(realm))
     }
 
-    fn start_with(basic_auth: Option<(&str, &str)>, realm: Option<&str>) -> Option<TestRegistry> {
-        if !require_program("docker-registry", "tests against a real registry")
-            || !require_program("skopeo", "pushing test images")
-        {
-            return None;
-        }
+    fn start_with(basic_auth: Option<(&str, &str)>, realm: Option<&str>) -> TestRegistry {
+        require_program(Group::Registry, "docker-registry");
+        require_program(Group::Registry, "skopeo");
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let mut config = format!(
@@ -66,10 +63,7 @@ impl TestRegistry {
         );
         let mut creds = None;
         if let Some((user, password)) = basic_auth {
-            assert!(
-                require_program("htpasswd", "the basic-auth registry"),
-                "htpasswd is needed"
-            );
+            require_program(Group::Registry, "htpasswd");
             let file = dir.path().join("htpasswd");
             let status = Command::new("htpasswd")
                 .args(["-Bbc"])
@@ -114,7 +108,7 @@ impl TestRegistry {
             creds,
         };
         registry.wait_ready();
-        Some(registry)
+        registry
     }
 
     fn wait_ready(&self) {

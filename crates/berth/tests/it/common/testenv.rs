@@ -8,9 +8,9 @@
 //!   and starts it, or reuses the one already running there. It keeps running after the
 //!   tests, for the next run; `scripts/testenv down target/testenv` stops it.
 //!
-//! Without Go (nothing to build the plane with) the cluster tests fail under `CI=true`
-//! and print a visible SKIPPED elsewhere. Each test works in a namespace of its own,
-//! so every test of every binary shares one plane.
+//! Cluster tests are marked as needing `test-plane` (`common::Group::Plane`): off,
+//! they show as ignored; on, a plane that cannot start is a failure. Each test works
+//! in a namespace of its own, so every test of every binary shares one plane.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -32,10 +32,6 @@ pub struct Plane {
 
 static PLANE: OnceLock<Result<Plane, String>> = OnceLock::new();
 
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
 fn start() -> Result<Plane, String> {
     if let Some(kubeconfig) = std::env::var_os("BERTH_TEST_KUBECONFIG") {
         let kubectl = std::env::var_os("BERTH_TEST_KUBECTL")
@@ -47,9 +43,7 @@ fn start() -> Result<Plane, String> {
             kubectl,
         });
     }
-    if !super::require_program("go", "the cluster tests' control plane (scripts/testenv)") {
-        return Err("no Go toolchain".into());
-    }
+    super::require_program(super::Group::Plane, "go");
     let dir = repo_root().join("target/testenv");
     eprintln!(
         "starting the test control plane: scripts/testenv up {} (the first build takes minutes)",
@@ -88,16 +82,12 @@ fn testenv_kubectl() -> Option<PathBuf> {
     (out.status.success() && kubectl.is_file()).then_some(kubectl)
 }
 
-/// The shared plane, or `None` (after a visible SKIPPED) where it cannot run here.
-/// Under `CI=true` a plane that cannot start is a failure.
-pub fn plane() -> Option<&'static Plane> {
+/// The shared plane (the test needs `test-plane`); one that cannot start is a failure.
+pub fn plane() -> &'static Plane {
+    super::Group::Plane.check();
     match PLANE.get_or_init(start) {
-        Ok(plane) => Some(plane),
-        Err(why) if in_ci() => panic!("the test control plane did not start: {why}"),
-        Err(why) => {
-            eprintln!("SKIPPED: no test control plane ({why})");
-            None
-        }
+        Ok(plane) => plane,
+        Err(why) => panic!("the test control plane did not start: {why}"),
     }
 }
 
@@ -117,20 +107,16 @@ static COUNTER: AtomicU32 = AtomicU32::new(0);
 
 impl Plane {
     /// helm: `BERTH_TEST_HELM`, else the one `scripts/testenv build` put beside its
-    /// kubectl (a missing one fails under `CI=true` and skips visibly elsewhere).
-    pub fn helm(&self) -> Option<PathBuf> {
+    /// kubectl; a missing one is a failure (it is part of the plane).
+    pub fn helm(&self) -> PathBuf {
         let helm = std::env::var_os("BERTH_TEST_HELM")
             .map(PathBuf::from)
-            .or_else(|| Some(self.kubectl.with_file_name("helm")))
-            .filter(|h| h.is_file());
-        if helm.is_none() {
-            assert!(
-                !in_ci(),
-                "no helm beside {} (scripts/testenv build builds it)",
-                self.kubectl.display()
-            );
-            eprintln!("SKIPPED: no helm beside {}", self.kubectl.display());
-        }
+            .unwrap_or_else(|| self.kubectl.with_file_name("helm"));
+        assert!(
+            helm.is_file(),
+            "no helm at {} (scripts/testenv build builds it beside kubectl)",
+            helm.display()
+        );
         helm
     }
 
