@@ -609,18 +609,11 @@ pub fn plan(
         })
         .collect();
     Ok(Plan {
-        desired: Desired {
-            project: berth.metadata.name.clone().unwrap_or_default(),
-            objects: rendered
-                .objects
-                .iter()
-                .map(berth_yaml::json::to_json)
-                .collect(),
-            generated: generated
-                .iter()
-                .map(|g| (g.name.clone(), g.base_name.clone()))
-                .collect(),
-        },
+        desired: Desired::from_rendered(
+            berth.metadata.name.as_deref().unwrap_or_default(),
+            &rendered.objects,
+            &generated,
+        ),
         images,
         configs,
         ca_bundles,

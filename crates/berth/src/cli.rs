@@ -13,6 +13,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// to the default (`--registry`/`registry.env`, `--tag`/`<NAME>_TAG`); `image:`
 /// in berth.yaml; with `--locked`, the digest pinned in berth.lock. A full
 /// override that disagrees with a tag override is an error.
+///
+/// Exit status: 0 on success; 1 when the command failed (the reason is on stderr);
+/// 2 for a usage error (an unknown flag, a bad value). `berth diff` exits 1 when
+/// something would change and 2 on errors, as `kubectl diff` does; `berth env -- CMD`
+/// passes CMD's status through (127: not found, 126: cannot be run).
 #[derive(Debug, Parser)]
 #[command(name = "berth", version, max_term_width = 100)]
 pub struct Cli {
@@ -94,8 +99,11 @@ pub enum Command {
     ///
     /// Reads the project's `manifests:` (or the PATHs given; `-` is stdin) and writes a YAML
     /// stream to stdout, or one file per object with `--out DIR`. Works as a Helm
-    /// post-renderer and after `kubectl kustomize`:
-    /// `kubectl kustomize overlays/dev | berth render - | kubectl apply -f -`.
+    /// post-renderer and after `kubectl kustomize`.
+    ///
+    /// Examples: `berth render > rendered.yaml`; `berth render --out rendered/`;
+    /// `kubectl kustomize overlays/dev | berth render - | kubectl apply -f -`;
+    /// `helm template shop ./chart | berth render - --only-overridden`.
     Render(RenderArgs),
     /// Find hard-coded copies of component images outside berth.yaml and the manifests.
     ///
@@ -113,13 +121,21 @@ pub enum Command {
     /// Loads berth.yaml, resolves every image, generates every config (validating typed
     /// configs against their schemas) and CA bundle, and renders the manifests in memory.
     /// Exit status 0 and no output when all is well; 1 with the problems on stderr otherwise.
-    #[command(mut_arg("out", |a| a.hide(true)))]
+    ///
+    /// Examples: `berth validate`; `berth validate --strict` (CI: every warning fails).
+    #[command(
+        mut_arg("out", |a| a.hide(true)),
+        mut_arg("strict", |a| a.help("Make every warning an error (exit 1): expired certificates, components that match nothing, configs nothing uses, path entries that reach no field"))
+    )]
     Validate(RenderArgs),
     /// Resolve every component's image to a digest and write berth.lock.
     ///
     /// One manifest HEAD per image, concurrently. The lock records each resolved
     /// `repo:tag` and its digest; `--locked` makes `images`, `env` and `render` use them.
     /// berth.lock is written atomically, left untouched when nothing changed or on failure.
+    ///
+    /// Examples: `berth pin && git add berth.lock`, then `berth render --locked`;
+    /// `berth pin --platform linux/arm64`.
     #[command(mut_arg("locked", |a| a.hide(true)))]
     Pin(PinArgs),
     /// Copy every component image to another registry or prefix, digests preserved.
@@ -128,6 +144,9 @@ pub enum Command {
     /// config and layers) to `quay.io/team/prod/<last path component>:<tag>`. Blobs already at
     /// the destination are not sent again; on the same registry they are mounted. With
     /// `--locked` the sources are the digests of berth.lock.
+    ///
+    /// Example: `berth promote --locked --to quay.io/team/prod`.
+    #[command(mut_arg("platform", |a| a.hide(true)))]
     Promote(PromoteArgs),
     /// Push the rendered manifests as a Flux OCI artifact: `berth push oci://HOST/REPO:TAG`.
     ///
@@ -143,7 +162,11 @@ pub enum Command {
     ///
     /// Example: `berth push oci://ghcr.io/acme/shop-manifests:main --source "$REPO_URL" --revision "main@sha1:$SHA"`,
     /// then an `OCIRepository` and a `Kustomization` in the cluster.
-    #[command(mut_arg("out", |a| a.hide(true)), mut_arg("pin", |a| a.hide(true)))]
+    #[command(
+        mut_arg("out", |a| a.hide(true)),
+        mut_arg("pin", |a| a.hide(true)),
+        mut_arg("platform", |a| a.hide(true))
+    )]
     Push(PushArgs),
     /// Put local files into running containers: live update without building images.
     ///
@@ -196,11 +219,16 @@ pub enum Command {
     /// Each object is applied with a server-side dry run and compared with the live object.
     /// Exit status 0 when nothing would change, 1 when something would (like `kubectl diff`),
     /// 2 or more on errors.
+    ///
+    /// Example: `berth diff --context kind-dev` (before `berth apply`; in CI, `berth diff
+    /// --locked; test $? -ne 2`).
     Diff(DiffArgs),
     /// Re-apply the previous successful generation (images and configs) and wait for it.
     ///
     /// Uses the records `berth apply` keeps in the cluster; the rollback is recorded as a new
     /// apply, so a second rollback goes back further only if `--keep` allows.
+    ///
+    /// Example: `berth rollback --context kind-dev --rollout-timeout 120`.
     Rollback(RollbackArgs),
     /// Remove config generations a GitOps engine keeps, once nothing uses them.
     ///
@@ -268,8 +296,8 @@ pub struct CompletionsArgs {
 
 #[derive(Debug, Args)]
 pub struct VersionArgs {
-    /// `text` (one line) or `json` (every field).
-    #[arg(long, short = 'o', value_enum, default_value_t = RefFormat::Text, value_name = "FORMAT")]
+    /// `text` (one line) or `json` (version, commit, rust and target).
+    #[arg(long, short = 'o', value_enum, default_value_t = RefFormat::Text, value_name = "FORMAT", hide_possible_values = true)]
     pub output: RefFormat,
 }
 
@@ -704,7 +732,8 @@ pub struct RegistryArgs {
     #[arg(long = "insecure-registry", value_name = "HOST", value_parser = registry_host)]
     pub insecure: Vec<String>,
     /// Pin this platform's manifest (`os/arch[/variant]`) instead of the multi-platform
-    /// index; a single-platform image of another platform is an error (`berth pin` only).
+    /// index; a single-platform image of another platform is an error (`berth pin`, and
+    /// `render`/`validate` with `--pin`).
     #[arg(long, value_name = "OS/ARCH")]
     pub platform: Option<String>,
     /// Registry requests in flight at once.
@@ -759,8 +788,8 @@ pub struct AuditArgs {
     /// Exit with status 1 when any hard-coded copy is found.
     #[arg(long)]
     pub strict: bool,
-    /// Output format.
-    #[arg(long, short, value_enum, default_value_t = RefFormat::Text)]
+    /// `text` (one `file:line:column:` line per copy) or `json` (an array of the copies).
+    #[arg(long, short, value_enum, default_value_t = RefFormat::Text, value_name = "FORMAT", hide_possible_values = true)]
     pub output: RefFormat,
 }
 

@@ -15,9 +15,9 @@ macro_rules! say {
 mod cli;
 mod commands;
 mod fs_source;
-mod generate;
 mod inputs;
 mod output;
+mod pipeline;
 mod project_file;
 mod runtime;
 mod settings;
@@ -26,7 +26,6 @@ mod text_stream;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use berth_core::resolve::{self, Overrides};
 use berth_core::{Project, Resolution};
 use clap::Parser;
 
@@ -72,18 +71,18 @@ fn run(cli: &Cli) -> Result<u8> {
         Command::Env(args) => {
             let project = project_file::load(cli.project.as_deref())?;
             let command = settings::env_command(args);
-            let lock = load_lock(&args.resolve, &project)?;
-            let mut overrides = overrides(&args.resolve, lock);
+            let lock = pipeline::lock(&args.resolve, &project)?;
+            let mut overrides = settings::overrides(&args.resolve, lock);
             (overrides.command_line, overrides.command_line_name) =
                 settings::command_line_variables(&project, command);
-            let resolution = resolve::resolve(&project, &overrides, &env_var)?;
+            let resolution = pipeline::resolve(&project, overrides)?;
             commands::env::run(command, &resolution)
         }
         Command::Render(args) if args.pin => with_pins(cli, args, |project, resolution| {
-            commands::render::run(&args.into(), project, resolution).map(|()| 0)
+            commands::render::run(&settings::render(args)?, project, resolution).map(|()| 0)
         }),
         Command::Render(args) => with_resolution(cli, &args.resolve, |project, resolution| {
-            commands::render::run(&args.into(), project, resolution).map(|()| 0)
+            commands::render::run(&settings::render(args)?, project, resolution).map(|()| 0)
         }),
         Command::Promote(args) => {
             let promote = settings::Promote::resolve(args)?;
@@ -187,9 +186,9 @@ fn with_pins(
     command: impl FnOnce(&Project, &Resolution<'_>) -> Result<u8>,
 ) -> Result<u8> {
     let project = project_file::load(cli.project.as_deref())?;
-    let unpinned = resolve::resolve(&project, &overrides(&args.resolve, None), &env_var)?;
+    let unpinned = pipeline::resolve(&project, settings::overrides(&args.resolve, None))?;
     let lock = commands::pin::pin(&settings::Registry::resolve(&args.registry)?, &unpinned)?;
-    let pinned = resolve::resolve(&project, &overrides(&args.resolve, Some(lock)), &env_var)?;
+    let pinned = pipeline::resolve(&project, settings::overrides(&args.resolve, Some(lock)))?;
     command(&project, &pinned)
 }
 
@@ -199,37 +198,7 @@ fn with_resolution(
     args: &ResolveArgs,
     command: impl FnOnce(&Project, &Resolution<'_>) -> Result<u8>,
 ) -> Result<u8> {
-    resolved(cli.project.as_deref(), args, command)
-}
-
-/// Loads berth.yaml (`--project`, else the nearest) and resolves its images, as
-/// every command does; `berth dev` does it again whenever the file changes.
-fn resolved<T>(
-    project: Option<&std::path::Path>,
-    args: &ResolveArgs,
-    command: impl FnOnce(&Project, &Resolution<'_>) -> Result<T>,
-) -> Result<T> {
-    let project = project_file::load(project)?;
-    let lock = load_lock(args, &project)?;
-    let resolution = resolve::resolve(&project, &overrides(args, lock), &env_var)?;
-    command(&project, &resolution)
-}
-
-/// berth.lock, when `--locked` asks for it.
-fn load_lock(args: &ResolveArgs, project: &Project) -> Result<Option<berth_core::lock::Lock>> {
-    args.locked
-        .then(|| project_file::load_lock(project))
-        .transpose()
-}
-
-fn overrides(args: &ResolveArgs, lock: Option<berth_core::lock::Lock>) -> Overrides {
-    settings::overrides(args, lock)
-}
-
-/// The process environment, as the resolver reads it. A value that is not
-/// valid Unicode is passed on lossily, so the resolver rejects it by name.
-fn env_var(name: &str) -> Option<String> {
-    std::env::var_os(name).map(|v| v.to_string_lossy().into_owned())
+    pipeline::resolved(cli.project.as_deref(), args, command)
 }
 
 fn is_broken_pipe(error: &anyhow::Error) -> bool {

@@ -91,6 +91,55 @@ pub fn table(rows: &[Vec<String>]) -> String {
     out
 }
 
+/// `sync epp-dev (change): 3 written, 1 deleted, 12.4 KiB, 1 step -> 2 containers in 84 ms`.
+///
+/// Containers can need different updates (a restarted one gets everything again), so
+/// the counts are those of the container with the largest update, all from that one
+/// container; a failure in any container is counted at the end.
+pub fn sync_status_line(report: &berth_sync::Report, dry_run: bool) -> String {
+    let largest = report.outcomes.iter().max_by_key(|o| {
+        (
+            o.update.writes.len() + o.update.deletes.len(),
+            o.update.bytes(),
+            o.steps.len(),
+        )
+    });
+    let written = largest.map_or(0, |o| o.update.writes.len());
+    let deleted = largest.map_or(0, |o| o.update.deletes.len());
+    let size = largest.map_or(0, |o| o.update.bytes());
+    let steps = largest.map_or(0, |o| o.steps.len());
+    let failed = report.outcomes.iter().filter(|o| o.result.is_err()).count();
+    let mut line = format!(
+        "{}sync {} ({}): {written} written, {deleted} deleted, {}, {steps} step{} -> {} container{} in {} ms",
+        if dry_run { "dry run: " } else { "" },
+        report.rule,
+        report.reason,
+        bytes(size),
+        if steps == 1 { "" } else { "s" },
+        report.outcomes.len(),
+        if report.outcomes.len() == 1 { "" } else { "s" },
+        report.elapsed.as_millis()
+    );
+    if failed > 0 {
+        line.push_str(&format!(", {failed} failed"));
+    }
+    line
+}
+
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut value = n as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -55,7 +55,7 @@ fn discover(cwd: &Path) -> Result<(PathBuf, String)> {
         }
     }
     Err(anyhow!(
-        "no {PROJECT_FILE} in {} or any parent directory; create one (see the README) or pass --project FILE",
+        "no {PROJECT_FILE} in {} or any parent directory; run `berth init` to write a first one, or pass --project FILE",
         cwd.display()
     ))
 }

@@ -291,13 +291,13 @@ pub struct RenderCommand {
     pub out: Option<PathBuf>,
 }
 
-impl From<&cli::RenderArgs> for RenderCommand {
-    fn from(args: &cli::RenderArgs) -> Self {
-        RenderCommand {
-            render: args.into(),
-            out: args.out.clone(),
-        }
-    }
+/// `berth render`.
+pub fn render(args: &cli::RenderArgs) -> Result<RenderCommand> {
+    registry_flags_need_pin(args, "render")?;
+    Ok(RenderCommand {
+        render: args.into(),
+        out: args.out.clone(),
+    })
 }
 
 /// `berth validate`: a render that writes nothing.
@@ -305,7 +305,23 @@ pub fn validate(args: &cli::RenderArgs) -> Result<Render> {
     if args.out.is_some() {
         bail!("--out does not apply to `berth validate`, which writes nothing; use `berth render --out DIR`");
     }
+    registry_flags_need_pin(args, "validate")?;
     Ok(args.into())
+}
+
+/// `render` and `validate` reach a registry only to pin (`--pin`): a registry flag
+/// without it would be ignored, so it is refused instead.
+fn registry_flags_need_pin(args: &cli::RenderArgs, command: &str) -> Result<()> {
+    if args.pin {
+        return Ok(());
+    }
+    if args.registry.platform.is_some() {
+        bail!("--platform applies to `berth {command}` only with --pin (it picks the platform to pin); add --pin, or drop --platform");
+    }
+    if !args.registry.insecure.is_empty() {
+        bail!("--insecure-registry applies to `berth {command}` only with --pin (which asks the registry); add --pin, or drop --insecure-registry");
+    }
+    Ok(())
 }
 
 /// The cluster connection: the flags, then berth.yaml's namespace.
@@ -605,35 +621,44 @@ impl Dev {
     }
 }
 
-/// `berth push`, before berth.yaml is read.
+/// `berth push`: what it sends where.
 pub struct Push {
-    push: crate::commands::push::Push,
+    /// `oci://HOST/REPO:TAG`, as given.
+    pub target: String,
+    /// `--source URL`.
+    pub source: Option<String>,
+    /// `--revision REV`.
+    pub revision: Option<String>,
+    /// `--allow-secrets`.
+    pub allow_secrets: bool,
+    /// What to render.
+    pub render: Render,
+    /// How to reach the registry.
+    pub registry: Registry,
 }
 
 impl Push {
-    /// From the flags.
+    /// From the flags, before berth.yaml is read.
     pub fn resolve(args: &cli::PushArgs) -> Result<Self> {
         if args.render.registry.platform.is_some() {
             bail!("--platform does not apply to `berth push`");
         }
         Ok(Push {
-            push: crate::commands::push::Push {
-                target: args.target.clone(),
-                source: args.source.clone(),
-                revision: args.revision.clone(),
-                allow_secrets: args.allow_secrets,
-                render: (&args.render).into(),
-                registry: Registry::resolve(&args.render.registry)?,
-            },
+            target: args.target.clone(),
+            source: args.source.clone(),
+            revision: args.revision.clone(),
+            allow_secrets: args.allow_secrets,
+            render: (&args.render).into(),
+            registry: Registry::resolve(&args.render.registry)?,
         })
     }
 
     /// Flux is the engine of a pushed artifact unless `--gitops` or berth.yaml says another.
-    pub fn for_project(mut self, project: &Project) -> crate::commands::push::Push {
-        if self.push.render.gitops.is_none() && project.gitops.is_none() {
-            self.push.render.gitops = Some(Some(GitOps::Flux));
+    pub fn for_project(mut self, project: &Project) -> Self {
+        if self.render.gitops.is_none() && project.gitops.is_none() {
+            self.render.gitops = Some(Some(GitOps::Flux));
         }
-        self.push
+        self
     }
 }
 

@@ -55,6 +55,26 @@ pub struct Desired {
     pub generated: BTreeMap<String, String>,
 }
 
+impl Desired {
+    /// What an apply sends from one render: the objects as JSON, in render order, and
+    /// each generated object's name with its base name. The CLI and the controller
+    /// both build it here.
+    pub fn from_rendered(
+        project: &str,
+        objects: &[berth_yaml::Node],
+        generated: &[crate::configs::Generated],
+    ) -> Desired {
+        Desired {
+            project: project.to_string(),
+            objects: objects.iter().map(berth_yaml::json::to_json).collect(),
+            generated: generated
+                .iter()
+                .map(|g| (g.name.clone(), g.base_name.clone()))
+                .collect(),
+        }
+    }
+}
+
 /// One object of the plan: where it goes and what is sent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Planned {

@@ -29,11 +29,13 @@ pub fn man() -> Result<()> {
         let name = format!("berth {}", sub.get_name());
         out.extend_from_slice(format!(".SH \"{}\"\n", name.to_uppercase()).as_bytes());
         let sub = sub.clone().bin_name(name);
-        let page = clap_mangen::Man::new(sub);
+        let page = clap_mangen::Man::new(sub.clone());
         page.render_synopsis_section(&mut out)?;
         page.render_description_section(&mut out)?;
         page.render_options_section(&mut out)?;
-        page.render_subcommands_section(&mut out)?;
+        if sub.get_subcommands().any(|s| !s.is_hide_set()) {
+            page.render_subcommands_section(&mut out)?;
+        }
     }
     man.render_version_section(&mut out)?;
     print(&String::from_utf8_lossy(&out))

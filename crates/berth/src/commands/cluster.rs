@@ -1,76 +1,21 @@
 //! `berth apply`, `berth diff`, `berth rollback`: the CLI side (rendering,
 //! progress, diff text); berth-kube does the cluster work.
 
-use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use berth_core::{Project, Resolution};
 use berth_kube::{ApplyOptions, Cluster, Connection, Desired, Event};
 
-use crate::commands::render::render_objects;
 use crate::output::print;
+use crate::pipeline;
 use crate::settings::{self, Render};
 
-/// What an apply sends, with what `berth render` would warn about and the
-/// workloads among the objects (whose pods `berth dev` follows).
-pub struct Prepared {
-    /// The objects and generated configs.
-    pub desired: Desired,
-    /// Render warnings, one line each.
-    pub warnings: Vec<String>,
-    /// The workloads among the objects.
-    pub workloads: Vec<berth_core::render::Workload>,
-}
-
-/// Renders for an apply: the objects as JSON, the generated configs' names.
-pub fn prepare(
-    render: &Render,
-    project: &Project,
-    resolution: &Resolution<'_>,
-) -> Result<Prepared> {
-    let (rendered, generated) = render_objects(render, project, resolution)?;
-    let mut warnings =
-        crate::commands::validate::render_warnings(&rendered.findings, project, resolution);
-    // Applied directly, a placeholder berth does not fill reaches the cluster as
-    // written (`berth render` leaves them for envsubst, and says nothing).
-    for unfilled in berth_core::render::unfilled_placeholders(&rendered.objects) {
-        warnings.push(format!(
-            "{}: `{}` is `{}`, a placeholder berth does not fill (it fills only its components' image variables), so it is applied as written; set the value in the manifests, or render and fill it first (`berth render | envsubst | kubectl apply -f -`)",
-            unfilled.object, unfilled.field, unfilled.placeholder
-        ));
-    }
-    if rendered.objects.is_empty() {
-        bail!(
-            "nothing to apply: {} renders no objects; list them under `manifests:` or pass PATHs",
-            project.file
-        );
-    }
-    let desired = Desired {
-        project: project.name.clone(),
-        objects: rendered
-            .objects
-            .iter()
-            .map(berth_yaml::json::to_json)
-            .collect(),
-        generated: generated
-            .into_iter()
-            .map(|g| (g.name, g.base_name))
-            .collect::<BTreeMap<_, _>>(),
-    };
-    Ok(Prepared {
-        desired,
-        warnings,
-        workloads: berth_core::render::workloads_of(rendered.objects),
-    })
-}
-
+/// Renders what an apply sends and prints the render's warnings.
 fn desired(render: &Render, project: &Project, resolution: &Resolution<'_>) -> Result<Desired> {
-    let prepared = prepare(render, project, resolution)?;
-    for warning in prepared.warnings {
-        say!("warning: {warning}");
-    }
+    let prepared = pipeline::desired(render, project, resolution)?;
+    pipeline::print_warnings(&prepared.warnings);
     Ok(prepared.desired)
 }
 

@@ -8,25 +8,9 @@ use berth_ref::Reference;
 use berth_registry::artifact::{push_artifact, ArtifactMeta};
 use berth_registry::{DockerConfig, Registry};
 
-use crate::commands::render::render_all;
 use crate::output::print;
-use crate::settings::{Registry as RegistrySettings, Render};
-
-/// What `berth push` sends where.
-pub struct Push {
-    /// `oci://HOST/REPO:TAG`, as given.
-    pub target: String,
-    /// `--source URL`.
-    pub source: Option<String>,
-    /// `--revision REV`.
-    pub revision: Option<String>,
-    /// `--allow-secrets`.
-    pub allow_secrets: bool,
-    /// What to render.
-    pub render: Render,
-    /// How to reach the registry.
-    pub registry: RegistrySettings,
-}
+use crate::pipeline;
+use crate::settings::Push;
 
 /// The file the manifests are in, inside the artifact.
 const FILE: &str = "manifests.yaml";
@@ -94,12 +78,10 @@ pub fn run(push: &Push, project: &Project, resolution: &Resolution<'_>) -> Resul
     let reference = target(&push.target)?;
     source(&push.source)?;
     created()?;
-    let rendered = render_all(&push.render, project, resolution)?;
-    for warning in
-        crate::commands::validate::render_warnings(&rendered.findings, project, resolution)
-    {
-        say!("warning: {warning}");
-    }
+    let pipeline::Rendered {
+        rendered, warnings, ..
+    } = pipeline::render(&push.render, project, resolution)?;
+    pipeline::print_warnings(&warnings);
     if rendered.objects.is_empty() {
         bail!(
             "nothing to push: {} renders no objects; list them under `manifests:` or pass PATHs",

@@ -3,75 +3,22 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Result};
-use berth_core::render::{self, ObjectInfo, RenderError, Rendered, Spec};
+use berth_core::render::{ObjectInfo, Rendered};
 use berth_core::{Project, Resolution};
 
-use crate::generate;
-use crate::inputs;
 use crate::output::print;
-use crate::settings::{Render, RenderCommand};
+use crate::pipeline;
+use crate::settings::RenderCommand;
 
 /// Marks a directory written by `berth render --out`, so berth replaces only its own output.
 const MARKER: &str = ".berth-render";
 
-/// Renders into memory: everything `run` checks, without writing.
-pub fn render_all(
-    settings: &Render,
-    project: &Project,
-    resolution: &Resolution<'_>,
-) -> Result<Rendered> {
-    render_generated(settings, project, resolution).map(|(rendered, _)| rendered)
-}
-
-/// [`render_all`], also returning the generated configs and CA bundles.
-pub fn render_generated(
-    settings: &Render,
-    project: &Project,
-    resolution: &Resolution<'_>,
-) -> Result<(Rendered, Vec<berth_core::configs::Generated>)> {
-    let generated = generate::all(project, settings.strict, settings.gitops(project))?;
-    let inputs = inputs::gather(project, settings.manifests(project)?, &settings.paths)?;
-    let spec = Spec::from_project(project, resolution, &generated, &settings.options())?;
-    let rendered = render::render(&spec, &inputs).map_err(explain)?;
-    Ok((rendered, generated))
-}
-
-/// The rendered objects as trees (for apply and diff), with the generated configs.
-pub fn render_objects(
-    settings: &Render,
-    project: &Project,
-    resolution: &Resolution<'_>,
-) -> Result<(render::RenderedObjects, Vec<berth_core::configs::Generated>)> {
-    let generated = generate::all(project, settings.strict, settings.gitops(project))?;
-    let inputs = inputs::gather(project, settings.manifests(project)?, &settings.paths)?;
-    let spec = Spec::from_project(project, resolution, &generated, &settings.options())?;
-    let rendered = render::render_objects(&spec, &inputs).map_err(explain)?;
-    Ok((rendered, generated))
-}
-
 pub fn run(command: &RenderCommand, project: &Project, resolution: &Resolution<'_>) -> Result<()> {
-    let rendered = render_all(&command.render, project, resolution)?;
-    for warning in
-        crate::commands::validate::render_warnings(&rendered.findings, project, resolution)
-    {
-        say!("warning: {warning}");
-    }
+    let rendered = pipeline::render(&command.render, project, resolution)?;
+    pipeline::print_warnings(&rendered.warnings);
     match &command.out {
-        None => print(&rendered.yaml),
-        Some(dir) => write_dir(dir, &rendered),
-    }
-}
-
-/// Adds a hint where a common mistake is likely.
-fn explain(error: RenderError) -> anyhow::Error {
-    match &error {
-        RenderError::NotAnObject { file, .. }
-            if (file.ends_with("kustomization.yaml") || file.ends_with("kustomization.yml"))
-                && !error.to_string().contains("- kustomize: DIR") =>
-        {
-            anyhow!("{error}\n  help: to render a kustomization, list it as `- kustomize: DIR` under `manifests:`")
-        }
-        _ => anyhow!(error),
+        None => print(&rendered.rendered.yaml),
+        Some(dir) => write_dir(dir, &rendered.rendered),
     }
 }
 

@@ -13,7 +13,7 @@ use berth_sync::kube::KubeTarget;
 use berth_sync::watch::Watcher;
 use berth_sync::{Report, Session, Target};
 
-use crate::commands::render::render_all;
+use crate::pipeline;
 use crate::settings::{Engine as SyncEngine, Render, Sync};
 
 pub fn run(settings: &Sync, project: &Project, resolution: &Resolution<'_>) -> Result<u8> {
@@ -91,7 +91,8 @@ fn kubernetes(
         profile: settings.profile.clone(),
         ..Render::default()
     };
-    let rendered = render_all(&render, project, resolution)?;
+    // Only the workloads matter here: the render's warnings are `berth validate`'s to give.
+    let rendered = pipeline::render(&render, project, resolution)?.rendered;
     let workloads = berth_core::render::workloads(&rendered.yaml)?;
     if workloads.is_empty() {
         bail!(
@@ -190,7 +191,9 @@ fn print_reports(reports: &[Report], dry_run: bool) -> bool {
                 }
                 for (path, entry) in &o.update.writes {
                     let what = match &entry.kind {
-                        berth_sync::tree::Kind::File { size, .. } => format!("({})", bytes(*size)),
+                        berth_sync::tree::Kind::File { size, .. } => {
+                            format!("({})", crate::output::bytes(*size))
+                        }
                         berth_sync::tree::Kind::Dir { .. } => "(directory)".into(),
                         berth_sync::tree::Kind::Symlink(t) => format!("-> {t}"),
                     };
@@ -201,7 +204,7 @@ fn print_reports(reports: &[Report], dry_run: bool) -> bool {
                 }
             }
         }
-        say!("{}", status_line(report, dry_run));
+        say!("{}", crate::output::sync_status_line(report, dry_run));
         for o in &report.outcomes {
             if let Err(e) = &o.result {
                 say!("  error: {e}");
@@ -219,53 +222,4 @@ fn print_reports(reports: &[Report], dry_run: bool) -> bool {
         }
     }
     ok
-}
-
-/// `sync epp-dev (change): 3 written, 1 deleted, 12.4 KiB, 1 step -> 2 containers in 84 ms`.
-///
-/// Containers can need different updates (a restarted one gets everything again), so
-/// the counts are those of the container with the largest update, all from that one
-/// container; a failure in any container is counted at the end.
-pub(crate) fn status_line(report: &Report, dry_run: bool) -> String {
-    let largest = report.outcomes.iter().max_by_key(|o| {
-        (
-            o.update.writes.len() + o.update.deletes.len(),
-            o.update.bytes(),
-            o.steps.len(),
-        )
-    });
-    let written = largest.map_or(0, |o| o.update.writes.len());
-    let deleted = largest.map_or(0, |o| o.update.deletes.len());
-    let size = largest.map_or(0, |o| o.update.bytes());
-    let steps = largest.map_or(0, |o| o.steps.len());
-    let failed = report.outcomes.iter().filter(|o| o.result.is_err()).count();
-    let mut line = format!(
-        "{}sync {} ({}): {written} written, {deleted} deleted, {}, {steps} step{} -> {} container{} in {} ms",
-        if dry_run { "dry run: " } else { "" },
-        report.rule,
-        report.reason,
-        bytes(size),
-        if steps == 1 { "" } else { "s" },
-        report.outcomes.len(),
-        if report.outcomes.len() == 1 { "" } else { "s" },
-        report.elapsed.as_millis()
-    );
-    if failed > 0 {
-        line.push_str(&format!(", {failed} failed"));
-    }
-    line
-}
-
-fn bytes(n: u64) -> String {
-    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
-    if n < 1024 {
-        return format!("{n} B");
-    }
-    let mut value = n as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
 }

@@ -9,31 +9,8 @@ use anyhow::{bail, Result};
 use berth_core::render::{path_warnings, Findings};
 use berth_core::{Project, Resolution};
 
-use crate::commands::render::render_all;
-use crate::generate;
+use crate::pipeline;
 use crate::settings::Render;
-
-/// Every warning of one render: the shared ones, then its path entries'.
-pub fn render_warnings(
-    findings: &Findings,
-    project: &Project,
-    resolution: &Resolution<'_>,
-) -> Vec<String> {
-    let mut out = findings.warnings(project, resolution);
-    out.extend(path_warnings(
-        project,
-        "imagePaths",
-        &project.image_paths,
-        &findings.image_paths_seen,
-    ));
-    out.extend(path_warnings(
-        project,
-        "configPaths",
-        &project.config_paths,
-        &findings.config_paths_seen,
-    ));
-    out
-}
 
 pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) -> Result<()> {
     let mut warnings = Vec::new();
@@ -59,13 +36,14 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
             sets.push((Some(profile.name.clone()), render));
         }
     }
-    if sets.is_empty() {
-        // Nothing to render: the configs and CA bundles are still checked.
-        generate::all(project, settings.strict, settings.gitops(project))?;
-    } else {
+    // The configs and CA bundles are checked (and warned about) once, whatever renders.
+    let generation = pipeline::generate(project, settings.strict, settings.gitops(project))?;
+    warnings.extend(generation.warnings);
+    if !sets.is_empty() {
         let mut all: Vec<Findings> = Vec::new();
         for (profile, render) in &sets {
-            let rendered = render_all(render, project, resolution)?;
+            let pipeline::Rendered { rendered, .. } =
+                pipeline::render(render, project, resolution)?;
             let prefix = match profile {
                 Some(name) if sets.len() > 1 => format!("profile `{name}`: "),
                 _ => String::new(),

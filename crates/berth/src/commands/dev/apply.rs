@@ -45,11 +45,11 @@ pub struct Snapshot {
 
 /// Loads berth.yaml, resolves and renders (blocking: files, maybe `kubectl kustomize`).
 pub fn snapshot(source: &Source) -> Result<Snapshot> {
-    crate::resolved(
+    crate::pipeline::resolved(
         source.project.as_deref(),
         &source.resolve,
         |project, resolution| {
-            let prepared = crate::commands::cluster::prepare(&source.render, project, resolution)?;
+            let prepared = crate::pipeline::desired(&source.render, project, resolution)?;
             Ok(Snapshot {
                 project: project.clone(),
                 desired: prepared.desired,

@@ -290,7 +290,7 @@ fn report(reports: &[Report], printer: &Printer) -> Synced {
             reason: report.reason,
             ms: report.elapsed.as_millis(),
             containers: updated,
-            line: crate::commands::sync::status_line(report, false),
+            line: crate::output::sync_status_line(report, false),
         });
     }
     Synced { ok, retry }

@@ -1,0 +1,207 @@
+//! The CLI's one render pipeline: load berth.yaml → resolve its images → generate
+//! its configs → render the manifests → what an apply sends. Every command that
+//! renders goes through here and nowhere else, so `berth render`, `validate`,
+//! `apply`, `diff`, `push`, `sync` and `dev` see the same objects and the same
+//! warnings. Warnings come back as values: a command prints them, `berth dev`
+//! emits them as events.
+
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Result};
+use berth_core::cluster::Desired;
+use berth_core::configs::{self, ca, Generated};
+use berth_core::gitops::Engine;
+use berth_core::lock::Lock;
+use berth_core::render::{self, path_warnings, Findings, RenderError, Spec, Workload};
+use berth_core::resolve::{self, Overrides};
+use berth_core::{Project, Resolution};
+
+use crate::cli::ResolveArgs;
+use crate::fs_source::Fs;
+use crate::settings::{self, Render};
+use crate::{inputs, project_file};
+
+/// Loads berth.yaml (`--project`, else the nearest) and resolves its images with
+/// the flags' overrides (and berth.lock under `--locked`), then runs `command`.
+/// `berth dev` calls it again whenever berth.yaml changes.
+pub fn resolved<T>(
+    project: Option<&Path>,
+    args: &ResolveArgs,
+    command: impl FnOnce(&Project, &Resolution<'_>) -> Result<T>,
+) -> Result<T> {
+    let project = project_file::load(project)?;
+    let lock = lock(args, &project)?;
+    let resolution = resolve(&project, settings::overrides(args, lock))?;
+    command(&project, &resolution)
+}
+
+/// berth.lock, when `--locked` asks for it.
+pub fn lock(args: &ResolveArgs, project: &Project) -> Result<Option<Lock>> {
+    args.locked
+        .then(|| project_file::load_lock(project))
+        .transpose()
+}
+
+/// Resolves the project's images against `overrides` and the process environment.
+pub fn resolve<'p>(project: &'p Project, overrides: Overrides) -> Result<Resolution<'p>> {
+    Ok(resolve::resolve(project, &overrides, &env_var)?)
+}
+
+/// The process environment, as the resolver reads it. A value that is not
+/// valid Unicode is passed on lossily, so the resolver rejects it by name.
+fn env_var(name: &str) -> Option<String> {
+    std::env::var_os(name).map(|v| v.to_string_lossy().into_owned())
+}
+
+/// The generated configs and CA bundles, with the bundles' warnings.
+pub struct Generation {
+    /// Generated objects in file order: configs, then CA bundles.
+    pub generated: Vec<Generated>,
+    /// What the CA bundles warn about (errors under `strict`).
+    pub warnings: Vec<String>,
+}
+
+/// Builds every generated object of the project. For a GitOps engine they carry
+/// its never-prune annotations and berth's labels.
+pub fn generate(project: &Project, strict: bool, gitops: Option<Engine>) -> Result<Generation> {
+    let files = Fs { root: &project.dir };
+    let mut generated = configs::generate_all(project, &files)?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        // A clock before 1970 is not a reason to refuse a render; expiry checks then see 0.
+        .unwrap_or(0);
+    let mut warnings = Vec::new();
+    for spec in &project.ca_bundles {
+        let bundle = ca::build(project, spec, &files, now, strict)?;
+        warnings.extend(bundle.warnings);
+        generated.push(bundle.generated);
+    }
+    if let Some(engine) = gitops {
+        berth_core::gitops::stamp(&mut generated, engine, &project.name);
+    }
+    Ok(Generation {
+        generated,
+        warnings,
+    })
+}
+
+/// One render as text (for `render`, `validate`, `push`, `sync`).
+pub struct Rendered {
+    /// The manifests and what the render found.
+    pub rendered: render::Rendered,
+    /// Everything to warn about, CA bundles' first.
+    pub warnings: Vec<String>,
+}
+
+/// Renders into memory: every check of `berth render`, nothing written.
+pub fn render(
+    settings: &Render,
+    project: &Project,
+    resolution: &Resolution<'_>,
+) -> Result<Rendered> {
+    let generation = generate(project, settings.strict, settings.gitops(project))?;
+    let inputs = inputs::gather(project, settings.manifests(project)?, &settings.paths)?;
+    let spec = Spec::from_project(
+        project,
+        resolution,
+        &generation.generated,
+        &settings.options(),
+    )?;
+    let rendered = render::render(&spec, &inputs).map_err(explain)?;
+    let mut warnings = generation.warnings;
+    warnings.extend(warnings_of(&rendered.findings, project, resolution));
+    Ok(Rendered { rendered, warnings })
+}
+
+/// What an apply sends, with everything to warn about and the workloads among
+/// the objects (whose pods `berth dev` follows).
+pub struct Prepared {
+    /// The objects and generated configs.
+    pub desired: Desired,
+    /// Render warnings, one line each.
+    pub warnings: Vec<String>,
+    /// The workloads among the objects.
+    pub workloads: Vec<Workload>,
+}
+
+/// Renders for an apply (`apply`, `diff`, `dev`): the objects as trees, then as JSON.
+pub fn desired(
+    settings: &Render,
+    project: &Project,
+    resolution: &Resolution<'_>,
+) -> Result<Prepared> {
+    let generation = generate(project, settings.strict, settings.gitops(project))?;
+    let inputs = inputs::gather(project, settings.manifests(project)?, &settings.paths)?;
+    let spec = Spec::from_project(
+        project,
+        resolution,
+        &generation.generated,
+        &settings.options(),
+    )?;
+    let rendered = render::render_objects(&spec, &inputs).map_err(explain)?;
+    let mut warnings = generation.warnings;
+    warnings.extend(warnings_of(&rendered.findings, project, resolution));
+    // Applied directly, a placeholder berth does not fill reaches the cluster as
+    // written (`berth render` leaves them for envsubst, and says nothing).
+    for unfilled in render::unfilled_placeholders(&rendered.objects) {
+        warnings.push(format!(
+            "{}: `{}` is `{}`, a placeholder berth does not fill (it fills only its components' image variables), so it is applied as written; set the value in the manifests, or render and fill it first (`berth render | envsubst | kubectl apply -f -`)",
+            unfilled.object, unfilled.field, unfilled.placeholder
+        ));
+    }
+    if rendered.objects.is_empty() {
+        bail!(
+            "nothing to apply: {} renders no objects; list them under `manifests:` or pass PATHs",
+            project.file
+        );
+    }
+    let desired = Desired::from_rendered(&project.name, &rendered.objects, &generation.generated);
+    Ok(Prepared {
+        desired,
+        warnings,
+        workloads: render::workloads_of(rendered.objects),
+    })
+}
+
+/// Every warning of one render: the shared ones, then its path entries'.
+pub fn warnings_of(
+    findings: &Findings,
+    project: &Project,
+    resolution: &Resolution<'_>,
+) -> Vec<String> {
+    let mut out = findings.warnings(project, resolution);
+    out.extend(path_warnings(
+        project,
+        "imagePaths",
+        &project.image_paths,
+        &findings.image_paths_seen,
+    ));
+    out.extend(path_warnings(
+        project,
+        "configPaths",
+        &project.config_paths,
+        &findings.config_paths_seen,
+    ));
+    out
+}
+
+/// Prints warnings to stderr, one `warning:` line each.
+pub fn print_warnings(warnings: &[String]) {
+    for warning in warnings {
+        say!("warning: {warning}");
+    }
+}
+
+/// Adds a hint where a common mistake is likely.
+fn explain(error: RenderError) -> anyhow::Error {
+    match &error {
+        RenderError::NotAnObject { file, .. }
+            if (file.ends_with("kustomization.yaml") || file.ends_with("kustomization.yml"))
+                && !error.to_string().contains("- kustomize: DIR") =>
+        {
+            anyhow!("{error}\n  help: to render a kustomization, list it as `- kustomize: DIR` under `manifests:`")
+        }
+        _ => anyhow!(error),
+    }
+}
