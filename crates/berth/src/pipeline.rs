@@ -100,18 +100,29 @@ pub fn render(
     project: &Project,
     resolution: &Resolution<'_>,
 ) -> Result<Rendered> {
+    let (rendered, warnings) = run(settings, project, resolution, render::render, |r| {
+        &r.findings
+    })?;
+    Ok(Rendered { rendered, warnings })
+}
+
+/// The steps every render shares: generate, gather the inputs, build the spec, then
+/// `render` (as text or as trees); the warnings of the generation and of the render.
+fn run<T>(
+    settings: &Render,
+    project: &Project,
+    resolution: &Resolution<'_>,
+    render: impl FnOnce(&Spec<'_>, &[render::Input]) -> Result<T, RenderError>,
+    findings: impl FnOnce(&T) -> &Findings,
+) -> Result<(T, Vec<String>)> {
     let generation = generate(project, settings.strict, settings.gitops(project))?;
     let inputs = inputs::gather(project, settings.manifests(project)?, &settings.paths)?;
-    let spec = Spec::from_project(
-        project,
-        resolution,
-        &generation.generated,
-        &settings.options(),
-    )?;
-    let rendered = render::render(&spec, &inputs).map_err(explain)?;
+    let options = settings.options();
+    let spec = Spec::from_project(project, resolution, &generation.generated, &options)?;
+    let rendered = render(&spec, &inputs).map_err(explain)?;
     let mut warnings = generation.warnings;
-    warnings.extend(warnings_of(&rendered.findings, project, resolution));
-    Ok(Rendered { rendered, warnings })
+    warnings.extend(warnings_of(findings(&rendered), project, resolution));
+    Ok((rendered, warnings))
 }
 
 /// What an apply sends, with everything to warn about and the workloads among
@@ -131,17 +142,15 @@ pub fn desired(
     project: &Project,
     resolution: &Resolution<'_>,
 ) -> Result<Prepared> {
-    let generation = generate(project, settings.strict, settings.gitops(project))?;
-    let inputs = inputs::gather(project, settings.manifests(project)?, &settings.paths)?;
-    let spec = Spec::from_project(
-        project,
-        resolution,
-        &generation.generated,
-        &settings.options(),
-    )?;
-    let rendered = render::render_objects(&spec, &inputs).map_err(explain)?;
-    let mut warnings = generation.warnings;
-    warnings.extend(warnings_of(&rendered.findings, project, resolution));
+    let to_desired = |spec: &Spec<'_>, inputs: &[render::Input]| {
+        let rendered = render::render_objects(spec, inputs)?;
+        let desired = Desired::from_rendered(&project.name, &rendered.objects, spec.generated);
+        Ok((rendered, desired))
+    };
+    let ((rendered, desired), mut warnings) =
+        run(settings, project, resolution, to_desired, |(r, _)| {
+            &r.findings
+        })?;
     // Applied directly, a placeholder berth does not fill reaches the cluster as
     // written (`berth render` leaves them for envsubst, and says nothing).
     for unfilled in render::unfilled_placeholders(&rendered.objects) {
@@ -156,7 +165,6 @@ pub fn desired(
             project.file
         );
     }
-    let desired = Desired::from_rendered(&project.name, &rendered.objects, &generation.generated);
     Ok(Prepared {
         desired,
         warnings,
