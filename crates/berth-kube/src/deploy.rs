@@ -710,7 +710,13 @@ impl Cluster {
         let mut interval = Duration::from_millis(50);
         let mut done = std::collections::BTreeSet::new();
         loop {
-            let settled = self.observe(&mut deployed, keep, None, events).await?;
+            // The clean-up that follows a rollout is told after the rollout it follows.
+            let mut deleted = Vec::new();
+            let mut hold = |event: Event| match event {
+                Event::Deleted(_) => deleted.push(event),
+                other => events(other),
+            };
+            let settled = self.observe(&mut deployed, keep, None, &mut hold).await?;
             let waiting = match settled {
                 Settled::RolledOut => {
                     for p in &deployed.objects {
@@ -718,6 +724,7 @@ impl Cluster {
                             events(Event::RolledOut(p.object.clone()));
                         }
                     }
+                    deleted.into_iter().for_each(&mut *events);
                     return Ok(());
                 }
                 Settled::Failed(object, reason) => {

@@ -5,6 +5,7 @@
 use crate::common;
 #[path = "cli_help/docs.rs"]
 mod docs;
+mod snippets;
 
 #[test]
 fn every_command_has_help() {

@@ -6,8 +6,8 @@
 //! on from there, and nothing in the checkout is touched), with berth first on PATH and nothing else of the environment; the
 //! lines up to the next `$` are its output (stdout and stderr, as a terminal
 //! shows them), compared literally. A command with no output lines shown must
-//! succeed, its output unchecked. Blocks that need a cluster or a registry are
-//! `text`, not `console`.
+//! succeed, its output unchecked. Every other block is checked by `snippets.rs`
+//! (run as a script, on the test plane, or marked as not run with the reason).
 
 use std::path::PathBuf;
 
@@ -83,8 +83,15 @@ fn every_console_block_of_the_docs_runs_as_shown() {
                     cwd = cwd.join(dir.trim());
                     continue;
                 }
-                let out = std::process::Command::new("sh")
-                    .args(["-c", &format!("{} 2>&1", step.command)])
+                // The whole pipeline's stderr (`make … | head` complaining of a broken
+                // pipe shows), as a terminal would show it.
+                let out = std::process::Command::new("bash")
+                    .args([
+                        "-o",
+                        "pipefail",
+                        "-c",
+                        &format!("{{ {}\n}} 2>&1", step.command),
+                    ])
                     .current_dir(&cwd)
                     .env_clear()
                     .env("PATH", &path)
@@ -150,15 +157,25 @@ fn the_cli_reference_is_what_help_says() {
 #[test]
 fn the_readmes_first_berth_yaml_validates() {
     let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
-    let start = readme.find("```yaml\n").expect("a yaml block") + "```yaml\n".len();
-    let yaml = &readme[start..start + readme[start..].find("```").unwrap()];
+    // The section's two yaml blocks: berth.yaml, then deploy/web.yaml.
+    let section = &readme[readme.find("## A first berth.yaml").expect("the section")..];
+    let mut blocks = section
+        .split("```yaml\n")
+        .skip(1)
+        .map(|b| &b[..b.find("```").unwrap()]);
+    let (yaml, deployment) = (blocks.next().unwrap(), blocks.next().unwrap());
     let dir = super::common::project(yaml);
     std::fs::create_dir(dir.path().join("deploy")).unwrap();
-    std::fs::write(
-        dir.path().join("deploy/web.yaml"),
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: web, image: ghcr.io/acme/web:v1, envFrom: [{configMapRef: {name: web-config}}]}]\n",
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("deploy/web.yaml"), deployment).unwrap();
+    let out = super::common::berth(dir.path())
+        .arg("render")
+        .output()
+        .unwrap();
+    let rendered = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        rendered.contains("kind: ConfigMap") && rendered.contains("name: web-config-"),
+        "{rendered}"
+    );
     let out = super::common::berth(dir.path())
         .args(["validate", "--strict"])
         .output()

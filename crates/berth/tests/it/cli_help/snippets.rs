@@ -1,0 +1,259 @@
+//! Every snippet of README.md, CONTRIBUTING.md, docs/*.md and examples/*/README.md
+//! runs here, or its page says why it cannot (#34 item 7).
+//!
+//! A fenced block is one of:
+//! - ```` ```console ````: commands and their output, run by `docs.rs`;
+//! - a block right after `<!-- doc-test: sh -->`: a script that must succeed (bash,
+//!   `-e -o pipefail`), run in a copy of the repository's `examples/`, `deploy/` and
+//!   `charts/` (an example's README runs in its example's directory) with the built
+//!   berth first on PATH;
+//! - after `<!-- doc-test: helm -->`: the same with helm (testenv's build) on PATH and a
+//!   private HELM_*_HOME (the `test-plane` group: helm is built with the plane);
+//! - after `<!-- doc-test: cluster -->`: the same against the test plane, in a namespace
+//!   of its own (`$NS`, and the kubeconfig's default), kubectl and helm on PATH;
+//! - after `<!-- doc-test: berth.yaml -->`: a berth.yaml that `berth images` accepts;
+//! - after `<!-- not run: REASON -->`: a block this machine cannot run, REASON saying why
+//!   (the page's source carries it);
+//! - a `yaml` block without a marker: YAML that must parse;
+//! - a `text` block with no `$ ` line: output or a file's contents, shown, not run.
+//!
+//! Anything else (a shell block, or a `$ ` line, without a marker) fails the test.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::super::common::{berth_path, copy_dir, repo_root};
+
+/// How a block is checked.
+#[derive(Debug, PartialEq)]
+enum Kind {
+    Console,
+    Sh,
+    Helm,
+    Cluster,
+    BerthYaml,
+    NotRun(String),
+    Yaml,
+    Output,
+}
+
+struct Block {
+    file: PathBuf,
+    line: usize,
+    kind: Kind,
+    body: String,
+}
+
+/// The pages whose snippets are checked (docs/cli.md is `--help`, checked by docs.rs).
+fn pages() -> Vec<PathBuf> {
+    let root = repo_root();
+    let mut pages = vec![root.join("README.md"), root.join("CONTRIBUTING.md")];
+    let mut more: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md") && !p.ends_with("cli.md"))
+        .collect();
+    for example in std::fs::read_dir(root.join("examples")).unwrap() {
+        let readme = example.unwrap().path().join("README.md");
+        if readme.is_file() {
+            more.push(readme);
+        }
+    }
+    more.sort();
+    pages.extend(more);
+    pages
+}
+
+fn kind_of(file: &Path, line: usize, lang: &str, marker: Option<&str>, body: &str) -> Kind {
+    let place = format!("{}:{line}", file.display());
+    let marker = marker.map(str::trim);
+    match marker {
+        Some("doc-test: sh") => return Kind::Sh,
+        Some("doc-test: helm") => return Kind::Helm,
+        Some("doc-test: cluster") => return Kind::Cluster,
+        Some("doc-test: berth.yaml") => return Kind::BerthYaml,
+        Some(m) if m.starts_with("not run:") => {
+            let reason = m["not run:".len()..].trim();
+            assert!(!reason.is_empty(), "{place}: `not run:` without a reason");
+            return Kind::NotRun(reason.to_string());
+        }
+        Some(m) if m.starts_with("doc-test") => panic!("{place}: unknown marker `{m}`"),
+        _ => {}
+    }
+    let has_prompt = body.lines().any(|l| l.starts_with("$ "));
+    match lang {
+        "console" => Kind::Console,
+        "yaml" => Kind::Yaml,
+        "text" | "" if !has_prompt => Kind::Output,
+        _ => panic!(
+            "{place}: a `{lang}` block with neither `<!-- doc-test: sh|helm|cluster|berth.yaml -->` \
+             nor `<!-- not run: REASON -->` on the line before it; every snippet runs in the tests \
+             or says why it cannot"
+        ),
+    }
+}
+
+fn blocks() -> Vec<Block> {
+    let mut out = Vec::new();
+    for file in pages() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let mut i = 0;
+        while i < lines.len() {
+            let Some(lang) = lines[i].strip_prefix("```") else {
+                i += 1;
+                continue;
+            };
+            let end = (i + 1..lines.len())
+                .find(|&j| lines[j].starts_with("```"))
+                .unwrap_or_else(|| panic!("{}:{}: unclosed block", file.display(), i + 1));
+            let body = lines[i + 1..end].join("\n") + "\n";
+            let marker = lines[..i]
+                .iter()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .and_then(|l| l.trim().strip_prefix("<!--"))
+                .and_then(|l| l.strip_suffix("-->"));
+            let kind = kind_of(&file, i + 1, lang.trim(), marker, &body);
+            out.push(Block {
+                file: file.clone(),
+                line: i + 1,
+                kind,
+                body,
+            });
+            i = end + 1;
+        }
+    }
+    out
+}
+
+/// A copy of what snippets use, and the directory a page's snippets start in.
+fn session(page: &Path) -> (tempfile::TempDir, PathBuf) {
+    let root = repo_root();
+    let dir = tempfile::tempdir().unwrap();
+    for part in ["examples", "deploy", "charts"] {
+        copy_dir(&root.join(part), &dir.path().join(part));
+    }
+    let start = match page.strip_prefix(&root) {
+        Ok(rel) if rel.starts_with("examples") => dir.path().join(rel.parent().unwrap()),
+        _ => dir.path().to_path_buf(),
+    };
+    (dir, start)
+}
+
+/// Runs one block as a bash script; panics with its output when it fails.
+fn run_script(block: &Block, cwd: &Path, extra_path: &[PathBuf], env: &[(&str, String)]) {
+    let mut path: Vec<PathBuf> = vec![berth_path().parent().unwrap().to_path_buf()];
+    path.extend(extra_path.iter().cloned());
+    path.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new("bash")
+        .args(["-e", "-o", "pipefail", "-c", &block.body])
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", std::env::join_paths(path).unwrap())
+        .env("HOME", home.path())
+        .envs(env.iter().map(|(k, v)| (*k, v)))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}:{}: the snippet failed ({}):\n{}\n--- stdout\n{}--- stderr\n{}",
+        block.file.display(),
+        block.line,
+        out.status,
+        block.body,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn every_snippet_runs_or_says_why_not() {
+    let blocks = blocks();
+    let mut counts = std::collections::BTreeMap::<String, usize>::new();
+    let mut sessions = std::collections::HashMap::new();
+    for block in &blocks {
+        let kind = match &block.kind {
+            Kind::NotRun(_) => "not run".to_string(),
+            k => format!("{k:?}"),
+        };
+        *counts.entry(kind).or_default() += 1;
+        match &block.kind {
+            Kind::Sh => {
+                let (_, cwd) = sessions
+                    .entry(block.file.clone())
+                    .or_insert_with(|| session(&block.file));
+                run_script(block, cwd, &[], &[]);
+            }
+            Kind::BerthYaml => {
+                let dir = super::super::common::project(&block.body);
+                let out = super::super::common::berth(dir.path())
+                    .arg("images")
+                    .output()
+                    .unwrap();
+                assert!(
+                    out.status.success(),
+                    "{}:{}: berth images refuses this berth.yaml: {}",
+                    block.file.display(),
+                    block.line,
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            Kind::Yaml => {
+                if let Err(e) = berth_yaml::load_all(&block.body, berth_yaml::Limits::default()) {
+                    panic!("{}:{}: not YAML: {e}", block.file.display(), block.line);
+                }
+            }
+            _ => {}
+        }
+    }
+    eprintln!("snippets by kind: {counts:?}");
+    assert!(counts.get("Sh").copied().unwrap_or(0) >= 5, "{counts:?}");
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
+fn every_helm_and_cluster_snippet_runs_on_the_test_plane() {
+    let plane = super::super::common::testenv::plane();
+    let tools = plane.kubectl.parent().unwrap().to_path_buf();
+    let helm_dir = plane.helm().parent().unwrap().to_path_buf();
+    let mut ran = 0;
+    let mut sessions = std::collections::HashMap::new();
+    for block in blocks() {
+        if !matches!(block.kind, Kind::Helm | Kind::Cluster) {
+            continue;
+        }
+        let (_, cwd) = sessions
+            .entry(block.file.clone())
+            .or_insert_with(|| session(&block.file));
+        let helm_home = tempfile::tempdir().unwrap();
+        let mut env = vec![
+            (
+                "HELM_DATA_HOME",
+                helm_home.path().join("data").display().to_string(),
+            ),
+            (
+                "HELM_CONFIG_HOME",
+                helm_home.path().join("config").display().to_string(),
+            ),
+            (
+                "HELM_CACHE_HOME",
+                helm_home.path().join("cache").display().to_string(),
+            ),
+        ];
+        let ns = (block.kind == Kind::Cluster).then(|| plane.namespace("doc"));
+        if let Some(ns) = &ns {
+            env.push(("KUBECONFIG", ns.kubeconfig.display().to_string()));
+            env.push(("NS", ns.name.clone()));
+        }
+        run_script(&block, cwd, &[tools.clone(), helm_dir.clone()], &env);
+        ran += 1;
+    }
+    assert!(ran >= 1, "no helm or cluster snippet found");
+}
