@@ -58,10 +58,15 @@ struct Dev {
 
 impl Dev {
     fn start(dir: &Path, ns: &Namespace, extra: &[&str]) -> Dev {
+        Dev::start_env(dir, ns, extra, &[])
+    }
+
+    fn start_env(dir: &Path, ns: &Namespace, extra: &[&str], env: &[(&str, &str)]) -> Dev {
         let mut child = Command::new(common::berth_path())
             .current_dir(dir)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .envs(env.iter().copied())
             .args(["dev", "--output", "json", "--poll", "0.3", "--kubeconfig"])
             .arg(&ns.kubeconfig)
             .args(extra)
@@ -144,6 +149,29 @@ impl Dev {
 
     fn errors(&self) -> Vec<&Value> {
         self.seen.iter().filter(|e| e["event"] == "error").collect()
+    }
+
+    /// The exit status of a loop that stops by itself within `within`, its events and stderr.
+    fn exited(mut self, within: Duration) -> (Option<i32>, Vec<Value>, String) {
+        let deadline = Instant::now() + within;
+        let code = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status.code();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "berth dev did not stop by itself within {within:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let stderr = self
+            .stderr
+            .take()
+            .map(|t| t.join().unwrap())
+            .unwrap_or_default();
+        let rest: Vec<Value> = self.events.try_iter().collect();
+        self.seen.extend(rest);
+        (code, std::mem::take(&mut self.seen), stderr)
     }
 
     /// SIGTERM, then the exit status and stderr.
@@ -582,4 +610,36 @@ fn y08_a_first_render_that_fails_is_one_error_event() {
         !stderr.contains("starting with a letter"),
         "said once: {stderr}"
     );
+}
+
+/// #34: a part of the loop that dies (here the sync session, made to panic by
+/// `BERTH_DEV_FAULT=sync`, which only debug builds read) is an `error` event and a
+/// clean stop with status 1, not a loop that goes on without it.
+#[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
+fn a_part_that_dies_is_an_error_event_and_a_clean_stop() {
+    let plane = plane();
+    let ns = plane.namespace("dev-killed");
+    let target = tempfile::tempdir().unwrap();
+    let dir = project(&target.path().join("app"), 1, "info", None);
+    let dev = Dev::start_env(dir.path(), &ns, &[], &[("BERTH_DEV_FAULT", "sync")]);
+    let (code, events, stderr) = dev.exited(Duration::from_secs(90));
+    assert_eq!(code, Some(1), "{stderr}");
+    let error = events
+        .iter()
+        .find(|e| is(e, "error") && e["stage"] == "sync")
+        .unwrap_or_else(|| panic!("no sync error event: {events:?}"));
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("the sync part stopped: BERTH_DEV_FAULT=sync"),
+        "{error}"
+    );
+    let last = events.last().unwrap();
+    assert!(is(last, "stopped"), "the last event: {last}");
+    assert_eq!(last["signal"], Value::Null);
 }

@@ -97,7 +97,7 @@ impl Applier {
         mut self,
         mut first: Option<Result<Snapshot>>,
         mut requests: watch::Receiver<()>,
-        outcomes: mpsc::UnboundedSender<Outcome>,
+        outcomes: mpsc::Sender<Outcome>,
     ) {
         let mut applied: Option<Desired> = None;
         let mut settled = false;
@@ -136,7 +136,9 @@ impl Applier {
             };
             if let (false, Some(worked)) = (settled, worked) {
                 settled = true;
-                let _ = outcomes.send(Outcome::Settled(worked));
+                if outcomes.send(Outcome::Settled(worked)).await.is_err() {
+                    return; // the loop ended: nobody waits for the outcome
+                }
             }
         }
     }
@@ -148,7 +150,7 @@ impl Applier {
         &mut self,
         snapshot: Snapshot,
         applied: &mut Option<Desired>,
-        outcomes: &mpsc::UnboundedSender<Outcome>,
+        outcomes: &mpsc::Sender<Outcome>,
         requests: &mut watch::Receiver<()>,
     ) -> (Option<bool>, bool) {
         let changed = applied.as_ref() != Some(&snapshot.desired);
@@ -161,7 +163,13 @@ impl Applier {
         let now = (snapshot.project, snapshot.resolved);
         if now != self.current {
             self.current = now.clone();
-            let _ = outcomes.send(Outcome::Reloaded(Box::new(now.0), now.1));
+            if outcomes
+                .send(Outcome::Reloaded(Box::new(now.0), now.1))
+                .await
+                .is_err()
+            {
+                return (None, false); // the loop ended
+            }
         }
         if !changed {
             return (Some(true), false);
@@ -201,9 +209,7 @@ impl Applier {
                 unchanged,
             });
         }
-        if let Ok(mut workloads) = self.workloads.lock() {
-            *workloads = snapshot.workloads;
-        }
+        *super::locked(&self.workloads) = snapshot.workloads;
         let Some(timeout) = self.options.wait else {
             return (Some(true), false);
         };

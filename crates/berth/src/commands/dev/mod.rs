@@ -41,6 +41,30 @@ use sync::Command;
 
 use crate::settings;
 
+/// A part of the loop (the sync thread, the applier) ended while the loop ran: a
+/// bug it reported as an `error` event. The loop stops with status 1 instead of
+/// going on without it.
+#[derive(Debug)]
+pub struct PartStopped(pub Stage);
+
+/// What a panic said, for the error event of the part it stopped.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "it panicked".into())
+}
+
+/// The workloads' lock. A part that panicked while holding it has reported
+/// itself and stops the loop; the list it left is whole (it is only ever
+/// replaced), so it is read, not taken for empty.
+fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// SIGINT and SIGTERM, caught from the start: either stops the loop cleanly.
 struct Signals {
     interrupt: Signal,
@@ -138,13 +162,16 @@ impl Drop for Watching {
     }
 }
 
-/// The roots the sync thread's new session watches (it scans first: quick).
+/// The roots the sync thread's new session watches (it scans first: quick); an
+/// error when the thread ended before it answered.
 async fn sync_roots(
     roots: std::sync::mpsc::Receiver<Vec<(PathBuf, bool)>>,
-) -> Vec<(PathBuf, bool)> {
-    tokio::task::spawn_blocking(move || roots.recv().unwrap_or_default())
+) -> Result<Vec<(PathBuf, bool)>, PartStopped> {
+    tokio::task::spawn_blocking(move || roots.recv())
         .await
-        .unwrap_or_default()
+        .ok()
+        .and_then(Result::ok)
+        .ok_or(PartStopped(Stage::Sync))
 }
 
 async fn session(
@@ -194,7 +221,9 @@ async fn session(
         target,
         Arc::clone(&printer),
     );
-    let sync_roots = sync_roots(roots).await;
+    let sync_roots = sync_roots(roots)
+        .await
+        .map_err(|_| anyhow!("the sync part stopped before it started"))?;
 
     let (batches_tx, mut batches) = mpsc::channel(64);
     // Watching starts before the first apply, so no edit made during it is lost.
@@ -215,8 +244,10 @@ async fn session(
     };
 
     let (requests, requests_rx) = channel::channel(());
-    let (outcomes_tx, mut outcomes) = mpsc::unbounded_channel();
-    let applier = tokio::spawn(
+    // Bounded: the applier waits for the loop to take an outcome (there are at most
+    // a few per render).
+    let (outcomes_tx, mut outcomes) = mpsc::channel(16);
+    let mut applier = tokio::spawn(
         Applier {
             source: Arc::clone(&source),
             cluster: Arc::clone(&cluster),
@@ -253,35 +284,55 @@ async fn session(
         // An interval, not a sleep per turn: a stream of edits must not starve the looks.
         let mut looks = tokio::time::interval(settings.poll);
         looks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let signal = loop {
-            tokio::select! {
-                signal = signals.next() => break Some(signal),
-                Some(batch) = batches.recv() => {
-                    if let Some(watching) = &watching {
+        let ended: Result<Option<&str>, PartStopped> = loop {
+            let turn = tokio::select! {
+                signal = signals.next() => break Ok(Some(signal)),
+                Some(batch) = batches.recv() => match &watching {
+                    Some(watching) => {
                         let wanted = watching.inputs.sort(&batch);
-                        let _ = sync.commands.send(if batch.rescan {
+                        let sent = sync.send(if batch.rescan {
                             Command::Rescan
                         } else {
                             Command::Changes(wanted.sync)
                         });
-                        if wanted.render {
-                            let _ = requests.send(());
-                        }
+                        // The applier holds the receiver for as long as it runs.
+                        let asked = || requests.send(()).map_err(|_| PartStopped(Stage::Apply));
+                        sent.and_then(|()| if wanted.render { asked() } else { Ok(()) })
                     }
-                }
-                Some(outcome) = outcomes.recv() => {
-                    if let Outcome::Reloaded(project, resolved) = outcome {
-                        state.reload(&project, &resolved, &mut watching, &mut forwards, &batches_tx).await;
+                    None => Ok(()),
+                },
+                Some(outcome) = outcomes.recv() => match outcome {
+                    Outcome::Reloaded(project, resolved) => {
+                        state.reload(&project, &resolved, &mut watching, &mut forwards, &batches_tx).await
                     }
-                }
+                    Outcome::Settled(_) => Ok(()),
+                },
                 _ = looks.tick() => state.look(forwards.as_ref()).await,
+            };
+            if let Err(stopped) = turn.and_then(|()| parts_alive(&sync, &applier)) {
+                break Err(stopped);
             }
             if printer.gone() {
-                break None;
+                break Ok(None);
             }
         };
         state.logs.stop();
-        Ok((signal, 0))
+        match ended {
+            Ok(signal) => Ok((signal, 0)),
+            Err(PartStopped(stage)) => {
+                if stage == Stage::Apply && applier.is_finished() {
+                    let message = match (&mut applier).await {
+                        Err(e) if e.is_panic() => panic_message(e.into_panic().as_ref()),
+                        _ => "it ended".into(),
+                    };
+                    printer.emit(Event::Error {
+                        stage,
+                        message: format!("the apply part stopped: {message}; berth dev stops (the cluster is left as it is)"),
+                    });
+                }
+                Ok((None, 1))
+            }
+        }
     };
     applier.abort();
     drop(watching);
@@ -295,10 +346,24 @@ async fn session(
     Ok(code)
 }
 
+/// Whether the sync thread and the applier still run: either ends only by a bug.
+fn parts_alive(
+    sync: &sync::SyncThread,
+    applier: &tokio::task::JoinHandle<()>,
+) -> Result<(), PartStopped> {
+    if sync.ended() {
+        return Err(PartStopped(Stage::Sync));
+    }
+    if applier.is_finished() {
+        return Err(PartStopped(Stage::Apply));
+    }
+    Ok(())
+}
+
 /// `--once`: the first apply and rollout, then one sync of every rule.
 async fn once(
     signals: &mut Signals,
-    outcomes: &mut mpsc::UnboundedReceiver<Outcome>,
+    outcomes: &mut mpsc::Receiver<Outcome>,
     cluster: &Cluster,
     workloads: &Mutex<Vec<Workload>>,
     sync: &sync::SyncThread,
@@ -317,7 +382,7 @@ async fn once(
     if !settled {
         return Ok((None, 1));
     }
-    let current = workloads.lock().map(|w| w.clone()).unwrap_or_default();
+    let current = locked(workloads).clone();
     let look = match pods::look(cluster, &current).await {
         Ok(look) => look,
         Err(e) => {
@@ -329,12 +394,8 @@ async fn once(
         }
     };
     let (done, result) = std::sync::mpsc::channel();
-    if sync
-        .commands
-        .send(Command::Once(look.containers, done))
-        .is_err()
-    {
-        return Ok((None, 1));
+    if sync.send(Command::Once(look.containers, done)).is_err() {
+        return Ok((None, 1)); // the thread said why, as an event
     }
     let synced = tokio::task::spawn_blocking(move || result.recv().unwrap_or(false))
         .await
@@ -358,8 +419,8 @@ struct Loop<'a> {
 
 impl Loop<'_> {
     /// One look at the pods, handed to sync, logs, forwards and the status lines.
-    async fn look(&mut self, forwards: Option<&Forwards>) {
-        let current = self.workloads.lock().map(|w| w.clone()).unwrap_or_default();
+    async fn look(&mut self, forwards: Option<&Forwards>) -> Result<(), PartStopped> {
+        let current = locked(self.workloads).clone();
         let look = match pods::look(self.cluster, &current).await {
             Ok(look) => look,
             Err(e) => {
@@ -371,7 +432,7 @@ impl Loop<'_> {
                     });
                     self.last_pods_error = Some(message);
                 }
-                return;
+                return Ok(());
             }
         };
         self.last_pods_error = None;
@@ -382,10 +443,7 @@ impl Loop<'_> {
         if let Some(forwards) = forwards {
             forwards.retarget(&look.pods, &self.repositories, self.printer);
         }
-        let _ = self
-            .sync
-            .commands
-            .send(Command::Containers(look.containers));
+        self.sync.send(Command::Containers(look.containers))
     }
 
     /// berth.yaml changed: a new sync session, watch roots and forwards.
@@ -396,15 +454,15 @@ impl Loop<'_> {
         watching: &mut Option<Watching>,
         forwards: &mut Option<Forwards>,
         batches: &mpsc::Sender<berth_sync::watch::Batch>,
-    ) {
+    ) -> Result<(), PartStopped> {
         self.repositories = repositories(project, resolved);
         let (roots_tx, roots) = std::sync::mpsc::channel();
-        let _ = self.sync.commands.send(Command::Reload(
+        self.sync.send(Command::Reload(
             Box::new(project.clone()),
             resolved.to_vec(),
             roots_tx,
-        ));
-        let sync_roots = sync_roots(roots).await;
+        ))?;
+        let sync_roots = sync_roots(roots).await?;
         match Watching::start(project, &self.settings.render, &sync_roots, batches) {
             // The old watcher stops when dropped; an edit between the two is seen by
             // both, and the second look finds nothing new.
@@ -437,5 +495,6 @@ impl Loop<'_> {
                 }),
             }
         }
+        Ok(())
     }
 }

@@ -35,6 +35,22 @@ pub enum Command {
 /// How to reach the thread; it ends when this is dropped (after what it is doing).
 pub struct SyncThread {
     pub commands: Sender<Command>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl SyncThread {
+    /// Hands the thread `command`; `Err` when it has ended (it said why, as an event).
+    pub fn send(&self, command: Command) -> Result<(), super::PartStopped> {
+        self.commands
+            .send(command)
+            .map_err(|_| super::PartStopped(Stage::Sync))
+    }
+
+    /// Whether the thread has ended, which it does only when it panicked while the
+    /// loop runs.
+    pub fn ended(&self) -> bool {
+        self.thread.is_finished()
+    }
 }
 
 /// Starts the thread with the session of `project`; the roots to watch for its
@@ -48,9 +64,25 @@ pub fn spawn(
 ) -> (SyncThread, Receiver<Vec<(PathBuf, bool)>>) {
     let (commands, receive) = channel();
     let (roots_tx, roots) = channel();
+    // The receiver is alive until the thread below starts: this send cannot fail.
     let _ = commands.send(Command::Reload(Box::new(project), resolved, roots_tx));
-    std::thread::spawn(move || serve(&receive, &target, &printer));
-    (SyncThread { commands }, roots)
+    let thread = std::thread::spawn(move || {
+        let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            serve(&receive, &target, &printer);
+        }));
+        // A panic is a bug; it ends this part, and the loop, told by the closed
+        // channel, stops with an error instead of going on without sync.
+        if let Err(payload) = served {
+            printer.emit(Event::Error {
+                stage: Stage::Sync,
+                message: format!(
+                    "the sync part stopped: {}; berth dev stops (the cluster is left as it is)",
+                    super::panic_message(payload.as_ref())
+                ),
+            });
+        }
+    });
+    (SyncThread { commands, thread }, roots)
 }
 
 /// The first wait before a failed sync is tried again, and the longest.
@@ -138,6 +170,7 @@ fn handle(
             match built {
                 Ok(mut new) => {
                     warn_skipped(&mut new, printer);
+                    // A loop that stopped waiting has ended: nothing to tell.
                     let _ = roots.send(new.watch_roots());
                     *session = Some(new);
                     containers.clear();
@@ -148,12 +181,17 @@ fn handle(
                         "{e}; the sync rules of {} are not used until it is fixed",
                         project.file
                     ));
-                    let _ = roots.send(Vec::new());
+                    let _ = roots.send(Vec::new()); // as above
                 }
             }
             None
         }
         Command::Containers(all) => {
+            // Debug builds only: the test of a part that dies (tests/it/dev.rs).
+            #[cfg(debug_assertions)]
+            if std::env::var_os("BERTH_DEV_FAULT").is_some_and(|v| v == "sync") {
+                panic!("BERTH_DEV_FAULT=sync asked the sync part to fail");
+            }
             let session = session.as_mut()?;
             match session.select(&all, false) {
                 Ok(selected) => {
