@@ -3,7 +3,8 @@
 //! the registry asks, `Docker-Content-Digest` — to stream blobs with known
 //! sizes, and to bound every answer it reads; oci-client exposes neither
 //! headers nor bounds. The token flow is [`crate::token`]; oci-client gives
-//! the media types and the credential type.
+//! the media types and the credential type. Here: the client and its manifest and
+//! blob operations; `auth` authenticates, `transport` sends, retries and classifies.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -21,6 +22,12 @@ use reqwest::header::{
 };
 use reqwest::{Response, StatusCode};
 use sha2::{Digest as _, Sha256};
+
+mod auth;
+mod transport;
+
+use auth::authorize;
+use transport::host_of;
 
 use crate::error::Status;
 use crate::token::Challenge;
@@ -464,387 +471,6 @@ impl Registry {
     fn manifest_url(&self, image: &Reference) -> String {
         self.url(image, &format!("manifests/{}", manifest_ref(image)))
     }
-
-    /// Credentials from the Docker config, cached per registry.
-    fn registry_auth(&self, registry: &str) -> Result<RegistryAuth, RegistryError> {
-        if let Some(auth) = self
-            .credentials
-            .lock()
-            .ok()
-            .and_then(|c| c.get(registry).cloned())
-        {
-            return Ok(auth);
-        }
-        let auth = credentials(&self.config, registry, self.options.timeout)?;
-        if let Ok(mut cache) = self.credentials.lock() {
-            cache.insert(registry.to_string(), auth.clone());
-        }
-        Ok(auth)
-    }
-
-    /// What to send as `Authorization` for `operation` on `image`'s repository
-    /// (oci-client runs the token flow; tokens are cached per repository).
-    async fn credential(
-        &self,
-        image: &Reference,
-        operation: RegistryOperation,
-    ) -> Result<Credential, RegistryError> {
-        let key = (
-            image.domain().to_string(),
-            image.path().to_string(),
-            matches!(operation, RegistryOperation::Push),
-        );
-        if let Some(found) = self.tokens.lock().ok().and_then(|t| t.get(&key).cloned()) {
-            return Ok(found);
-        }
-        let auth = self.registry_auth(image.domain())?;
-        let credential = match (self.challenge(image).await?, auth) {
-            // An identity token from a helper (`<token>` as user name).
-            (_, RegistryAuth::Bearer(token)) => Credential::Bearer(token),
-            (Challenge::Bearer { realm, service }, auth) => Credential::Bearer(
-                self.token(image, operation, &realm, service.as_deref(), &auth)
-                    .await?,
-            ),
-            (_, RegistryAuth::Basic(user, password)) => Credential::Basic(user, password),
-            (_, RegistryAuth::Anonymous) => Credential::None,
-        };
-        if let Ok(mut tokens) = self.tokens.lock() {
-            tokens.insert(key, credential.clone());
-        }
-        Ok(credential)
-    }
-
-    /// What `image`'s registry asks for (`GET /v2/` without credentials), once per host.
-    async fn challenge(&self, image: &Reference) -> Result<Challenge, RegistryError> {
-        let host = image.domain().to_string();
-        if let Some(found) = self
-            .challenges
-            .lock()
-            .ok()
-            .and_then(|c| c.get(&host).cloned())
-        {
-            return Ok(found);
-        }
-        let url = self.url(image, "");
-        let base = &url[..url.find("/v2/").map_or(url.len(), |i| i + 4)];
-        let response = self
-            .http
-            .get(base)
-            .send()
-            .await
-            .map_err(|e| self.transport(image, e))?;
-        let status = response.status();
-        let challenge = crate::token::challenge_of(&response).ok_or_else(|| {
-            self.denied(image, &format!("{status} with no challenge berth can answer (it asks for neither Basic nor Bearer authentication)"))
-        })?;
-        if let Ok(mut cache) = self.challenges.lock() {
-            cache.insert(host, challenge.clone());
-        }
-        Ok(challenge)
-    }
-
-    /// A token from the token server `realm` for `operation` on `image`'s repository.
-    async fn token(
-        &self,
-        image: &Reference,
-        operation: RegistryOperation,
-        realm: &str,
-        service: Option<&str>,
-        auth: &RegistryAuth,
-    ) -> Result<String, RegistryError> {
-        let mut url = reqwest::Url::parse(realm)
-            .ok()
-            .filter(|u| matches!(u.scheme(), "http" | "https"))
-            .ok_or_else(|| {
-                self.other(
-                    image,
-                    format!(
-                        "the registry names `{}` as its token server, which is not an http(s) URL",
-                        berth_io::shown(realm)
-                    ),
-                )
-            })?;
-        let server = host_of(&url).unwrap_or_default();
-        let actions = match operation {
-            RegistryOperation::Push => "pull,push",
-            RegistryOperation::Pull => "pull",
-        };
-        {
-            let mut query = url.query_pairs_mut();
-            if let Some(service) = service {
-                query.append_pair("service", service);
-            }
-            query.append_pair("scope", &format!("repository:{}:{actions}", image.path()));
-        }
-        let mut request = self.http.get(url);
-        if let RegistryAuth::Basic(user, password) = auth {
-            request = request.basic_auth(user, Some(password));
-        }
-        let response = request.send().await.map_err(|e| {
-            if e.is_timeout() {
-                return self.transport(image, e);
-            }
-            let mut cause = e.to_string();
-            let mut source = std::error::Error::source(&e);
-            while let Some(inner) = source {
-                cause = inner.to_string();
-                source = inner.source();
-            }
-            self.other(
-                image,
-                format!("the registry's token server `{server}` (the realm its WWW-Authenticate names) cannot be reached: {cause}"),
-            )
-        })?;
-        let status = response.status();
-        // Only the status: a failing token server may echo the request's credentials.
-        match status.as_u16() {
-            200 => {}
-            401 | 403 => {
-                return Err(self.denied(
-                    image,
-                    &format!("its token server `{server}` answered {status}"),
-                ))
-            }
-            _ => {
-                return Err(self.other(
-                    image,
-                    format!("its token server `{server}` answered {status} (what it said is not shown: it may repeat the credentials)"),
-                ))
-            }
-        }
-        let body = read_bounded(response, berth_io::limits::TOKEN_BODY)
-            .await
-            .map_err(|e| self.transport(image, e))?
-            .ok_or_else(|| {
-                self.other(
-                    image,
-                    format!(
-                        "its token server `{server}` answered more than {}, which is no token",
-                        berth_io::limits::size(berth_io::limits::TOKEN_BODY)
-                    ),
-                )
-            })?;
-        crate::token::token_of(&body).map_err(|why| {
-            self.other(
-                image,
-                format!("its token server `{server}` gave no token: {why}"),
-            )
-        })
-    }
-
-    /// Sends one request with credentials; a 401 with a cached token refreshes it once.
-    async fn send(
-        &self,
-        image: &Reference,
-        operation: RegistryOperation,
-        build: impl Fn(&reqwest::Client) -> reqwest::RequestBuilder,
-    ) -> Result<Response, Attempt> {
-        let credential = self.credential(image, operation).await?;
-        let response = authorize(build(&self.http), &credential)
-            .send()
-            .await
-            .map_err(|e| self.transport(image, e))?;
-        if response.status() != StatusCode::UNAUTHORIZED || matches!(credential, Credential::None) {
-            return Ok(response);
-        }
-        // An expired token: forget it, authenticate again, try once more.
-        let key = (
-            image.domain().to_string(),
-            image.path().to_string(),
-            matches!(operation, RegistryOperation::Push),
-        );
-        if let Ok(mut tokens) = self.tokens.lock() {
-            tokens.remove(&key);
-        }
-        let credential = self.credential(image, operation).await?;
-        Ok(authorize(build(&self.http), &credential)
-            .send()
-            .await
-            .map_err(|e| self.transport(image, e))?)
-    }
-
-    /// The response if its status is one of `ok`; otherwise what the status means.
-    async fn expect(
-        &self,
-        image: &Reference,
-        response: Response,
-        ok: &[StatusCode],
-    ) -> Result<Response, Attempt> {
-        let status = response.status();
-        if ok.contains(&status) {
-            return Ok(response);
-        }
-        if status.is_redirection() {
-            // Redirects berth follows were followed; this one leads where it does not go.
-            let location = response
-                .headers()
-                .get(LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .map(berth_io::shown);
-            let reason = match location {
-                Some(location) => format!("{status}: it redirected to `{location}`, which is not an http(s) URL, so berth does not follow it"),
-                None => format!("{status} without a Location header, so there is nowhere to follow"),
-            };
-            return Err(Attempt::Fail(self.other(image, reason)));
-        }
-        let wait = retry_after(response.headers());
-        // An error envelope is small; a bigger answer is not read, only its status shown.
-        let body = read_bounded(response, berth_io::limits::ERROR_BODY)
-            .await
-            .ok()
-            .flatten()
-            .unwrap_or_default();
-        let envelope = match status.as_u16() {
-            // What a refusal says may repeat the credentials sent: only its code.
-            401 | 403 => envelope_code(&body),
-            _ => envelope_message(&String::from_utf8_lossy(&body)),
-        };
-        let reason = format!(
-            "{status}{}",
-            envelope.map(|m| format!(": {m}")).unwrap_or_default()
-        );
-        Err(match status.as_u16() {
-            404 => Attempt::Fail(RegistryError::NotFound {
-                image: image.to_string(),
-                registry: image.domain().to_string(),
-            }),
-            401 | 403 => Attempt::Fail(self.denied(image, &reason)),
-            429 | 500..=599 => Attempt::Retry {
-                wait,
-                error: self.server(image, 1, reason),
-            },
-            _ => Attempt::Fail(self.other(image, reason)),
-        })
-    }
-
-    /// Runs `op`, retrying 429 and 5xx: after `Retry-After` when the registry
-    /// gives one (up to [`MAX_RETRY_AFTER`]), else with exponential backoff.
-    async fn retry<T, F, Fut>(&self, image: &Reference, op: F) -> Result<T, RegistryError>
-    where
-        F: Fn() -> Fut,
-        Fut: std::future::Future<Output = Result<T, Attempt>>,
-    {
-        let mut backoff = self.options.backoff;
-        let mut attempt = 1;
-        loop {
-            match op().await {
-                Ok(value) => return Ok(value),
-                Err(Attempt::Fail(error)) => return Err(error),
-                Err(Attempt::Retry { wait, error }) => {
-                    let reason = match &error {
-                        RegistryError::Server { reason, .. } => reason.clone(),
-                        other => other.to_string(),
-                    };
-                    if attempt > self.options.retries {
-                        return Err(self.server(image, attempt, reason));
-                    }
-                    let wait = match wait {
-                        Some(wait) if wait > MAX_RETRY_AFTER => {
-                            return Err(self.server(
-                                image,
-                                attempt,
-                                format!(
-                                    "{reason}; it asks to retry after {} s, more than berth waits",
-                                    wait.as_secs()
-                                ),
-                            ))
-                        }
-                        Some(wait) => wait,
-                        None => backoff,
-                    };
-                    tokio::time::sleep(wait).await;
-                    backoff *= 2;
-                    attempt += 1;
-                }
-            }
-        }
-    }
-
-    fn transport(&self, image: &Reference, error: reqwest::Error) -> RegistryError {
-        let registry = image.domain().to_string();
-        if error.is_timeout() {
-            return RegistryError::Timeout {
-                image: image.to_string(),
-                registry,
-                seconds: self.options.timeout.as_secs(),
-                source: Some(std::sync::Arc::new(error)),
-            };
-        }
-        // The innermost cause says it best (connection refused, TLS record errors).
-        let mut reason = error.to_string();
-        let mut source = std::error::Error::source(&error);
-        while let Some(inner) = source {
-            reason = inner.to_string();
-            source = inner.source();
-        }
-        // A redirect elsewhere (a blob store, a mirror) that failed: say where it led.
-        let redirected = error.url().and_then(|url| {
-            let seen = self.redirects.lock().ok()?;
-            seen.get(url.as_str()).cloned()
-        });
-        if let Some(target) = redirected.filter(|_| !reason.contains("redirected to")) {
-            let host = reqwest::Url::parse(&target)
-                .ok()
-                .and_then(|u| host_of(&u))
-                .unwrap_or(target);
-            reason = format!(
-                "{reason} (at `{}`, where the registry redirected)",
-                berth_io::shown(&host)
-            );
-        }
-        let unreachable = error.is_connect() || error.is_request();
-        let source = Some(std::sync::Arc::new(error));
-        if unreachable {
-            RegistryError::Unreachable {
-                image: image.to_string(),
-                registry,
-                reason,
-                source,
-            }
-        } else {
-            RegistryError::Other {
-                image: image.to_string(),
-                registry,
-                reason,
-                source,
-            }
-        }
-    }
-
-    fn server(&self, image: &Reference, attempts: u32, reason: String) -> RegistryError {
-        RegistryError::Server {
-            image: image.to_string(),
-            registry: image.domain().to_string(),
-            attempts,
-            reason,
-        }
-    }
-
-    fn denied(&self, image: &Reference, status: &str) -> RegistryError {
-        RegistryError::Denied {
-            image: image.to_string(),
-            registry: image.domain().to_string(),
-            status: Status(status.to_string()),
-            login: self.config.login_for(image.domain()),
-        }
-    }
-
-    fn other(&self, image: &Reference, reason: String) -> RegistryError {
-        RegistryError::Other {
-            image: image.to_string(),
-            registry: image.domain().to_string(),
-            reason,
-            source: None,
-        }
-    }
-}
-
-fn authorize(request: reqwest::RequestBuilder, credential: &Credential) -> reqwest::RequestBuilder {
-    match credential {
-        Credential::None => request,
-        Credential::Basic(user, password) => request.basic_auth(user, Some(password)),
-        Credential::Bearer(token) => request.header(AUTHORIZATION, format!("Bearer {token}")),
-    }
 }
 
 /// The API host of a registry (Docker Hub's is not `docker.io`).
@@ -863,15 +489,6 @@ fn manifest_ref(image: &Reference) -> String {
         (None, Some(tag)) => tag.to_string(),
         (None, None) => "latest".into(),
     }
-}
-
-/// `host[:port]` of a URL.
-fn host_of(url: &reqwest::Url) -> Option<String> {
-    let host = url.host_str()?;
-    Some(match url.port() {
-        Some(port) => format!("{host}:{port}"),
-        None => host.to_string(),
-    })
 }
 
 fn digest_of(bytes: &[u8]) -> Digest {
@@ -919,19 +536,6 @@ fn header_digest(image: &Reference, headers: &HeaderMap) -> Result<Option<Digest
     })
 }
 
-/// `Retry-After`: seconds, or an HTTP date.
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(seconds) = value.parse::<u64>() {
-        return Some(Duration::from_secs(seconds));
-    }
-    let when = httpdate::parse_http_date(value).ok()?;
-    Some(
-        when.duration_since(SystemTime::now())
-            .unwrap_or(Duration::ZERO),
-    )
-}
-
 /// The first message of an OCI error envelope, if the body is one.
 /// At most `limit` bytes of `response`'s body, read as they arrive; `None` when
 /// there are more.
@@ -952,36 +556,6 @@ async fn read_bounded(
     Ok(Some(bytes))
 }
 
-/// The `code` of the first error of an OCI error envelope (`UNAUTHORIZED`).
-fn envelope_code(body: &[u8]) -> Option<String> {
-    let json: serde_json::Value = serde_json::from_slice(body).ok()?;
-    let code = json
-        .get("errors")?
-        .as_array()?
-        .first()?
-        .get("code")?
-        .as_str()?;
-    code.bytes()
-        .all(|b| b.is_ascii_uppercase() || b == b'_')
-        .then(|| code.to_string())
-}
-
-fn envelope_message(body: &str) -> Option<String> {
-    let json: serde_json::Value = serde_json::from_str(body).ok()?;
-    let first = json.get("errors")?.as_array()?.first()?;
-    let code = first
-        .get("code")
-        .and_then(|c| c.as_str())
-        .unwrap_or_default();
-    let message = first
-        .get("message")
-        .and_then(|m| m.as_str())
-        .unwrap_or_default();
-    Some(berth_core::redact::peer_text(
-        format!("{code} {message}").trim(),
-    ))
-}
-
 /// The upload URL from a `Location` (absolute or relative), with the digest added.
 fn upload_url(start: &str, location: &str, digest: &str) -> String {
     let absolute = if location.starts_with("http://") || location.starts_with("https://") {
@@ -996,6 +570,7 @@ fn upload_url(start: &str, location: &str, digest: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::transport::retry_after;
     use super::*;
 
     #[test]
