@@ -1,0 +1,406 @@
+//! Reading berth.yaml's tree into a [`Project`]: the top-level keys, manifests,
+//! paths and the checks across them. Components, configs, sync rules and `dev:`
+//! are read by the `impl Loader` blocks of their own files.
+
+use super::*;
+
+impl Loader<'_> {
+    pub(super) fn project(&self, dir: PathBuf, src: &str) -> Result<Project, ProjectError> {
+        let file = self.file.to_string();
+        let mut docs =
+            berth_yaml::load_all(src, Limits::default()).map_err(|source| ProjectError::Yaml {
+                file: file.clone(),
+                source,
+            })?;
+        if let Some(extra) = docs.iter().skip(1).find(|d| !d.is_null()) {
+            return Err(ProjectError::ExtraDocument {
+                file,
+                pos: extra.pos,
+            });
+        }
+        let root = match docs.len() {
+            0 => Node::map(Pos { line: 1, column: 1 }),
+            _ => docs.swap_remove(0),
+        };
+        let root = if root.is_null() {
+            Node::map(root.pos)
+        } else {
+            root
+        };
+        let entries = self.fields(&root, "the project", TOP_KEYS)?;
+        let mut ca_node = None;
+        let mut sync_node = None;
+        let mut dev_node = None;
+        let mut tag_node = None;
+        let mut project = Project {
+            file,
+            dir,
+            name: String::new(),
+            namespace: None,
+            manifests: Vec::new(),
+            components: Vec::new(),
+            registry_env: None,
+            tag_env: None,
+            profiles: Vec::new(),
+            image_paths: Vec::new(),
+            config_paths: Vec::new(),
+            configs: Vec::new(),
+            ca_bundles: Vec::new(),
+            sync: Vec::new(),
+            dev: Dev::default(),
+            gitops: None,
+        };
+        for (key, value) in entries {
+            match key.as_str().unwrap_or_default() {
+                "name" => {
+                    let name = self.string(value, "name")?;
+                    // It names the apply records (`berth-NAME-rN`, a Secret) and a label value.
+                    if !is_dns_label(name, 53) {
+                        return Err(self.invalid(value, "name", name, "lowercase letters, digits and `-`, starting and ending with a letter or digit, at most 53 characters (it names the apply records, `berth-NAME-rN`)"));
+                    }
+                    project.name = name.to_string()
+                }
+                "namespace" => {
+                    let namespace = self.string(value, "namespace")?;
+                    if !is_dns_label(namespace, 63) {
+                        return Err(self.invalid(value, "namespace", namespace, "a Kubernetes namespace name: lowercase letters, digits and `-`, starting and ending with a letter or digit, at most 63 characters"));
+                    }
+                    project.namespace = Some(namespace.to_string())
+                }
+                "manifests" => project.manifests = self.manifests(value)?,
+                "images" => project.components = self.components(value)?,
+                "registry" => project.registry_env = self.registry(value)?,
+                "tag" => tag_node = Some(value),
+                "profiles" => project.profiles = self.profiles(value)?,
+                "imagePaths" => project.image_paths = self.field_paths(value, "imagePaths")?,
+                "configPaths" => project.config_paths = self.field_paths(value, "configPaths")?,
+                "configs" => project.configs = self.configs(value)?,
+                "caBundles" => ca_node = Some(value),
+                "sync" => sync_node = Some(value),
+                "dev" => dev_node = Some(value),
+                "gitops" => {
+                    let text = self.string(value, "gitops")?;
+                    project.gitops = Some(crate::gitops::Engine::parse(text).map_err(|_| {
+                        self.invalid(
+                            value,
+                            "gitops",
+                            text,
+                            "use flux, argocd or none: the engine that applies the rendered output",
+                        )
+                    })?);
+                }
+                _ => {} // `fields` admitted only the keys above
+            }
+        }
+        if project.name.is_empty() {
+            return Err(ProjectError::Missing {
+                file: self.file.to_string(),
+                pos: root.pos,
+                key: "name",
+                context: "the project".into(),
+            });
+        }
+        // After `images:`, whatever the key order: both name components.
+        let names: Vec<String> = project.components.iter().map(|c| c.name.clone()).collect();
+        if let Some(node) = ca_node {
+            project.ca_bundles = self.ca_bundles(node, &names)?;
+        }
+        if let Some(node) = sync_node {
+            project.sync = self.sync_rules(node, &names)?;
+        }
+        if let Some(node) = dev_node {
+            project.dev = self.dev(node, &names)?;
+        }
+        let mut tag_pos = root.pos;
+        if let Some(node) = tag_node {
+            project.tag_env = self.shared_tag(node)?;
+            tag_pos = node.pos;
+        }
+        self.check_same_as(&mut project)?;
+        self.check_variables(&project, tag_pos)?;
+        self.check_generated_names(&project)?;
+        Ok(project)
+    }
+
+    /// The entries of a mapping whose keys must all be in `allowed`.
+    pub(super) fn fields<'n>(
+        &self,
+        node: &'n Node,
+        context: &str,
+        allowed: &'static [&'static str],
+    ) -> Result<&'n [(Node, Node)], ProjectError> {
+        let entries = node
+            .as_map()
+            .ok_or_else(|| self.wrong(node, context, "a mapping"))?;
+        for (key, _) in entries {
+            let name = key.as_str().unwrap_or_default();
+            if allowed.contains(&name) {
+                continue;
+            }
+            return Err(ProjectError::UnknownKey {
+                file: self.file.to_string(),
+                pos: key.pos,
+                key: name.to_string(),
+                context: context.to_string(),
+                suggestion: closest(name, allowed.iter().copied()).map(str::to_string),
+                expected: allowed,
+            });
+        }
+        Ok(entries)
+    }
+
+    pub(super) fn wrong(&self, node: &Node, key: &str, expected: &'static str) -> ProjectError {
+        ProjectError::WrongType {
+            file: self.file.to_string(),
+            pos: node.pos,
+            key: key.to_string(),
+            expected,
+        }
+    }
+
+    pub(super) fn string<'n>(&self, node: &'n Node, key: &str) -> Result<&'n str, ProjectError> {
+        node.as_str()
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| self.wrong(node, key, "a non-empty string"))
+    }
+
+    pub(super) fn variable(&self, node: &Node, key: &str) -> Result<String, ProjectError> {
+        let value = self.string(node, key)?;
+        if !is_variable_name(value) {
+            return Err(self.invalid(
+                node,
+                key,
+                value,
+                "a variable name is letters, digits and `_`, not starting with a digit",
+            ));
+        }
+        Ok(value.to_string())
+    }
+
+    pub(super) fn invalid(
+        &self,
+        node: &Node,
+        key: &str,
+        value: &str,
+        reason: &'static str,
+    ) -> ProjectError {
+        ProjectError::InvalidValue {
+            file: self.file.to_string(),
+            pos: node.pos,
+            key: key.to_string(),
+            value: berth_io::shown(value),
+            reason,
+        }
+    }
+
+    /// `name`, written at `pos` under `key`, must be a component (a key of `images:`).
+    pub(super) fn known_component(
+        &self,
+        name: &str,
+        pos: Pos,
+        key: &str,
+        components: &[String],
+    ) -> Result<(), ProjectError> {
+        if components.iter().any(|c| c == name) {
+            return Ok(());
+        }
+        Err(ProjectError::UnknownKey {
+            file: self.file.to_string(),
+            pos,
+            suggestion: closest(name, components.iter().map(String::as_str)).map(str::to_string),
+            key: name.to_string(),
+            context: format!(
+                "{key} (components are the keys of `images:`{})",
+                if components.is_empty() {
+                    ", and berth.yaml has none"
+                } else {
+                    ""
+                }
+            ),
+            expected: &[],
+        })
+    }
+
+    pub(super) fn reference(&self, node: &Node, key: &str) -> Result<Reference, ProjectError> {
+        Reference::parse(self.string(node, key)?).map_err(|source| ProjectError::InvalidImage {
+            file: self.file.to_string(),
+            pos: node.pos,
+            key: key.to_string(),
+            source,
+        })
+    }
+
+    pub(super) fn list<'n>(
+        &self,
+        node: &'n Node,
+        key: &str,
+        expected: &'static str,
+    ) -> Result<&'n [Node], ProjectError> {
+        if node.is_null() {
+            return Ok(&[]);
+        }
+        node.as_seq().ok_or_else(|| self.wrong(node, key, expected))
+    }
+
+    pub(super) fn registry(&self, node: &Node) -> Result<Option<String>, ProjectError> {
+        if node.is_null() {
+            return Ok(None);
+        }
+        let mut env = None;
+        for (k, v) in self.fields(node, "registry", REGISTRY_KEYS)? {
+            if k.as_str() == Some("env") {
+                env = Some(self.variable(v, "registry.env")?);
+            }
+        }
+        // `registry: {}` says nothing: a registry override without its variable is a mistake.
+        match env {
+            Some(env) => Ok(Some(env)),
+            None => Err(ProjectError::Missing {
+                file: self.file.to_string(),
+                pos: node.pos,
+                key: "env",
+                context:
+                    "`registry:` (the registry override variable; remove `registry:` for none)"
+                        .into(),
+            }),
+        }
+    }
+
+    pub(super) fn manifests(&self, node: &Node) -> Result<Vec<Manifest>, ProjectError> {
+        let expected = "a list of paths, `-`, or `kustomize: DIR` entries";
+        let mut out = Vec::new();
+        for item in self.list(node, "manifests", expected)? {
+            if item.as_map().is_some() {
+                for (_, dir) in self.fields(item, "a manifests entry", &["kustomize"])? {
+                    out.push(Manifest {
+                        source: ManifestSource::Kustomize(PathBuf::from(
+                            self.string(dir, "manifests[].kustomize")?,
+                        )),
+                        pos: dir.pos,
+                    });
+                }
+                continue;
+            }
+            let source = match self.string(item, "manifests[]")? {
+                "-" => ManifestSource::Stdin,
+                path => ManifestSource::Path(PathBuf::from(path)),
+            };
+            out.push(Manifest {
+                source,
+                pos: item.pos,
+            });
+        }
+        Ok(out)
+    }
+
+    /// `imagePaths:` or `configPaths:` (`section`): `{kind, apiVersion?, path}` entries.
+    pub(super) fn field_paths(
+        &self,
+        node: &Node,
+        section: &str,
+    ) -> Result<Vec<ImagePath>, ProjectError> {
+        let mut out = Vec::new();
+        for item in self.list(node, section, "a list of {kind, path} entries")? {
+            let context = format!("a {section} entry");
+            let allowed = match section {
+                "configPaths" => CONFIG_PATH_KEYS,
+                _ => IMAGE_PATH_KEYS,
+            };
+            let entries = self.fields(item, &context, allowed)?;
+            let (mut kind, mut api_version, mut path, mut key_path) = (None, None, None, None);
+            for (k, v) in entries {
+                match k.as_str().unwrap_or_default() {
+                    "kind" => {
+                        kind = Some(self.string(v, &format!("{section}[].kind"))?.to_string())
+                    }
+                    "apiVersion" => {
+                        api_version = Some(
+                            self.string(v, &format!("{section}[].apiVersion"))?
+                                .to_string(),
+                        )
+                    }
+                    "path" => {
+                        let key = format!("{section}[].path");
+                        let text = self.string(v, &key)?;
+                        let parsed = parse_field_path(text).ok_or_else(|| {
+                            self.invalid(v, &key, text, "a dotted field path such as `spec.server.image`; `[]` walks a list (`spec.images[].ref`)")
+                        })?;
+                        if matches!(parsed.first(), Some(PathSegment::Key(k)) if k == "metadata") {
+                            return Err(self.invalid(v, &key, text, "a path under `metadata` would rename or relabel the object itself; point at the field of the spec that names the image or config"));
+                        }
+                        path = Some((parsed, text.to_string()));
+                    }
+                    "key" => {
+                        let key = format!("{section}[].key");
+                        let text = self.string(v, &key)?;
+                        key_path = Some(parse_field_path(text).ok_or_else(|| {
+                            self.invalid(v, &key, text, "a dotted field path such as `spec.overrideConfig.key`, beside the name `path:` gives")
+                        })?);
+                    }
+                    _ => {}
+                }
+            }
+            let missing = |key| ProjectError::Missing {
+                file: self.file.to_string(),
+                pos: item.pos,
+                key,
+                context: context.clone(),
+            };
+            let (path, text) = path.ok_or_else(|| missing("path"))?;
+            out.push(ImagePath {
+                kind: kind.ok_or_else(|| missing("kind"))?,
+                api_version,
+                path,
+                key: key_path,
+                text,
+                pos: item.pos,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Two users of one variable are an error (`tag_pos`: where `tag:` is written).
+    pub(super) fn check_variables(
+        &self,
+        project: &Project,
+        tag_pos: Pos,
+    ) -> Result<(), ProjectError> {
+        let mut users: Vec<(&str, String)> = Vec::new();
+        if let Some(var) = &project.registry_env {
+            users.push((var, "`registry.env`".into()));
+        }
+        if let Some(var) = &project.tag_env {
+            if let Some((_, first)) = users.iter().find(|(v, _)| *v == var.as_str()) {
+                return Err(ProjectError::DuplicateVariable {
+                    file: self.file.to_string(),
+                    pos: tag_pos,
+                    var: var.clone(),
+                    first: first.clone(),
+                    second: "`tag.env`".into(),
+                });
+            }
+            users.push((var, "`tag.env`".into()));
+        }
+        for c in &project.components {
+            let roles = [
+                Some((&c.env, "env")),
+                Some((&c.tag_env, "tagEnv")),
+                c.repository_env.as_ref().map(|v| (v, "repositoryEnv")),
+            ];
+            for (var, role) in roles.into_iter().flatten() {
+                let who = format!("`images.{}.{role}`", c.name);
+                if let Some((_, first)) = users.iter().find(|(v, _)| *v == var.as_str()) {
+                    return Err(ProjectError::DuplicateVariable {
+                        file: self.file.to_string(),
+                        pos: c.image_pos,
+                        var: var.clone(),
+                        first: first.clone(),
+                        second: who,
+                    });
+                }
+                users.push((var, who));
+            }
+        }
+        Ok(())
+    }
+}
