@@ -192,6 +192,64 @@ fn owner(reference: &Reference) -> String {
 /// Decides a first berth.yaml.
 pub fn plan(facts: &Facts) -> Plan {
     let mut notes = Vec::new();
+    let (manifests, profiles) = manifests_and_profiles(facts, &mut notes);
+    let (mut found, placeholders) = images_in_manifests(facts, &mut notes);
+    let defined = read_make_vars(facts, &placeholders, &mut notes);
+    // A placeholder's image comes from the Makefile variable of that name.
+    for (var, at) in &placeholders {
+        if let Some((_, value, _)) = defined.iter().find(|(n, _, _)| n == var) {
+            if let Ok(reference) = Reference::parse(value) {
+                found.push(Found {
+                    reference,
+                    at: at.clone(),
+                });
+            }
+        }
+    }
+    let registry_var = defined
+        .iter()
+        .find(|(n, _, _)| n == "IMAGE_REGISTRY" || n == "REGISTRY")
+        .map(|(n, v, at)| (n.clone(), v.clone(), at.clone()));
+    let project_owner = project_owner(&found, &defined, registry_var.as_ref());
+    let images = components(
+        facts,
+        &found,
+        &defined,
+        project_owner.as_deref(),
+        &mut notes,
+    );
+    // --- the file, through berth-yaml's emitter: names from directories and
+    // Makefiles are quoted where YAML needs it, so none can add a key.
+    let mut doc = Node::map(Pos::default());
+    set(&mut doc, "name", text(&project_name(&facts.name)));
+    if let Some(manifests) = manifests {
+        set(&mut doc, "manifests", manifests);
+    }
+    if let Some(profiles) = profiles {
+        set(&mut doc, "profiles", profiles);
+    }
+    if images.as_map().is_some_and(|m| !m.is_empty()) {
+        set(&mut doc, "images", images);
+        let (var, why) = match &registry_var {
+            Some((n, _, at)) => (n.clone(), format!("registry: {n} (from {at}) moves the project's images")),
+            None => ("IMAGE_REGISTRY".to_string(), "registry: IMAGE_REGISTRY moves the project's images (no registry variable in the Makefile)".to_string()),
+        };
+        let mut registry = Node::map(Pos::default());
+        set(&mut registry, "env", text(&var));
+        set(&mut doc, "registry", registry);
+        notes.push(why);
+    }
+    let mut yaml = String::from("# Written by `berth init`; every key is in docs/berth-yaml.md.\n");
+    berth_yaml::write_document(&mut yaml, &doc);
+    Plan { yaml, notes }
+}
+
+/// A Makefile variable berth init read: name, expanded value, where it is defined.
+type Defined = (String, String, String);
+
+/// `manifests:` (the kustomizations no other one uses, else YAML directories) and,
+/// for several such overlays, `profiles:`.
+fn manifests_and_profiles(facts: &Facts, notes: &mut Vec<String>) -> (Option<Node>, Option<Node>) {
     // --- manifests: the kustomizations no other one uses, else YAML directories.
     let used: Vec<String> = facts
         .kustomizations
@@ -271,6 +329,15 @@ pub fn plan(facts: &Facts) -> Plan {
             profiles = Some(all);
         }
     }
+    (manifests, profiles)
+}
+
+/// The images of every manifest's pods (kustomizations' `images:` applied), and the
+/// `${VAR}` placeholders standing for images, with where each is.
+fn images_in_manifests(
+    facts: &Facts,
+    notes: &mut Vec<String>,
+) -> (Vec<Found>, Vec<(String, String)>) {
     // --- images: pod containers of every manifest, and kustomizations' images: entries.
     let renamed: BTreeMap<String, (Option<String>, Option<String>)> = facts
         .kustomizations
@@ -333,35 +400,25 @@ pub fn plan(facts: &Facts) -> Plan {
             }
         }
     }
-    let defined = read_make_vars(facts, &placeholders, &mut notes);
-    // A placeholder's image comes from the Makefile variable of that name.
-    for (var, at) in &placeholders {
-        if let Some((_, value, _)) = defined.iter().find(|(n, _, _)| n == var) {
-            if let Ok(reference) = Reference::parse(value) {
-                found.push(Found {
-                    reference,
-                    at: at.clone(),
-                });
-            }
-        }
-    }
-    // --- the project's registry: the owner most images share.
+    (found, placeholders)
+}
+
+/// The project's registry: IMAGE_REGISTRY's value, else the owner of IMAGE_TAG_BASE or
+/// IMG (operator-sdk), else the owner most images share.
+fn project_owner(
+    found: &[Found],
+    defined: &[Defined],
+    registry_var: Option<&Defined>,
+) -> Option<String> {
     let mut owners: BTreeMap<String, usize> = BTreeMap::new();
-    for f in &found {
+    for f in found {
         *owners.entry(owner(&f.reference)).or_default() += 1;
     }
-    let registry_var = defined
-        .iter()
-        .find(|(n, _, _)| n == "IMAGE_REGISTRY" || n == "REGISTRY")
-        .map(|(n, v, at)| (n.clone(), v.clone(), at.clone()));
-    // IMAGE_REGISTRY's value, else the owner of IMAGE_TAG_BASE or IMG (operator-sdk),
-    // else the owner most images share.
     let made = ["IMAGE_TAG_BASE", "IMG"].iter().find_map(|name| {
         let (_, value, _) = defined.iter().find(|(n, _, _)| n == name)?;
         Reference::parse(value).ok().map(|r| owner(&r))
     });
-    let project_owner = registry_var
-        .as_ref()
+    registry_var
         .map(|(_, v, _)| v.trim_end_matches('/').to_string())
         .filter(|v| !v.is_empty())
         .or(made)
@@ -370,10 +427,44 @@ pub fn plan(facts: &Facts) -> Plan {
                 .iter()
                 .max_by_key(|(o, n)| (**n, std::cmp::Reverse((*o).clone())))
                 .map(|(o, _)| o.clone())
-        });
+        })
+}
+
+/// The tag variable of image variable `var`: what its raw value ends in
+/// (`:$(EPP_TAG)`), else `NAME_TAG`.
+fn tag_variable(facts: &Facts, var: &str) -> String {
+    let raw = facts
+        .make_vars
+        .iter()
+        .rev()
+        .find(|v| v.name == *var)
+        .map(|v| v.value.trim().to_string())
+        .unwrap_or_default();
+    let from_value = raw
+        .rsplit_once(':')
+        .map(|(_, t)| {
+            t.trim_start_matches("$(")
+                .trim_start_matches("${")
+                .trim_end_matches([')', '}'])
+                .to_string()
+        })
+        .filter(|_| raw.ends_with(')') || raw.ends_with('}'))
+        .filter(|t| t.ends_with("TAG") || t.ends_with("VERSION"));
+    from_value.unwrap_or_else(|| format!("{}_TAG", var.trim_end_matches("_IMAGE")))
+}
+
+/// `images:`: one component per repository, in the order first seen, with the
+/// variables the Makefile defines for it and a note of why.
+fn components(
+    facts: &Facts,
+    found: &[Found],
+    defined: &[Defined],
+    project_owner: Option<&str>,
+    notes: &mut Vec<String>,
+) -> Node {
     // --- components: one per repository, in the order first seen.
     let mut by_repo: Vec<(String, Vec<&Found>)> = Vec::new();
-    for f in &found {
+    for f in found {
         let repo = f.reference.repository().to_string();
         match by_repo.iter_mut().find(|(r, _)| *r == repo) {
             Some((_, all)) => all.push(f),
@@ -424,26 +515,7 @@ pub fn plan(facts: &Facts) -> Plan {
         if let Some((var, _, at)) = variable {
             set(&mut entry, "env", text(var));
             why.push_str(&format!("; {var} from {at}"));
-            // The tag variable: what the raw value ends in (`:$(EPP_TAG)`), else NAME_TAG.
-            let raw = facts
-                .make_vars
-                .iter()
-                .rev()
-                .find(|v| v.name == *var)
-                .map(|v| v.value.trim().to_string())
-                .unwrap_or_default();
-            let from_value = raw
-                .rsplit_once(':')
-                .map(|(_, t)| {
-                    t.trim_start_matches("$(")
-                        .trim_start_matches("${")
-                        .trim_end_matches([')', '}'])
-                        .to_string()
-                })
-                .filter(|_| raw.ends_with(')') || raw.ends_with('}'))
-                .filter(|t| t.ends_with("TAG") || t.ends_with("VERSION"));
-            let tag_var =
-                from_value.unwrap_or_else(|| format!("{}_TAG", var.trim_end_matches("_IMAGE")));
+            let tag_var = tag_variable(facts, var);
             if let Some((t, _, at)) = defined.iter().find(|(n, _, _)| *n == tag_var) {
                 set(&mut entry, "tagEnv", text(t));
                 why.push_str(&format!("; {t} from {at}"));
@@ -468,30 +540,7 @@ pub fn plan(facts: &Facts) -> Plan {
     if by_repo.is_empty() {
         notes.push("images: none found in the manifests' pods; add `images:` by hand".into());
     }
-    // --- the file, through berth-yaml's emitter: names from directories and
-    // Makefiles are quoted where YAML needs it, so none can add a key.
-    let mut doc = Node::map(Pos::default());
-    set(&mut doc, "name", text(&project_name(&facts.name)));
-    if let Some(manifests) = manifests {
-        set(&mut doc, "manifests", manifests);
-    }
-    if let Some(profiles) = profiles {
-        set(&mut doc, "profiles", profiles);
-    }
-    if images.as_map().is_some_and(|m| !m.is_empty()) {
-        set(&mut doc, "images", images);
-        let (var, why) = match &registry_var {
-            Some((n, _, at)) => (n.clone(), format!("registry: {n} (from {at}) moves the project's images")),
-            None => ("IMAGE_REGISTRY".to_string(), "registry: IMAGE_REGISTRY moves the project's images (no registry variable in the Makefile)".to_string()),
-        };
-        let mut registry = Node::map(Pos::default());
-        set(&mut registry, "env", text(&var));
-        set(&mut doc, "registry", registry);
-        notes.push(why);
-    }
-    let mut yaml = String::from("# Written by `berth init`; every key is in docs/berth-yaml.md.\n");
-    berth_yaml::write_document(&mut yaml, &doc);
-    Plan { yaml, notes }
+    images
 }
 
 /// A string node (quoted by the emitter where plain text would not stay a string).
