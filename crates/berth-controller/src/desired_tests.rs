@@ -324,3 +324,22 @@ fn pinned_components_get_a_digest_recorded_in_status_until_the_image_changes() {
         pinned
     );
 }
+
+/// #34 item 8: a workload's own owner references stay; the Berth's is added once.
+#[test]
+fn own_appends_the_berth_and_keeps_the_users_owner_references() {
+    let owner = json!({"apiVersion": "berth.dev/v1alpha1", "kind": "Berth", "name": "b", "uid": "u-berth", "controller": true});
+    let theirs =
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "keep", "uid": "u-theirs"});
+    let mut objects = vec![
+        json!({"kind": "Deployment", "metadata": {"name": "web", "ownerReferences": [theirs.clone()]}}),
+        json!({"kind": "Service", "metadata": {"name": "web"}}),
+    ];
+    own(&mut objects, &owner);
+    own(&mut objects, &owner); // a second reconcile adds nothing
+    assert_eq!(
+        objects[0]["metadata"]["ownerReferences"],
+        json!([theirs, owner])
+    );
+    assert_eq!(objects[1]["metadata"]["ownerReferences"], json!([owner]));
+}
