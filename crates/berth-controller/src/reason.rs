@@ -104,6 +104,24 @@ impl Reason {
     }
 }
 
+/// The reason a cluster failure gives a status, from the one classification
+/// (`berth_kube::Kind`): a 401 and a missing kubeconfig are someone's to fix, as
+/// RBAC is.
+impl From<berth_kube::Kind> for Reason {
+    fn from(kind: berth_kube::Kind) -> Reason {
+        use berth_kube::Kind;
+        match kind {
+            Kind::Config | Kind::Forbidden => Reason::Forbidden,
+            Kind::Unreachable => Reason::Unreachable,
+            Kind::Invalid => Reason::Invalid,
+            Kind::Conflict => Reason::Conflict,
+            Kind::Plan => Reason::UnknownKind,
+            Kind::Rollout => Reason::RolloutFailed,
+            Kind::NotFound | Kind::Other => Reason::ApplyFailed,
+        }
+    }
+}
+
 impl std::fmt::Display for Reason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use berth_kube::{ApplyOptions, Cluster, ClusterError, Remembered, Settled};
+use berth_kube::{ApplyOptions, Cluster, ClusterError, Kind, Remembered, Settled};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event as KubeEvent, EventType, Recorder};
@@ -73,12 +73,12 @@ impl Error {
     /// The reason a status, metric and retry policy act on.
     pub fn reason(&self) -> Reason {
         match self {
-            Error::Cluster(e) => reason_of(e),
-            Error::Kube(e) => kube_reason(e),
+            Error::Cluster(e) => e.kind().into(),
+            Error::Kube(e) => Kind::of_client(e).into(),
             Error::Finalizer(e) => match e.as_ref() {
                 finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => e.reason(),
                 finalizer::Error::AddFinalizer(e) | finalizer::Error::RemoveFinalizer(e) => {
-                    kube_reason(e)
+                    Kind::of_client(e).into()
                 }
                 _ => Reason::InvalidSpec,
             },
@@ -87,15 +87,6 @@ impl Error {
             | Error::Serve(_)
             | Error::Stopping { .. } => Reason::ApplyFailed,
         }
-    }
-}
-
-fn kube_reason(error: &kube::Error) -> Reason {
-    match error {
-        kube::Error::Api(s) if s.code == 403 || s.code == 401 => Reason::Forbidden,
-        kube::Error::Api(s) if s.code == 422 || s.code == 400 => Reason::Invalid,
-        kube::Error::Api(s) if s.code == 409 => Reason::Conflict,
-        _ => Reason::Unreachable,
     }
 }
 
@@ -112,18 +103,6 @@ fn status_message(error: &ClusterError) -> String {
                 .join(", ")
         ),
         other => other.to_string(),
-    }
-}
-
-/// The condition reason for a cluster error: what a status reader can act on.
-fn reason_of(error: &ClusterError) -> Reason {
-    match error {
-        ClusterError::Conflict { .. } => Reason::Conflict,
-        ClusterError::Forbidden { .. } => Reason::Forbidden,
-        ClusterError::Invalid { .. } => Reason::Invalid,
-        ClusterError::Timeout { .. } | ClusterError::Unreachable { .. } => Reason::Unreachable,
-        ClusterError::Plan(_) => Reason::UnknownKind,
-        _ => Reason::ApplyFailed,
     }
 }
 
@@ -310,12 +289,12 @@ async fn apply(berth: &Berth, context: &Context) -> Result<(Action, Reason), Err
     let mut deployed = match deployed {
         Ok(deployed) => deployed,
         // Cluster-wide trouble is retried by the error policy, not written as the Berth's fault.
-        Err(e) if reason_of(&e) == Reason::Unreachable => return Err(e.into()),
+        Err(e) if e.kind() == Kind::Unreachable => return Err(e.into()),
         Err(e) => {
             // A record that exists already, an object refused: read everything next time.
             context.memories.forget(&ObjectRef::from_obj(berth));
             let problem = Problem {
-                reason: reason_of(&e),
+                reason: e.kind().into(),
                 message: status_message(&e),
             };
             return degraded(context, berth, &problem, Some(&plan), 30).await;

@@ -142,6 +142,83 @@ pub enum ClusterError {
     },
 }
 
+/// What kind of failure a [`ClusterError`] or a client error is: decided once,
+/// here, for every caller — the controller's condition reasons and retry policy,
+/// the CLI's exit, metrics. Never read from message text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// No usable kubeconfig or in-cluster configuration, or credentials refused (401).
+    Config,
+    /// The API server did not answer, or not in time.
+    Unreachable,
+    /// RBAC refused the request (403).
+    Forbidden,
+    /// The object or namespace asked for does not exist (404).
+    NotFound,
+    /// The API server refused the object as invalid (400, 422).
+    Invalid,
+    /// Another field manager owns a field, or the object changed under the request (409).
+    Conflict,
+    /// A kind the cluster does not serve, or a plan that cannot be made.
+    Plan,
+    /// A workload's rollout failed or timed out.
+    Rollout,
+    /// Anything else the API server or berth's records said.
+    Other,
+}
+
+impl Kind {
+    /// Whether the cause may pass without anyone changing anything: a retry soon
+    /// makes sense (a timeout, an unreachable server, a conflict with a writer).
+    pub fn is_transient(self) -> bool {
+        matches!(self, Kind::Unreachable | Kind::Conflict)
+    }
+
+    /// The kind of a client error not yet explained into a [`ClusterError`].
+    pub fn of_client(error: &kube::Error) -> Kind {
+        match error {
+            kube::Error::Api(status) => Kind::of_status(status.code),
+            kube::Error::Auth(_) => Kind::Config,
+            kube::Error::HyperError(_) | kube::Error::Service(_) => Kind::Unreachable,
+            _ => Kind::Other,
+        }
+    }
+
+    fn of_status(code: u16) -> Kind {
+        match code {
+            401 => Kind::Config,
+            403 => Kind::Forbidden,
+            404 => Kind::NotFound,
+            400 | 422 => Kind::Invalid,
+            409 => Kind::Conflict,
+            408 | 429 | 500..=599 => Kind::Unreachable,
+            _ => Kind::Other,
+        }
+    }
+}
+
+impl ClusterError {
+    /// What kind of failure this is (see [`Kind`]).
+    pub fn kind(&self) -> Kind {
+        match self {
+            ClusterError::Config { .. } => Kind::Config,
+            ClusterError::Unreachable { .. } | ClusterError::Timeout { .. } => Kind::Unreachable,
+            ClusterError::Forbidden { .. } => Kind::Forbidden,
+            ClusterError::NotFound { .. } | ClusterError::NamespaceMissing { .. } => Kind::NotFound,
+            ClusterError::Invalid { .. } => Kind::Invalid,
+            ClusterError::Conflict { .. } | ClusterError::RecordExists { .. } => Kind::Conflict,
+            ClusterError::Plan(_) => Kind::Plan,
+            ClusterError::RolloutFailed { .. }
+            | ClusterError::RolloutTimeout { .. }
+            | ClusterError::NotEstablished { .. } => Kind::Rollout,
+            ClusterError::Api {
+                code: Some(code), ..
+            } => Kind::of_status(*code),
+            ClusterError::Api { code: None, .. } | ClusterError::Record { .. } => Kind::Other,
+        }
+    }
+}
+
 /// The innermost cause of an error chain, for one-line messages.
 pub(crate) fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
     let mut current = error;
@@ -290,5 +367,92 @@ mod tests {
         let message = auth_message(&error);
         assert_eq!(message, "the kubeconfig user's credential plugin exited 3: login expired; check the kubeconfig's user (token, certificate or credential plugin)");
         assert!(!message.contains("s3cr3t") && !message.contains("Output"));
+    }
+
+    /// #34 item 4: one classification, by type and status code, never by text.
+    #[test]
+    fn every_failure_has_one_kind() {
+        let api = |code: Option<u16>| ClusterError::Api {
+            action: "get".into(),
+            code,
+            message: "m".into(),
+            source: Box::new(kube::Error::LinesCodecMaxLineLengthExceeded),
+        };
+        let object = || {
+            Box::new(ObjectRef {
+                api_version: "apps/v1".into(),
+                kind: "Deployment".into(),
+                namespace: Some("n".into()),
+                name: "web".into(),
+            })
+        };
+        let table: Vec<(ClusterError, Kind)> = vec![
+            (
+                ClusterError::Config {
+                    message: "m".into(),
+                    source: None,
+                },
+                Kind::Config,
+            ),
+            (
+                ClusterError::Timeout {
+                    action: "a".into(),
+                    after: Duration::from_secs(1),
+                },
+                Kind::Unreachable,
+            ),
+            (
+                ClusterError::Forbidden {
+                    verb: "v".into(),
+                    resource: "r".into(),
+                    namespace: "n".into(),
+                    message: "m".into(),
+                },
+                Kind::Forbidden,
+            ),
+            (
+                ClusterError::NotFound {
+                    action: "a".into(),
+                    message: "m".into(),
+                },
+                Kind::NotFound,
+            ),
+            (
+                ClusterError::Invalid {
+                    action: "a".into(),
+                    message: "m".into(),
+                },
+                Kind::Invalid,
+            ),
+            (
+                ClusterError::RecordExists { object: object() },
+                Kind::Conflict,
+            ),
+            (
+                ClusterError::RolloutFailed {
+                    object: object(),
+                    reason: "r".into(),
+                },
+                Kind::Rollout,
+            ),
+            (
+                ClusterError::Record {
+                    action: "a".into(),
+                    message: "m".into(),
+                },
+                Kind::Other,
+            ),
+            (api(Some(401)), Kind::Config),
+            (api(Some(409)), Kind::Conflict),
+            (api(Some(429)), Kind::Unreachable),
+            (api(Some(503)), Kind::Unreachable),
+            (api(Some(418)), Kind::Other),
+            (api(None), Kind::Other),
+        ];
+        for (error, kind) in table {
+            assert_eq!(error.kind(), kind, "{error}");
+        }
+        assert!(Kind::Unreachable.is_transient() && Kind::Conflict.is_transient());
+        assert!(!Kind::Forbidden.is_transient() && !Kind::Config.is_transient());
     }
 }

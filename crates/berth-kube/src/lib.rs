@@ -31,7 +31,7 @@ mod streams;
 pub use berth_core::cluster::{Desired, ObjectRef, Settled};
 pub use connect::{Cluster, Connection, REQUEST_TIMEOUT};
 pub use deploy::{ApplyOptions, Change, Deployed, Event, RolloutState, CONCURRENCY};
-pub use error::ClusterError;
+pub use error::{ClusterError, Kind};
 pub use exec::ExecOutput;
 pub use gitops::{Collected, Foreign, Judged};
 pub use pods::is_ready;
