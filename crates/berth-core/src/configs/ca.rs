@@ -248,67 +248,8 @@ pub fn from_pem(
                     ),
                 )
             })?;
-            if block.label != "CERTIFICATE" {
-                let (fault, hint) = if block.label.contains("PRIVATE KEY") {
-                    (
-                        PemFault::PrivateKey,
-                        "a trust bundle must never contain a key; remove the key from this file",
-                    )
-                } else {
-                    (
-                        PemFault::NotCertificate,
-                        "only CERTIFICATE blocks belong in a trust bundle",
-                    )
-                };
-                return Err(content(
-                    shown,
-                    fault,
-                    format!("PEM block {} is a `{}`: {hint}", index + 1, block.label),
-                ));
-            }
-            let (_, cert) = x509_parser::parse_x509_certificate(&block.contents).map_err(|e| {
-                content(
-                    shown,
-                    PemFault::NotX509,
-                    format!(
-                        "PEM block {} is labelled CERTIFICATE but {}; re-export it, and check it with `openssl x509 -noout -text` (which reads the first block of a file)",
-                        index + 1,
-                        x509_problem(&e)
-                    ),
-                )
-            })?;
+            let (subject, expiry) = check_block(shown, index, &block, now, strict, &mut warnings)?;
             found += 1;
-            let subject = cert.subject().to_string();
-            let validity = cert.validity();
-            let problem = if validity.not_after.timestamp() < now {
-                Some((
-                    PemFault::Expired,
-                    format!(
-                        "expired on {}",
-                        crate::time::rfc3339(validity.not_after.timestamp())
-                    ),
-                ))
-            } else if validity.not_before.timestamp() > now {
-                Some((
-                    PemFault::NotYetValid,
-                    format!(
-                        "not valid until {}",
-                        crate::time::rfc3339(validity.not_before.timestamp())
-                    ),
-                ))
-            } else {
-                None
-            };
-            if let Some((fault, problem)) = problem {
-                if strict {
-                    return Err(content(
-                        shown,
-                        fault,
-                        format!("certificate `{subject}` is {problem}; remove it from the source or replace it with a current one"),
-                    ));
-                }
-                warnings.push(format!("{shown}: certificate `{subject}` is {problem}"));
-            }
             let fingerprint: String = Sha256::digest(&block.contents)
                 .iter()
                 .map(|b| format!("{b:02x}"))
@@ -317,7 +258,6 @@ pub fn from_pem(
                 duplicates += 1;
                 continue;
             }
-            let expiry = validity.not_after.timestamp();
             first_expiry = Some(first_expiry.map_or(expiry, |e| e.min(expiry)));
             by_fingerprint.insert(
                 fingerprint.clone(),
@@ -343,7 +283,20 @@ pub fn from_pem(
     }
     let mut certificates: Vec<Certificate> = by_fingerprint.into_values().collect();
     certificates.sort_by(|a, b| (&a.subject, &a.fingerprint).cmp(&(&b.subject, &b.fingerprint)));
-    let pem = encode_pem(&certificates);
+    let generated = generated_bundle(shape, &certificates);
+    Ok(CaBundle {
+        generated,
+        certificates: certificates.len(),
+        duplicates,
+        warnings,
+        first_expiry,
+    })
+}
+
+/// The bundle's ConfigMap: the certificates as PEM under `shape.key`, named with
+/// kustomize's content hash when `shape.hash` says so.
+fn generated_bundle(shape: &BundleShape, certificates: &[Certificate]) -> Generated {
+    let pem = encode_pem(certificates);
     let data = vec![(shape.key.clone(), pem)];
     let content_sha256 = hash::content_sha256(&hash::HashInput {
         kind: "ConfigMap",
@@ -356,7 +309,7 @@ pub fn from_pem(
     } else {
         shape.name.clone()
     };
-    let generated = Generated {
+    Generated {
         base_name: shape.name.clone(),
         name,
         kind: ConfigKind::ConfigMap,
@@ -368,14 +321,86 @@ pub fn from_pem(
         content_sha256,
         labels: Vec::new(),
         annotations: Vec::new(),
+    }
+}
+
+/// One PEM block of source `shown` (the `index`th): a current X.509 certificate, or
+/// the error that says what it is instead. An expired or not-yet-valid one is a
+/// warning (an error under `strict`). Its subject and expiry.
+fn check_block(
+    shown: &str,
+    index: usize,
+    block: &Pem,
+    now: i64,
+    strict: bool,
+    warnings: &mut Vec<String>,
+) -> Result<(String, i64), PemError> {
+    let content = |shown: &str, fault: PemFault, problem: String| PemError::Content {
+        source_name: shown.to_string(),
+        fault,
+        problem,
     };
-    Ok(CaBundle {
-        generated,
-        certificates: certificates.len(),
-        duplicates,
-        warnings,
-        first_expiry,
-    })
+    if block.label != "CERTIFICATE" {
+        let (fault, hint) = if block.label.contains("PRIVATE KEY") {
+            (
+                PemFault::PrivateKey,
+                "a trust bundle must never contain a key; remove the key from this file",
+            )
+        } else {
+            (
+                PemFault::NotCertificate,
+                "only CERTIFICATE blocks belong in a trust bundle",
+            )
+        };
+        return Err(content(
+            shown,
+            fault,
+            format!("PEM block {} is a `{}`: {hint}", index + 1, block.label),
+        ));
+    }
+    let (_, cert) = x509_parser::parse_x509_certificate(&block.contents).map_err(|e| {
+        content(
+            shown,
+            PemFault::NotX509,
+            format!(
+                "PEM block {} is labelled CERTIFICATE but {}; re-export it, and check it with `openssl x509 -noout -text` (which reads the first block of a file)",
+                index + 1,
+                x509_problem(&e)
+            ),
+        )
+    })?;
+    let subject = cert.subject().to_string();
+    let validity = cert.validity();
+    let problem = if validity.not_after.timestamp() < now {
+        Some((
+            PemFault::Expired,
+            format!(
+                "expired on {}",
+                crate::time::rfc3339(validity.not_after.timestamp())
+            ),
+        ))
+    } else if validity.not_before.timestamp() > now {
+        Some((
+            PemFault::NotYetValid,
+            format!(
+                "not valid until {}",
+                crate::time::rfc3339(validity.not_before.timestamp())
+            ),
+        ))
+    } else {
+        None
+    };
+    if let Some((fault, problem)) = problem {
+        if strict {
+            return Err(content(
+                shown,
+                fault,
+                format!("certificate `{subject}` is {problem}; remove it from the source or replace it with a current one"),
+            ));
+        }
+        warnings.push(format!("{shown}: certificate `{subject}` is {problem}"));
+    }
+    Ok((subject, validity.not_after.timestamp()))
 }
 
 /// Builds one of the project's bundles at time `now` (seconds since the Unix

@@ -57,15 +57,65 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
             .filter(|(_, c)| c.follows_registry)
             .map(|(i, c)| (i, c.repositories.as_slice())),
     );
-    let skipped = skipped_paths(project);
+    let Walked {
+        mut copies,
+        searched,
+        large,
+        mut unreadable,
+    } = walk(&root, &scanner, &skipped_paths(project))?;
+    copies.sort_by(|a, b| (&a.path, a.line, a.column).cmp(&(&b.path, b.line, b.column)));
+    unreadable.sort();
+    print(&listing(&copies, project, &root, settings.json)?)?;
+    let files: std::collections::BTreeSet<&PathBuf> = copies.iter().map(|c| &c.path).collect();
+    let large = if large > 0 {
+        format!(
+            "; {large} file(s) over {} MiB skipped",
+            MAX_AUDITED / 1024 / 1024
+        )
+    } else {
+        String::new()
+    };
+    for what in &unreadable {
+        say!("berth audit: cannot read {what}; it was not searched");
+    }
+    let unread = if unreadable.is_empty() {
+        String::new()
+    } else {
+        format!("; {} could not be read", unreadable.len())
+    };
+    say!(
+        "berth audit: {} hard-coded cop{} in {} file(s); {searched} file(s) searched{large}{unread}",
+        copies.len(),
+        if copies.len() == 1 { "y" } else { "ies" },
+        files.len()
+    );
+    // --strict promises "no copy": a file it could not read may hold one.
+    Ok(u8::from(
+        settings.strict && (!copies.is_empty() || !unreadable.is_empty()),
+    ))
+}
+
+/// What a walk of the tree found.
+struct Walked {
+    copies: Vec<Copy>,
+    /// Files searched.
+    searched: usize,
+    /// Files too large to search.
+    large: usize,
+    /// Files and directories that could not be read: named, never skipped silently.
+    unreadable: Vec<String>,
+}
+
+/// Searches every file below `root` (but `skipped`) on as many threads as there are
+/// cores, up to 8.
+fn walk(root: &Path, scanner: &Scanner, skipped: &[PathBuf]) -> Result<Walked> {
     let found: Mutex<Vec<Copy>> = Mutex::new(Vec::new());
     let counts = Mutex::new((0usize, 0usize)); // files searched, files too large
-                                               // Files and directories that could not be read: named, never skipped silently.
     let unreadable: Mutex<Vec<String>> = Mutex::new(Vec::new());
     // .gitignore files of the audited tree count (also outside a git checkout);
     // ripgrep's own `.ignore` files and ignore files above the tree do not: they
     // would hide tracked scripts that hold copies (sweep 4, U13, U14).
-    let walker = ignore::WalkBuilder::new(&root)
+    let walker = ignore::WalkBuilder::new(root)
         .hidden(false)
         .require_git(false)
         .ignore(false)
@@ -82,7 +132,7 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
         // fresh Vec costs several growing reads per file, and reads are the cost.
         let mut buffer = Vec::with_capacity(256 * 1024);
         let (scanner, skipped, found, counts, unreadable) =
-            (&scanner, &skipped, &found, &counts, &unreadable);
+            (scanner, skipped, &found, &counts, &unreadable);
         Box::new(move |entry| {
             let entry = match entry {
                 Ok(entry) => entry,
@@ -122,17 +172,24 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
             ignore::WalkState::Continue
         })
     });
-    let mut copies = found
+    let copies = found
         .into_inner()
         .map_err(|_| anyhow!("berth audit: a search thread failed"))?;
     let (searched, large) = counts.into_inner().unwrap_or_default();
-    copies.sort_by(|a, b| (&a.path, a.line, a.column).cmp(&(&b.path, b.line, b.column)));
+    Ok(Walked {
+        copies,
+        searched,
+        large,
+        unreadable: unreadable.into_inner().unwrap_or_default(),
+    })
+}
+
+/// The copies as `file:line:column:` lines, or as JSON.
+fn listing(copies: &[Copy], project: &Project, root: &Path, json: bool) -> Result<String> {
     let shown =
-        |p: &Path| -> String { escaped(&p.strip_prefix(&root).unwrap_or(p).display().to_string()) };
-    let mut unreadable = unreadable.into_inner().unwrap_or_default();
-    unreadable.sort();
+        |p: &Path| -> String { escaped(&p.strip_prefix(root).unwrap_or(p).display().to_string()) };
     let mut out = String::new();
-    if settings.json {
+    if json {
         let items: Vec<serde_json::Value> = copies
             .iter()
             .map(|c| {
@@ -151,7 +208,7 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
         out = serde_json::to_string_pretty(&items)?;
         out.push('\n');
     } else {
-        for c in &copies {
+        for c in copies {
             let component = &project.components[c.component];
             out.push_str(&format!(
                 "{}:{}:{}: component `{}`: `{}` is a hard-coded copy of its image; {}\n",
@@ -164,34 +221,7 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
             ));
         }
     }
-    print(&out)?;
-    let files: std::collections::BTreeSet<&PathBuf> = copies.iter().map(|c| &c.path).collect();
-    let large = if large > 0 {
-        format!(
-            "; {large} file(s) over {} MiB skipped",
-            MAX_AUDITED / 1024 / 1024
-        )
-    } else {
-        String::new()
-    };
-    for what in &unreadable {
-        say!("berth audit: cannot read {what}; it was not searched");
-    }
-    let unread = if unreadable.is_empty() {
-        String::new()
-    } else {
-        format!("; {} could not be read", unreadable.len())
-    };
-    say!(
-        "berth audit: {} hard-coded cop{} in {} file(s); {searched} file(s) searched{large}{unread}",
-        copies.len(),
-        if copies.len() == 1 { "y" } else { "ies" },
-        files.len()
-    );
-    // --strict promises "no copy": a file it could not read may hold one.
-    Ok(u8::from(
-        settings.strict && (!copies.is_empty() || !unreadable.is_empty()),
-    ))
+    Ok(out)
 }
 
 /// A file name as a line shows it: control characters escaped (a name may hold

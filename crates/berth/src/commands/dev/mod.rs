@@ -192,72 +192,46 @@ async fn session(
             .await
             .map_err(|e| anyhow!("the render stopped: {e}"))?
     };
-    if settings.once {
-        if let Err(e) = &first {
-            // An event like every other failure (`--output json` readers see it),
-            // said once: the error's causes are in its message.
-            printer.emit(Event::Error {
-                stage: Stage::Render,
-                message: format!("{e:#}"),
-            });
-            printer.emit(Event::Stopped { signal: None });
-            return Ok(1);
-        }
+    if let (true, Err(e)) = (settings.once, &first) {
+        // An event like every other failure (`--output json` readers see it),
+        // said once: the error's causes are in its message.
+        printer.emit(Event::Error {
+            stage: Stage::Render,
+            message: format!("{e:#}"),
+        });
+        printer.emit(Event::Stopped { signal: None });
+        return Ok(1);
     }
     let (project, resolved, workloads) = match &first {
         Ok(s) => (s.project.clone(), s.resolved.clone(), s.workloads.clone()),
         Err(_) => (loaded, Vec::new(), Vec::new()),
     };
     let workloads: Arc<Mutex<Vec<Workload>>> = Arc::new(Mutex::new(workloads));
+    let (sync, sync_roots) = start_sync(&cluster, &project, &resolved, &printer).await?;
 
-    let target = Arc::new(KubeTarget::new(
-        tokio::runtime::Handle::current(),
-        cluster.in_namespace(&cluster.namespace),
-        Vec::new(),
-    ));
-    let (sync, roots) = sync::spawn(
-        project.clone(),
-        resolved.clone(),
-        target,
-        Arc::clone(&printer),
-    );
-    let sync_roots = sync_roots(roots)
-        .await
-        .map_err(|_| anyhow!("the sync part stopped before it started"))?;
-
-    let (batches_tx, mut batches) = mpsc::channel(64);
+    let (batches_tx, batches) = mpsc::channel(64);
     // Watching starts before the first apply, so no edit made during it is lost.
-    let mut watching = if settings.once {
-        None
+    let (mut watching, mut forwards) = if settings.once {
+        (None, None)
     } else {
-        Some(Watching::start(
-            &project,
-            &settings.render,
-            &sync_roots,
-            &batches_tx,
-        )?)
-    };
-    let mut forwards = if settings.once {
-        None
-    } else {
-        Some(Forwards::start(&project.dev.forward, &project.file, &streams, &printer).await?)
+        let watching = Watching::start(&project, &settings.render, &sync_roots, &batches_tx)?;
+        let forwards = Forwards::start(&project.dev.forward, &project.file, &streams, &printer);
+        (Some(watching), Some(forwards.await?))
     };
 
     let (requests, requests_rx) = channel::channel(());
     // Bounded: the applier waits for the loop to take an outcome (there are at most
     // a few per render).
     let (outcomes_tx, mut outcomes) = mpsc::channel(16);
-    let mut applier = tokio::spawn(
-        Applier {
-            source: Arc::clone(&source),
-            cluster: Arc::clone(&cluster),
-            options: settings.apply.clone(),
-            printer: Arc::clone(&printer),
-            workloads: Arc::clone(&workloads),
-            current: (project.clone(), resolved.clone()),
-        }
-        .run(Some(first), requests_rx, outcomes_tx),
-    );
+    let applier = Applier {
+        source: Arc::clone(&source),
+        cluster: Arc::clone(&cluster),
+        options: settings.apply.clone(),
+        printer: Arc::clone(&printer),
+        workloads: Arc::clone(&workloads),
+        current: (project.clone(), resolved.clone()),
+    };
+    let mut applier = tokio::spawn(applier.run(Some(first), requests_rx, outcomes_tx));
 
     let stopped = if settings.once {
         once(
@@ -270,69 +244,19 @@ async fn session(
         )
         .await
     } else {
-        let mut state = Loop {
-            settings,
-            cluster: &cluster,
-            streams: &streams,
-            printer: &printer,
-            sync: &sync,
-            workloads: &workloads,
-            repositories: repositories(&project, &resolved),
-            logs: Logs::new(Arc::clone(&streams), Arc::clone(&printer)),
-            last_pods_error: None,
+        let repositories = repositories(&project, &resolved);
+        let mut state = Loop::wired(settings, &cluster, &streams, &printer, &sync, &workloads);
+        state.repositories = repositories;
+        let mut io = Wires {
+            batches,
+            batches_tx: &batches_tx,
+            outcomes,
+            requests: &requests,
+            watching: &mut watching,
+            forwards: &mut forwards,
         };
-        // An interval, not a sleep per turn: a stream of edits must not starve the looks.
-        let mut looks = tokio::time::interval(settings.poll);
-        looks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let ended: Result<Option<&str>, PartStopped> = loop {
-            let turn = tokio::select! {
-                signal = signals.next() => break Ok(Some(signal)),
-                Some(batch) = batches.recv() => match &watching {
-                    Some(watching) => {
-                        let wanted = watching.inputs.sort(&batch);
-                        let sent = sync.send(if batch.rescan {
-                            Command::Rescan
-                        } else {
-                            Command::Changes(wanted.sync)
-                        });
-                        // The applier holds the receiver for as long as it runs.
-                        let asked = || requests.send(()).map_err(|_| PartStopped(Stage::Apply));
-                        sent.and_then(|()| if wanted.render { asked() } else { Ok(()) })
-                    }
-                    None => Ok(()),
-                },
-                Some(outcome) = outcomes.recv() => match outcome {
-                    Outcome::Reloaded(project, resolved) => {
-                        state.reload(&project, &resolved, &mut watching, &mut forwards, &batches_tx).await
-                    }
-                    Outcome::Settled(_) => Ok(()),
-                },
-                _ = looks.tick() => state.look(forwards.as_ref()).await,
-            };
-            if let Err(stopped) = turn.and_then(|()| parts_alive(&sync, &applier)) {
-                break Err(stopped);
-            }
-            if printer.gone() {
-                break Ok(None);
-            }
-        };
-        state.logs.stop();
-        match ended {
-            Ok(signal) => Ok((signal, 0)),
-            Err(PartStopped(stage)) => {
-                if stage == Stage::Apply && applier.is_finished() {
-                    let message = match (&mut applier).await {
-                        Err(e) if e.is_panic() => panic_message(e.into_panic().as_ref()),
-                        _ => "it ended".into(),
-                    };
-                    printer.emit(Event::Error {
-                        stage,
-                        message: format!("the apply part stopped: {message}; berth dev stops (the cluster is left as it is)"),
-                    });
-                }
-                Ok((None, 1))
-            }
-        }
+        let ended = watch_loop(&mut state, &mut signals, &mut io, &applier).await;
+        ended_with(ended, &mut applier, &printer).await
     };
     applier.abort();
     drop(watching);
@@ -344,6 +268,115 @@ async fn session(
     printer.finish();
     printer.emit(Event::Stopped { signal });
     Ok(code)
+}
+
+/// The sync thread with the session of `project`, and the roots its rules watch.
+async fn start_sync(
+    cluster: &Cluster,
+    project: &Project,
+    resolved: &[(String, Repository)],
+    printer: &Arc<Printer>,
+) -> Result<(sync::SyncThread, Vec<(PathBuf, bool)>)> {
+    let target = Arc::new(KubeTarget::new(
+        tokio::runtime::Handle::current(),
+        cluster.in_namespace(&cluster.namespace),
+        Vec::new(),
+    ));
+    let (sync, roots) = sync::spawn(
+        project.clone(),
+        resolved.to_vec(),
+        target,
+        Arc::clone(printer),
+    );
+    let roots = sync_roots(roots)
+        .await
+        .map_err(|_| anyhow!("the sync part stopped before it started"))?;
+    Ok((sync, roots))
+}
+
+/// The channels and watchers the watching loop turns on.
+struct Wires<'a> {
+    batches: mpsc::Receiver<berth_sync::watch::Batch>,
+    batches_tx: &'a mpsc::Sender<berth_sync::watch::Batch>,
+    outcomes: mpsc::Receiver<Outcome>,
+    requests: &'a channel::Sender<()>,
+    watching: &'a mut Option<Watching>,
+    forwards: &'a mut Option<Forwards>,
+}
+
+/// The watching loop: edits, the applier's outcomes and a look at the pods every
+/// `--poll`, until a signal, a reader that went away, or a part that died.
+async fn watch_loop(
+    state: &mut Loop<'_>,
+    signals: &mut Signals,
+    io: &mut Wires<'_>,
+    applier: &tokio::task::JoinHandle<()>,
+) -> Result<Option<&'static str>, PartStopped> {
+    // An interval, not a sleep per turn: a stream of edits must not starve the looks.
+    let mut looks = tokio::time::interval(state.settings.poll);
+    looks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let turn = tokio::select! {
+            signal = signals.next() => {
+                state.logs.stop();
+                return Ok(Some(signal));
+            }
+            Some(batch) = io.batches.recv() => match io.watching.as_ref() {
+                Some(watching) => {
+                    let wanted = watching.inputs.sort(&batch);
+                    let sent = state.sync.send(if batch.rescan {
+                        Command::Rescan
+                    } else {
+                        Command::Changes(wanted.sync)
+                    });
+                    // The applier holds the receiver for as long as it runs.
+                    let asked = || io.requests.send(()).map_err(|_| PartStopped(Stage::Apply));
+                    sent.and_then(|()| if wanted.render { asked() } else { Ok(()) })
+                }
+                None => Ok(()),
+            },
+            Some(outcome) = io.outcomes.recv() => match outcome {
+                Outcome::Reloaded(project, resolved) => {
+                    state.reload(&project, &resolved, io.watching, io.forwards, io.batches_tx).await
+                }
+                Outcome::Settled(_) => Ok(()),
+            },
+            _ = looks.tick() => state.look(io.forwards.as_ref()).await,
+        };
+        if let Err(stopped) = turn.and_then(|()| parts_alive(state.sync, applier)) {
+            state.logs.stop();
+            return Err(stopped);
+        }
+        if state.printer.gone() {
+            state.logs.stop();
+            return Ok(None);
+        }
+    }
+}
+
+/// The loop's exit: the signal and status 0, or status 1 after a part died (an
+/// applier that panicked is reported here; the sync thread reports itself).
+async fn ended_with(
+    ended: Result<Option<&'static str>, PartStopped>,
+    applier: &mut tokio::task::JoinHandle<()>,
+    printer: &Printer,
+) -> Result<(Option<&'static str>, u8)> {
+    match ended {
+        Ok(signal) => Ok((signal, 0)),
+        Err(PartStopped(stage)) => {
+            if stage == Stage::Apply && applier.is_finished() {
+                let message = match applier.await {
+                    Err(e) if e.is_panic() => panic_message(e.into_panic().as_ref()),
+                    _ => "it ended".into(),
+                };
+                printer.emit(Event::Error {
+                    stage,
+                    message: format!("the apply part stopped: {message}; berth dev stops (the cluster is left as it is)"),
+                });
+            }
+            Ok((None, 1))
+        }
+    }
 }
 
 /// Whether the sync thread and the applier still run: either ends only by a bug.
@@ -417,7 +450,29 @@ struct Loop<'a> {
     last_pods_error: Option<String>,
 }
 
-impl Loop<'_> {
+impl<'a> Loop<'a> {
+    /// The loop's parts, before its first look.
+    fn wired(
+        settings: &'a settings::Dev,
+        cluster: &'a Arc<Cluster>,
+        streams: &'a Arc<Cluster>,
+        printer: &'a Arc<Printer>,
+        sync: &'a sync::SyncThread,
+        workloads: &'a Mutex<Vec<Workload>>,
+    ) -> Loop<'a> {
+        Loop {
+            settings,
+            cluster,
+            streams,
+            printer,
+            sync,
+            workloads,
+            repositories: HashMap::new(),
+            logs: Logs::new(Arc::clone(streams), Arc::clone(printer)),
+            last_pods_error: None,
+        }
+    }
+
     /// One look at the pods, handed to sync, logs, forwards and the status lines.
     async fn look(&mut self, forwards: Option<&Forwards>) -> Result<(), PartStopped> {
         let current = locked(self.workloads).clone();
