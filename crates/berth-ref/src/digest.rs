@@ -75,6 +75,15 @@ impl Digest {
         })
     }
 
+    /// The digest of a SHA-256 output (the 32 bytes a hasher returns): hashing is
+    /// the caller's (this crate has no dependencies), the spelling is here, once.
+    pub fn from_sha256(output: &[u8; 32]) -> Digest {
+        Digest {
+            algorithm: Algorithm::Sha256,
+            hex: lower_hex(output),
+        }
+    }
+
     /// The algorithm.
     pub fn algorithm(&self) -> Algorithm {
         self.algorithm
@@ -84,6 +93,18 @@ impl Digest {
     pub fn hex(&self) -> &str {
         &self.hex
     }
+}
+
+/// `bytes` as lowercase hex, two digits each: how digests, fingerprints and
+/// content hashes are spelled everywhere in berth.
+pub fn lower_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    }
+    out
 }
 
 /// `[A-Za-z][A-Za-z0-9]*` components joined by one of `+ . _ -`.

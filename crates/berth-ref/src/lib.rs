@@ -24,7 +24,7 @@ mod digest;
 mod error;
 mod name;
 
-pub use digest::{Algorithm, Digest};
+pub use digest::{lower_hex, Algorithm, Digest};
 pub use error::RefError;
 pub use name::{Reference, RegistryPrefix, Repository, Tag};
 

@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 
-use crate::{RefError, Reference, RegistryPrefix, Tag};
+use crate::{lower_hex, Digest, RefError, Reference, RegistryPrefix, Tag};
 
 const H64: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
@@ -391,4 +391,21 @@ proptest! {
             prop_assert_eq!(Reference::parse(&r.to_string()), Ok(r));
         }
     }
+}
+
+#[test]
+fn a_sha256_output_is_spelled_as_go_digest_spells_it() {
+    // sha256 of the empty string.
+    let empty: [u8; 32] = [
+        0xe3, 0xb0, 0xc4, 0x42, 0x98, 0xfc, 0x1c, 0x14, 0x9a, 0xfb, 0xf4, 0xc8, 0x99, 0x6f, 0xb9,
+        0x24, 0x27, 0xae, 0x41, 0xe4, 0x64, 0x9b, 0x93, 0x4c, 0xa4, 0x95, 0x99, 0x1b, 0x78, 0x52,
+        0xb8, 0x55,
+    ];
+    let digest = Digest::from_sha256(&empty);
+    assert_eq!(
+        digest.to_string(),
+        "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    );
+    assert_eq!(Digest::parse(&digest.to_string()).unwrap(), digest);
+    assert_eq!(lower_hex(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
 }

@@ -32,9 +32,7 @@ pub struct ArtifactMeta {
 }
 
 fn sha256(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
+    berth_ref::Digest::from_sha256(&Sha256::digest(bytes).into()).to_string()
 }
 
 /// The files as a reproducible gzipped tarball.

@@ -492,13 +492,7 @@ fn manifest_ref(image: &Reference) -> String {
 }
 
 fn digest_of(bytes: &[u8]) -> Digest {
-    let hex: String = Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    // A SHA-256 hex string is always a valid sha256 digest.
-    Digest::parse(&format!("sha256:{hex}"))
-        .unwrap_or_else(|_| unreachable!("sha256 hex is a valid digest"))
+    Digest::from_sha256(&Sha256::digest(bytes).into())
 }
 
 fn header_digest(image: &Reference, headers: &HeaderMap) -> Result<Option<Digest>, Attempt> {

@@ -426,10 +426,7 @@ impl Session {
                 }
             }
         }
-        let hex: String = hash_file(&entry.local)?
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let hex = berth_ref::lower_hex(&hash_file(&entry.local)?);
         if let Ok(mut cache) = self.hashes.lock() {
             cache.insert(entry.local.clone(), (size, mtime_ns, hex.clone()));
         }

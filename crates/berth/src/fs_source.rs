@@ -3,7 +3,6 @@
 //! at most [`MAX_FILE`] bytes, checked as the bytes arrive; and, by default, only
 //! under the project's directory, as kustomize's load restrictor does.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -11,7 +10,7 @@ use berth_core::configs::FileSource;
 
 /// Largest file berth reads, so a wrong path (a disk image, a log) fails clearly
 /// instead of exhausting memory.
-pub const MAX_FILE: u64 = 64 << 20;
+pub const MAX_FILE: u64 = berth_io::limits::FILE;
 
 /// Which files the project may name (`--load-restrictor`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -52,44 +51,16 @@ pub fn contained(root: &Path, path: &Path) -> std::io::Result<()> {
     ))
 }
 
-/// The bytes of the regular file `path`, at most [`MAX_FILE`] of them.
+/// The bytes of the regular file `path`, at most [`MAX_FILE`] of them
+/// (berth-io's one bounded reader).
 pub fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
-    read_file(path, false)
+    berth_io::read_file(path, false)
 }
 
 /// As [`read_bounded`], and a pipe too (`berth render <(helm template …)`): for
 /// paths given on the command line, never for what berth.yaml names.
 pub fn read_given(path: &Path) -> std::io::Result<Vec<u8>> {
-    read_file(path, true)
-}
-
-fn read_file(path: &Path, pipes: bool) -> std::io::Result<Vec<u8>> {
-    use std::os::unix::fs::FileTypeExt as _;
-    // Looked at before opening: opening a FIFO for reading blocks until a writer comes.
-    let metadata = std::fs::metadata(path)?;
-    if metadata.is_dir() {
-        return Err(std::io::Error::other("it is a directory"));
-    }
-    let pipe = pipes && metadata.file_type().is_fifo();
-    if !metadata.is_file() && !pipe {
-        return Err(std::io::Error::other(
-            "it is not a regular file (a FIFO, a socket or a device); give a file",
-        ));
-    }
-    read_limited(std::fs::File::open(path)?)
-}
-
-/// At most [`MAX_FILE`] bytes of `reader`, refused as soon as there are more.
-pub fn read_limited(reader: impl Read) -> std::io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    reader.take(MAX_FILE + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_FILE {
-        return Err(std::io::Error::other(format!(
-            "it is larger than {} MiB",
-            MAX_FILE >> 20
-        )));
-    }
-    Ok(bytes)
+    berth_io::read_file(path, true)
 }
 
 /// Reads files and lists directories on the local file system, under `root`

@@ -32,11 +32,7 @@ pub fn fields_digest(fields: &Value) -> String {
     }
     // A Value serialises without failing; the server's key order is kept.
     let bytes = serde_json::to_vec(fields).unwrap_or_default();
-    let mut out = String::from("sha256:");
-    for byte in Sha256::digest(bytes) {
-        out.push_str(&format!("{byte:02x}"));
-    }
-    out
+    berth_ref::Digest::from_sha256(&Sha256::digest(bytes).into()).to_string()
 }
 
 /// The fingerprint of `object` (as the server returned it, or its metadata as a

@@ -250,10 +250,7 @@ pub fn from_pem(
             })?;
             let (subject, expiry) = check_block(shown, index, &block, now, strict, &mut warnings)?;
             found += 1;
-            let fingerprint: String = Sha256::digest(&block.contents)
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect();
+            let fingerprint = berth_ref::lower_hex(&Sha256::digest(&block.contents));
             if by_fingerprint.contains_key(&fingerprint) {
                 duplicates += 1;
                 continue;

@@ -38,12 +38,7 @@ pub struct HashInput<'a> {
 
 /// `sha256` hex of the Go JSON encoding.
 pub fn content_sha256(input: &HashInput<'_>) -> String {
-    let digest = Sha256::digest(go_json(input).as_bytes());
-    let mut hex = String::with_capacity(64);
-    for byte in digest {
-        let _ = write!(hex, "{byte:02x}");
-    }
-    hex
+    berth_ref::lower_hex(&Sha256::digest(go_json(input).as_bytes()))
 }
 
 /// The 10-character name suffix.

@@ -407,11 +407,7 @@ impl<'a> ConfigRewriter<'a> {
             hasher.update(g.content_sha256.as_bytes());
             hasher.update(b"\n");
         }
-        let value: String = hasher
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let value = berth_ref::lower_hex(&hasher.finalize());
         let map = || Node::map(Pos::default());
         if template.get("metadata").is_none() {
             if let Some(entries) = template.as_map_mut() {
