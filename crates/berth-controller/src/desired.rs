@@ -548,7 +548,7 @@ pub fn plan(
             .get("kind")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        if !matches!(kind, "Deployment" | "StatefulSet" | "DaemonSet" | "Job") {
+        if !berth_core::kinds::WorkloadKind::parse(kind).is_some_and(|k| k.has_rollout()) {
             return Err(problem(
                 Reason::InvalidSpec,
                 format!("spec.workloads[{i}]: kind `{kind}`: a Berth manages Deployments, StatefulSets, DaemonSets and Jobs"),

@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod configs;
 pub mod gitops;
 pub mod init;
+pub mod kinds;
 pub mod lock;
 pub mod project;
 pub mod redact;

@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 
 use berth_core::cluster::{ObjectRef, CONFIG_LABEL, PROJECT_LABEL};
 use berth_core::gitops::{judge, not_berths, Kept, Verdict, GITOPS_LABEL};
+use berth_core::kinds::WorkloadKind;
 use serde_json::Value;
 
 use crate::connect::Cluster;
@@ -15,14 +16,14 @@ use crate::error::ClusterError;
 /// The kinds whose pods say what is in use: what runs (Pods), what will run
 /// (workload templates) and a rollout in flight (ReplicaSets that still have
 /// replicas; one scaled to zero is history, which would keep every generation).
-const USERS: &[(&str, &str)] = &[
-    ("v1", "Pod"),
-    ("apps/v1", "Deployment"),
-    ("apps/v1", "ReplicaSet"),
-    ("apps/v1", "StatefulSet"),
-    ("apps/v1", "DaemonSet"),
-    ("batch/v1", "Job"),
-    ("batch/v1", "CronJob"),
+const USERS: [WorkloadKind; 7] = [
+    WorkloadKind::Pod,
+    WorkloadKind::Deployment,
+    WorkloadKind::ReplicaSet,
+    WorkloadKind::StatefulSet,
+    WorkloadKind::DaemonSet,
+    WorkloadKind::Job,
+    WorkloadKind::CronJob,
 ];
 
 /// One kept generation and what becomes of it.
@@ -127,8 +128,9 @@ impl Cluster {
         namespace: &str,
     ) -> Result<BTreeSet<(String, String, String)>, ClusterError> {
         let mut used = BTreeSet::new();
-        for (api_version, kind) in USERS {
-            for object in self.list(api_version, kind, namespace, "").await? {
+        for user in USERS {
+            let kind = user.as_str();
+            for object in self.list(user.api_version(), kind, namespace, "").await? {
                 if !live(kind, &object) {
                     continue;
                 }

@@ -83,7 +83,7 @@ pub enum Rollout {
 
 /// Whether `kind` has a rollout berth waits for.
 pub fn has_rollout(kind: &str) -> bool {
-    matches!(kind, "Deployment" | "StatefulSet" | "DaemonSet" | "Job")
+    crate::kinds::WorkloadKind::parse(kind).is_some_and(crate::kinds::WorkloadKind::has_rollout)
 }
 
 fn int(v: &Value, path: &[&str]) -> i64 {

@@ -7,18 +7,7 @@ pub const CONTAINER_LISTS: [&str; 3] = ["containers", "initContainers", "ephemer
 
 /// Where the pod template sits in kinds that have one.
 fn template_path(kind: &str) -> Option<&'static [&'static str]> {
-    match kind {
-        "Pod" => Some(&[]),
-        "PodTemplate" => Some(&["template"]),
-        "Deployment"
-        | "ReplicaSet"
-        | "StatefulSet"
-        | "DaemonSet"
-        | "Job"
-        | "ReplicationController" => Some(&["spec", "template"]),
-        "CronJob" => Some(&["spec", "jobTemplate", "spec", "template"]),
-        _ => None,
-    }
+    crate::kinds::WorkloadKind::parse(kind).map(crate::kinds::WorkloadKind::template_path)
 }
 
 /// A pod found in an object.
