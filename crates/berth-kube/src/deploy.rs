@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use berth_core::cluster::{
-    created_by, deadline_verdict, fingerprint, has_rollout, judge, kinds_to_discover, plan,
-    rollout_status_after, Desired, Fingerprint, ObjectRef, Observation, Planned, Record,
-    RecordInfo, RecordStatus, Records, Rollout, Settled,
+    apply_path, created_by, deadline_verdict, fingerprint, has_rollout, judge, kinds_to_discover,
+    plan, rollout_status_after, untouched, ApplyPath, Desired, Fingerprint, ObjectRef, Observation,
+    Planned, ReadFingerprint, Record, RecordInfo, RecordStatus, Records, Rollout, Settled,
 };
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use serde_json::Value;
@@ -338,26 +338,29 @@ impl Cluster {
                 (listed, BTreeMap::new(), BTreeMap::new(), None)
             }
         };
-        let unchanged = records
-            .unchanged(&manifest)
-            .filter(|_| rollback_of.is_none())
-            .cloned();
-        let untouched = now.is_some_and(|watches| {
-            objects.iter().all(|p| {
-                known
-                    .get(&p.object)
-                    .is_some_and(|f| watches.fingerprint(&p.object).as_ref() == Some(f))
-            })
-        });
+        let refs: Vec<&ObjectRef> = objects.iter().map(|p| &p.object).collect();
+        let read_now = now.map(|w| move |o: &ObjectRef| w.fingerprint(o));
+        let read_now = read_now.as_ref().map(|f| f as ReadFingerprint<'_>);
+        let path = apply_path(
+            &records,
+            &manifest,
+            rollback_of.is_some(),
+            untouched(&refs, &known, read_now),
+        );
+        let path = match path {
+            ApplyPath::Untouched(same) => Some((same.clone(), true)),
+            ApplyPath::CheckDrift(same) => Some((same.clone(), false)),
+            ApplyPath::NewRecord => None,
+        };
         let mut answered = BTreeMap::new();
-        let (record, fingerprints, outcome) = match unchanged {
-            Some(same) if untouched => {
+        let (record, fingerprints, outcome) = match path {
+            Some((same, true)) => {
                 events(Event::Unchanged(
                     self.record_name(&desired.project, same.record.sequence),
                 ));
                 (same, known, Outcome::Untouched)
             }
-            Some(same) => {
+            Some((same, false)) => {
                 // A dry run of everything first: conflicts and refusals change nothing.
                 let before = self.dry_run(&objects, options).await?;
                 events(Event::Unchanged(
@@ -373,58 +376,18 @@ impl Cluster {
                 (same, fingerprints, Outcome::Checked { reapplied })
             }
             None => {
-                let before = self.dry_run(&objects, options).await?;
-                if manifest.len() > RECORD_LIMIT {
-                    return Err(ClusterError::Record {
-                        action: "record the apply".into(),
-                        message: format!(
-                            "the rendered objects take {} bytes, more than berth records ({}); split the project",
-                            manifest.len(),
-                            berth_io::limits::size(RECORD_LIMIT as u64)
-                        ),
-                    });
-                }
-                // The dry run answers with the status as it is: a deadline verdict
-                // there is the previous rollout's, and the record says so.
-                let stale = objects
-                    .iter()
-                    .zip(&before)
-                    .filter_map(|(p, live)| {
-                        Some((p.object.path(), deadline_verdict(live.as_ref()?)?))
-                    })
-                    .collect();
-                let answers = self.apply_all(&objects, options, events).await?;
-                let fingerprints = fingerprints_of(&answers, &options.manager);
-                answered = workloads_of(answers);
-                let configs: BTreeMap<String, String> = objects
-                    .iter()
-                    .filter_map(|p| {
-                        desired
-                            .generated
-                            .get(&p.object.name)
-                            .map(|b| (b.clone(), p.object.name.clone()))
-                    })
-                    .collect();
-                let record = RecordInfo {
-                    record: Record {
-                        sequence: records.next_sequence(),
-                        configs,
-                    },
-                    status: RecordStatus::Pending,
-                    stale,
-                    rollback_of,
-                    manifest: None,
-                    parts: 1,
-                };
-                let (written, parts) = self
-                    .write_record(&desired.project, &record, &manifest, options)
+                let (record, fingerprints, answers) = self
+                    .record_new(
+                        desired,
+                        &objects,
+                        manifest,
+                        &mut records,
+                        rollback_of,
+                        options,
+                        events,
+                    )
                     .await?;
-                events(Event::Recorded(written.name));
-                records.push(RecordInfo {
-                    manifest: Some(manifest),
-                    parts,
-                    ..record.clone()
-                });
+                answered = answers;
                 // Another record: its stale verdicts may judge differently.
                 looks.clear();
                 (record, fingerprints, Outcome::Recorded)
@@ -446,6 +409,80 @@ impl Cluster {
                 .await?;
         }
         Ok(deployed)
+    }
+
+    /// An apply of objects no record holds yet: a dry run of everything, the
+    /// apply, and a new record (refused when the objects are more than berth
+    /// records). The record, the fingerprints and the workloads as answered.
+    #[allow(clippy::too_many_arguments)] // one apply's inputs, each used once
+    async fn record_new(
+        &self,
+        desired: &Desired,
+        objects: &[Planned],
+        manifest: String,
+        records: &mut Records,
+        rollback_of: Option<u64>,
+        options: &ApplyOptions,
+        events: &mut (dyn FnMut(Event) + Send),
+    ) -> Result<
+        (
+            RecordInfo,
+            BTreeMap<ObjectRef, Fingerprint>,
+            BTreeMap<ObjectRef, Value>,
+        ),
+        ClusterError,
+    > {
+        let before = self.dry_run(objects, options).await?;
+        if manifest.len() > RECORD_LIMIT {
+            return Err(ClusterError::Record {
+                action: "record the apply".into(),
+                message: format!(
+                    "the rendered objects take {} bytes, more than berth records ({}); split the project",
+                    manifest.len(),
+                    berth_io::limits::size(RECORD_LIMIT as u64)
+                ),
+            });
+        }
+        // The dry run answers with the status as it is: a deadline verdict
+        // there is the previous rollout's, and the record says so.
+        let stale = objects
+            .iter()
+            .zip(&before)
+            .filter_map(|(p, live)| Some((p.object.path(), deadline_verdict(live.as_ref()?)?)))
+            .collect();
+        let answers = self.apply_all(objects, options, events).await?;
+        let fingerprints = fingerprints_of(&answers, &options.manager);
+        let answered = workloads_of(answers);
+        let configs: BTreeMap<String, String> = objects
+            .iter()
+            .filter_map(|p| {
+                desired
+                    .generated
+                    .get(&p.object.name)
+                    .map(|b| (b.clone(), p.object.name.clone()))
+            })
+            .collect();
+        let record = RecordInfo {
+            record: Record {
+                sequence: records.next_sequence(),
+                configs,
+            },
+            status: RecordStatus::Pending,
+            stale,
+            rollback_of,
+            manifest: None,
+            parts: 1,
+        };
+        let (written, parts) = self
+            .write_record(&desired.project, &record, &manifest, options)
+            .await?;
+        events(Event::Recorded(written.name));
+        records.push(RecordInfo {
+            manifest: Some(manifest.to_string()),
+            parts,
+            ..record.clone()
+        });
+        Ok((record, fingerprints, answered))
     }
 
     /// The objects whose dry-run result (`dry`, in the order of `objects`) is not

@@ -8,11 +8,13 @@
 mod fingerprint;
 mod history;
 mod observe;
+mod path;
 mod plan;
 
 pub use fingerprint::{fields_digest, fingerprint, Fingerprint};
 pub use history::{RecordInfo, RecordStatus, Records};
 pub use observe::{judge, Observation, Settled};
+pub use path::{apply_path, untouched, ApplyPath, ReadFingerprint};
 pub use plan::{created_by, kinds_to_discover, plan, Desired, ObjectRef, PlanError, Planned};
 
 use std::collections::{BTreeMap, BTreeSet};
