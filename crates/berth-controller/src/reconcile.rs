@@ -242,7 +242,12 @@ async fn apply(berth: &Berth, context: &Context) -> Result<(Action, Reason), Err
         Ok(pins) => pins,
         Err(problem) => return degraded(context, berth, &problem, None, 60).await,
     };
-    let mut plan = match desired::plan(berth, &namespace, &sources, &pins, now) {
+    // Rendering is CPU work (schemas, certificates, large workloads): off the
+    // async workers, which also renew the Lease and serve /readyz. The runtime is
+    // multi-threaded (`berth controller` builds it), as block_in_place needs.
+    let planned =
+        tokio::task::block_in_place(|| desired::plan(berth, &namespace, &sources, &pins, now));
+    let mut plan = match planned {
         Ok(plan) => plan,
         // A source that exists carries the label, so its edits arrive by watch; one
         // that does not exist yet has no label to be watched by: look again soon.

@@ -73,6 +73,20 @@ impl Default for Options {
 /// Request URL → the URL a redirect sent it to.
 type Redirects = std::sync::Arc<Mutex<HashMap<String, String>>>;
 
+/// The most entries a client's caches (redirects, credentials, tokens) keep. A
+/// controller's client lives for weeks and meets every repository its Berths
+/// name; past this, a cache starts again (each is only a shortcut: a miss asks
+/// again).
+const CACHE_ENTRIES: usize = 1024;
+
+/// Inserts into a cache bounded by [`CACHE_ENTRIES`].
+fn remember<K: std::hash::Hash + Eq, V>(cache: &mut HashMap<K, V>, key: K, value: V) {
+    if cache.len() >= CACHE_ENTRIES && !cache.contains_key(&key) {
+        cache.clear();
+    }
+    cache.insert(key, value);
+}
+
 /// The `Authorization` a repository needs for an operation.
 #[derive(Clone)]
 enum Credential {
@@ -127,7 +141,7 @@ impl Registry {
             }
             // Where each request was sent on to, for a failure there to say so.
             if let (Some(first), Ok(mut seen)) = (attempt.previous().first(), seen.lock()) {
-                seen.insert(first.to_string(), attempt.url().to_string());
+                remember(&mut seen, first.to_string(), attempt.url().to_string());
             }
             attempt.follow()
         });
@@ -566,6 +580,25 @@ fn upload_url(start: &str, location: &str, digest: &str) -> String {
 mod tests {
     use super::transport::retry_after;
     use super::*;
+
+    /// #34 item 5: a client that lives for weeks keeps its caches bounded.
+    #[test]
+    fn caches_stay_bounded() {
+        let mut cache = HashMap::new();
+        for i in 0..5000 {
+            remember(&mut cache, format!("https://r/{i}"), String::new());
+            assert!(cache.len() <= CACHE_ENTRIES);
+        }
+        remember(
+            &mut cache,
+            "https://r/4999".to_string(),
+            "again".to_string(),
+        );
+        assert_eq!(
+            cache["https://r/4999"], "again",
+            "a known key is replaced, not a reason to clear"
+        );
+    }
 
     #[test]
     fn retry_after_seconds_and_dates() {

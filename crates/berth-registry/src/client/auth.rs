@@ -17,7 +17,7 @@ impl Registry {
         }
         let auth = credentials(&self.config, registry, self.options.timeout)?;
         if let Ok(mut cache) = self.credentials.lock() {
-            cache.insert(registry.to_string(), auth.clone());
+            remember(&mut cache, registry.to_string(), auth.clone());
         }
         Ok(auth)
     }
@@ -49,7 +49,7 @@ impl Registry {
             (_, RegistryAuth::Anonymous) => Credential::None,
         };
         if let Ok(mut tokens) = self.tokens.lock() {
-            tokens.insert(key, credential.clone());
+            remember(&mut tokens, key, credential.clone());
         }
         Ok(credential)
     }
