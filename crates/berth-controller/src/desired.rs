@@ -113,52 +113,83 @@ pub struct PinRequest {
     pub known: Option<Digest>,
 }
 
-/// The images a reconcile must pin before `plan`. An invalid spec gives no
-/// requests; `plan` reports it.
+/// A `Berth`'s spec as berth-core reads it, parsed once per reconcile: its
+/// components, and how messages name it. Pinning and planning both start here.
+pub struct Parsed {
+    /// The namespace it lives in (and its workloads with it).
+    namespace: String,
+    /// `Berth ns/name`.
+    origin: String,
+    /// `spec.images` as berth-core's components.
+    components: Vec<Component>,
+}
+
+/// Parses `berth`'s images; an invalid one is the reconcile's problem at once.
+pub fn parse(berth: &Berth, namespace: &str) -> Result<Parsed, Problem> {
+    Ok(Parsed {
+        namespace: namespace.to_string(),
+        origin: origin(berth, namespace),
+        components: components(berth)?,
+    })
+}
+
+/// The images a reconcile must pin before `plan` (see [`Parsed::pin_requests`]);
+/// an invalid spec gives none.
 pub fn pin_requests(berth: &Berth, namespace: &str) -> Vec<PinRequest> {
-    let Ok(components) = components(berth) else {
-        return Vec::new();
-    };
-    let origin = origin(berth, namespace);
-    let Ok(resolution) = resolve::resolve_catalog(
-        catalog(&origin, &components),
-        &Overrides::default(),
-        &|_| None,
-    ) else {
-        return Vec::new();
-    };
-    let recorded = berth
-        .status
-        .as_ref()
-        .map(|s| s.images.as_slice())
-        .unwrap_or_default();
-    resolution
-        .images
-        .iter()
-        .filter(|i| i.reference.digest().is_none())
-        .filter(|i| {
-            berth
-                .spec
-                .images
-                .get(&i.component.name)
-                .is_some_and(|s| s.pin)
-        })
-        .map(|i| {
-            let known = recorded
-                .iter()
-                .filter(|r| r.component == i.component.name)
-                .filter_map(|r| Reference::parse(&r.image).ok())
-                .find(|r| {
-                    r.repository() == i.reference.repository() && r.tag() == i.reference.tag()
-                })
-                .and_then(|r| r.digest().cloned());
-            PinRequest {
-                component: i.component.name.clone(),
-                image: i.reference.clone(),
-                known,
-            }
-        })
-        .collect()
+    parse(berth, namespace)
+        .map(|parsed| parsed.pin_requests(berth))
+        .unwrap_or_default()
+}
+
+impl Parsed {
+    /// The resolution of the components, before any pin.
+    fn resolve(&self) -> Result<resolve::Resolution<'_>, Problem> {
+        resolve::resolve_catalog(
+            catalog(&self.origin, &self.components),
+            &Overrides::default(),
+            &|_| None,
+        )
+        .map_err(|e| problem(Reason::InvalidImage, e.to_string()))
+    }
+
+    /// The images a reconcile must pin before `plan`.
+    pub fn pin_requests(&self, berth: &Berth) -> Vec<PinRequest> {
+        let Ok(resolution) = self.resolve() else {
+            return Vec::new(); // `plan` reports it
+        };
+        let recorded = berth
+            .status
+            .as_ref()
+            .map(|s| s.images.as_slice())
+            .unwrap_or_default();
+        resolution
+            .images
+            .iter()
+            .filter(|i| i.reference.digest().is_none())
+            .filter(|i| {
+                berth
+                    .spec
+                    .images
+                    .get(&i.component.name)
+                    .is_some_and(|s| s.pin)
+            })
+            .map(|i| {
+                let known = recorded
+                    .iter()
+                    .filter(|r| r.component == i.component.name)
+                    .filter_map(|r| Reference::parse(&r.image).ok())
+                    .find(|r| {
+                        r.repository() == i.reference.repository() && r.tag() == i.reference.tag()
+                    })
+                    .and_then(|r| r.digest().cloned());
+                PinRequest {
+                    component: i.component.name.clone(),
+                    image: i.reference.clone(),
+                    known,
+                }
+            })
+            .collect()
+    }
 }
 
 /// How messages name the resource: `Berth ns/name`.
@@ -511,113 +542,120 @@ pub fn plan(
     pins: &Pins,
     now: i64,
 ) -> Result<Plan, Problem> {
-    let origin = origin(berth, namespace);
-    let components = components(berth)?;
-    let mut resolution = resolve::resolve_catalog(
-        catalog(&origin, &components),
-        &Overrides::default(),
-        &|_| None,
-    )
-    .map_err(|e| problem(Reason::InvalidImage, e.to_string()))?;
-    for image in &mut resolution.images {
-        let wants_pin = berth
-            .spec
-            .images
-            .get(&image.component.name)
-            .is_some_and(|s| s.pin);
-        if !wants_pin || image.reference.digest().is_some() {
-            continue; // a digest written in the spec is more specific than any pin
+    parse(berth, namespace)?.plan(berth, sources, pins, now)
+}
+
+impl Parsed {
+    /// [`plan`] from the spec parsed once.
+    pub fn plan(
+        &self,
+        berth: &Berth,
+        sources: &Sources,
+        pins: &Pins,
+        now: i64,
+    ) -> Result<Plan, Problem> {
+        let (namespace, origin) = (self.namespace.as_str(), self.origin.as_str());
+        let mut resolution = self.resolve()?;
+        for image in &mut resolution.images {
+            let wants_pin = berth
+                .spec
+                .images
+                .get(&image.component.name)
+                .is_some_and(|s| s.pin);
+            if !wants_pin || image.reference.digest().is_some() {
+                continue; // a digest written in the spec is more specific than any pin
+            }
+            let digest = pins.get(&image.component.name).ok_or_else(|| {
+                problem(
+                    Reason::PinFailed,
+                    format!(
+                        "spec.images.{}: `{}` has no digest yet",
+                        image.component.name, image.reference
+                    ),
+                )
+            })?;
+            image.reference = image.reference.with_digest(digest.clone());
         }
-        let digest = pins.get(&image.component.name).ok_or_else(|| {
-            problem(
-                Reason::PinFailed,
-                format!(
-                    "spec.images.{}: `{}` has no digest yet",
-                    image.component.name, image.reference
-                ),
-            )
-        })?;
-        image.reference = image.reference.with_digest(digest.clone());
-    }
-    let (mut generated, configs) = generate_configs(berth, sources)?;
-    let (bundles, ca_bundles) = build_bundles(berth, sources, now)?;
-    generated.extend(bundles);
-    let mut workloads = Vec::new();
-    for (i, workload) in berth.spec.workloads.iter().enumerate() {
-        let kind = workload
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if !berth_core::kinds::WorkloadKind::parse(kind).is_some_and(|k| k.has_rollout()) {
-            return Err(problem(
+        let (mut generated, configs) = generate_configs(berth, sources)?;
+        let (bundles, ca_bundles) = build_bundles(berth, sources, now)?;
+        generated.extend(bundles);
+        let mut workloads = Vec::new();
+        for (i, workload) in berth.spec.workloads.iter().enumerate() {
+            let kind = workload
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            if !berth_core::kinds::WorkloadKind::parse(kind).is_some_and(|k| k.has_rollout()) {
+                return Err(problem(
                 Reason::InvalidSpec,
                 format!("spec.workloads[{i}]: kind `{kind}`: a Berth manages Deployments, StatefulSets, DaemonSets and Jobs"),
             ));
-        }
-        if let Some(ns) = workload
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-        {
-            if ns != namespace {
-                return Err(problem(
+            }
+            if let Some(ns) = workload
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+            {
+                if ns != namespace {
+                    return Err(problem(
                     Reason::InvalidSpec,
                     format!("spec.workloads[{i}]: namespace `{ns}`: a Berth's workloads live in its own namespace (`{namespace}`)"),
                 ));
+                }
             }
+            workloads.push(berth_yaml::json::from_json(workload));
         }
-        workloads.push(berth_yaml::json::from_json(workload));
-    }
-    let bundle_specs = bundle_specs(berth);
-    let spec = Spec {
-        definitions: generated
-            .iter()
-            .map(|g| {
-                let section = if configs.iter().any(|c| c.object == g.name) {
-                    "configs"
-                } else {
-                    "caBundles"
-                };
-                format!("{origin} (`spec.{section}.{}`)", g.base_name)
-            })
-            .collect(),
-        origin: origin.clone(),
-        pull_policies: resolution
+        let bundle_specs = bundle_specs(berth);
+        let spec = Spec {
+            definitions: generated
+                .iter()
+                .map(|g| {
+                    let section = if configs.iter().any(|c| c.object == g.name) {
+                        "configs"
+                    } else {
+                        "caBundles"
+                    };
+                    format!("{origin} (`spec.{section}.{}`)", g.base_name)
+                })
+                .collect(),
+            origin: origin.to_string(),
+            pull_policies: resolution
+                .images
+                .iter()
+                .map(|i| i.component.pull_policy)
+                .collect(),
+            resolution: &resolution,
+            generated: &generated,
+            ca_bundles: &bundle_specs,
+            image_paths: &[],
+            config_paths: &[],
+            only_overridden: false,
+            limits: Default::default(),
+        };
+        let inputs = [Input::objects(
+            format!("{origin} spec.workloads"),
+            workloads,
+        )];
+        let rendered = render::render_objects(&spec, &inputs)
+            .map_err(|e| problem(Reason::InvalidSpec, e.to_string()))?;
+        let images = resolution
             .images
             .iter()
-            .map(|i| i.component.pull_policy)
-            .collect(),
-        resolution: &resolution,
-        generated: &generated,
-        ca_bundles: &bundle_specs,
-        image_paths: &[],
-        config_paths: &[],
-        only_overridden: false,
-        limits: Default::default(),
-    };
-    let inputs = [Input::objects(
-        format!("{origin} spec.workloads"),
-        workloads,
-    )];
-    let rendered = render::render_objects(&spec, &inputs)
-        .map_err(|e| problem(Reason::InvalidSpec, e.to_string()))?;
-    let images = resolution
-        .images
-        .iter()
-        .map(|i| ImageStatus {
-            component: i.component.name.clone(),
-            image: i.reference.to_string(),
+            .map(|i| ImageStatus {
+                component: i.component.name.clone(),
+                image: i.reference.to_string(),
+            })
+            .collect();
+        Ok(Plan {
+            desired: Desired::from_rendered(
+                berth.metadata.name.as_deref().unwrap_or_default(),
+                &rendered.objects,
+                &generated,
+            ),
+            images,
+            configs,
+            ca_bundles,
         })
-        .collect();
-    Ok(Plan {
-        desired: Desired::from_rendered(
-            berth.metadata.name.as_deref().unwrap_or_default(),
-            &rendered.objects,
-            &generated,
-        ),
-        images,
-        configs,
-        ca_bundles,
-    })
+    }
 }
 
 /// Adds an owner reference to the `Berth` on every object, so garbage

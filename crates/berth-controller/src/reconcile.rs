@@ -238,15 +238,19 @@ async fn apply(berth: &Berth, context: &Context) -> Result<(Action, Reason), Err
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-    let pins = match pin(berth, &namespace, context).await {
+    // The spec is parsed once; pinning and planning both read it.
+    let parsed = match desired::parse(berth, &namespace) {
+        Ok(parsed) => parsed,
+        Err(problem) => return degraded(context, berth, &problem, None, 300).await,
+    };
+    let pins = match pin(berth, &parsed, context).await {
         Ok(pins) => pins,
         Err(problem) => return degraded(context, berth, &problem, None, 60).await,
     };
     // Rendering is CPU work (schemas, certificates, large workloads): off the
     // async workers, which also renew the Lease and serve /readyz. The runtime is
     // multi-threaded (`berth controller` builds it), as block_in_place needs.
-    let planned =
-        tokio::task::block_in_place(|| desired::plan(berth, &namespace, &sources, &pins, now));
+    let planned = tokio::task::block_in_place(|| parsed.plan(berth, &sources, &pins, now));
     let mut plan = match planned {
         Ok(plan) => plan,
         // A source that exists carries the label, so its edits arrive by watch; one
@@ -355,8 +359,12 @@ async fn degraded(
 
 /// The digests of the components with `pin: true`: recorded in status for the same
 /// reference, or one manifest HEAD each (concurrently) for those not pinned yet.
-async fn pin(berth: &Berth, namespace: &str, context: &Context) -> Result<desired::Pins, Problem> {
-    let requests = desired::pin_requests(berth, namespace);
+async fn pin(
+    berth: &Berth,
+    parsed: &desired::Parsed,
+    context: &Context,
+) -> Result<desired::Pins, Problem> {
+    let requests = parsed.pin_requests(berth);
     let answers = futures_util::future::join_all(requests.iter().map(|r| async {
         match &r.known {
             Some(digest) => Ok(digest.clone()),
