@@ -192,6 +192,37 @@ impl Parsed {
     }
 }
 
+/// `spec.workloads` as trees to render, each checked: a kind with a rollout, in
+/// the Berth's own namespace.
+fn workloads(berth: &Berth, namespace: &str) -> Result<Vec<berth_yaml::Node>, Problem> {
+    let mut workloads = Vec::new();
+    for (i, workload) in berth.spec.workloads.iter().enumerate() {
+        let kind = workload
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if !berth_core::kinds::WorkloadKind::parse(kind).is_some_and(|k| k.has_rollout()) {
+            return Err(problem(
+                Reason::InvalidSpec,
+                format!("spec.workloads[{i}]: kind `{kind}`: a Berth manages Deployments, StatefulSets, DaemonSets and Jobs"),
+            ));
+        }
+        if let Some(ns) = workload
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+        {
+            if ns != namespace {
+                return Err(problem(
+                    Reason::InvalidSpec,
+                    format!("spec.workloads[{i}]: namespace `{ns}`: a Berth's workloads live in its own namespace (`{namespace}`)"),
+                ));
+            }
+        }
+        workloads.push(berth_yaml::json::from_json(workload));
+    }
+    Ok(workloads)
+}
+
 /// How messages name the resource: `Berth ns/name`.
 fn origin(berth: &Berth, namespace: &str) -> String {
     format!(
@@ -579,31 +610,7 @@ impl Parsed {
         let (mut generated, configs) = generate_configs(berth, sources)?;
         let (bundles, ca_bundles) = build_bundles(berth, sources, now)?;
         generated.extend(bundles);
-        let mut workloads = Vec::new();
-        for (i, workload) in berth.spec.workloads.iter().enumerate() {
-            let kind = workload
-                .get("kind")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            if !berth_core::kinds::WorkloadKind::parse(kind).is_some_and(|k| k.has_rollout()) {
-                return Err(problem(
-                Reason::InvalidSpec,
-                format!("spec.workloads[{i}]: kind `{kind}`: a Berth manages Deployments, StatefulSets, DaemonSets and Jobs"),
-            ));
-            }
-            if let Some(ns) = workload
-                .pointer("/metadata/namespace")
-                .and_then(Value::as_str)
-            {
-                if ns != namespace {
-                    return Err(problem(
-                    Reason::InvalidSpec,
-                    format!("spec.workloads[{i}]: namespace `{ns}`: a Berth's workloads live in its own namespace (`{namespace}`)"),
-                ));
-                }
-            }
-            workloads.push(berth_yaml::json::from_json(workload));
-        }
+        let workloads = workloads(berth, namespace)?;
         let bundle_specs = bundle_specs(berth);
         let spec = Spec {
             definitions: generated

@@ -235,30 +235,9 @@ async fn apply(berth: &Berth, context: &Context) -> Result<(Action, Reason), Err
     if spec_changed {
         unlabel_unused(context, &namespace, None).await?;
     }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-    // The spec is parsed once; pinning and planning both read it.
-    let parsed = match desired::parse(berth, &namespace) {
-        Ok(parsed) => parsed,
-        Err(problem) => return degraded(context, berth, &problem, None, 300).await,
-    };
-    let pins = match pin(berth, &parsed, context).await {
-        Ok(pins) => pins,
-        Err(problem) => return degraded(context, berth, &problem, None, 60).await,
-    };
-    // Rendering is CPU work (schemas, certificates, large workloads): off the
-    // async workers, which also renew the Lease and serve /readyz. The runtime is
-    // multi-threaded (`berth controller` builds it), as block_in_place needs.
-    let planned = tokio::task::block_in_place(|| parsed.plan(berth, &sources, &pins, now));
-    let mut plan = match planned {
+    let mut plan = match plan_for(berth, &namespace, &sources, context).await {
         Ok(plan) => plan,
-        // A source that exists carries the label, so its edits arrive by watch; one
-        // that does not exist yet has no label to be watched by: look again soon.
-        Err(problem) if problem.reason == Reason::SourceMissing => {
-            return degraded(context, berth, &problem, None, 10).await
-        }
-        Err(problem) => return degraded(context, berth, &problem, None, 300).await,
+        Err((problem, after)) => return degraded(context, berth, &problem, None, after).await,
     };
     let owner = owner_reference(berth);
     desired::own(&mut plan.desired.objects, &owner);
@@ -355,6 +334,35 @@ async fn degraded(
         Action::requeue(Duration::from_secs(seconds)),
         problem.reason,
     ))
+}
+
+/// What `berth` wants now, or the problem that stops it with the seconds after which
+/// to look again.
+async fn plan_for(
+    berth: &Berth,
+    namespace: &str,
+    sources: &desired::Sources,
+    context: &Context,
+) -> Result<desired::Plan, (Problem, u64)> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    // The spec is parsed once; pinning and planning both read it.
+    let parsed = desired::parse(berth, namespace).map_err(|p| (p, 300))?;
+    let pins = pin(berth, &parsed, context).await.map_err(|p| (p, 60))?;
+    // Rendering is CPU work (schemas, certificates, large workloads): off the
+    // async workers, which also renew the Lease and serve /readyz. The runtime is
+    // multi-threaded (`berth controller` builds it), as block_in_place needs.
+    tokio::task::block_in_place(|| parsed.plan(berth, sources, &pins, now)).map_err(|problem| {
+        // A source that exists carries the label, so its edits arrive by watch; one
+        // that does not exist yet has no label to be watched by: look again soon.
+        let after = if problem.reason == Reason::SourceMissing {
+            10
+        } else {
+            300
+        };
+        (problem, after)
+    })
 }
 
 /// The digests of the components with `pin: true`: recorded in status for the same

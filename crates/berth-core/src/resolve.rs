@@ -300,6 +300,34 @@ pub fn resolve<'p>(
     resolve_catalog(project.catalog(), overrides, env)
 }
 
+/// Variable `name`: the command line's words first (make's precedence), then the
+/// environment; an empty value is unset.
+fn read_variable(
+    overrides: &Overrides,
+    env: &dyn Fn(&str) -> Option<String>,
+    name: &str,
+) -> Option<(Var, String)> {
+    let from_line = overrides
+        .command_line
+        .iter()
+        .rev() // make: the last assignment of a variable wins
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.clone())
+        .filter(|v| !v.is_empty());
+    match from_line {
+        Some(value) => Some((
+            Var {
+                name: name.to_string(),
+                source: VarSource::CommandLine(overrides.command_line_name.clone()),
+            },
+            value,
+        )),
+        None => env(name)
+            .filter(|v| !v.is_empty())
+            .map(|v| (Var::env(name), v)),
+    }
+}
+
 /// Resolves every component of `catalog`: [`resolve`] for components that do not
 /// come from berth.yaml.
 pub fn resolve_catalog<'p>(
@@ -307,28 +335,7 @@ pub fn resolve_catalog<'p>(
     overrides: &Overrides,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Resolution<'p>, ResolveError> {
-    // The command line's words first (make's precedence), then the environment.
-    let read = |name: &str| -> Option<(Var, String)> {
-        let from_line = overrides
-            .command_line
-            .iter()
-            .rev() // make: the last assignment of a variable wins
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.clone())
-            .filter(|v| !v.is_empty());
-        match from_line {
-            Some(value) => Some((
-                Var {
-                    name: name.to_string(),
-                    source: VarSource::CommandLine(overrides.command_line_name.clone()),
-                },
-                value,
-            )),
-            None => env(name)
-                .filter(|v| !v.is_empty())
-                .map(|v| (Var::env(name), v)),
-        }
-    };
+    let read = |name: &str| read_variable(overrides, env, name);
     let image_flags = per_component(&project, &overrides.names.image, &overrides.images)?;
     let tag_flags = per_component(&project, &overrides.names.tag, &overrides.tags)?;
     let registry = match (&overrides.registry, project.registry_env) {

@@ -213,22 +213,7 @@ impl Applier {
         let Some(timeout) = self.options.wait else {
             return (Some(true), false);
         };
-        let mut states: HashMap<ObjectRef, String> = HashMap::new();
-        let mut events = |e: berth_kube::Event| match e {
-            berth_kube::Event::Waiting(waiting) => {
-                for (object, state) in waiting {
-                    if states.get(&object) != Some(&state) {
-                        states.insert(object.clone(), state.clone());
-                        printer.emit(Event::Rollout { object, state });
-                    }
-                }
-            }
-            berth_kube::Event::RolledOut(object) => {
-                printer.emit(Event::Ready { object, generation });
-            }
-            berth_kube::Event::Deleted(object) => printer.emit(Event::Deleted { object }),
-            _ => {}
-        };
+        let mut events = rollout_events(&printer, generation);
         let waited = tokio::select! {
             waited = self.cluster.wait_rollouts(&deployed, timeout, self.options.keep, &mut events) => waited,
             newer = requests.changed() => {
@@ -253,5 +238,26 @@ fn without_wait(options: &ApplyOptions) -> ApplyOptions {
     ApplyOptions {
         wait: None,
         ..options.clone()
+    }
+}
+
+/// The rollout's progress as `berth dev` events: a workload's state each time it
+/// changes, `ready` when it rolled out, `deleted` for each old generation removed.
+fn rollout_events(printer: &Printer, generation: u64) -> impl FnMut(berth_kube::Event) + Send + '_ {
+    let mut states: HashMap<ObjectRef, String> = HashMap::new();
+    move |e| match e {
+        berth_kube::Event::Waiting(waiting) => {
+            for (object, state) in waiting {
+                if states.get(&object) != Some(&state) {
+                    states.insert(object.clone(), state.clone());
+                    printer.emit(Event::Rollout { object, state });
+                }
+            }
+        }
+        berth_kube::Event::RolledOut(object) => {
+            printer.emit(Event::Ready { object, generation });
+        }
+        berth_kube::Event::Deleted(object) => printer.emit(Event::Deleted { object }),
+        _ => {}
     }
 }

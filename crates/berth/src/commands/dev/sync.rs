@@ -147,6 +147,34 @@ fn serve(commands: &Receiver<Command>, target: &Arc<dyn Target>, printer: &Print
     }
 }
 
+/// A new session for berth.yaml's rules, scanned; `None` (and an error event) when
+/// they cannot be used, until a later berth.yaml fixes them.
+fn reload(
+    project: &Project,
+    resolved: &[(String, Repository)],
+    target: &Arc<dyn Target>,
+    printer: &Printer,
+) -> Option<Session> {
+    let built = Session::new(project, resolved, &[], Arc::clone(target), false)
+        .and_then(|mut s| s.scan().map(|()| s));
+    match built {
+        Ok(mut new) => {
+            warn_skipped(&mut new, printer);
+            Some(new)
+        }
+        Err(e) => {
+            printer.emit(Event::Error {
+                stage: Stage::Sync,
+                message: format!(
+                    "{e}; the sync rules of {} are not used until it is fixed",
+                    project.file
+                ),
+            });
+            None
+        }
+    }
+}
+
 /// Carries out `command`; whether a sync it ran failed in a way that trying
 /// again may mend (`None`: it ran none, or its error was a rule's).
 fn handle(
@@ -165,24 +193,13 @@ fn handle(
     };
     match command {
         Command::Reload(project, resolved, roots) => {
-            let built = Session::new(&project, &resolved, &[], Arc::clone(target), false)
-                .and_then(|mut s| s.scan().map(|()| s));
-            match built {
-                Ok(mut new) => {
-                    warn_skipped(&mut new, printer);
-                    // A loop that stopped waiting has ended: nothing to tell.
-                    let _ = roots.send(new.watch_roots());
-                    *session = Some(new);
-                    containers.clear();
-                    *reason = "initial";
-                }
-                Err(e) => {
-                    error(format!(
-                        "{e}; the sync rules of {} are not used until it is fixed",
-                        project.file
-                    ));
-                    let _ = roots.send(Vec::new()); // as above
-                }
+            let new = reload(&project, &resolved, target, printer);
+            // A loop that stopped waiting has ended: nothing to tell.
+            let _ = roots.send(new.as_ref().map(Session::watch_roots).unwrap_or_default());
+            if let Some(new) = new {
+                *session = Some(new);
+                containers.clear();
+                *reason = "initial";
             }
             None
         }
