@@ -30,35 +30,20 @@ pub(super) fn collect(
     spec: &ConfigSpec,
     files: &dyn FileSource,
 ) -> Result<Vec<Pair>, ConfigError> {
-    let context = format!("configs.{}", spec.name);
-    let read_error = |pos: Pos, path: &str, e: std::io::Error| ConfigError::Read {
-        file: project.file.clone(),
-        pos,
-        config: context.clone(),
-        path: path.to_string(),
-        reason: if path.contains('$') && e.kind() == std::io::ErrorKind::NotFound {
-            format!("{e}; berth.yaml does not expand variables: write the path itself")
-        } else {
-            e.to_string()
-        },
-    };
-    let source_error = |pos: Pos, reason: String| ConfigError::Source {
-        file: project.file.clone(),
-        pos,
-        config: context.clone(),
-        reason,
+    let at = Where {
+        project,
+        context: format!("configs.{}", spec.name),
     };
     let mut pairs = Vec::new();
-
     for env in &spec.envs {
         let bytes = files
             .read(&under(&project.dir, &env.value))
-            .map_err(|e| read_error(env.pos, &env.value, e))?;
+            .map_err(|e| at.read(env.pos, &env.value, e))?;
         let lines = parse_env_file(&bytes).map_err(|(line, reason)| ConfigError::EnvLine {
             path: env.value.clone(),
             line,
             reason,
-            config: context.clone(),
+            config: at.context.clone(),
         })?;
         pairs.extend(lines.into_iter().map(|(key, value)| Pair {
             key,
@@ -67,14 +52,13 @@ pub(super) fn collect(
             file: None,
         }));
     }
-
     for literal in &spec.literals {
         let (key, value) = literal
             .value
             .split_once('=')
             .filter(|(k, _)| !k.is_empty())
             .ok_or_else(|| {
-                source_error(
+                at.source(
                     literal.pos,
                     "a literal is `KEY=VALUE` with a non-empty KEY".into(),
                 )
@@ -86,58 +70,101 @@ pub(super) fn collect(
             file: None,
         });
     }
-
     for source in &spec.files {
-        let (key, path) =
-            parse_file_source(&source.value).map_err(|reason| source_error(source.pos, reason))?;
-        let full = under(&project.dir, path);
-        let listing = files
-            .list_dir(&full)
-            .map_err(|e| read_error(source.pos, path, e))?;
-        match (listing, key) {
-            (Some(_), Some(_)) => {
-                return Err(source_error(
-                    source.pos,
-                    format!(
-                        "`{}`: a directory adds each file under its own name and takes no key",
-                        source.value
-                    ),
-                ))
-            }
-            (Some(mut entries), None) => {
-                entries.sort();
-                for entry in entries {
-                    let name = entry
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default();
-                    let shown = format!("{}/{name}", path.trim_end_matches('/'));
-                    let value = files
-                        .read(&entry)
-                        .map_err(|e| read_error(source.pos, &shown, e))?;
-                    pairs.push(Pair {
-                        key: name,
-                        value,
-                        pos: source.pos,
-                        file: Some(shown),
-                    });
-                }
-            }
-            (None, key) => {
-                let key = key.map(str::to_string).unwrap_or_else(|| base_name(path));
-                let value = files
-                    .read(&full)
-                    .map_err(|e| read_error(source.pos, path, e))?;
-                pairs.push(Pair {
-                    key,
-                    value,
-                    pos: source.pos,
-                    file: Some(path.to_string()),
-                });
-            }
-        }
+        pairs.extend(file_pairs(&at, source, files)?);
     }
     Ok(pairs)
+}
+
+/// Where a config's sources are named, for its errors.
+struct Where<'a> {
+    project: &'a Project,
+    /// `configs.NAME`.
+    context: String,
+}
+
+impl Where<'_> {
+    /// A source that cannot be read.
+    fn read(&self, pos: Pos, path: &str, e: std::io::Error) -> ConfigError {
+        ConfigError::Read {
+            file: self.project.file.clone(),
+            pos,
+            config: self.context.clone(),
+            path: path.to_string(),
+            reason: if path.contains('$') && e.kind() == std::io::ErrorKind::NotFound {
+                format!("{e}; berth.yaml does not expand variables: write the path itself")
+            } else {
+                e.to_string()
+            },
+        }
+    }
+
+    /// A source written wrong.
+    fn source(&self, pos: Pos, reason: String) -> ConfigError {
+        ConfigError::Source {
+            file: self.project.file.clone(),
+            pos,
+            config: self.context.clone(),
+            reason,
+        }
+    }
+}
+
+/// The pairs of one `files:` entry: a file (under its name or `key=`), or each
+/// file of a directory under its own name.
+fn file_pairs(
+    at: &Where<'_>,
+    source: &crate::project::Spanned<String>,
+    files: &dyn FileSource,
+) -> Result<Vec<Pair>, ConfigError> {
+    let (key, path) =
+        parse_file_source(&source.value).map_err(|reason| at.source(source.pos, reason))?;
+    let full = under(&at.project.dir, path);
+    let listing = files
+        .list_dir(&full)
+        .map_err(|e| at.read(source.pos, path, e))?;
+    match (listing, key) {
+        (Some(_), Some(_)) => Err(at.source(
+            source.pos,
+            format!(
+                "`{}`: a directory adds each file under its own name and takes no key",
+                source.value
+            ),
+        )),
+        (Some(mut entries), None) => {
+            entries.sort();
+            let mut pairs = Vec::new();
+            for entry in entries {
+                let name = entry
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let shown = format!("{}/{name}", path.trim_end_matches('/'));
+                let value = files
+                    .read(&entry)
+                    .map_err(|e| at.read(source.pos, &shown, e))?;
+                pairs.push(Pair {
+                    key: name,
+                    value,
+                    pos: source.pos,
+                    file: Some(shown),
+                });
+            }
+            Ok(pairs)
+        }
+        (None, key) => {
+            let key = key.map(str::to_string).unwrap_or_else(|| base_name(path));
+            let value = files
+                .read(&full)
+                .map_err(|e| at.read(source.pos, path, e))?;
+            Ok(vec![Pair {
+                key,
+                value,
+                pos: source.pos,
+                file: Some(path.to_string()),
+            }])
+        }
+    }
 }
 
 /// `path` or `key=path` (kustomize's ParseFileSource).

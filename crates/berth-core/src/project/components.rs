@@ -66,6 +66,31 @@ impl Loader<'_> {
         Ok(components)
     }
 
+    /// `pullPolicy:`.
+    fn pull_policy(&self, v: &Node, key: &str) -> Result<PullPolicy, ProjectError> {
+        let text = self.string(v, key)?;
+        PullPolicy::parse(text).ok_or_else(|| {
+            self.invalid(v, key, text, "use one of auto, Always, IfNotPresent, Never")
+        })
+    }
+
+    /// `match:`: repositories, without tag or digest (any of those matches).
+    fn repositories(
+        &self,
+        v: &Node,
+        key: &str,
+    ) -> Result<Vec<berth_ref::Repository>, ProjectError> {
+        let mut out = Vec::new();
+        for item in self.list(v, key, "a list of image repositories")? {
+            let reference = self.reference(item, key)?;
+            if reference.tag().is_some() || reference.digest().is_some() {
+                return Err(self.invalid(item, key, item.as_str().unwrap_or_default(), "`match:` lists repositories, which any tag or digest matches: drop the tag and digest"));
+            }
+            out.push(reference.repository().clone());
+        }
+        Ok(out)
+    }
+
     fn component(&self, key: &Node, node: &Node) -> Result<Component, ProjectError> {
         let name = self.string(key, "images")?;
         let valid_name = name
@@ -108,31 +133,12 @@ impl Loader<'_> {
                 "env" => component.env = self.variable(v, &key)?,
                 "tagEnv" => component.tag_env = self.variable(v, &key)?,
                 "repositoryEnv" => component.repository_env = Some(self.variable(v, &key)?),
-                "pullPolicy" => {
-                    let text = self.string(v, &key)?;
-                    let policy = PullPolicy::parse(text).ok_or_else(|| {
-                        self.invalid(
-                            v,
-                            &key,
-                            text,
-                            "use one of auto, Always, IfNotPresent, Never",
-                        )
-                    })?;
-                    component.pull_policy = Some(policy);
-                }
+                "pullPolicy" => component.pull_policy = Some(self.pull_policy(v, &key)?),
                 "registry" => component.follows_registry = self.bool(v, &key)?,
                 "tag" => component.follows_tag = self.bool(v, &key)?,
                 "deployed" => component.deployed = self.bool(v, &key)?,
                 "sameAs" => same_as = Some((self.string(v, &key)?.to_string(), v.pos)),
-                "match" => {
-                    for item in self.list(v, &key, "a list of image repositories")? {
-                        let reference = self.reference(item, &key)?;
-                        if reference.tag().is_some() || reference.digest().is_some() {
-                            return Err(self.invalid(item, &key, item.as_str().unwrap_or_default(), "`match:` lists repositories, which any tag or digest matches: drop the tag and digest"));
-                        }
-                        matches.push(reference.repository().clone());
-                    }
-                }
+                "match" => matches = self.repositories(v, &key)?,
                 _ => {}
             }
         }

@@ -5,7 +5,8 @@
 use super::*;
 
 impl Loader<'_> {
-    pub(super) fn project(&self, dir: PathBuf, src: &str) -> Result<Project, ProjectError> {
+    /// The one document of berth.yaml (an empty file is an empty mapping).
+    fn root(&self, src: &str) -> Result<Node, ProjectError> {
         let file = self.file.to_string();
         let mut docs =
             berth_yaml::load_all(src, Limits::default()).map_err(|source| ProjectError::Yaml {
@@ -22,11 +23,34 @@ impl Loader<'_> {
             0 => Node::map(Pos { line: 1, column: 1 }),
             _ => docs.swap_remove(0),
         };
-        let root = if root.is_null() {
+        Ok(if root.is_null() {
             Node::map(root.pos)
         } else {
             root
-        };
+        })
+    }
+
+    /// `name:`: it names the apply records (`berth-NAME-rN`, a Secret) and a label value.
+    fn project_name(&self, value: &Node) -> Result<String, ProjectError> {
+        let name = self.string(value, "name")?;
+        if !is_dns_label(name, 53) {
+            return Err(self.invalid(value, "name", name, "lowercase letters, digits and `-`, starting and ending with a letter or digit, at most 53 characters (it names the apply records, `berth-NAME-rN`)"));
+        }
+        Ok(name.to_string())
+    }
+
+    /// `namespace:`.
+    fn namespace(&self, value: &Node) -> Result<String, ProjectError> {
+        let namespace = self.string(value, "namespace")?;
+        if !is_dns_label(namespace, 63) {
+            return Err(self.invalid(value, "namespace", namespace, "a Kubernetes namespace name: lowercase letters, digits and `-`, starting and ending with a letter or digit, at most 63 characters"));
+        }
+        Ok(namespace.to_string())
+    }
+
+    pub(super) fn project(&self, dir: PathBuf, src: &str) -> Result<Project, ProjectError> {
+        let file = self.file.to_string();
+        let root = self.root(src)?;
         let entries = self.fields(&root, "the project", TOP_KEYS)?;
         let mut ca_node = None;
         let mut sync_node = None;
@@ -52,21 +76,8 @@ impl Loader<'_> {
         };
         for (key, value) in entries {
             match key.as_str().unwrap_or_default() {
-                "name" => {
-                    let name = self.string(value, "name")?;
-                    // It names the apply records (`berth-NAME-rN`, a Secret) and a label value.
-                    if !is_dns_label(name, 53) {
-                        return Err(self.invalid(value, "name", name, "lowercase letters, digits and `-`, starting and ending with a letter or digit, at most 53 characters (it names the apply records, `berth-NAME-rN`)"));
-                    }
-                    project.name = name.to_string()
-                }
-                "namespace" => {
-                    let namespace = self.string(value, "namespace")?;
-                    if !is_dns_label(namespace, 63) {
-                        return Err(self.invalid(value, "namespace", namespace, "a Kubernetes namespace name: lowercase letters, digits and `-`, starting and ending with a letter or digit, at most 63 characters"));
-                    }
-                    project.namespace = Some(namespace.to_string())
-                }
+                "name" => project.name = self.project_name(value)?,
+                "namespace" => project.namespace = Some(self.namespace(value)?),
                 "manifests" => project.manifests = self.manifests(value)?,
                 "images" => project.components = self.components(value)?,
                 "registry" => project.registry_env = self.registry(value)?,
