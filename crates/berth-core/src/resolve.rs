@@ -503,51 +503,14 @@ fn resolve_one<'p>(
         .transpose()?;
 
     if let Some((full_origin, value)) = given.full {
-        let reference = Reference::parse(&value).map_err(|source| ResolveError::Invalid {
-            origin: full_origin.clone(),
-            value: value.clone(),
-            source,
-        })?;
-        if let Some((tag_origin, tag_value, wanted)) = tag {
-            if reference.tag() != Some(&wanted) {
-                return Err(ResolveError::Conflict(Box::new(TagConflict {
-                    component: component.name.clone(),
-                    full_origin,
-                    full: value,
-                    full_tag: reference.tag().map(|t| t.to_string()),
-                    tag_origin,
-                    tag: tag_value,
-                })));
-            }
-        }
-        if let Some((repository_origin, repository_value, wanted)) = repository {
-            if reference.repository() != wanted.repository() {
-                return Err(ResolveError::RepositoryConflict(Box::new(
-                    RepositoryConflict {
-                        component: component.name.clone(),
-                        full_origin,
-                        full: value,
-                        full_repository: reference.repository().to_string(),
-                        repository_origin,
-                        repository: repository_value,
-                    },
-                )));
-            }
-        }
-        let ignored = given.registry.map(|(origin, prefix)| {
-            format!("{origin} (`{prefix}`) not applied: {full_origin} gives a full reference")
-        });
-        return Ok(ResolvedImage {
+        return resolve_full(
             component,
-            origins: Origins {
-                registry: full_origin.clone(),
-                name: full_origin.clone(),
-                tag: reference.tag().map(|_| full_origin.clone()),
-                digest: reference.digest().map(|_| full_origin.clone()),
-            },
-            reference,
-            ignored,
-        });
+            full_origin,
+            value,
+            tag,
+            repository,
+            given.registry,
+        );
     }
 
     let mut reference = default;
@@ -592,6 +555,64 @@ fn resolve_one<'p>(
         component,
         reference,
         origins,
+        ignored,
+    })
+}
+
+/// A component given a full reference (`--image`, `<NAME>_IMAGE`): it is the
+/// answer, unless a tag or repository given as well disagrees with it; the
+/// registry prefix does not apply (and says so).
+fn resolve_full<'p>(
+    component: &'p Component,
+    full_origin: Origin,
+    value: String,
+    tag: Option<(Origin, String, Tag)>,
+    repository: Option<(Origin, String, Reference)>,
+    registry: Option<&(Origin, RegistryPrefix)>,
+) -> Result<ResolvedImage<'p>, ResolveError> {
+    let reference = Reference::parse(&value).map_err(|source| ResolveError::Invalid {
+        origin: full_origin.clone(),
+        value: value.clone(),
+        source,
+    })?;
+    if let Some((tag_origin, tag_value, wanted)) = tag {
+        if reference.tag() != Some(&wanted) {
+            return Err(ResolveError::Conflict(Box::new(TagConflict {
+                component: component.name.clone(),
+                full_origin,
+                full: value,
+                full_tag: reference.tag().map(|t| t.to_string()),
+                tag_origin,
+                tag: tag_value,
+            })));
+        }
+    }
+    if let Some((repository_origin, repository_value, wanted)) = repository {
+        if reference.repository() != wanted.repository() {
+            return Err(ResolveError::RepositoryConflict(Box::new(
+                RepositoryConflict {
+                    component: component.name.clone(),
+                    full_origin,
+                    full: value,
+                    full_repository: reference.repository().to_string(),
+                    repository_origin,
+                    repository: repository_value,
+                },
+            )));
+        }
+    }
+    let ignored = registry.map(|(origin, prefix)| {
+        format!("{origin} (`{prefix}`) not applied: {full_origin} gives a full reference")
+    });
+    Ok(ResolvedImage {
+        component,
+        origins: Origins {
+            registry: full_origin.clone(),
+            name: full_origin.clone(),
+            tag: reference.tag().map(|_| full_origin.clone()),
+            digest: reference.digest().map(|_| full_origin.clone()),
+        },
+        reference,
         ignored,
     })
 }
