@@ -300,27 +300,7 @@ fn controller(
     let controller = Controller::for_stream(berths, store.clone()).with_config(
         kube::runtime::controller::Config::default().concurrency(settings.concurrency),
     );
-    {
-        let (store, metrics) = (store.clone(), Arc::clone(metrics));
-        tokio::spawn(async move {
-            // Polled again and again: kube-runtime's readiness is a oneshot that wakes
-            // only its last poller (the controller's runner), not this task.
-            let started = std::time::Instant::now();
-            let mut warned = false;
-            let poll = Duration::from_millis(100);
-            while tokio::time::timeout(poll, store.wait_until_ready())
-                .await
-                .is_err()
-            {
-                if !warned && started.elapsed() > Duration::from_secs(30) {
-                    tracing::warn!(after = ?started.elapsed(), "the initial list of Berths has not finished; is the API server answering?");
-                    warned = true;
-                }
-            }
-            tracing::info!(took = ?started.elapsed(), "caches synced");
-            metrics.enter_from(Phase::Leading, Phase::Synced);
-        });
-    }
+    report_when_synced(store.clone(), Arc::clone(metrics));
     let (for_maps, for_secrets) = (store.clone(), store.clone());
     let reporter = reporter(settings);
     let (deployments, deployment_events) = metadata::<Deployment>(client, ns, owned());
@@ -387,35 +367,69 @@ fn controller(
         })
         .graceful_shutdown_on(shutdown.trigger())
         .run(reconcile, error_policy, context)
-        .for_each(move |outcome| {
-            let throttle = Arc::clone(&throttle);
-            async move {
-                match outcome {
-                    Ok((object, _)) => tracing::debug!(berth = %object, "reconciled"),
-                    // A Berth deleted while a reconcile was queued: nothing to do.
-                    Err(kube::runtime::controller::Error::ObjectNotFound(object)) => {
-                        tracing::info!(berth = %object, "gone")
-                    }
-                    // The reconcile's own failure was logged by the error policy.
-                    Err(kube::runtime::controller::Error::ReconcilerFailed(..)) => {}
-                    // Only the Berth list can answer 404: its CRD is missing.
-                    Err(kube::runtime::controller::Error::QueueError(
-                        watcher::Error::InitialListFailed(kube::Error::Api(status)),
-                    )) if status.code == 404 => {
-                        if let Some(suppressed) = throttle.admit("no Berth CRD") {
-                            tracing::warn!(suppressed, "the Berth CRD is not installed (listing berths.berth.dev answers 404 Not Found); install it with `berth controller crd | kubectl apply -f -` or the Helm chart; retrying with back-off");
-                        }
-                    }
-                    Err(e) => {
-                        let error = crate::logged::error(&e);
-                        if let Some(suppressed) = throttle.admit(&error) {
-                            tracing::warn!(%error, suppressed, "watch (retrying with back-off)");
-                        }
-                    }
-                }
-            }
-        });
+        .for_each(move |outcome| log_outcome(outcome, Arc::clone(&throttle)));
     Ok(run)
+}
+
+/// Logs `caches synced` (and moves the phase metric) once the Berth store has its
+/// first list, warning after 30 s that it has not.
+fn report_when_synced(store: Store<Berth>, metrics: Arc<Metrics>) {
+    tokio::spawn(async move {
+        // Polled again and again: kube-runtime's readiness is a oneshot that wakes
+        // only its last poller (the controller's runner), not this task.
+        let started = std::time::Instant::now();
+        let mut warned = false;
+        let poll = Duration::from_millis(100);
+        while tokio::time::timeout(poll, store.wait_until_ready())
+            .await
+            .is_err()
+        {
+            if !warned && started.elapsed() > Duration::from_secs(30) {
+                tracing::warn!(after = ?started.elapsed(), "the initial list of Berths has not finished; is the API server answering?");
+                warned = true;
+            }
+        }
+        tracing::info!(took = ?started.elapsed(), "caches synced");
+        metrics.enter_from(Phase::Leading, Phase::Synced);
+    });
+}
+
+/// Logs what one reconcile came to: failures of the watches throttled (a refusing
+/// API server would repeat them after every back-off); a reconcile's own failure
+/// was logged by the error policy.
+async fn log_outcome(
+    outcome: Result<
+        (
+            kube::runtime::reflector::ObjectRef<Berth>,
+            kube::runtime::controller::Action,
+        ),
+        kube::runtime::controller::Error<Error, watcher::Error>,
+    >,
+    throttle: Arc<crate::logged::Throttle>,
+) {
+    match outcome {
+        Ok((object, _)) => tracing::debug!(berth = %object, "reconciled"),
+        // A Berth deleted while a reconcile was queued: nothing to do.
+        Err(kube::runtime::controller::Error::ObjectNotFound(object)) => {
+            tracing::info!(berth = %object, "gone")
+        }
+        // The reconcile's own failure was logged by the error policy.
+        Err(kube::runtime::controller::Error::ReconcilerFailed(..)) => {}
+        // Only the Berth list can answer 404: its CRD is missing.
+        Err(kube::runtime::controller::Error::QueueError(watcher::Error::InitialListFailed(
+            kube::Error::Api(status),
+        ))) if status.code == 404 => {
+            if let Some(suppressed) = throttle.admit("no Berth CRD") {
+                tracing::warn!(suppressed, "the Berth CRD is not installed (listing berths.berth.dev answers 404 Not Found); install it with `berth controller crd | kubectl apply -f -` or the Helm chart; retrying with back-off");
+            }
+        }
+        Err(e) => {
+            let error = crate::logged::error(&e);
+            if let Some(suppressed) = throttle.admit(&error) {
+                tracing::warn!(%error, suppressed, "watch (retrying with back-off)");
+            }
+        }
+    }
 }
 
 /// A label-selected metadata watch of `K` kept in a store, and its stream of

@@ -152,3 +152,30 @@ pub(super) fn is_api_version(text: &str) -> bool {
         && (group.is_empty() || group.starts_with(|c: char| c.is_ascii_alphanumeric()));
     version_ok && group_ok && !(text.contains('/') && group.is_empty())
 }
+
+/// An object's `apiVersion` and `kind`, after the checks every object passes:
+/// keys are text, no custom tags, and not kustomize's own input.
+pub(super) fn checked(file: &str, object: &Node) -> Result<(String, String), RenderError> {
+    if let Some(pos) = non_text_key(object) {
+        return Err(RenderError::KeyNotText {
+            file: file.to_string(),
+            pos,
+        });
+    }
+    if let Some((pos, tag)) = custom_tag(object) {
+        return Err(RenderError::CustomTag {
+            file: file.to_string(),
+            pos,
+            tag: berth_io::shown(tag),
+        });
+    }
+    let (api_version, kind) = identity(file, object)?;
+    if api_version.starts_with("kustomize.config.k8s.io/") {
+        return Err(RenderError::NotAnObject {
+            file: file.to_string(),
+            pos: object.pos,
+            problem: "it is kustomize's input, not an object for the cluster; list its directory under `manifests:` as `- kustomize: DIR` (or give the directory as the path)",
+        });
+    }
+    Ok((api_version, kind))
+}

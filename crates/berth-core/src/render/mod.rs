@@ -22,7 +22,7 @@ use berth_yaml::{Limits, Node, Pos};
 use crate::configs::Generated;
 use crate::resolve::Resolution;
 use crate::suggest::hint;
-use documents::{custom_tag, expand_list, identity, non_text_key};
+use documents::expand_list;
 pub use findings::{path_warnings, Stray};
 pub use images::ImageRewriter;
 pub use inject::CaInjector;
@@ -110,6 +110,24 @@ pub struct MissingKeyFinding {
     pub key: String,
     /// The keys the config has.
     pub available: Vec<String>,
+}
+
+impl MissingKeyFinding {
+    /// The finding for `missing`, a key config `generated` lacks, asked for at `at`.
+    fn new(generated: &Generated, at: String, missing: refs::MissingKey) -> Self {
+        MissingKeyFinding {
+            at,
+            field: missing.field,
+            config: generated.base_name.clone(),
+            key: missing.key,
+            available: generated
+                .data
+                .iter()
+                .chain(&generated.binary_data)
+                .map(|(k, _)| k.clone())
+                .collect(),
+        }
+    }
 }
 
 /// Identity of a rendered object.
@@ -337,37 +355,94 @@ struct Transformed {
 /// Each input object transformed (images, pull policies, CA injection, config
 /// references), handed to `each` with its apiVersion and kind; what it saw on the
 /// way is returned ([`Transformed`]).
-fn transform(
-    spec: &Spec<'_>,
-    inputs: &[Input],
-    each: &mut dyn FnMut(Node, String, String),
-) -> Result<Transformed, RenderError> {
-    let resolution = spec.resolution;
-    let generated = spec.generated;
-    let rewriter = ImageRewriter::new(
-        resolution,
-        &spec.pull_policies,
-        spec.image_paths,
-        spec.only_overridden,
-    );
-    let injector = CaInjector::new(spec.ca_bundles, resolution);
-    let mut configs = ConfigRewriter::new(generated);
-    let scanner = crate::scan::Scanner::new(
+/// The objects rendered so far, by kustomize's resource id (group, kind,
+/// namespace, name: not the version), with the first definition's input and
+/// position: a second one is an error, as in kustomize.
+#[derive(Default)]
+struct Seen(std::collections::HashMap<ResourceId, (usize, Pos)>);
+
+/// Finds the components' repositories in text (image strays in ConfigMaps and env).
+fn component_scanner(resolution: &Resolution<'_>) -> crate::scan::Scanner {
+    crate::scan::Scanner::new(
         resolution
             .images
             .iter()
             .enumerate()
             .map(|(i, r)| (i, r.component.repositories.as_slice())),
+    )
+}
+
+/// `metadata.<field>` of an object, when it is text.
+fn metadata_text<'n>(object: &'n Node, field: &str) -> Option<&'n str> {
+    object.get("metadata")?.get(field)?.as_str()
+}
+
+/// kustomize's resource id: group, kind, namespace, name.
+type ResourceId = (String, String, Option<String>, String);
+
+impl Seen {
+    fn admit(
+        &mut self,
+        inputs: &[Input],
+        input_index: usize,
+        object: &Node,
+        api_version: &str,
+        kind: &str,
+        namespace: &Option<String>,
+    ) -> Result<(), RenderError> {
+        let name = object
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(Node::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let group = api_version
+            .rsplit_once('/')
+            .map_or("", |(g, _)| g)
+            .to_string();
+        let id = (group, kind.to_string(), namespace.clone(), name.clone());
+        if let Some(&(first_input, first_pos)) = self.0.get(&id) {
+            let first_file = &inputs[first_input].name;
+            return Err(RenderError::Duplicate {
+                file: inputs[input_index].name.clone(),
+                pos: object.pos,
+                object: match namespace {
+                    Some(ns) => format!("{kind}/{name} (namespace {ns})"),
+                    None => format!("{kind}/{name}"),
+                },
+                first: format!("{first_file}:{first_pos}"),
+            });
+        }
+        self.0.insert(id, (input_index, object.pos));
+        Ok(())
+    }
+}
+
+/// The one pass over every object of every input, each object checked,
+/// rewritten (images, CA bundles, config references), its findings gathered and
+/// handed to `each` before the next is read. A little over 100 lines: each step
+/// is one call, and splitting the per-object closure would thread its seven
+/// accumulators through another signature.
+fn transform(
+    spec: &Spec<'_>,
+    inputs: &[Input],
+    each: &mut dyn FnMut(Node, String, String),
+) -> Result<Transformed, RenderError> {
+    let rewriter = ImageRewriter::new(
+        spec.resolution,
+        &spec.pull_policies,
+        spec.image_paths,
+        spec.only_overridden,
     );
+    let injector = CaInjector::new(spec.ca_bundles, spec.resolution);
+    let mut configs = ConfigRewriter::new(spec.generated);
+    let scanner = component_scanner(spec.resolution);
     let mut matched = 0;
     let mut unparsed = Vec::new();
     let mut drifted = Vec::new();
     let mut strays = Vec::new();
     let mut missing_keys = Vec::new();
-    // kustomize's resource id: group, kind, namespace, name (not the version).
-    type Id = (String, String, Option<String>, String);
-    // The first definition's input (by index) and position.
-    let mut seen: std::collections::HashMap<Id, (usize, Pos)> = std::collections::HashMap::new();
+    let mut seen = Seen::default();
     let mut namespaces = std::collections::BTreeSet::new();
     for (input_index, input) in inputs.iter().enumerate() {
         input::for_each_document(input, spec.limits, &mut |doc| {
@@ -375,47 +450,25 @@ fn transform(
                 return Ok(()); // empty documents are skipped
             }
             for mut object in expand_list(&input.name, doc)? {
-                if let Some(pos) = non_text_key(&object) {
-                    return Err(RenderError::KeyNotText {
-                        file: input.name.clone(),
-                        pos,
-                    });
-                }
-                if let Some((pos, tag)) = custom_tag(&object) {
-                    return Err(RenderError::CustomTag {
-                        file: input.name.clone(),
-                        pos,
-                        tag: berth_io::shown(tag),
-                    });
-                }
-                let (api_version, kind) = identity(&input.name, &object)?;
-                if api_version.starts_with("kustomize.config.k8s.io/") {
-                    return Err(RenderError::NotAnObject {
-                        file: input.name.clone(),
-                        pos: object.pos,
-                        problem: "it is kustomize's input, not an object for the cluster; list its directory under `manifests:` as `- kustomize: DIR` (or give the directory as the path)",
-                    });
-                }
+                let (api_version, kind) = documents::checked(&input.name, &object)?;
                 check_collision(spec, input, &object, &kind)?;
                 matched += rewriter.rewrite(&mut object, &api_version, &kind);
                 // The object too: a kustomize output's line is not in any source file.
-                let object_name = object
-                    .get("metadata")
-                    .and_then(|m| m.get("name"))
-                    .and_then(Node::as_str)
+                let object_name = metadata_text(&object, "name")
                     .unwrap_or("(no name)")
                     .to_string();
                 let at = |pos: Pos| format!("{}:{pos} ({kind}/{object_name})", input.name);
-                for (pos, value) in rewriter.take_unparsed() {
-                    unparsed.push((at(pos), value));
-                }
-                for drift in rewriter.take_drift() {
-                    drifted.push(DriftFinding {
-                        at: at(drift.pos),
-                        found: drift.found,
-                        component: drift.component,
-                    });
-                }
+                unparsed.extend(
+                    rewriter
+                        .take_unparsed()
+                        .into_iter()
+                        .map(|(p, v)| (at(p), v)),
+                );
+                drifted.extend(rewriter.take_drift().into_iter().map(|d| DriftFinding {
+                    at: at(d.pos),
+                    found: d.found,
+                    component: d.component,
+                }));
                 findings::strays(
                     &scanner,
                     &mut object,
@@ -425,11 +478,7 @@ fn transform(
                     &mut strays,
                 );
                 injector.inject(&mut object, &kind);
-                let namespace = object
-                    .get("metadata")
-                    .and_then(|m| m.get("namespace"))
-                    .and_then(Node::as_str)
-                    .map(str::to_string);
+                let namespace = metadata_text(&object, "namespace").map(str::to_string);
                 configs.rewrite(&mut object, &kind, namespace.as_deref());
                 configs.rewrite_paths(
                     &mut object,
@@ -438,45 +487,21 @@ fn transform(
                     namespace.as_deref(),
                     spec.config_paths,
                 );
-                for missing in configs.take_missing() {
-                    let g = &generated[missing.config];
-                    missing_keys.push(MissingKeyFinding {
-                        at: at(missing.pos),
-                        field: missing.field,
-                        config: g.base_name.clone(),
-                        key: missing.key,
-                        available: g
-                            .data
-                            .iter()
-                            .chain(&g.binary_data)
-                            .map(|(k, _)| k.clone())
-                            .collect(),
-                    });
-                }
-                let name = object
-                    .get("metadata")
-                    .and_then(|m| m.get("name"))
-                    .and_then(Node::as_str)
-                    .unwrap_or_default()
-                    .to_string();
-                let group = api_version
-                    .rsplit_once('/')
-                    .map_or("", |(g, _)| g)
-                    .to_string();
-                let id = (group, kind.clone(), namespace.clone(), name.clone());
-                if let Some(&(first_input, first_pos)) = seen.get(&id) {
-                    let first_file = &inputs[first_input].name;
-                    return Err(RenderError::Duplicate {
-                        file: input.name.clone(),
-                        pos: object.pos,
-                        object: match &namespace {
-                            Some(ns) => format!("{kind}/{name} (namespace {ns})"),
-                            None => format!("{kind}/{name}"),
-                        },
-                        first: format!("{first_file}:{first_pos}"),
-                    });
-                }
-                seen.insert(id, (input_index, object.pos));
+                missing_keys.extend(configs.take_missing().into_iter().map(|missing| {
+                    MissingKeyFinding::new(
+                        &spec.generated[missing.config],
+                        at(missing.pos),
+                        missing,
+                    )
+                }));
+                seen.admit(
+                    inputs,
+                    input_index,
+                    &object,
+                    &api_version,
+                    &kind,
+                    &namespace,
+                )?;
                 namespaces.extend(namespace);
                 each(object, api_version, kind);
             }
@@ -485,10 +510,10 @@ fn transform(
     }
     let mut config_paths_seen = configs.paths_seen.clone();
     config_paths_seen.resize(spec.config_paths.len(), (false, false));
-    let home = match namespaces.len() {
-        1 => namespaces.pop_first(),
-        _ => None,
-    };
+    // One namespace for every namespaced object: the spec.generated configs' too.
+    let home = (namespaces.len() == 1)
+        .then(|| namespaces.pop_first())
+        .flatten();
     Ok(Transformed {
         matched,
         used_in: configs.used_in,
