@@ -665,44 +665,6 @@ impl Parsed {
     }
 }
 
-/// Adds an owner reference to the `Berth` on every object, so garbage
-/// collection removes what it made when it is deleted. The references the
-/// workload already carries are kept (an operator's, a user's); one to the same
-/// owner (by `uid`) is replaced, so a reconcile does not add it twice.
-pub fn own(objects: &mut [Value], owner: &Value) {
-    for object in objects {
-        if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-            let mut references: Vec<Value> = metadata
-                .get("ownerReferences")
-                .and_then(Value::as_array)
-                .map(|all| {
-                    all.iter()
-                        .filter(|r| r.get("uid") != owner.get("uid"))
-                        .cloned()
-                        .collect()
-                })
-                .unwrap_or_default();
-            // Only one owner may be the controller: the Berth's reference says
-            // `controller: true`, so another that says so would be refused.
-            if owner.get("controller") == Some(&Value::Bool(true)) {
-                for reference in &mut references {
-                    if let Some(r) = reference.as_object_mut() {
-                        r.remove("controller");
-                    }
-                }
-            }
-            references.push(owner.clone());
-            metadata.insert("ownerReferences".into(), Value::Array(references));
-            let labels = metadata
-                .entry("labels")
-                .or_insert_with(|| Value::Object(serde_json::Map::new()));
-            if let Some(labels) = labels.as_object_mut() {
-                labels.insert(crate::CONTROLLER_LABEL.into(), crate::MANAGER.into());
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 #[path = "desired_tests.rs"]
 mod tests;

@@ -335,8 +335,8 @@ fn own_appends_the_berth_and_keeps_the_users_owner_references() {
         json!({"kind": "Deployment", "metadata": {"name": "web", "ownerReferences": [theirs.clone()]}}),
         json!({"kind": "Service", "metadata": {"name": "web"}}),
     ];
-    own(&mut objects, &owner);
-    own(&mut objects, &owner); // a second reconcile adds nothing
+    crate::owner::own(&mut objects, &owner);
+    crate::owner::own(&mut objects, &owner); // a second reconcile adds nothing
     assert_eq!(
         objects[0]["metadata"]["ownerReferences"],
         json!([theirs, owner])

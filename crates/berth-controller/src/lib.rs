@@ -17,6 +17,7 @@ pub mod desired;
 pub mod lease;
 mod logged;
 pub mod logs;
+pub mod owner;
 pub mod reason;
 mod reconcile;
 pub mod runtime;

@@ -18,10 +18,11 @@ use kube::runtime::events::{Event as KubeEvent, EventType, Recorder};
 use kube::runtime::finalizer::{self, finalizer, Event as Finalize};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::caches::{Applied, Memories, SourceData, Watched};
 use crate::desired::{self, Problem};
+use crate::owner;
 use crate::reason::Reason;
 use crate::serve::Metrics;
 use crate::sources::{read_sources, unlabel_unused};
@@ -239,8 +240,8 @@ async fn apply(berth: &Berth, context: &Context) -> Result<(Action, Reason), Err
         Ok(plan) => plan,
         Err((problem, after)) => return degraded(context, berth, &problem, None, after).await,
     };
-    let owner = owner_reference(berth);
-    desired::own(&mut plan.desired.objects, &owner);
+    let owner = owner::reference(berth);
+    owner::own(&mut plan.desired.objects, &owner);
     let cluster = context.cluster.in_namespace(&namespace);
     let keep = berth.spec.keep.max(1) as usize;
     let options = ApplyOptions {
@@ -392,17 +393,6 @@ async fn pin(
         pins.insert(request.component, digest);
     }
     Ok(pins)
-}
-
-fn owner_reference(berth: &Berth) -> Value {
-    json!({
-        "apiVersion": "berth.dev/v1alpha1",
-        "kind": "Berth",
-        "name": berth.name_any(),
-        "uid": berth.uid().unwrap_or_default(),
-        "controller": true,
-        "blockOwnerDeletion": true,
-    })
 }
 
 /// `text` cut to the 1 kB an Event's note may have, on a character boundary.

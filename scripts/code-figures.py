@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""The size figures the style guide sets limits on, for a tree of berth.
+
+    scripts/code-figures.py [DIR]        (default: this checkout)
+
+Prints, for product code only (crates/*/src, without `tests.rs`, `*_tests.rs` and
+what follows a file's `#[cfg(test)]`):
+- lines per crate and in all;
+- files over 700 lines;
+- functions over 100 lines (from the `fn` line to its closing brace at the same
+  indentation), with a note when the doc comment above says why;
+- import circles inside each crate: strongly connected sets of two or more
+  modules linked by `crate::module` paths;
+- `crate::commands::…` paths inside crates/berth/src/commands (a command using
+  another command).
+Run it on two checkouts (`git worktree add /tmp/old REV`) to compare them.
+"""
+
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent)
+
+
+def product_lines(path):
+    lines = path.read_text(errors="replace").split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("#[cfg(test)]"):
+            return lines[:i]
+    return lines
+
+
+def product_files():
+    for crate in sorted((ROOT / "crates").iterdir()):
+        src = crate / "src"
+        if not src.is_dir():
+            continue
+        for path in sorted(src.rglob("*.rs")):
+            if path.name == "tests.rs" or path.name.endswith("_tests.rs"):
+                continue
+            yield crate.name, src, path
+
+
+def long_functions(lines):
+    found = []
+    for i, line in enumerate(lines):
+        m = re.match(r"^(\s*)(pub(\([a-z]+\))? )?(async )?fn (\w+)", line)
+        if not m or line.rstrip().endswith(";"):
+            continue
+        indent = m.group(1)
+        end = next((j for j in range(i + 1, len(lines))
+                    if lines[j].rstrip() == indent + "}"), None)
+        if end is None or end - i + 1 <= 100:
+            continue
+        doc = []
+        k = i - 1
+        while k >= 0 and lines[k].strip().startswith(("///", "#[")):
+            doc.append(lines[k])
+            k -= 1
+        said = any("100 lines" in d for d in doc)
+        found.append((end - i + 1, m.group(5), said))
+    return found
+
+
+def module_of(src, path):
+    rel = path.relative_to(src).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] in ("mod", "lib", "main"):
+        parts = parts[:-1]
+    return "::".join(parts)
+
+
+def circles(edges):
+    """Tarjan's strongly connected components with two or more modules."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    sys.setrecursionlimit(10000)
+    for v in list(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def main():
+    per_crate = defaultdict(int)
+    big_files, long_fns = [], []
+    modules = defaultdict(dict)  # crate -> module -> lines
+    command_imports = []
+    for crate, src, path in product_files():
+        lines = product_lines(path)
+        per_crate[crate] += len(lines)
+        rel = path.relative_to(ROOT)
+        if len(lines) > 700:
+            big_files.append((len(lines), rel))
+        for n, name, said in long_functions(lines):
+            long_fns.append((n, f"{rel}::{name}", said))
+        modules[crate][module_of(src, path)] = lines
+        if crate == "berth" and "commands" in path.parts:
+            for line in lines:
+                for m in re.finditer(r"crate::commands::(\w+)", line):
+                    own = path.relative_to(src / "commands").parts[0].removesuffix(".rs")
+                    if m.group(1) != own:
+                        command_imports.append(f"{rel}: {m.group(0)}")
+    print(f"product lines: {sum(per_crate.values())}")
+    for crate, n in sorted(per_crate.items()):
+        print(f"  {crate}: {n}")
+    print(f"files over 700 lines: {len(big_files)}")
+    for n, rel in sorted(big_files, reverse=True):
+        print(f"  {n} {rel}")
+    print(f"functions over 100 lines: {len(long_fns)} "
+          f"({sum(1 for *_, s in long_fns if s)} say why in their doc comment)")
+    for n, name, said in sorted(long_fns, reverse=True):
+        print(f"  {n} {name}{' (says why)' if said else ''}")
+    total = 0
+    found = []
+    for crate, mods in modules.items():
+        edges = defaultdict(set)
+        for module, lines in mods.items():
+            for line in lines:
+                for m in re.finditer(r"crate::((?:\w+::)*\w+)", line):
+                    parts = m.group(1).split("::")
+                    for k in range(len(parts), 0, -1):
+                        target = "::".join(parts[:k])
+                        if target in mods and target != module and target != "":
+                            edges[module].add(target)
+                            break
+        for circle in circles(edges):
+            total += 1
+            found.append(f"  {crate}: {' <-> '.join(circle)}")
+    print(f"import circles inside crates: {total}")
+    print("\n".join(found))
+    print(f"command -> command imports in the CLI: {len(command_imports)}")
+    for line in command_imports:
+        print(f"  {line}")
+
+
+if __name__ == "__main__":
+    main()
