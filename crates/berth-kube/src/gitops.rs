@@ -16,15 +16,14 @@ use crate::error::ClusterError;
 /// The kinds whose pods say what is in use: what runs (Pods), what will run
 /// (workload templates) and a rollout in flight (ReplicaSets that still have
 /// replicas; one scaled to zero is history, which would keep every generation).
-const USERS: [WorkloadKind; 7] = [
-    WorkloadKind::Pod,
-    WorkloadKind::Deployment,
-    WorkloadKind::ReplicaSet,
-    WorkloadKind::StatefulSet,
-    WorkloadKind::DaemonSet,
-    WorkloadKind::Job,
-    WorkloadKind::CronJob,
-];
+fn users() -> impl Iterator<Item = WorkloadKind> {
+    WorkloadKind::ALL.into_iter().filter(|k| {
+        !matches!(
+            k,
+            WorkloadKind::PodTemplate | WorkloadKind::ReplicationController
+        )
+    })
+}
 
 /// One kept generation and what becomes of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,7 +127,7 @@ impl Cluster {
         namespace: &str,
     ) -> Result<BTreeSet<(String, String, String)>, ClusterError> {
         let mut used = BTreeSet::new();
-        for user in USERS {
+        for user in users() {
             let kind = user.as_str();
             for object in self.list(user.api_version(), kind, namespace, "").await? {
                 if !live(kind, &object) {

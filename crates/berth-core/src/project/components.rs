@@ -180,25 +180,13 @@ impl Loader<'_> {
 
     /// `tag: {env: NAME}`: one tag variable for every component without `tag: false`.
     pub(super) fn shared_tag(&self, node: &Node) -> Result<Option<String>, ProjectError> {
-        if node.is_null() {
-            return Ok(None);
-        }
-        let mut env = None;
-        for (k, v) in self.fields(node, "tag", TAG_KEYS)? {
-            if k.as_str() == Some("env") {
-                env = Some(self.variable(v, "tag.env")?);
-            }
-        }
         // `tag: {}` says nothing: a shared tag without its variable is a mistake.
-        match env {
-            Some(env) => Ok(Some(env)),
-            None => Err(ProjectError::Missing {
-                file: self.file.to_string(),
-                pos: node.pos,
-                key: "env",
-                context: "`tag:` (the shared tag variable; remove `tag:` for none)".into(),
-            }),
-        }
+        self.env_only(
+            node,
+            "tag",
+            TAG_KEYS,
+            "`tag:` (the shared tag variable; remove `tag:` for none)",
+        )
     }
 
     /// `profiles: {NAME: [manifests entries]}`.

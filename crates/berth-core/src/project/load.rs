@@ -254,25 +254,40 @@ impl Loader<'_> {
     }
 
     pub(super) fn registry(&self, node: &Node) -> Result<Option<String>, ProjectError> {
+        // `registry: {}` says nothing: a registry override without its variable is a mistake.
+        self.env_only(
+            node,
+            "registry",
+            REGISTRY_KEYS,
+            "`registry:` (the registry override variable; remove `registry:` for none)",
+        )
+    }
+
+    /// A mapping whose one key is `env:` (`registry:`, `tag:`); `None` for `~`, an
+    /// error naming `missing` for a mapping without it.
+    pub(super) fn env_only(
+        &self,
+        node: &Node,
+        key: &str,
+        keys: &'static [&'static str],
+        missing: &str,
+    ) -> Result<Option<String>, ProjectError> {
         if node.is_null() {
             return Ok(None);
         }
         let mut env = None;
-        for (k, v) in self.fields(node, "registry", REGISTRY_KEYS)? {
+        for (k, v) in self.fields(node, key, keys)? {
             if k.as_str() == Some("env") {
-                env = Some(self.variable(v, "registry.env")?);
+                env = Some(self.variable(v, &format!("{key}.env"))?);
             }
         }
-        // `registry: {}` says nothing: a registry override without its variable is a mistake.
         match env {
             Some(env) => Ok(Some(env)),
             None => Err(ProjectError::Missing {
                 file: self.file.to_string(),
                 pos: node.pos,
                 key: "env",
-                context:
-                    "`registry:` (the registry override variable; remove `registry:` for none)"
-                        .into(),
+                context: missing.into(),
             }),
         }
     }
