@@ -6,10 +6,12 @@
 //! unlocks or a peer that never stops talking fails with a clear message
 //! instead of exhausting memory or hanging.
 //!
-//! Every file berth writes goes through [`write_atomic`] ([`mod@write`]).
+//! Every file berth writes goes through [`write_atomic`] ([`mod@write`]); every
+//! environment variable it reads is listed in [`mod@env`].
 //!
 //! std only (and libc's flags): no runtime, no network, so the core may use it too.
 
+pub mod env;
 pub mod limits;
 mod process;
 mod shown;

@@ -80,7 +80,7 @@ impl Cluster {
                 crate::kubeconfig::read(path)?,
                 format!("kubeconfig {}", path.display()),
             )),
-            None => match std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
+            None => match berth_io::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
                 Some(list) => Some(crate::kubeconfig::read_list(&list)?),
                 None => match crate::kubeconfig::default_path() {
                     Some(path) => Some((

@@ -188,7 +188,7 @@ pub(crate) fn read_list(list: &std::ffi::OsStr) -> Result<(Kubeconfig, String), 
 
 /// `~/.kube/config`, when it exists.
 pub(crate) fn default_path() -> Option<PathBuf> {
-    let home = std::env::var_os("HOME").filter(|h| !h.is_empty())?;
+    let home = berth_io::env::var_os("HOME").filter(|h| !h.is_empty())?;
     let path = Path::new(&home).join(".kube").join("config");
     path.exists().then_some(path)
 }

@@ -41,7 +41,7 @@ impl DockerConfig {
     /// file is skipped.
     pub fn load() -> Result<DockerConfig, RegistryError> {
         let var = |name: &str| {
-            std::env::var_os(name)
+            berth_io::env::var_os(name)
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
         };

@@ -64,7 +64,7 @@ impl ColorChoice {
             ColorChoice::Never => false,
             ColorChoice::Auto => {
                 std::io::stdout().is_terminal()
-                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                    && berth_io::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
             }
         }
     }

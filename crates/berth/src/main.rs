@@ -37,7 +37,7 @@ const FAILURE: u8 = 1;
 fn main() -> ExitCode {
     // An exported but empty `BERTH_PROJECT=` means unset, as an empty KUBECONFIG
     // does for kubectl (clap would call it a missing value). Single-threaded here.
-    if std::env::var_os("BERTH_PROJECT").is_some_and(|v| v.is_empty()) {
+    if berth_io::env::var_os("BERTH_PROJECT").is_some_and(|v| v.is_empty()) {
         std::env::remove_var("BERTH_PROJECT");
     }
     let cli = Cli::parse();

@@ -174,7 +174,7 @@ impl Render {
         match self.gitops {
             Some(given) => given,
             None if project.gitops.is_some() => project.gitops.flatten(),
-            None => std::env::var_os("ARGOCD_APP_NAME")
+            None => berth_io::env::var_os("ARGOCD_APP_NAME")
                 .filter(|v| !v.is_empty())
                 .map(|_| GitOps::ArgoCd),
         }
@@ -544,9 +544,9 @@ impl Sync {
             cli::EngineChoice::Kubernetes => Engine::Kubernetes,
         };
         let cluster_configured = args.cluster.kubeconfig.is_some()
-            || std::env::var_os("KUBECONFIG").is_some()
-            || std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()
-            || std::env::var_os("HOME")
+            || berth_io::env::var_os("KUBECONFIG").is_some()
+            || berth_io::env::var_os("KUBERNETES_SERVICE_HOST").is_some()
+            || berth_io::env::var_os("HOME")
                 .is_some_and(|home| std::path::Path::new(&home).join(".kube/config").is_file());
         Ok(Sync {
             rules: args.rules.clone(),

@@ -8,7 +8,7 @@ use crate::output::print;
 
 /// This replica's name: the pod's (`POD_NAME`, from the downward API), else host and pid.
 fn identity() -> String {
-    std::env::var("POD_NAME").unwrap_or_else(|_| {
+    berth_io::env::var("POD_NAME").unwrap_or_else(|| {
         let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
         format!("{}-{}", host.trim(), std::process::id())
     })
@@ -38,7 +38,7 @@ pub fn run(args: &ControllerArgs) -> Result<u8> {
                 namespace: args
                     .lease_namespace
                     .clone()
-                    .or_else(|| std::env::var("POD_NAMESPACE").ok())
+                    .or_else(|| berth_io::env::var("POD_NAMESPACE"))
                     .or_else(|| args.namespace.clone())
                     .unwrap_or_else(|| "default".into()),
                 name: args.lease_name.clone(),

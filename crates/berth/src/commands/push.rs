@@ -60,14 +60,14 @@ fn source(url: &Option<String>) -> Result<Option<String>> {
 /// A value that is not a whole number of seconds is an error, never "now"
 /// (a reproducible build that silently is not).
 fn created() -> Result<String> {
-    let seconds = match std::env::var("SOURCE_DATE_EPOCH") {
-        Ok(text) => text.trim().parse::<i64>().map_err(|_| {
+    let seconds = match berth_io::env::var("SOURCE_DATE_EPOCH") {
+        Some(text) => text.trim().parse::<i64>().map_err(|_| {
             anyhow!(
                 "SOURCE_DATE_EPOCH `{}` is not a whole number of seconds since 1970-01-01 (reproducible-builds.org); give e.g. `$(git log -1 --format=%ct)`, or unset it for the current time",
                 berth_io::shown(&text)
             )
         })?,
-        Err(_) => std::time::SystemTime::now()
+        None => std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64),
     };

@@ -206,7 +206,7 @@ fn handle(
         Command::Containers(all) => {
             // Debug builds only: the test of a part that dies (tests/it/dev.rs).
             #[cfg(debug_assertions)]
-            if std::env::var_os("BERTH_DEV_FAULT").is_some_and(|v| v == "sync") {
+            if berth_io::env::var_os("BERTH_DEV_FAULT").is_some_and(|v| v == "sync") {
                 panic!("BERTH_DEV_FAULT=sync asked the sync part to fail");
             }
             let session = session.as_mut()?;
