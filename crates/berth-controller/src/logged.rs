@@ -6,9 +6,49 @@
 //! (credentials masked, control characters dropped, the length cut).
 
 /// `error`'s message, safe for the log: one line, no credentials, no dump, no `"`.
-pub(crate) fn error(error: &dyn std::fmt::Display) -> String {
-    let text = error.to_string();
-    berth_core::redact::peer_text(&without_dumps(&text)).replace('"', "'")
+/// The chain is walked level by level (`source()`): each level keeps only its own
+/// words (the text of the level below, which it may repeat, is cut out), and an
+/// API server's answer (`kube::Error::Api`, whose `Display` appends a `Debug` dump
+/// of the whole answer) is told by its code, reason and message alone. Each
+/// level's words go through berth's one redaction point.
+pub(crate) fn error(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut level = Some(error);
+    while let Some(current) = level {
+        if let Some(status) = api_status(current) {
+            parts.push(format!(
+                "{} {}: {}",
+                status.code,
+                status.reason,
+                berth_core::redact::peer_text(&status.message)
+            ));
+            break;
+        }
+        let text = current.to_string();
+        let own = match current.source() {
+            Some(below) => text.replace(&below.to_string(), ""),
+            None => text,
+        };
+        let own = own.trim().trim_end_matches([':', '(', ')', ' ']).trim();
+        if !own.is_empty() {
+            parts.push(berth_core::redact::peer_text(own));
+        }
+        level = current.source();
+    }
+    parts.join(": ").replace('"', "'")
+}
+
+/// What the API server answered, when `error` is its answer.
+fn api_status<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a kube::core::Status> {
+    match error.downcast_ref::<kube::Error>() {
+        Some(kube::Error::Api(status)) => Some(status),
+        _ => error.downcast_ref::<kube::core::Status>(),
+    }
+}
+
+/// A message that is text already (a status condition's), safe for the log.
+pub(crate) fn text(message: &str) -> String {
+    berth_core::redact::peer_text(message).replace('"', "'")
 }
 
 /// Rate-limits identical log lines: against an API server that answers 401,
@@ -66,54 +106,6 @@ impl Throttle {
     }
 }
 
-/// `text` without the ` (Status { … })` / ` (ErrorResponse { … })` dumps kube's
-/// errors append.
-fn without_dumps(text: &str) -> String {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(start) = find_dump(rest) {
-        out.push_str(&rest[..start]);
-        let mut depth = 0usize;
-        let mut end = rest.len();
-        for (i, c) in rest[start..].char_indices() {
-            match c {
-                '(' | '{' | '[' => depth += 1,
-                ')' | '}' | ']' => {
-                    depth = depth.saturating_sub(1);
-                    if depth == 0 {
-                        end = start + i + c.len_utf8();
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-        rest = &rest[end..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// Where ` (Name { ` starts: a `Debug` dump of a struct.
-fn find_dump(text: &str) -> Option<usize> {
-    let mut from = 0;
-    while let Some(i) = text[from..].find(" (") {
-        let at = from + i;
-        let after = &text[at + 2..];
-        let name_len = after
-            .find(|c: char| !c.is_ascii_alphanumeric())
-            .unwrap_or(after.len());
-        if name_len > 0
-            && after.starts_with(|c: char| c.is_ascii_uppercase())
-            && after[name_len..].starts_with(" {")
-        {
-            return Some(at);
-        }
-        from = at + 2;
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -136,17 +128,27 @@ mod tests {
 
     #[test]
     fn tokens_and_debug_dumps_never_reach_the_log() {
-        let kube = "event queue error: failed to perform initial object list: ApiError: Unauthorized: request carried Authorization: Bearer s3cr3t-token: Unauthorized (Status { status: Some(Failure), code: 401, message: \"request carried Authorization: Bearer s3cr3t-token\", reason: \"Unauthorized\" })";
-        let logged = super::error(&kube);
+        // A watch's initial list answered 401 by a server that echoes the request.
+        let status = kube::core::Status {
+            status: Some(kube::core::response::StatusSummary::Failure),
+            code: 401,
+            message: "request carried Authorization: Bearer s3cr3t-token".into(),
+            reason: "Unauthorized".into(),
+            details: None,
+            metadata: None,
+        };
+        let api = kube::Error::Api(Box::new(status));
+        let watch = kube::runtime::watcher::Error::InitialListFailed(api);
+        let logged = super::error(&watch);
         assert!(!logged.contains("s3cr3t"), "{logged}");
         assert!(!logged.contains("Status {"), "{logged}");
         assert!(!logged.contains('"'), "{logged}");
-        assert!(
-            logged.starts_with("event queue error: failed to perform initial object list: ApiError: Unauthorized: request carried Authorization: Bearer <redacted>"),
-            "{logged}"
+        assert_eq!(
+            logged,
+            "failed to perform initial object list: 401 Unauthorized: request carried Authorization: Bearer <redacted>"
         );
         assert_eq!(
-            super::error(&"plain (not a dump) text"),
+            super::text("plain (not a dump) text"),
             "plain (not a dump) text"
         );
     }

@@ -475,7 +475,7 @@ async fn write_status(
     }
     let key = ObjectRef::from_obj(berth);
     if !reason.is_healthy() {
-        tracing::warn!(berth = %key, reason = reason.as_str(), error = %crate::logged::error(&now.message), "degraded");
+        tracing::warn!(berth = %key, reason = reason.as_str(), error = %crate::logged::text(&now.message), "degraded");
     }
     let event = KubeEvent {
         type_: if reason.is_healthy() {
