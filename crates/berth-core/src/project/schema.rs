@@ -227,9 +227,37 @@ fn run_step(key: &str) -> Option<Value> {
     })
 }
 
+/// The sections the loader reads as absent when they are `~` (null), as YAML
+/// writes an empty section: the schema must let editors accept what berth does.
+const NULLABLE: [&str; 11] = [
+    "manifests",
+    "images",
+    "registry",
+    "tag",
+    "profiles",
+    "imagePaths",
+    "configPaths",
+    "configs",
+    "caBundles",
+    "sync",
+    "dev",
+];
+
 /// The whole schema.
 pub fn json_schema() -> Value {
-    let body = object("berth.yaml", TOP_KEYS, top, &["name"]);
+    let mut body = object("berth.yaml", TOP_KEYS, top, &["name"]);
+    if let Some(properties) = body.get_mut("properties").and_then(Value::as_object_mut) {
+        for key in NULLABLE {
+            if let Some(section) = properties.get_mut(key) {
+                let description = section.get("description").cloned();
+                let mut either = json!({"anyOf": [section.take(), {"type": "null"}]});
+                if let Some(description) = description {
+                    either["description"] = description;
+                }
+                *section = either;
+            }
+        }
+    }
     let mut root = Map::new();
     root.insert(
         "$schema".into(),
@@ -259,6 +287,25 @@ pub fn json_schema() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Sweep 4, B03: what the loader accepts, the schema accepts too — an empty
+    /// (`~`) section, and nothing the loader refuses (`namespace: ~`).
+    #[test]
+    fn the_schema_and_the_loader_agree_on_empty_sections() {
+        let schema = json_schema();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        for key in TOP_KEYS.iter().filter(|k| **k != "name") {
+            let text = format!("name: shop\n{key}: ~\n");
+            let loaded = crate::project::parse("berth.yaml", std::path::PathBuf::from("."), &text);
+            let document = serde_json::json!({"name": "shop", *key: null});
+            assert_eq!(
+                loaded.is_ok(),
+                validator.is_valid(&document),
+                "`{key}: ~`: the loader says {:?}",
+                loaded.err().map(|e| e.to_string())
+            );
+        }
+    }
 
     #[test]
     fn every_key_the_loader_accepts_has_a_schema() {
