@@ -257,3 +257,39 @@ fn every_helm_and_cluster_snippet_runs_on_the_test_plane() {
     }
     assert!(ran >= 1, "no helm or cluster snippet found");
 }
+
+/// A page that names a source or test file (`crates/…/x.rs`, `tests/it/x.rs`,
+/// `scripts/x`) names one that exists: docs that point at the test covering a
+/// claim must not point at nothing.
+#[test]
+fn every_file_the_docs_name_exists() {
+    let root = repo_root();
+    let mut missing = Vec::new();
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for word in text.split(|c: char| c.is_whitespace() || "`()[],;:'\"".contains(c)) {
+            let word = word.trim_end_matches('.');
+            let named = (word.starts_with("crates/") && word.ends_with(".rs"))
+                || (word.starts_with("tests/it/") && word.ends_with(".rs"))
+                || (word.starts_with("scripts/") && !word.contains('*'));
+            if !named {
+                continue;
+            }
+            // From the root, the CLI crate, the page's directory, or an example (whose
+            // pages and snippets run in it).
+            let examples = std::fs::read_dir(root.join("examples")).unwrap();
+            let found = root.join(word).exists()
+                || root.join("crates/berth").join(word).exists()
+                || page.parent().is_some_and(|dir| dir.join(word).exists())
+                || examples.flatten().any(|e| e.path().join(word).exists());
+            if !found {
+                missing.push(format!("{}: {word}", page.display()));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "named but missing:\n{}",
+        missing.join("\n")
+    );
+}
