@@ -612,32 +612,24 @@ impl Parsed {
         generated.extend(bundles);
         let workloads = workloads(berth, namespace)?;
         let bundle_specs = bundle_specs(berth);
-        let spec = Spec {
-            definitions: generated
-                .iter()
-                .map(|g| {
-                    let section = if configs.iter().any(|c| c.object == g.name) {
-                        "configs"
-                    } else {
-                        "caBundles"
-                    };
-                    format!("{origin} (`spec.{section}.{}`)", g.base_name)
-                })
-                .collect(),
-            origin: origin.to_string(),
-            pull_policies: resolution
-                .images
-                .iter()
-                .map(|i| i.component.pull_policy)
-                .collect(),
-            resolution: &resolution,
-            generated: &generated,
-            ca_bundles: &bundle_specs,
-            image_paths: &[],
-            config_paths: &[],
-            only_overridden: false,
-            limits: Default::default(),
-        };
+        let definitions = generated
+            .iter()
+            .map(|g| {
+                let section = if configs.iter().any(|c| c.object == g.name) {
+                    "configs"
+                } else {
+                    "caBundles"
+                };
+                format!("{origin} (`spec.{section}.{}`)", g.base_name)
+            })
+            .collect();
+        let spec = Spec::new(
+            origin.to_string(),
+            &resolution,
+            &generated,
+            definitions,
+            &bundle_specs,
+        );
         let inputs = [Input::objects(
             format!("{origin} spec.workloads"),
             workloads,

@@ -38,6 +38,35 @@ pub struct Spec<'a> {
 }
 
 impl<'a> Spec<'a> {
+    /// A spec with what every render has: the resolution (each component's own
+    /// pull policy), the generated objects with where each is defined, the CA
+    /// bundles; no field paths, every image rewritten, default limits. The
+    /// controller renders a `Berth` with this; berth.yaml adds its own parts.
+    pub fn new(
+        origin: String,
+        resolution: &'a Resolution<'a>,
+        generated: &'a [Generated],
+        definitions: Vec<String>,
+        ca_bundles: &'a [CaBundleSpec],
+    ) -> Spec<'a> {
+        Spec {
+            origin,
+            pull_policies: resolution
+                .images
+                .iter()
+                .map(|i| i.component.pull_policy)
+                .collect(),
+            resolution,
+            generated,
+            definitions,
+            ca_bundles,
+            image_paths: &[],
+            config_paths: &[],
+            only_overridden: false,
+            limits: Limits::default(),
+        }
+    }
+
     /// berth.yaml's spec: its components as `resolution` resolved them, its
     /// generated objects, and the caller's `options` (pull-policy overrides are
     /// checked against the components here).
@@ -66,16 +95,18 @@ impl<'a> Spec<'a> {
             })
             .collect();
         Ok(Spec {
-            origin: project.file.clone(),
             pull_policies: pull_policies(&project.file, resolution, options)?,
-            resolution,
-            generated,
-            definitions,
-            ca_bundles: &project.ca_bundles,
             image_paths: &project.image_paths,
             config_paths: &project.config_paths,
             only_overridden: options.only_overridden,
             limits: options.limits,
+            ..Spec::new(
+                project.file.clone(),
+                resolution,
+                generated,
+                definitions,
+                &project.ca_bundles,
+            )
         })
     }
 }
