@@ -392,43 +392,20 @@ impl Cluster {
     }
 }
 
-/// Output formats of `berth images`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ImagesOutput {
-    /// `VAR=ref` lines.
-    Env,
-    /// `export VAR='ref'` lines.
-    Shell,
-    /// `VAR := ref` lines.
-    Make,
-    /// A JSON array.
-    Json,
-    /// The same as YAML.
-    Yaml,
-    /// An aligned table.
-    Table,
-}
-
 /// `berth images`.
 pub struct Images {
     /// The format: given, else a table on a terminal and env lines elsewhere.
-    pub output: ImagesOutput,
+    pub output: cli::ImagesFormat,
     /// Say where each part came from.
     pub explain: bool,
 }
 
 impl From<&cli::ImagesArgs> for Images {
     fn from(args: &cli::ImagesArgs) -> Self {
-        use cli::ImagesFormat as F;
         let output = match args.output {
-            Some(F::Env) => ImagesOutput::Env,
-            Some(F::Shell) => ImagesOutput::Shell,
-            Some(F::Make) => ImagesOutput::Make,
-            Some(F::Json) => ImagesOutput::Json,
-            Some(F::Yaml) => ImagesOutput::Yaml,
-            Some(F::Table) => ImagesOutput::Table,
-            None if std::io::stdout().is_terminal() => ImagesOutput::Table,
-            None => ImagesOutput::Env,
+            Some(format) => format,
+            None if std::io::stdout().is_terminal() => cli::ImagesFormat::Table,
+            None => cli::ImagesFormat::Env,
         };
         Images {
             output,

@@ -91,10 +91,19 @@ pub enum LogFormat {
 
 /// A count that must be positive (`--concurrency 0` would wait forever).
 fn at_least_one(value: &str) -> Result<usize, String> {
-    match value.parse::<usize>() {
-        Ok(0) => Err("must be at least 1".into()),
+    positive(value, "", "")
+}
+
+/// A whole number of at least 1: `unit` names it in the messages (` second`).
+fn positive<T: std::str::FromStr + PartialEq + From<u8>>(
+    value: &str,
+    unit: &str,
+    units: &str,
+) -> Result<T, String> {
+    match value.parse::<T>() {
+        Ok(n) if n == T::from(0) => Err(format!("must be at least 1{unit}")),
         Ok(n) => Ok(n),
-        Err(_) => Err(format!("`{value}` is not a whole number")),
+        Err(_) => Err(format!("`{value}` is not a whole number{units}")),
     }
 }
 
@@ -116,11 +125,7 @@ fn namespace_name(value: &str) -> Result<String, String> {
 
 /// A timeout in whole seconds, at least 1 (`0` would fail every request at once).
 fn positive_seconds(value: &str) -> Result<u64, String> {
-    match value.parse::<u64>() {
-        Ok(0) => Err("must be at least 1 second".into()),
-        Ok(n) => Ok(n),
-        Err(_) => Err(format!("`{value}` is not a whole number of seconds")),
-    }
+    positive(value, " second", " of seconds")
 }
 
 /// `--poll`: seconds between looks, fractions allowed (`0.2`), more than 0 and

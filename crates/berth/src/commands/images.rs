@@ -4,8 +4,9 @@ use anyhow::Result;
 use berth_core::resolve::{Origin, Resolution, ResolvedImage};
 use serde_json::json;
 
+use crate::cli::ImagesFormat;
 use crate::output::{print, table};
-use crate::settings::{Images, ImagesOutput as ImagesFormat};
+use crate::settings::Images;
 
 pub fn run(args: &Images, resolution: &Resolution<'_>) -> Result<()> {
     let format = args.output;
