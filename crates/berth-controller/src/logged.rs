@@ -16,10 +16,11 @@ pub(crate) fn error(error: &(dyn std::error::Error + 'static)) -> String {
     let mut level = Some(error);
     while let Some(current) = level {
         if let Some(status) = api_status(current) {
+            // The reason is the server's words too: redacted like the message.
             parts.push(format!(
                 "{} {}: {}",
                 status.code,
-                status.reason,
+                berth_core::redact::peer_text(&status.reason),
                 berth_core::redact::peer_text(&status.message)
             ));
             break;
@@ -151,5 +152,16 @@ mod tests {
             super::text("plain (not a dump) text"),
             "plain (not a dump) text"
         );
+        // A hostile server may put the token in `reason` as well.
+        let echoed = kube::core::Status {
+            status: Some(kube::core::response::StatusSummary::Failure),
+            code: 401,
+            message: String::new(),
+            reason: "Authorization: Bearer s3cr3t-token".into(),
+            details: None,
+            metadata: None,
+        };
+        let logged = super::error(&kube::Error::Api(Box::new(echoed)));
+        assert!(!logged.contains("s3cr3t"), "{logged}");
     }
 }
