@@ -49,22 +49,9 @@ pub struct Collector {
 impl Collector {
     /// Runs until `shutdown`.
     pub async fn run(self, shutdown: Shutdown) {
-        let config = || watcher::Config::default().labels(GITOPS_LABEL);
-        let maps = watcher(
-            api::<PartialObjectMeta<ConfigMap>>(&self.client, &self.namespace),
-            config(),
-        )
-        .default_backoff()
-        .touched_objects()
-        .map(|r| r.map(|o| o.namespace()));
-        let secrets = watcher(
-            api::<PartialObjectMeta<Secret>>(&self.client, &self.namespace),
-            config(),
-        )
-        .default_backoff()
-        .touched_objects()
-        .map(|r| r.map(|o| o.namespace()));
-        let mut changes = futures_util::stream::select(maps, secrets).boxed();
+        let mut changes =
+            futures_util::stream::select(self.touched::<ConfigMap>(), self.touched::<Secret>())
+                .boxed();
         let throttle = crate::logged::Throttle::default();
         let mut pending: BTreeSet<String> = BTreeSet::new();
         let mut waiting: BTreeSet<String> = BTreeSet::new();
@@ -96,6 +83,25 @@ impl Collector {
                 }
             }
         }
+    }
+
+    /// The namespaces of kept generations of kind `K` as they change: a
+    /// label-selected metadata watch, backing off on errors.
+    fn touched<K>(
+        &self,
+    ) -> impl futures_util::Stream<Item = Result<Option<String>, watcher::Error>> + Send
+    where
+        K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>,
+        K: Clone + std::fmt::Debug + Send + Sync + 'static,
+        K: serde::de::DeserializeOwned,
+    {
+        watcher(
+            api::<PartialObjectMeta<K>>(&self.client, &self.namespace),
+            watcher::Config::default().labels(GITOPS_LABEL),
+        )
+        .default_backoff()
+        .touched_objects()
+        .map(|r| r.map(|o| o.namespace()))
     }
 
     /// Looks at `namespace` once; remembers it in `waiting` while an old

@@ -363,6 +363,28 @@ fn yaml_text(value: &Value) -> Vec<u8> {
     out.into_bytes()
 }
 
+/// A config's data read from the object `r` names: the generated kind follows
+/// the source's (a Secret's data stays in a Secret), the source's label
+/// (`secret/NAME`) and its key.
+fn from_object(
+    sources: &Sources,
+    kind: SourceKind,
+    r: &KeyRef,
+    field: &str,
+) -> Result<(ConfigKind, String, String, Vec<u8>), Problem> {
+    let (generated, label, at) = match kind {
+        SourceKind::ConfigMap => (ConfigKind::ConfigMap, "configMap", "fromConfigMap"),
+        SourceKind::Secret => (ConfigKind::Secret, "secret", "fromSecret"),
+    };
+    let bytes = read(sources, kind, r, &format!("{field}.{at}"))?.to_vec();
+    Ok((
+        generated,
+        format!("{label}/{}", r.name),
+        r.key.clone(),
+        bytes,
+    ))
+}
+
 fn generate_configs(
     berth: &Berth,
     sources: &Sources,
@@ -379,30 +401,8 @@ fn generate_configs(
                     "config.yaml".into(),
                     yaml_text(inline),
                 ),
-                (None, Some(r), None) => (
-                    ConfigKind::ConfigMap,
-                    format!("configMap/{}", r.name),
-                    r.key.clone(),
-                    read(
-                        sources,
-                        SourceKind::ConfigMap,
-                        r,
-                        &format!("{field}.fromConfigMap"),
-                    )?
-                    .to_vec(),
-                ),
-                (None, None, Some(r)) => (
-                    ConfigKind::Secret,
-                    format!("secret/{}", r.name),
-                    r.key.clone(),
-                    read(
-                        sources,
-                        SourceKind::Secret,
-                        r,
-                        &format!("{field}.fromSecret"),
-                    )?
-                    .to_vec(),
-                ),
+                (None, Some(r), None) => from_object(sources, SourceKind::ConfigMap, r, &field)?,
+                (None, None, Some(r)) => from_object(sources, SourceKind::Secret, r, &field)?,
                 _ => {
                     return Err(problem(
                         Reason::InvalidSpec,

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::ByteString;
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::{json, Value};
@@ -82,42 +83,55 @@ async fn fetch_source(
     Ok(match kind {
         SourceKind::ConfigMap => {
             let maps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-            let found = match how {
-                Fetch::Read => maps.get_opt(name).await?,
-                Fetch::Label => missing(maps.patch(name, &params, &label_patch(true)).await)?,
-            };
-            found.map(|cm| {
-                let mut data: BTreeMap<String, Vec<u8>> = cm
-                    .data
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(k, v)| (k, v.into_bytes()))
-                    .collect();
-                for (k, v) in cm.binary_data.unwrap_or_default() {
-                    data.insert(k, v.0);
-                }
+            fetch_one(&maps, name, how, &params).await?.map(|cm| {
+                // `binaryData` and `data` never share a key (the API server refuses that).
+                let data = merged(cm.data, cm.binary_data);
                 (cm.metadata.resource_version.unwrap_or_default(), data)
             })
         }
         SourceKind::Secret => {
             let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
-            let found = match how {
-                Fetch::Read => secrets.get_opt(name).await?,
-                Fetch::Label => missing(secrets.patch(name, &params, &label_patch(true)).await)?,
-            };
-            found.map(|s| {
-                let mut data: BTreeMap<String, Vec<u8>> = s
-                    .data
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(k, v)| (k, v.0))
-                    .collect();
-                for (k, v) in s.string_data.unwrap_or_default() {
-                    data.insert(k, v.into_bytes());
-                }
+            fetch_one(&secrets, name, how, &params).await?.map(|s| {
+                // `stringData` is write-only and wins over `data`, as the API server merges it.
+                let data = merged(s.string_data, s.data);
                 (s.metadata.resource_version.unwrap_or_default(), data)
             })
         }
+    })
+}
+
+/// Text and binary entries as bytes; a text entry wins a key both have.
+fn merged(
+    text: Option<BTreeMap<String, String>>,
+    binary: Option<BTreeMap<String, ByteString>>,
+) -> BTreeMap<String, Vec<u8>> {
+    let mut data: BTreeMap<String, Vec<u8>> = binary
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k, v.0))
+        .collect();
+    data.extend(
+        text.unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.into_bytes())),
+    );
+    data
+}
+
+/// One object read, or labelled as a source (the patch returns it), `None`
+/// when it does not exist.
+async fn fetch_one<K>(
+    api: &Api<K>,
+    name: &str,
+    how: Fetch,
+    params: &PatchParams,
+) -> Result<Option<K>, Error>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    Ok(match how {
+        Fetch::Read => api.get_opt(name).await?,
+        Fetch::Label => missing(api.patch(name, params, &label_patch(true)).await)?,
     })
 }
 

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use berth_ref::Reference;
-use berth_yaml::{Limits, Node, Pos, Scalar, Style, Value};
+use berth_yaml::{Limits, Node, Pos};
 
 /// A kustomization found in the repository.
 #[derive(Debug, Clone)]
@@ -549,15 +549,8 @@ fn text(value: &str) -> Node {
 }
 
 /// A plain scalar whose YAML type is meant (`false`).
-fn plain(value: &str) -> Node {
-    Node {
-        pos: Pos::default(),
-        tag: None,
-        value: Value::Scalar(Scalar {
-            text: value.to_string(),
-            style: Style::Plain,
-        }),
-    }
+fn plain(text: &str) -> Node {
+    Node::plain(text, Pos::default())
 }
 
 fn seq(items: impl IntoIterator<Item = Node>) -> Node {

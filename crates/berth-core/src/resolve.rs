@@ -216,11 +216,20 @@ impl Origins {
     /// Whether any part came from somewhere other than berth.yaml's `image:` (a
     /// variable, a flag, the registry prefix, the lock).
     pub fn overridden(&self) -> bool {
-        let project = |o: &Origin| matches!(o, Origin::Project { .. });
-        !project(&self.registry)
-            || !project(&self.name)
-            || self.tag.as_ref().is_some_and(|o| !project(o))
-            || self.digest.as_ref().is_some_and(|o| !project(o))
+        self.parts().any(|o| !matches!(o, Origin::Project { .. }))
+    }
+
+    /// The origins of the parts there are, in a reference's order: registry,
+    /// name, tag, digest.
+    pub fn parts(&self) -> impl Iterator<Item = &Origin> {
+        [
+            Some(&self.registry),
+            Some(&self.name),
+            self.tag.as_ref(),
+            self.digest.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
     }
 }
 
@@ -347,15 +356,9 @@ pub fn resolve_catalog<'p>(
         (None, None) => None,
     };
     let registry = registry
-        .map(|(origin, value)| match RegistryPrefix::parse(&value) {
-            Ok(prefix) => Ok((origin, prefix)),
-            Err(source) => Err(ResolveError::Invalid {
-                origin,
-                value,
-                source,
-            }),
-        })
-        .transpose()?;
+        .map(|(origin, value)| parsed(origin, value, RegistryPrefix::parse))
+        .transpose()?
+        .map(|(origin, _, prefix)| (origin, prefix));
     let shared_tag = project
         .tag_env
         .and_then(&read)
@@ -473,6 +476,22 @@ struct Partial<'a> {
     registry: Option<&'a (Origin, RegistryPrefix)>,
 }
 
+/// `value` from `origin` parsed, or the error that says where it came from.
+fn parsed<T>(
+    origin: Origin,
+    value: String,
+    parse: impl FnOnce(&str) -> Result<T, RefError>,
+) -> Result<(Origin, String, T), ResolveError> {
+    match parse(&value) {
+        Ok(parsed) => Ok((origin, value, parsed)),
+        Err(source) => Err(ResolveError::Invalid {
+            origin,
+            value,
+            source,
+        }),
+    }
+}
+
 fn resolve_one<'p>(
     component: &'p Component,
     (default, default_origins): Base,
@@ -480,14 +499,7 @@ fn resolve_one<'p>(
 ) -> Result<ResolvedImage<'p>, ResolveError> {
     let tag = given
         .tag
-        .map(|(origin, value)| match Tag::parse(&value) {
-            Ok(tag) => Ok((origin, value, tag)),
-            Err(source) => Err(ResolveError::Invalid {
-                origin,
-                value,
-                source,
-            }),
-        })
+        .map(|(origin, value)| parsed(origin, value, Tag::parse))
         .transpose()?;
     let repository = given
         .repository

@@ -14,11 +14,10 @@
 pub mod env;
 pub mod limits;
 mod process;
-mod shown;
 pub mod write;
 
+pub use berth_ref::shown;
 pub use process::{run, RunError, RunOutput};
-pub use shown::shown;
 pub use write::{write_atomic, Mode as WriteMode, WriteError};
 
 use std::io::Read;

@@ -211,11 +211,17 @@ mod tests {
         assert_eq!(names.len(), 1);
     }
 
+    /// A file outside the project that holds `safe` and must keep holding it.
+    fn victim(outside: &Path, name: &str) -> PathBuf {
+        let victim = outside.join(name);
+        std::fs::write(&victim, "safe").unwrap();
+        victim
+    }
+
     #[test]
     fn links_out_of_the_project_are_refused_and_nothing_is_written_there() {
         let (_top, root, outside) = setup();
-        let victim = outside.join("bashrc");
-        std::fs::write(&victim, "safe").unwrap();
+        let victim = victim(&outside, "bashrc");
         // The target is a link out.
         symlink(&victim, root.join("berth.lock")).unwrap();
         let err = write_atomic(&root, &root.join("berth.lock"), b"evil", Mode::Replace)
@@ -255,8 +261,7 @@ mod tests {
     #[test]
     fn a_planted_temporary_name_is_never_opened() {
         let (_top, root, outside) = setup();
-        let victim = outside.join("rc");
-        std::fs::write(&victim, "safe").unwrap();
+        let victim = victim(&outside, "rc");
         // Every name of the old fixed form, and a link where a temporary might go.
         symlink(&victim, root.join(".berth.yaml.init-tmp")).unwrap();
         write_atomic(

@@ -5,6 +5,7 @@
 //! decisions (plan, records, rollout state) are berth-core's; this file carries
 //! them out, many requests at a time. Records and clean-up live in `records.rs`.
 
+use crate::ops::Shape;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -244,7 +245,13 @@ impl Cluster {
             berth_core::cluster::CONFIG_LABEL
         );
         let found = self
-            .list_metadata(&object.api_version, &object.kind, &namespace, &selector)
+            .list(
+                &object.api_version,
+                &object.kind,
+                &namespace,
+                &selector,
+                Shape::Metadata,
+            )
             .await?;
         let newest = found
             .iter()

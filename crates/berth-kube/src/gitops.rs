@@ -3,6 +3,7 @@
 //! removes each once nothing in its namespace uses it (berth-core's
 //! [`berth_core::gitops::judge`] decides; this file lists and deletes).
 
+use crate::ops::Shape;
 use std::collections::BTreeSet;
 
 use berth_core::cluster::{ObjectRef, CONFIG_LABEL, PROJECT_LABEL};
@@ -89,7 +90,7 @@ impl Cluster {
         let mut foreign = Vec::new();
         for kind in ["ConfigMap", "Secret"] {
             for item in self
-                .list_metadata("v1", kind, namespace, GITOPS_LABEL)
+                .list("v1", kind, namespace, GITOPS_LABEL, Shape::Metadata)
                 .await?
             {
                 let metadata = item.get("metadata").cloned().unwrap_or_default();
@@ -129,7 +130,10 @@ impl Cluster {
         let mut used = BTreeSet::new();
         for user in users() {
             let kind = user.as_str();
-            for object in self.list(user.api_version(), kind, namespace, "").await? {
+            for object in self
+                .list(user.api_version(), kind, namespace, "", Shape::Objects)
+                .await?
+            {
                 if !live(kind, &object) {
                     continue;
                 }

@@ -34,6 +34,7 @@ pub use deploy::{ApplyOptions, Change, Deployed, Event, RolloutState, CONCURRENC
 pub use error::{ClusterError, Kind};
 pub use exec::ExecOutput;
 pub use gitops::{Collected, Foreign, Judged};
+pub use ops::Shape;
 pub use pods::is_ready;
 pub use remember::{Look, Outcome, Remembered, Watches};
 pub use streams::{LogLines, MAX_LOG_LINE};

@@ -170,38 +170,15 @@ impl Cluster {
         Ok(found.map(to_value))
     }
 
-    /// The objects of `kind` in `namespace` matching the label `selector`.
+    /// The objects of `kind` in `namespace` matching the label `selector`
+    /// (`""` for all), whole or as [`Shape::Metadata`].
     pub async fn list(
         &self,
         api_version: &str,
         kind: &str,
         namespace: &str,
         selector: &str,
-    ) -> Result<Vec<Value>, ClusterError> {
-        self.list_as(api_version, kind, namespace, selector, false)
-            .await
-    }
-
-    /// [`Cluster::list`] of metadata only (`PartialObjectMeta`): names, labels and
-    /// annotations, never a Secret's data.
-    pub async fn list_metadata(
-        &self,
-        api_version: &str,
-        kind: &str,
-        namespace: &str,
-        selector: &str,
-    ) -> Result<Vec<Value>, ClusterError> {
-        self.list_as(api_version, kind, namespace, selector, true)
-            .await
-    }
-
-    async fn list_as(
-        &self,
-        api_version: &str,
-        kind: &str,
-        namespace: &str,
-        selector: &str,
-        metadata_only: bool,
+        shape: Shape,
     ) -> Result<Vec<Value>, ClusterError> {
         let probe = ObjectRef {
             api_version: api_version.into(),
@@ -215,7 +192,7 @@ impl Cluster {
             .timed(
                 || format!("list {kind} in namespace `{namespace}`"),
                 async {
-                    Ok(if metadata_only {
+                    Ok(if shape == Shape::Metadata {
                         api.list_metadata(&params).await.map(|list| {
                             list.items
                                 .into_iter()
@@ -311,6 +288,16 @@ fn manager_of(message: &str) -> String {
         .split('"')
         .nth(1)
         .map_or_else(|| message.to_string(), str::to_string)
+}
+
+/// How much of each object a list returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// The whole object.
+    Objects,
+    /// Metadata only (`PartialObjectMeta`): names, labels and annotations, never
+    /// a Secret's data.
+    Metadata,
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 //! each Secret stays under the API server's limit of about 1.5 MiB per object.
 //! Records written before (plain `objects`) are still read.
 
+use crate::ops::Shape;
 use std::collections::BTreeMap;
 
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -125,7 +126,7 @@ impl Cluster {
     async fn listed_records(&self, project: &str) -> Result<Records, ClusterError> {
         let selector = format!("{},{RECORD_LABEL}=true", project_selector(project));
         let items = self
-            .list_metadata("v1", "Secret", &self.namespace, &selector)
+            .list("v1", "Secret", &self.namespace, &selector, Shape::Metadata)
             .await?;
         let mut out = Vec::new();
         for item in items {
@@ -317,7 +318,7 @@ impl Cluster {
                 let existing: Vec<(String, String)> = match watched {
                     Some(existing) => existing,
                     None => self
-                        .list_metadata("v1", kind, namespace, &selector)
+                        .list("v1", kind, namespace, &selector, Shape::Metadata)
                         .await?
                         .iter()
                         .filter_map(|o| {

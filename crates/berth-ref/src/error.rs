@@ -75,13 +75,13 @@ impl fmt::Display for RefError {
                 f,
                 "invalid registry host `{}`: expected a DNS name, an IPv4 address or \
                  a bracketed IPv6 address, optionally followed by `:port`",
-                clip(domain)
+                crate::shown(domain)
             ),
             RefError::UppercasePath { path } => write!(
                 f,
                 "repository name `{}` must be lowercase (write `{}`)",
-                clip(path),
-                clip(&path.to_ascii_lowercase())
+                crate::shown(path),
+                crate::shown(&path.to_ascii_lowercase())
             ),
             RefError::InvalidPath { path } if path.is_empty() => {
                 write!(f, "missing repository name")
@@ -90,7 +90,7 @@ impl fmt::Display for RefError {
                 f,
                 "invalid repository name `{}`: each `/`-separated component must be \
                  lowercase letters and digits, joined by `.`, `_`, `__` or dashes",
-                clip(path)
+                crate::shown(path)
             ),
             RefError::PathTooLong { len } => write!(
                 f,
@@ -101,18 +101,18 @@ impl fmt::Display for RefError {
                 f,
                 "invalid tag `{}`: a tag is 1 to {} letters, digits, `_`, `.` or `-`, \
                  and may not start with `.` or `-`",
-                clip(tag),
+                crate::shown(tag),
                 crate::MAX_TAG_LEN
             ),
             RefError::InvalidDigestFormat { digest } => write!(
                 f,
                 "invalid digest `{}`: expected `sha256:` followed by 64 lowercase hex characters",
-                clip(digest)
+                crate::shown(digest)
             ),
             RefError::UnsupportedDigestAlgorithm { algorithm } => write!(
                 f,
                 "unsupported digest algorithm `{}`: use sha256, sha384 or sha512",
-                clip(algorithm)
+                crate::shown(algorithm)
             ),
             RefError::InvalidDigestHex {
                 algorithm,
@@ -125,30 +125,10 @@ impl fmt::Display for RefError {
                 f,
                 "invalid registry prefix `{}` (expected a host with an optional path, \
                  like `quay.io/me`): {reason}",
-                clip(prefix)
+                crate::shown(prefix)
             ),
         }
     }
 }
 
 impl std::error::Error for RefError {}
-
-/// Input as a message repeats it: at most 200 characters (a 100 KB value must
-/// not push the reason that follows it off the line), control characters
-/// escaped. The same rule as `berth_io::shown`; this crate depends on nothing.
-fn clip(text: &str) -> String {
-    const MAX: usize = 200;
-    let mut out = String::new();
-    for (i, c) in text.chars().enumerate() {
-        if i == MAX {
-            out.push_str(&format!("… ({} characters)", text.chars().count()));
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}

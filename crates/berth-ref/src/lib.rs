@@ -23,10 +23,12 @@
 mod digest;
 mod error;
 mod name;
+mod shown;
 
 pub use digest::{lower_hex, Algorithm, Digest};
 pub use error::RefError;
 pub use name::{Reference, RegistryPrefix, Repository, Tag};
+pub use shown::shown;
 
 /// The registry Docker uses for names without a registry host.
 pub const DEFAULT_DOMAIN: &str = "docker.io";

@@ -100,12 +100,7 @@ pub async fn push_artifact(
     files: &[(String, Vec<u8>)],
     meta: &ArtifactMeta,
 ) -> Result<Digest, RegistryError> {
-    let failed = |reason: String| RegistryError::Other {
-        image: target.to_string(),
-        registry: target.domain().to_string(),
-        reason,
-        source: None,
-    };
+    let failed = |reason: String| RegistryError::other(target, reason);
     let (config, layer, manifest) =
         artifact(files, meta).map_err(|e| failed(format!("cannot pack the artifact: {e}")))?;
     registry

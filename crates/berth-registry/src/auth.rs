@@ -330,6 +330,10 @@ mod tests {
         }
     }
 
+    fn basic(user: &str, password: &str) -> RegistryAuth {
+        RegistryAuth::Basic(user.into(), password.into())
+    }
+
     #[test]
     fn auths_entries() {
         let c = config(
@@ -337,12 +341,9 @@ mod tests {
         );
         assert_eq!(
             credentials(&c, "docker.io", T).unwrap(),
-            RegistryAuth::Basic("user".into(), "pass".into())
+            basic("user", "pass")
         );
-        assert_eq!(
-            credentials(&c, "quay.io", T).unwrap(),
-            RegistryAuth::Basic("u".into(), "p".into())
-        );
+        assert_eq!(credentials(&c, "quay.io", T).unwrap(), basic("u", "p"));
         assert_eq!(
             credentials(&c, "ghcr.io", T).unwrap(),
             RegistryAuth::Anonymous
@@ -380,11 +381,11 @@ mod tests {
             .extend(DockerConfig::from_file(&docker).unwrap().files);
         assert_eq!(
             credentials(&chain, "quay.io", T).unwrap(),
-            RegistryAuth::Basic("pod".into(), "man".into())
+            basic("pod", "man")
         );
         assert_eq!(
             credentials(&chain, "ghcr.io", T).unwrap(),
-            RegistryAuth::Basic("doc".into(), "ker".into())
+            basic("doc", "ker")
         );
         assert!(chain
             .login_for("quay.io")

@@ -516,14 +516,7 @@ fn header_digest(image: &Reference, headers: &HeaderMap) -> Result<Option<Digest
         .filter_map(|v| v.to_str().ok())
         .map(str::trim)
         .collect();
-    let fail = |reason: String| {
-        Attempt::Fail(RegistryError::Other {
-            image: image.to_string(),
-            registry: image.domain().to_string(),
-            reason,
-            source: None,
-        })
-    };
+    let fail = |reason: String| Attempt::Fail(RegistryError::other(image, reason));
     let value = match values.len() {
         0 => return Ok(None),
         1 => values.iter().next().copied().unwrap_or_default(),

@@ -139,3 +139,15 @@ fn plain_http_hint(registry: &str) -> String {
         String::new()
     }
 }
+
+impl RegistryError {
+    /// [`RegistryError::Other`] about `image`, with no transport error behind it.
+    pub(crate) fn other(image: &berth_ref::Reference, reason: impl Into<String>) -> RegistryError {
+        RegistryError::Other {
+            image: image.to_string(),
+            registry: image.domain().to_string(),
+            reason: reason.into(),
+            source: None,
+        }
+    }
+}

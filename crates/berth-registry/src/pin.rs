@@ -116,12 +116,7 @@ async fn single_platform(
     image: &Reference,
     manifest: &Value,
 ) -> Result<Platform, RegistryError> {
-    let other = |reason: String| RegistryError::Other {
-        image: image.to_string(),
-        registry: image.domain().to_string(),
-        reason,
-        source: None,
-    };
+    let other = |reason: String| RegistryError::other(image, reason);
     let config = manifest
         .pointer("/config/digest")
         .and_then(Value::as_str)
@@ -206,11 +201,11 @@ async fn platform_digest(
                 && platform.variant.as_ref().is_none_or(|v| v == variant)
         });
     match found {
-        Some((_, _, _, digest)) => Digest::parse(&digest).map_err(|e| RegistryError::Other {
-            image: image.to_string(),
-            registry: image.domain().to_string(),
-            reason: format!("the index lists an unusable digest `{digest}`: {e}"),
-            source: None,
+        Some((_, _, _, digest)) => Digest::parse(&digest).map_err(|e| {
+            RegistryError::other(
+                image,
+                format!("the index lists an unusable digest `{digest}`: {e}"),
+            )
         }),
         None => Err(RegistryError::NoPlatform {
             image: image.to_string(),

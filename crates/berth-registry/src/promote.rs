@@ -88,12 +88,8 @@ async fn copy_manifest(
     stats: &Arc<Stats>,
     progress: &Arc<dyn Progress>,
 ) -> Result<(), RegistryError> {
-    let json: Value = serde_json::from_slice(bytes).map_err(|e| RegistryError::Other {
-        image: source.to_string(),
-        registry: source.domain().to_string(),
-        reason: format!("the manifest is not JSON: {e}"),
-        source: None,
-    })?;
+    let json: Value = serde_json::from_slice(bytes)
+        .map_err(|e| RegistryError::other(source, format!("the manifest is not JSON: {e}")))?;
     let descriptor = |v: &Value| -> Option<(String, u64)> {
         Some((
             v.get("digest")?.as_str()?.to_string(),
@@ -102,11 +98,8 @@ async fn copy_manifest(
     };
     if let Some(children) = json.get("manifests").and_then(Value::as_array) {
         for child in children.iter().filter_map(descriptor) {
-            let digest = berth_ref::Digest::parse(&child.0).map_err(|e| RegistryError::Other {
-                image: source.to_string(),
-                registry: source.domain().to_string(),
-                reason: format!("the index lists an unusable digest: {e}"),
-                source: None,
+            let digest = berth_ref::Digest::parse(&child.0).map_err(|e| {
+                RegistryError::other(source, format!("the index lists an unusable digest: {e}"))
             })?;
             let child_source = source.without_digest().with_digest(digest.clone());
             let child_target = target.without_digest().with_digest(digest);
@@ -167,12 +160,10 @@ async fn copy_manifest(
         match joined {
             Ok(result) => result?,
             Err(e) => {
-                return Err(RegistryError::Other {
-                    image: source.to_string(),
-                    registry: source.domain().to_string(),
-                    reason: format!("a copy task failed: {e}"),
-                    source: None,
-                })
+                return Err(RegistryError::other(
+                    source,
+                    format!("a copy task failed: {e}"),
+                ))
             }
         }
     }

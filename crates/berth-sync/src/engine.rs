@@ -93,6 +93,17 @@ impl Engine {
         cmd
     }
 
+    /// `ENGINE exec -i ID ARGV…` with stdin and stdout piped.
+    fn exec_command(&self, container: &Container, argv: &[String], stderr: Stdio) -> Command {
+        let mut cmd = self.command();
+        cmd.args(["exec", "-i", &container.id])
+            .args(argv)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr);
+        cmd
+    }
+
     fn engine_error(&self, message: impl Into<String>) -> SyncError {
         SyncError::Engine {
             engine: self.program.clone(),
@@ -168,12 +179,7 @@ impl Target for Engine {
         input: Input<'_>,
     ) -> Result<ExecOutput, SyncError> {
         let mut child = self
-            .command()
-            .args(["exec", "-i", &container.id])
-            .args(argv)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .exec_command(container, argv, Stdio::piped())
             .spawn()
             .map_err(|e| self.engine_error(format!("cannot run `{}`: {e}", self.program)))?;
         let (Some(mut stdin), Some(mut stdout), Some(mut stderr)) =
@@ -223,14 +229,7 @@ impl Target for Engine {
         container: &Container,
         argv: &[String],
     ) -> Option<Result<Box<dyn Shell>, SyncError>> {
-        let spawned = self
-            .command()
-            .args(["exec", "-i", &container.id])
-            .args(argv)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn();
+        let spawned = self.exec_command(container, argv, Stdio::null()).spawn();
         Some(match spawned {
             Ok(mut child) => match (child.stdin.take(), child.stdout.take()) {
                 (Some(stdin), Some(stdout)) => Ok(Box::new(EngineShell {

@@ -93,6 +93,19 @@ impl Node {
         }
     }
 
+    /// A plain scalar at `pos`, written as is: its YAML type is meant (`true`,
+    /// `3`, `null`), unlike [`Node::string`]'s text.
+    pub fn plain(text: impl Into<String>, pos: Pos) -> Node {
+        Node {
+            pos,
+            tag: None,
+            value: Value::Scalar(Scalar {
+                text: text.into(),
+                style: Style::Plain,
+            }),
+        }
+    }
+
     /// A new empty mapping at `pos`.
     pub fn map(pos: Pos) -> Node {
         Node {

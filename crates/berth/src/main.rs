@@ -102,14 +102,16 @@ fn run(cli: &Cli) -> Result<u8> {
                 commands::pin::run(&registry, project, resolution).map(|()| 0)
             })
         }
-        Command::Apply(args) => with_resolution(cli, &args.resolve, |project, resolution| {
-            commands::cluster::apply(
-                &settings::Cluster::apply(args, project),
-                project,
-                resolution,
-            )
-        }),
-        Command::Diff(args) => with_resolution(cli, &args.resolve, |project, resolution| {
+        Command::Apply(args) => {
+            with_resolution(cli, &args.target.resolve, |project, resolution| {
+                commands::cluster::apply(
+                    &settings::Cluster::apply(args, project),
+                    project,
+                    resolution,
+                )
+            })
+        }
+        Command::Diff(args) => with_resolution(cli, &args.target.resolve, |project, resolution| {
             commands::cluster::diff(&settings::Cluster::diff(args, project), project, resolution)
         }),
         Command::Rollback(args) => {
@@ -137,7 +139,7 @@ fn run(cli: &Cli) -> Result<u8> {
                 &settings,
                 commands::dev::Source {
                     project: cli.project.clone(),
-                    resolve: args.apply.resolve.clone(),
+                    resolve: args.apply.target.resolve.clone(),
                     render: settings.render.clone(),
                 },
                 project,

@@ -369,25 +369,26 @@ pub struct Cluster {
 impl Cluster {
     /// `berth apply`.
     pub fn apply(args: &cli::ApplyArgs, project: &Project) -> Self {
-        Cluster {
-            render: (&args.manifests).into(),
-            connection: connection(&args.cluster, project),
-            apply: rollout(&args.rollout),
-        }
+        Cluster::new(&args.target, project, rollout(&args.rollout))
     }
 
     /// `berth diff`.
     pub fn diff(args: &cli::DiffArgs, project: &Project) -> Self {
+        let apply = ApplyOptions {
+            manager: FIELD_MANAGER.into(),
+            force: args.force_conflicts,
+            keep: 0,
+            wait: None,
+            owner: None,
+        };
+        Cluster::new(&args.target, project, apply)
+    }
+
+    fn new(target: &cli::TargetArgs, project: &Project, apply: ApplyOptions) -> Self {
         Cluster {
-            render: (&args.manifests).into(),
-            connection: connection(&args.cluster, project),
-            apply: ApplyOptions {
-                manager: FIELD_MANAGER.into(),
-                force: args.force_conflicts,
-                keep: 0,
-                wait: None,
-                owner: None,
-            },
+            render: (&target.manifests).into(),
+            connection: connection(&target.cluster, project),
+            apply,
         }
     }
 }
@@ -560,8 +561,8 @@ pub struct Dev {
 impl Dev {
     /// From the flags and berth.yaml.
     pub fn resolve(dev: &cli::DevArgs, project: &Project) -> Result<Self> {
-        let args = &dev.apply;
-        if args.rollout.no_wait {
+        let (args, rollout_args) = (&dev.apply.target, &dev.apply.rollout);
+        if rollout_args.no_wait {
             bail!("--no-wait does not apply to `berth dev`, which waits for every rollout to sync into the new pods; use `berth apply --no-wait`");
         }
         if args.manifests.paths.iter().any(|p| p == "-") {
@@ -584,8 +585,8 @@ impl Dev {
             response_limit: None,
             ..connection.clone()
         };
-        let mut apply = rollout(&args.rollout);
-        apply.wait = Some(Duration::from_secs(args.rollout.timeout));
+        let mut apply = rollout(rollout_args);
+        apply.wait = Some(Duration::from_secs(rollout_args.timeout));
         Ok(Dev {
             render,
             connection,

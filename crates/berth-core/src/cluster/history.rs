@@ -166,6 +166,11 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
+    /// Records of `(sequence, succeeded, rollback_of)`.
+    fn records(list: &[(u64, bool, Option<u64>)]) -> Records {
+        Records::new(list.iter().map(|&(s, ok, of)| info(s, ok, of)).collect())
+    }
+
     fn info(sequence: u64, succeeded: bool, rollback_of: Option<u64>) -> RecordInfo {
         RecordInfo {
             record: Record {
@@ -186,12 +191,12 @@ mod tests {
 
     #[test]
     fn keep_counts_successful_applies_not_rollbacks() {
-        let r = Records::new(vec![
-            info(4, false, None),
-            info(1, true, None),
-            info(2, true, None),
-            info(3, true, None),
-            info(5, true, Some(3)),
+        let r = records(&[
+            (4, false, None),
+            (1, true, None),
+            (2, true, None),
+            (3, true, None),
+            (5, true, Some(3)),
         ]);
         assert_eq!(r.next_sequence(), 6);
         assert_eq!(r.oldest_kept(2), 2);
@@ -206,41 +211,33 @@ mod tests {
     #[test]
     fn rollback_walks_back_past_what_is_running() {
         // r3 runs: back to r2.
-        let r = Records::new(vec![
-            info(1, true, None),
-            info(2, true, None),
-            info(3, true, None),
-        ]);
+        let r = records(&[(1, true, None), (2, true, None), (3, true, None)]);
         assert_eq!(r.rollback_target().map(|t| t.record.sequence), Some(2));
         // r4 failed: back to r3, the last good one.
-        let r = Records::new(vec![
-            info(2, true, None),
-            info(3, true, None),
-            info(4, false, None),
-        ]);
+        let r = records(&[(2, true, None), (3, true, None), (4, false, None)]);
         assert_eq!(r.rollback_target().map(|t| t.record.sequence), Some(3));
         // r5 repeated r3: the next rollback goes to r2.
-        let r = Records::new(vec![
-            info(2, true, None),
-            info(3, true, None),
-            info(4, false, None),
-            info(5, true, Some(3)),
+        let r = records(&[
+            (2, true, None),
+            (3, true, None),
+            (4, false, None),
+            (5, true, Some(3)),
         ]);
         assert_eq!(r.rollback_target().map(|t| t.record.sequence), Some(2));
         // Only one good apply: nothing to go back to.
-        let r = Records::new(vec![info(1, true, None)]);
+        let r = records(&[(1, true, None)]);
         assert_eq!(r.rollback_target(), None);
     }
 
     #[test]
     fn unchanged_means_the_newest_record_has_the_same_objects() {
-        let r = Records::new(vec![info(1, true, None), info(2, true, None)]);
+        let r = records(&[(1, true, None), (2, true, None)]);
         assert_eq!(
             r.unchanged("objects of r2").map(|r| r.record.sequence),
             Some(2)
         );
         assert!(r.unchanged("objects of r1").is_none());
-        let failed = Records::new(vec![info(1, true, None), info(2, false, None)]);
+        let failed = records(&[(1, true, None), (2, false, None)]);
         assert_eq!(
             failed.unchanged("objects of r2").map(|r| r.record.sequence),
             Some(2),
@@ -250,7 +247,7 @@ mod tests {
 
     #[test]
     fn kept_in_memory_as_the_cluster_changes() {
-        let mut r = Records::new(vec![info(1, true, None)]);
+        let mut r = records(&[(1, true, None)]);
         let mut new = info(2, false, None);
         new.status = RecordStatus::Pending;
         r.push(new);

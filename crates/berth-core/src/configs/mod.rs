@@ -14,7 +14,7 @@ mod sources;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
-use berth_yaml::{Node, Pos, Scalar, Style, Value};
+use berth_yaml::{Node, Pos, Value};
 
 use crate::project::{ConfigSpec, Project};
 pub use sources::{parse_env_file, FileSource};
@@ -432,14 +432,17 @@ impl Generated {
         if let Some(ns) = namespace {
             metadata.push((s("namespace"), s(ns)));
         }
-        let pairs =
-            |pairs: &[(String, String)]| map(pairs.iter().map(|(k, v)| (s(k), s(v))).collect());
-        if !self.labels.is_empty() {
-            metadata.push((s("labels"), pairs(&self.labels)));
-        }
-        if !self.annotations.is_empty() {
-            metadata.push((s("annotations"), pairs(&self.annotations)));
-        }
+        // Each string map, under its key when it has entries.
+        let section = |out: &mut Vec<(Node, Node)>, key: &str, pairs: &[(String, String)]| {
+            if !pairs.is_empty() {
+                out.push((
+                    s(key),
+                    map(pairs.iter().map(|(k, v)| (s(k), s(v))).collect()),
+                ));
+            }
+        };
+        section(&mut metadata, "labels", &self.labels);
+        section(&mut metadata, "annotations", &self.annotations);
         let mut object = vec![
             (s("apiVersion"), s("v1")),
             (s("kind"), s(self.kind.as_str())),
@@ -449,24 +452,10 @@ impl Generated {
             object.push((s("type"), s(t)));
         }
         if self.immutable {
-            let yes = Node {
-                pos: Pos::default(),
-                tag: None,
-                value: Value::Scalar(Scalar {
-                    text: "true".into(),
-                    style: Style::Plain,
-                }),
-            };
-            object.push((s("immutable"), yes));
+            object.push((s("immutable"), Node::plain("true", Pos::default())));
         }
-        let entries =
-            |pairs: &[(String, String)]| map(pairs.iter().map(|(k, v)| (s(k), s(v))).collect());
-        if !self.data.is_empty() {
-            object.push((s("data"), entries(&self.data)));
-        }
-        if !self.binary_data.is_empty() {
-            object.push((s("binaryData"), entries(&self.binary_data)));
-        }
+        section(&mut object, "data", &self.data);
+        section(&mut object, "binaryData", &self.binary_data);
         map(object)
     }
 }

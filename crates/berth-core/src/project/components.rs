@@ -21,12 +21,7 @@ pub(super) const TAG_KEYS: &[&str] = &["env"];
 
 impl Loader<'_> {
     pub(super) fn components(&self, node: &Node) -> Result<Vec<Component>, ProjectError> {
-        if node.is_null() {
-            return Ok(Vec::new());
-        }
-        let entries = node
-            .as_map()
-            .ok_or_else(|| self.wrong(node, "images", "a mapping of component names"))?;
+        let entries = self.mapping(node, "images", "a mapping of component names")?;
         let mut components: Vec<Component> = entries
             .iter()
             .map(|(k, v)| self.component(k, v))
@@ -162,12 +157,7 @@ impl Loader<'_> {
                 component.image_pos = pos;
             }
             (None, None) => {
-                return Err(ProjectError::Missing {
-                    file: self.file.to_string(),
-                    pos: node.pos,
-                    key: "image",
-                    context: format!("component `{name}`"),
-                })
+                return Err(self.missing(node.pos, "image", format!("component `{name}`")))
             }
         }
         for repository in matches {
@@ -191,16 +181,11 @@ impl Loader<'_> {
 
     /// `profiles: {NAME: [manifests entries]}`.
     pub(super) fn profiles(&self, node: &Node) -> Result<Vec<Profile>, ProjectError> {
-        if node.is_null() {
-            return Ok(Vec::new());
-        }
-        let entries = node.as_map().ok_or_else(|| {
-            self.wrong(
-                node,
-                "profiles",
-                "a mapping of profile names to lists of manifests",
-            )
-        })?;
+        let entries = self.mapping(
+            node,
+            "profiles",
+            "a mapping of profile names to lists of manifests",
+        )?;
         let mut out = Vec::new();
         for (key, value) in entries {
             let name = self.string(key, "profiles")?;

@@ -73,12 +73,7 @@ impl Loader<'_> {
                 _ => {}
             }
         }
-        let missing = |key| ProjectError::Missing {
-            file: self.file.to_string(),
-            pos: node.pos,
-            key,
-            context: "a dev.forward entry".into(),
-        };
+        let missing = |key| self.missing(node.pos, key, "a dev.forward entry");
         let component = component.ok_or_else(|| missing("component"))?;
         let port = port.ok_or_else(|| missing("port"))?;
         Ok(Forward {

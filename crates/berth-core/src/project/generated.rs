@@ -146,17 +146,25 @@ impl Loader<'_> {
         Ok(name.to_string())
     }
 
+    /// The entries of a section of named objects, each name checked (at most
+    /// `max` characters).
+    fn named<'n>(
+        &self,
+        node: &'n Node,
+        section: &str,
+        expected: &'static str,
+        max: usize,
+    ) -> Result<Vec<(String, &'n Node, &'n Node)>, ProjectError> {
+        self.mapping(node, section, expected)?
+            .iter()
+            .map(|(key, value)| Ok((self.entry_name(key, section, max)?, key, value)))
+            .collect()
+    }
+
     pub(super) fn configs(&self, node: &Node) -> Result<Vec<ConfigSpec>, ProjectError> {
-        if node.is_null() {
-            return Ok(Vec::new());
-        }
-        let entries = node
-            .as_map()
-            .ok_or_else(|| self.wrong(node, "configs", "a mapping of config names"))?;
         let mut out = Vec::new();
-        for (key, value) in entries {
-            // 253 characters for an object name, minus `-` and the 10-character suffix.
-            let name = self.entry_name(key, "configs", 242)?;
+        // 253 characters for an object name, minus `-` and the 10-character suffix.
+        for (name, key, value) in self.named(node, "configs", "a mapping of config names", 242)? {
             let context = format!("configs.{name}");
             let mut spec = ConfigSpec {
                 name,
@@ -213,16 +221,9 @@ impl Loader<'_> {
         node: &Node,
         components: &[String],
     ) -> Result<Vec<CaBundleSpec>, ProjectError> {
-        if node.is_null() {
-            return Ok(Vec::new());
-        }
-        let entries = node
-            .as_map()
-            .ok_or_else(|| self.wrong(node, "caBundles", "a mapping of bundle names"))?;
         let mut out = Vec::new();
-        for (key, value) in entries {
-            // Also a volume name: a DNS label of at most 63 characters.
-            let name = self.entry_name(key, "caBundles", 63)?;
+        // Also a volume name: a DNS label of at most 63 characters.
+        for (name, key, value) in self.named(node, "caBundles", "a mapping of bundle names", 63)? {
             let context = format!("caBundles.{name}");
             let mut spec = CaBundleSpec {
                 name,
@@ -258,12 +259,7 @@ impl Loader<'_> {
                 }
             }
             if spec.sources.is_empty() {
-                return Err(ProjectError::Missing {
-                    file: self.file.to_string(),
-                    pos: key.pos,
-                    key: "sources",
-                    context: format!("CA bundle `{}`", spec.name),
-                });
+                return Err(self.missing(key.pos, "sources", format!("CA bundle `{}`", spec.name)));
             }
             if let Some(inject) = &mut spec.inject {
                 if inject.mount_path.is_empty() {
@@ -381,14 +377,12 @@ impl Loader<'_> {
                 _ => {}
             }
         }
-        if inject.components.is_empty() && inject.containers.is_empty() {
-            return Err(ProjectError::Missing {
-                file: self.file.to_string(),
-                pos: node.pos,
-                key: "components",
-                context: format!("`{context}` (name `components:` or `containers:`)"),
-            });
-        }
+        self.needs_one(
+            inject.components.is_empty() && inject.containers.is_empty(),
+            node.pos,
+            "components",
+            format!("`{context}` (name `components:` or `containers:`)"),
+        )?;
         Ok(inject)
     }
 

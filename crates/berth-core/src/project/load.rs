@@ -104,12 +104,7 @@ impl Loader<'_> {
             }
         }
         if project.name.is_empty() {
-            return Err(ProjectError::Missing {
-                file: self.file.to_string(),
-                pos: root.pos,
-                key: "name",
-                context: "the project".into(),
-            });
+            return Err(self.missing(root.pos, "name", "the project"));
         }
         // After `images:`, whatever the key order: both name components.
         let names: Vec<String> = project.components.iter().map(|c| c.name.clone()).collect();
@@ -241,6 +236,50 @@ impl Loader<'_> {
         })
     }
 
+    /// `key` is required at `pos` and absent; `context` says where.
+    pub(super) fn missing(
+        &self,
+        pos: Pos,
+        key: &'static str,
+        context: impl Into<String>,
+    ) -> ProjectError {
+        ProjectError::Missing {
+            file: self.file.to_string(),
+            pos,
+            key,
+            context: context.into(),
+        }
+    }
+
+    /// Refuses an entry that has none of the keys it needs one of (`absent`):
+    /// `key` is the first of them.
+    pub(super) fn needs_one(
+        &self,
+        absent: bool,
+        pos: Pos,
+        key: &'static str,
+        context: impl Into<String>,
+    ) -> Result<(), ProjectError> {
+        if absent {
+            Err(self.missing(pos, key, context))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The entries of a mapping section (`images:`, `configs:`, …); none when null.
+    pub(super) fn mapping<'n>(
+        &self,
+        node: &'n Node,
+        key: &str,
+        expected: &'static str,
+    ) -> Result<&'n [(Node, Node)], ProjectError> {
+        if node.is_null() {
+            return Ok(&[]);
+        }
+        node.as_map().ok_or_else(|| self.wrong(node, key, expected))
+    }
+
     pub(super) fn list<'n>(
         &self,
         node: &'n Node,
@@ -283,12 +322,7 @@ impl Loader<'_> {
         }
         match env {
             Some(env) => Ok(Some(env)),
-            None => Err(ProjectError::Missing {
-                file: self.file.to_string(),
-                pos: node.pos,
-                key: "env",
-                context: missing.into(),
-            }),
+            None => Err(self.missing(node.pos, "env", missing)),
         }
     }
 
@@ -366,12 +400,7 @@ impl Loader<'_> {
                     _ => {}
                 }
             }
-            let missing = |key| ProjectError::Missing {
-                file: self.file.to_string(),
-                pos: item.pos,
-                key,
-                context: context.clone(),
-            };
+            let missing = |key| self.missing(item.pos, key, context.clone());
             let (path, text) = path.ok_or_else(|| missing("path"))?;
             out.push(ImagePath {
                 kind: kind.ok_or_else(|| missing("kind"))?,

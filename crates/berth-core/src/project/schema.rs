@@ -338,13 +338,17 @@ mod tests {
         }
     }
 
+    /// The schema, built as a draft 2020-12 validator.
+    fn validator() -> jsonschema::Validator {
+        jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .build(&json_schema())
+            .unwrap()
+    }
+
     #[test]
     fn the_schema_is_a_valid_draft_2020_12_schema_that_refuses_unknown_keys() {
-        let schema = json_schema();
-        let validator = jsonschema::options()
-            .with_draft(jsonschema::Draft::Draft202012)
-            .build(&schema)
-            .unwrap();
+        let validator = validator();
         assert!(validator.is_valid(&json!({"name": "shop", "images": {"web": {"image": "nginx"}}})));
         assert!(!validator.is_valid(&json!({"name": "shop", "imagez": {}})));
         assert!(!validator.is_valid(&json!({"name": "shop", "images": {"web": {"imag": "nginx"}}})));
@@ -356,11 +360,7 @@ mod tests {
 
     #[test]
     fn every_examples_berth_yaml_satisfies_the_schema() {
-        let schema = json_schema();
-        let validator = jsonschema::options()
-            .with_draft(jsonschema::Draft::Draft202012)
-            .build(&schema)
-            .unwrap();
+        let validator = validator();
         let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
         let mut seen = 0;
         for entry in std::fs::read_dir(examples).unwrap() {

@@ -159,20 +159,13 @@ impl Loader<'_> {
                 _ => {}
             }
         }
-        rule.target = target.ok_or_else(|| ProjectError::Missing {
-            file: self.file.to_string(),
-            pos: node.pos,
-            key: "target",
-            context: context.clone(),
-        })?;
-        if rule.paths.is_empty() && rule.run.is_empty() {
-            return Err(ProjectError::Missing {
-                file: self.file.to_string(),
-                pos: node.pos,
-                key: "paths",
-                context: format!("{context} (it has neither `paths:` nor `run:`)"),
-            });
-        }
+        rule.target = target.ok_or_else(|| self.missing(node.pos, "target", context.clone()))?;
+        self.needs_one(
+            rule.paths.is_empty() && rule.run.is_empty(),
+            node.pos,
+            "paths",
+            format!("{context} (it has neither `paths:` nor `run:`)"),
+        )?;
         Ok(rule)
     }
 
@@ -202,33 +195,42 @@ impl Loader<'_> {
         })
     }
 
+    /// A path's text, refused with a control character in it (`expected` says
+    /// what a right one is).
+    fn path_text<'n>(
+        &self,
+        v: &'n Node,
+        sub: &str,
+        expected: &'static str,
+    ) -> Result<&'n str, ProjectError> {
+        let raw = self.string(v, sub)?;
+        if raw.chars().any(char::is_control) {
+            return Err(self.invalid(v, sub, raw, expected));
+        }
+        Ok(raw)
+    }
+
     fn sync_path(&self, node: &Node, field: &str) -> Result<SyncPath, ProjectError> {
         let (mut from, mut to, mut into_dir) = (None, None, false);
         for (k, v) in self.fields(node, field, PATH_KEYS)? {
             let sub = format!("{field}.{}", k.as_str().unwrap_or_default());
             match k.as_str().unwrap_or_default() {
                 "from" => {
-                    let raw = self.string(v, &sub)?;
-                    if raw.chars().any(char::is_control) {
-                        return Err(self.invalid(
+                    from = Some(
+                        self.path_text(
                             v,
                             &sub,
-                            raw,
                             "a path without newlines or other control characters",
-                        ));
-                    }
-                    from = Some(raw.to_string())
+                        )?
+                        .to_string(),
+                    )
                 }
                 _ => {
-                    let raw = self.string(v, &sub)?;
-                    if raw.chars().any(char::is_control) {
-                        return Err(self.invalid(
-                            v,
-                            &sub,
-                            raw,
-                            "a container path without newlines or other control characters",
-                        ));
-                    }
+                    let raw = self.path_text(
+                        v,
+                        &sub,
+                        "a container path without newlines or other control characters",
+                    )?;
                     into_dir = raw.ends_with('/');
                     let path = normalise_container_path(raw).filter(|p| p != "/");
                     to = Some(path.ok_or_else(|| {
@@ -242,12 +244,7 @@ impl Loader<'_> {
                 }
             }
         }
-        let missing = |key| ProjectError::Missing {
-            file: self.file.to_string(),
-            pos: node.pos,
-            key,
-            context: format!("`{field}` entry"),
-        };
+        let missing = |key| self.missing(node.pos, key, format!("`{field}` entry"));
         Ok(SyncPath {
             from: from.ok_or_else(|| missing("from"))?,
             to: to.ok_or_else(|| missing("to"))?,
@@ -279,12 +276,11 @@ impl Loader<'_> {
             }
         }
         if step.cmd.first().is_none_or(|c| c.is_empty()) {
-            return Err(ProjectError::Missing {
-                file: self.file.to_string(),
-                pos: node.pos,
-                key: "cmd",
-                context: format!("`{field}` step (an argv such as [\"kill\", \"-HUP\", \"1\"])"),
-            });
+            return Err(self.missing(
+                node.pos,
+                "cmd",
+                format!("`{field}` step (an argv such as [\"kill\", \"-HUP\", \"1\"])"),
+            ));
         }
         Ok(step)
     }

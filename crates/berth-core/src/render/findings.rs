@@ -100,16 +100,11 @@ pub(super) fn strays(
 }
 
 /// The first part of a resolved image an override set, as its source names it.
+/// The name first: a full override of the repository says more than its registry.
 fn override_of(origins: &crate::resolve::Origins) -> Option<&Origin> {
-    [
-        Some(&origins.name),
-        Some(&origins.registry),
-        origins.tag.as_ref(),
-        origins.digest.as_ref(),
-    ]
-    .into_iter()
-    .flatten()
-    .find(|o| !matches!(o, Origin::Project { .. }))
+    std::iter::once(&origins.name)
+        .chain(origins.parts())
+        .find(|o| !matches!(o, Origin::Project { .. }))
 }
 
 impl super::Findings {

@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 
 use berth_ref::{Reference, Repository};
-use berth_yaml::{Node, Pos, Scalar, Style, Value};
+use berth_yaml::{Node, Pos, Value};
 
 use super::pods::for_each_pod;
 use crate::project::{CaBundleSpec, Inject};
@@ -135,15 +135,9 @@ fn string(text: &str) -> Node {
     Node::string(text, Pos::default())
 }
 
+/// A plain scalar whose YAML type is meant (`false`).
 fn plain(text: &str) -> Node {
-    Node {
-        pos: Pos::default(),
-        tag: None,
-        value: Value::Scalar(Scalar {
-            text: text.into(),
-            style: Style::Plain,
-        }),
-    }
+    Node::plain(text, Pos::default())
 }
 
 fn map(entries: Vec<(&str, Node)>) -> Node {

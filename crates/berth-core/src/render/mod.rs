@@ -373,7 +373,7 @@ fn component_scanner(resolution: &Resolution<'_>) -> crate::scan::Scanner {
 }
 
 /// `metadata.<field>` of an object, when it is text.
-fn metadata_text<'n>(object: &'n Node, field: &str) -> Option<&'n str> {
+pub(crate) fn metadata_text<'n>(object: &'n Node, field: &str) -> Option<&'n str> {
     object.get("metadata")?.get(field)?.as_str()
 }
 
@@ -390,10 +390,7 @@ impl Seen {
         kind: &str,
         namespace: &Option<String>,
     ) -> Result<(), RenderError> {
-        let name = object
-            .get("metadata")
-            .and_then(|m| m.get("name"))
-            .and_then(Node::as_str)
+        let name = metadata_text(object, "name")
             .unwrap_or_default()
             .to_string();
         let group = api_version
@@ -536,11 +533,7 @@ fn check_collision(
     object: &Node,
     kind: &str,
 ) -> Result<(), RenderError> {
-    let Some(name) = object
-        .get("metadata")
-        .and_then(|m| m.get("name"))
-        .and_then(Node::as_str)
-    else {
+    let Some(name) = metadata_text(object, "name") else {
         return Ok(());
     };
     let Some(index) = spec
@@ -550,10 +543,7 @@ fn check_collision(
     else {
         return Ok(());
     };
-    let namespace = object
-        .get("metadata")
-        .and_then(|m| m.get("namespace"))
-        .and_then(Node::as_str);
+    let namespace = metadata_text(object, "namespace");
     Err(RenderError::Collision {
         file: input.name.clone(),
         pos: object.pos,
@@ -624,13 +614,7 @@ fn emit(out: &mut Rendered, object: Node, api_version: String, kind: String) {
     }
     let start = out.yaml.len();
     berth_yaml::write_document(&mut out.yaml, &object);
-    let metadata = object.get("metadata");
-    let text = |key: &str| {
-        metadata
-            .and_then(|m| m.get(key))
-            .and_then(Node::as_str)
-            .map(str::to_string)
-    };
+    let text = |key: &str| metadata_text(&object, key).map(str::to_string);
     out.objects.push(ObjectInfo {
         api_version,
         kind,

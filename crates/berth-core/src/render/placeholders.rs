@@ -30,15 +30,8 @@ pub fn unfilled_placeholders(objects: &[Node]) -> Vec<Unfilled> {
             .get("kind")
             .and_then(Node::as_str)
             .unwrap_or_default();
-        let name = object
-            .get("metadata")
-            .and_then(|m| m.get("name"))
-            .and_then(Node::as_str)
-            .unwrap_or_default();
-        let namespace = object
-            .get("metadata")
-            .and_then(|m| m.get("namespace"))
-            .and_then(Node::as_str);
+        let name = super::metadata_text(object, "name").unwrap_or_default();
+        let namespace = super::metadata_text(object, "namespace");
         let shown = match namespace {
             Some(ns) => format!("{kind}/{name} in namespace {ns}"),
             None => format!("{kind}/{name}"),

@@ -207,12 +207,7 @@ impl Registry {
     }
 
     pub(super) fn other(&self, image: &Reference, reason: String) -> RegistryError {
-        RegistryError::Other {
-            image: image.to_string(),
-            registry: image.domain().to_string(),
-            reason,
-            source: None,
-        }
+        RegistryError::other(image, reason)
     }
 }
 

@@ -301,14 +301,21 @@ pub struct ManifestArgs {
     pub strict: bool,
 }
 
+/// What is rendered and the cluster it goes to (`apply`, `diff`, `dev`).
 #[derive(Debug, Args)]
-pub struct ApplyArgs {
+pub struct TargetArgs {
     #[command(flatten)]
     pub resolve: ResolveArgs,
     #[command(flatten)]
     pub manifests: ManifestArgs,
     #[command(flatten)]
     pub cluster: ClusterArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
     #[command(flatten)]
     pub rollout: RolloutArgs,
 }
@@ -366,11 +373,7 @@ pub struct GcArgs {
 #[derive(Debug, Args)]
 pub struct DiffArgs {
     #[command(flatten)]
-    pub resolve: ResolveArgs,
-    #[command(flatten)]
-    pub manifests: ManifestArgs,
-    #[command(flatten)]
-    pub cluster: ClusterArgs,
+    pub target: TargetArgs,
     /// Show the result as if conflicts with other field managers were forced.
     #[arg(long)]
     pub force_conflicts: bool,

@@ -10,13 +10,22 @@ use berth_kube::{ApplyOptions, Cluster, Connection, Desired, Event};
 
 use crate::output::print;
 use crate::pipeline;
-use crate::settings::{self, Render};
+use crate::settings;
 
-/// Renders what an apply sends and prints the render's warnings.
-fn desired(render: &Render, project: &Project, resolution: &Resolution<'_>) -> Result<Desired> {
-    let prepared = pipeline::desired(render, project, resolution)?;
+/// Renders what an apply sends, prints the render's warnings, connects, and
+/// runs `then` with the cluster and the objects.
+fn connected<T>(
+    settings: &settings::Cluster,
+    project: &Project,
+    resolution: &Resolution<'_>,
+    then: impl AsyncFnOnce(&Cluster, &Desired) -> Result<T>,
+) -> Result<T> {
+    let prepared = pipeline::desired(&settings.render, project, resolution)?;
     pipeline::print_warnings(&prepared.warnings);
-    Ok(prepared.desired)
+    crate::runtime::get()?.block_on(async {
+        let cluster = Cluster::connect(&settings.connection).await?;
+        then(&cluster, &prepared.desired).await
+    })
 }
 
 /// Shows progress: a live line on a terminal, plain lines otherwise.
@@ -100,10 +109,8 @@ pub fn apply(
     project: &Project,
     resolution: &Resolution<'_>,
 ) -> Result<u8> {
-    let desired = desired(&settings.render, project, resolution)?;
-    crate::runtime::get()?.block_on(async {
-        let cluster = Cluster::connect(&settings.connection).await?;
-        deploy(&cluster, &desired, &settings.apply, None).await
+    connected(settings, project, resolution, async |cluster, desired| {
+        deploy(cluster, desired, &settings.apply, None).await
     })
 }
 
@@ -125,12 +132,11 @@ pub fn diff(
     project: &Project,
     resolution: &Resolution<'_>,
 ) -> Result<u8> {
-    let desired = desired(&settings.render, project, resolution)?;
-    let changes = crate::runtime::get()?.block_on(async {
-        let cluster = Cluster::connect(&settings.connection).await?;
-        cluster
-            .diff(&desired, &settings.apply.manager, settings.apply.force)
-            .await
+    let changes = connected(settings, project, resolution, async |cluster, desired| {
+        let changes = cluster
+            .diff(desired, &settings.apply.manager, settings.apply.force)
+            .await?;
+        Ok(changes)
     })?;
     let colour = crate::output::colour();
     let mut out = String::new();

@@ -72,17 +72,8 @@ fn shell_quote(s: &str) -> String {
 
 /// The distinct origins of an image's parts, most specific first.
 fn summary(image: &ResolvedImage<'_>) -> String {
-    let o = &image.origins;
     let mut seen: Vec<String> = Vec::new();
-    for origin in [
-        Some(&o.registry),
-        Some(&o.name),
-        o.tag.as_ref(),
-        o.digest.as_ref(),
-    ]
-    .into_iter()
-    .flatten()
-    {
+    for origin in image.origins.parts() {
         let text = short(origin);
         if !seen.contains(&text) {
             seen.push(text);

@@ -244,9 +244,17 @@ async fn session(
         )
         .await
     } else {
-        let repositories = repositories(&project, &resolved);
-        let mut state = Loop::wired(settings, &cluster, &streams, &printer, &sync, &workloads);
-        state.repositories = repositories;
+        let mut state = Loop {
+            settings,
+            cluster: &cluster,
+            streams: &streams,
+            printer: &printer,
+            sync: &sync,
+            workloads: &workloads,
+            repositories: repositories(&project, &resolved),
+            logs: Logs::new(Arc::clone(&streams), Arc::clone(&printer)),
+            last_pods_error: None,
+        };
         let mut io = Wires {
             batches,
             batches_tx: &batches_tx,
@@ -451,28 +459,6 @@ struct Loop<'a> {
 }
 
 impl<'a> Loop<'a> {
-    /// The loop's parts, before its first look.
-    fn wired(
-        settings: &'a settings::Dev,
-        cluster: &'a Arc<Cluster>,
-        streams: &'a Arc<Cluster>,
-        printer: &'a Arc<Printer>,
-        sync: &'a sync::SyncThread,
-        workloads: &'a Mutex<Vec<Workload>>,
-    ) -> Loop<'a> {
-        Loop {
-            settings,
-            cluster,
-            streams,
-            printer,
-            sync,
-            workloads,
-            repositories: HashMap::new(),
-            logs: Logs::new(Arc::clone(streams), Arc::clone(printer)),
-            last_pods_error: None,
-        }
-    }
-
     /// One look at the pods, handed to sync, logs, forwards and the status lines.
     async fn look(&mut self, forwards: Option<&Forwards>) -> Result<(), PartStopped> {
         let current = locked(self.workloads).clone();

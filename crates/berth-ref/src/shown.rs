@@ -1,4 +1,8 @@
 //! Values from input as messages show them.
+//!
+//! It lives in this crate because every crate of berth stands on it (this one
+//! depends on nothing) and a reference's errors need it too; `berth_io`
+//! re-exports it.
 
 /// `value` as a message shows it: control characters escaped (an ESC sequence
 /// must not drive the terminal, a newline must not break the message's line),
