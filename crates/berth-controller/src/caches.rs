@@ -19,9 +19,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
 use berth_core::cluster::{
-    fingerprint, Fingerprint, ObjectRef, Records, CONFIG_LABEL, MANAGED_BY, PROJECT_LABEL,
+    fingerprint, Fingerprint, ObjectRef, CONFIG_LABEL, MANAGED_BY, PROJECT_LABEL,
 };
-use berth_kube::Look;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
@@ -194,24 +193,13 @@ where
         .collect()
 }
 
-/// What the last apply and observation of one `Berth` left: what
-/// `berth_kube::Remembered` carries into the next.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Applied {
-    /// Its records, the newest with its objects.
-    pub(crate) records: Records,
-    /// The fingerprint of each object applied.
-    pub(crate) fingerprints: BTreeMap<ObjectRef, Fingerprint>,
-    /// The last look at each workload's rollout.
-    pub(crate) looks: BTreeMap<ObjectRef, Look>,
-}
-
 /// What the last reconcile of one `Berth` (by uid) left.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Memory {
     uid: String,
-    /// Its last apply, and the last look at its rollouts.
-    pub(crate) applied: Option<Applied>,
+    /// What its last apply session knew: its records, fingerprints and the
+    /// last look at its rollouts.
+    pub(crate) applied: Option<berth_kube::Known>,
     /// The status it last wrote (or found unchanged).
     pub(crate) status: Option<BerthStatus>,
 }

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use berth_kube::{ApplyOptions, Cluster, ClusterError, Kind, Remembered, Settled};
+use berth_kube::{Applier, ApplyOptions, Cluster, ClusterError, Kind, Known, Settled};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event as KubeEvent, EventType, Recorder};
@@ -20,7 +20,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 
-use crate::caches::{Applied, Memories, SourceData, Watched};
+use crate::caches::{Memories, SourceData, Watched};
 use crate::desired::{self, Problem};
 use crate::owner;
 use crate::reason::Reason;
@@ -248,35 +248,29 @@ async fn apply(berth: &Berth, context: &Context) -> Result<(Action, Reason), Err
         manager: MANAGER.into(),
         force: false,
         keep,
-        wait: None,
         owner: Some(owner),
     };
     // A Berth no reconcile has written a status for was never applied: it has
     // no records to list. (A controller stopped between recording an apply and
     // writing the status left one: creating it again fails, and the records
     // are listed then.)
-    let applied = context.memories.recall(berth).applied;
-    let first = applied.is_none() && berth.status.is_none();
-    let applied = applied.or_else(|| first.then(Default::default));
-    let remembered = applied.map(|applied| Remembered {
-        records: applied.records,
-        fingerprints: applied.fingerprints,
-        looks: applied.looks,
-        watches: &context.watched,
-    });
-    let deployed = match cluster
-        .deploy(&plan.desired, &options, None, remembered, &mut |_| {})
-        .await
-    {
-        Err(ClusterError::RecordExists { .. }) if first => {
-            cluster
-                .deploy(&plan.desired, &options, None, None, &mut |_| {})
-                .await
-        }
-        deployed => deployed,
+    let known = context.memories.recall(berth).applied;
+    let first = known.is_none() && berth.status.is_none();
+    let known = known.or_else(|| first.then(Known::default));
+    let session = |known: Option<Known>| match known {
+        Some(known) => Applier::resume(&cluster, options.clone(), known, &context.watched),
+        None => Applier::new(&cluster, options.clone()),
     };
-    let mut deployed = match deployed {
-        Ok(deployed) => deployed,
+    let mut applier = session(known);
+    let applied = match applier.apply(&plan.desired, &mut |_| {}).await {
+        Err(ClusterError::RecordExists { .. }) if first => {
+            applier = session(None);
+            applier.apply(&plan.desired, &mut |_| {}).await
+        }
+        applied => applied,
+    };
+    let applied = match applied {
+        Ok(applied) => applied,
         // Cluster-wide trouble is retried by the error policy, not written as the Berth's fault.
         Err(e) if e.kind() == Kind::Unreachable => return Err(e.into()),
         Err(e) => {
@@ -289,17 +283,11 @@ async fn apply(berth: &Berth, context: &Context) -> Result<(Action, Reason), Err
             return degraded(context, berth, &problem, Some(&plan), 30).await;
         }
     };
-    context.metrics.applied(deployed.outcome.as_str());
-    let settled = cluster
-        .observe(&mut deployed, keep, Some(&context.watched), &mut |_| {})
-        .await?;
-    context.memories.update(berth, |m| {
-        m.applied = Some(Applied {
-            records: deployed.records,
-            fingerprints: deployed.fingerprints,
-            looks: deployed.looks,
-        });
-    });
+    context.metrics.applied(applied.outcome.as_str());
+    let settled = applier.observe(&mut |_| {}).await?;
+    context
+        .memories
+        .update(berth, |m| m.applied = applier.known());
     let (again, reason) = match &settled {
         Settled::Progressing(_) => (Duration::from_secs(5), Reason::RollingOut),
         Settled::RolledOut => (RESYNC, Reason::RolledOut),

@@ -21,7 +21,7 @@ mod rollout;
 
 use crate::connect::Cluster;
 use crate::error::ClusterError;
-use crate::remember::{fingerprints_of, Look, Outcome, Remembered, Watches};
+use crate::remember::{fingerprints_of, Known, Outcome, Watches};
 
 /// Requests in flight at once: enough to hide the round trip, few enough that
 /// a shared API server's priority and fairness never queues berth.
@@ -41,8 +41,6 @@ pub struct ApplyOptions {
     pub force: bool,
     /// Generations of each generated config to keep.
     pub keep: usize,
-    /// How long to wait for rollouts; `None` does not wait (and deletes nothing).
-    pub wait: Option<Duration>,
     /// An owner reference put on the apply records too (the controller's `Berth`),
     /// so garbage collection removes them with what they recorded.
     pub owner: Option<Value>,
@@ -85,28 +83,20 @@ pub struct Change {
 /// the apply (new, or the unchanged one it repeated), so observing it needs no
 /// second plan and no second read of the records.
 #[derive(Debug, Clone)]
-pub struct Deployed {
+pub(crate) struct Deployed {
     /// The objects as applied, in plan order.
-    pub objects: Vec<Planned>,
+    pub(crate) objects: Vec<Planned>,
     /// The record: its sequence, status and stale deadline verdicts.
-    pub record: RecordInfo,
+    pub(crate) record: RecordInfo,
     /// The project the record belongs to.
-    pub project: String,
-    /// The project's records as this apply (and its observations) left them,
-    /// the newest with its objects: what a caller that keeps running passes back
-    /// as [`Remembered::records`] instead of listing them again.
-    pub records: Records,
-    /// Each object's [`Fingerprint`] as the apply (or the drift check) left it.
-    pub fingerprints: BTreeMap<ObjectRef, Fingerprint>,
+    pub(crate) project: String,
+    /// What the session knows after the apply (and its observations).
+    pub(crate) known: Known,
     /// Which way the apply went.
-    pub outcome: Outcome,
+    pub(crate) outcome: Outcome,
     /// The workloads this apply applied, as the server answered: the first
-    /// [`Cluster::observe`] judges these instead of reading them again.
-    pub answered: BTreeMap<ObjectRef, Value>,
-    /// The last look at each workload's rollout (kept from [`Remembered::looks`]
-    /// while the record stays the same): with watches that show a workload at
-    /// the same resourceVersion, [`Cluster::observe`] does not read it again.
-    pub looks: BTreeMap<ObjectRef, Look>,
+    /// observation judges these instead of reading them again.
+    pub(crate) answered: BTreeMap<ObjectRef, Value>,
 }
 
 /// Where one workload's rollout stands.
@@ -319,27 +309,27 @@ impl Cluster {
         Ok(answers)
     }
 
-    /// Applies `desired`, records it, and (with `options.wait`) waits for the
-    /// rollouts and cleans up old generations. When the objects are exactly those
-    /// of the newest record, no new record is written: that record's rollout is
-    /// observed again (a retried failed rollout does not pile up records), and
-    /// only what drifted is applied again. The dry run is skipped only when
-    /// `remembered` shows that nobody touched an object since this process
-    /// applied it: another field manager may have taken a field, and a conflict
-    /// must change nothing.
-    pub async fn deploy(
+    /// Applies `desired` and records it; never waits ([`crate::Applier`] does).
+    /// When the objects are exactly those of the newest record, no new record
+    /// is written: that record's rollout is observed again (a retried failed
+    /// rollout does not pile up records), and only what drifted is applied
+    /// again. The dry run is skipped only when `known` (what the session knew,
+    /// with the caller's watches) shows that nobody touched an object since this
+    /// process applied it: another field manager may have taken a field, and a
+    /// conflict must change nothing.
+    pub(crate) async fn apply_objects(
         &self,
         desired: &Desired,
         options: &ApplyOptions,
         rollback_of: Option<u64>,
-        remembered: Option<Remembered<'_>>,
+        known: Option<(Known, &dyn Watches)>,
         events: &mut (dyn FnMut(Event) + Send),
     ) -> Result<Deployed, ClusterError> {
         let objects = self.plan(desired).await?;
         let manifest = serde_json::to_string(&objects.iter().map(|p| &p.body).collect::<Vec<_>>())
             .unwrap_or_default();
-        let (mut records, known, mut looks, now) = match remembered {
-            Some(r) => (r.records, r.fingerprints, r.looks, Some(r.watches)),
+        let (mut records, known, mut looks, now) = match known {
+            Some((k, watches)) => (k.records, k.fingerprints, k.looks, Some(watches)),
             None => {
                 let listed = self.records(&desired.project).await?;
                 (listed, BTreeMap::new(), BTreeMap::new(), None)
@@ -401,21 +391,18 @@ impl Cluster {
             }
         };
         looks.retain(|object, _| objects.iter().any(|p| &p.object == object));
-        let deployed = Deployed {
+        Ok(Deployed {
             objects,
             record,
             project: desired.project.clone(),
-            records,
-            fingerprints,
+            known: Known {
+                records,
+                fingerprints,
+                looks,
+            },
             outcome,
             answered,
-            looks,
-        };
-        if let Some(timeout) = options.wait {
-            self.wait_rollouts(&deployed, timeout, options.keep, events)
-                .await?;
-        }
-        Ok(deployed)
+        })
     }
 
     /// An apply of objects no record holds yet: a dry run of everything, the

@@ -15,6 +15,7 @@
 
 #![warn(missing_docs)]
 
+mod applier;
 mod connect;
 mod deploy;
 mod error;
@@ -28,13 +29,14 @@ mod records;
 mod remember;
 mod streams;
 
+pub use applier::{Applied, Applier};
 pub use berth_core::cluster::{Desired, ObjectRef, Settled};
 pub use connect::{Cluster, Connection, REQUEST_TIMEOUT};
-pub use deploy::{ApplyOptions, Change, Deployed, Event, RolloutState, CONCURRENCY};
+pub use deploy::{ApplyOptions, Change, Event, RolloutState, CONCURRENCY};
 pub use error::{ClusterError, Kind};
 pub use exec::ExecOutput;
 pub use gitops::{Collected, Foreign, Judged};
 pub use ops::Shape;
 pub use pods::is_ready;
-pub use remember::{Look, Outcome, Remembered, Watches};
+pub use remember::{Known, Look, Outcome, Watches};
 pub use streams::{LogLines, MAX_LOG_LINE};

@@ -1,6 +1,6 @@
 //! What a caller that keeps running (the controller) may know without asking
 //! the server: which way an apply went ([`Outcome`]), what its watches show
-//! ([`Watches`]), and what it remembers of its last apply ([`Remembered`]).
+//! ([`Watches`]), and what it knows of its last apply ([`Known`]).
 //! With these, an apply of the same objects that nobody touched since costs no
 //! request; `berth apply` and `berth dev` pass none and read everything.
 
@@ -13,7 +13,7 @@ use serde_json::Value;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     /// The objects of the newest record, which nobody touched since this
-    /// process applied them ([`Remembered`]): nothing was asked.
+    /// process applied them ([`Known`]): nothing was asked.
     Untouched,
     /// The objects of the newest record: a dry run and a read of each, and the
     /// `reapplied` ones that drifted applied again.
@@ -58,21 +58,24 @@ pub trait Watches: Sync {
     ) -> Option<Vec<(String, String)>>;
 }
 
-/// What a caller that keeps running (the controller) remembers of a project
-/// from its last [`Deployed`](crate::Deployed), and its watches. With it, an apply of the same
-/// objects that nobody touched since asks the server nothing: no listing of
-/// records, no dry run, no read for drift. Anything else (another record, an
-/// object changed, deleted or not seen yet) takes the full path. A caller
-/// forgets what it remembers after any error.
-pub struct Remembered<'a> {
-    /// [`Deployed::records`](crate::Deployed::records) of the last apply.
+/// What an [`Applier`](crate::Applier) knows of its project after an apply
+/// and its observations: the records, the newest with its objects; each
+/// object's fingerprint; the last look at each workload. A caller that keeps
+/// running (the controller) keeps it between applies and hands it, with its
+/// watches, to the next session: an apply of the same objects that nobody
+/// touched since then asks the server nothing (no listing of records, no dry
+/// run, no read for drift). Anything else (another record, an object changed,
+/// deleted or not seen yet) takes the full path. A caller forgets it after any
+/// error. [`Known::default`] is a project never applied: no records to list.
+#[derive(Debug, Clone, Default)]
+pub struct Known {
+    /// The project's records, the newest with its objects.
     pub records: Records,
-    /// [`Deployed::fingerprints`](crate::Deployed::fingerprints) of the last apply.
+    /// Each object's [`Fingerprint`] as the apply (or the drift check) left it.
     pub fingerprints: BTreeMap<ObjectRef, Fingerprint>,
-    /// [`Deployed::looks`](crate::Deployed::looks) of the last observation.
+    /// The last look at each workload's rollout: with watches that show a
+    /// workload at the same resourceVersion, it is not read again.
     pub looks: BTreeMap<ObjectRef, Look>,
-    /// What the caller's watches show now.
-    pub watches: &'a dyn Watches,
 }
 
 /// The last look at a workload's rollout: the resourceVersion it was judged

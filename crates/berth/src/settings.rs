@@ -345,14 +345,25 @@ pub fn connection_for(args: &cli::ClusterArgs, project: Option<&Project>) -> Con
     }
 }
 
+/// How an apply or rollback runs: its session's options, and how long to wait
+/// for the rollouts.
+pub struct Rollout {
+    /// The apply session's options.
+    pub options: ApplyOptions,
+    /// How long to wait for the rollouts; `None` does not wait (and deletes nothing).
+    pub wait: Option<Duration>,
+}
+
 /// How an apply or rollback runs.
-pub fn rollout(args: &cli::RolloutArgs) -> ApplyOptions {
-    ApplyOptions {
-        manager: FIELD_MANAGER.into(),
-        force: args.force_conflicts,
-        keep: args.keep as usize,
+pub fn rollout(args: &cli::RolloutArgs) -> Rollout {
+    Rollout {
+        options: ApplyOptions {
+            manager: FIELD_MANAGER.into(),
+            force: args.force_conflicts,
+            keep: args.keep as usize,
+            owner: None,
+        },
         wait: (!args.no_wait).then(|| Duration::from_secs(args.timeout)),
-        owner: None,
     }
 }
 
@@ -362,8 +373,8 @@ pub struct Cluster {
     pub render: Render,
     /// Where to apply it.
     pub connection: Connection,
-    /// How (diff uses only `force`).
-    pub apply: ApplyOptions,
+    /// How (diff uses only `force`, and never waits).
+    pub apply: Rollout,
 }
 
 impl Cluster {
@@ -374,17 +385,19 @@ impl Cluster {
 
     /// `berth diff`.
     pub fn diff(args: &cli::DiffArgs, project: &Project) -> Self {
-        let apply = ApplyOptions {
-            manager: FIELD_MANAGER.into(),
-            force: args.force_conflicts,
-            keep: 0,
+        let apply = Rollout {
+            options: ApplyOptions {
+                manager: FIELD_MANAGER.into(),
+                force: args.force_conflicts,
+                keep: 0,
+                owner: None,
+            },
             wait: None,
-            owner: None,
         };
         Cluster::new(&args.target, project, apply)
     }
 
-    fn new(target: &cli::TargetArgs, project: &Project, apply: ApplyOptions) -> Self {
+    fn new(target: &cli::TargetArgs, project: &Project, apply: Rollout) -> Self {
         Cluster {
             render: (&target.manifests).into(),
             connection: connection(&target.cluster, project),
@@ -548,8 +561,10 @@ pub struct Dev {
     /// The same cluster for what stays open (logs, port-forwards): no bound on an
     /// answer's size, since a followed log is endless.
     pub streams: Connection,
-    /// How to apply (always waiting for the rollout).
+    /// How to apply.
     pub apply: ApplyOptions,
+    /// How long to wait for each rollout (`berth dev` always waits).
+    pub wait: Duration,
     /// `--output json`.
     pub json: bool,
     /// `--once`.
@@ -585,13 +600,13 @@ impl Dev {
             response_limit: None,
             ..connection.clone()
         };
-        let mut apply = rollout(rollout_args);
-        apply.wait = Some(Duration::from_secs(rollout_args.timeout));
+        let apply = rollout(rollout_args).options;
         Ok(Dev {
             render,
             connection,
             streams,
             apply,
+            wait: Duration::from_secs(rollout_args.timeout),
             json: dev.output == cli::DevFormat::Json,
             once: dev.once,
             poll: Duration::from_secs_f64(dev.poll),

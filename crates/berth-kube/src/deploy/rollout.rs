@@ -3,6 +3,7 @@
 //! of old generations that follows a success.
 
 use super::*;
+use crate::remember::Look;
 
 impl Cluster {
     /// Waits until the CRD is Established and discovery serves its kind: the API
@@ -155,7 +156,7 @@ impl Cluster {
     /// the controller's reconcile both observe through here. With `watches`
     /// (the controller), clean-up trusts `deployed`'s records and the watches'
     /// generations instead of listing them.
-    pub async fn observe(
+    pub(crate) async fn observe(
         &self,
         deployed: &mut Deployed,
         keep: usize,
@@ -175,7 +176,7 @@ impl Cluster {
                 &workloads,
                 &deployed.record.stale,
                 answered,
-                &mut deployed.looks,
+                &mut deployed.known.looks,
                 watches,
             )
             .await?;
@@ -193,22 +194,24 @@ impl Cluster {
             self.set_record_status(&record, status).await?;
             deployed.record.status = status;
             deployed
+                .known
                 .records
                 .set_status(deployed.record.record.sequence, status);
         }
         if clean_up {
-            let known = watches.map(|w| (&deployed.records, w));
+            let known = watches.map(|w| (&deployed.known.records, w));
             let mut left = self
                 .clean_up(&deployed.project, keep, &deployed.objects, known, events)
                 .await?;
             // Listed metadata only: the newest's objects are still those applied.
-            if let (Some(newest), Some(known)) = (left.newest_mut(), deployed.records.all().last())
+            if let (Some(newest), Some(known)) =
+                (left.newest_mut(), deployed.known.records.all().last())
             {
                 if newest.record.sequence == known.record.sequence {
                     newest.manifest.clone_from(&known.manifest);
                 }
             }
-            deployed.records = left;
+            deployed.known.records = left;
         }
         Ok(settled)
     }
@@ -217,14 +220,13 @@ impl Cluster {
     /// `timeout` passes (the record is then marked failed). Looks quickly at first
     /// (most rollouts of unchanged or small workloads are done at once) and backs
     /// off to once a second.
-    pub async fn wait_rollouts(
+    pub(crate) async fn wait_rollouts(
         &self,
-        deployed: &Deployed,
+        deployed: &mut Deployed,
         timeout: Duration,
         keep: usize,
         events: &mut (dyn FnMut(Event) + Send),
     ) -> Result<(), ClusterError> {
-        let mut deployed = deployed.clone();
         let deadline = Instant::now() + timeout;
         let mut interval = Duration::from_millis(50);
         let mut done = std::collections::BTreeSet::new();
@@ -235,7 +237,7 @@ impl Cluster {
                 Event::Deleted(_) => deleted.push(event),
                 other => events(other),
             };
-            let settled = self.observe(&mut deployed, keep, None, &mut hold).await?;
+            let settled = self.observe(deployed, keep, None, &mut hold).await?;
             let waiting = match settled {
                 Settled::RolledOut => {
                     for p in &deployed.objects {

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use anyhow::Result;
 use berth_core::{Project, Resolution};
-use berth_kube::{ApplyOptions, Cluster, Connection, Desired, Event};
+use berth_kube::{Applier, Cluster, Connection, Desired, Event};
 
 use crate::output::print;
 use crate::pipeline;
-use crate::settings;
+use crate::settings::{self, Rollout};
 
 /// Renders what an apply sends, prints the render's warnings, connects, and
 /// runs `then` with the cluster and the objects.
@@ -87,18 +87,27 @@ impl Progress {
     }
 }
 
+/// Applies (or rolls back to the record `rollback_of`), then waits as `rollout` says.
 async fn deploy(
     cluster: &Cluster,
     desired: &Desired,
-    options: &ApplyOptions,
+    rollout: &Rollout,
     rollback_of: Option<u64>,
 ) -> Result<u8> {
     let mut progress = Progress::new();
-    let result = cluster
-        .deploy(desired, options, rollback_of, None, &mut |e| {
-            progress.event(e)
-        })
-        .await;
+    let mut events = |e| progress.event(e);
+    let mut applier = Applier::new(cluster, rollout.options.clone());
+    let result = async {
+        match rollback_of {
+            Some(sequence) => applier.roll_back(desired, sequence, &mut events).await?,
+            None => applier.apply(desired, &mut events).await?,
+        };
+        if let Some(timeout) = rollout.wait {
+            applier.wait(timeout, &mut events).await?;
+        }
+        Ok::<_, berth_kube::ClusterError>(())
+    }
+    .await;
     progress.finish();
     result?;
     Ok(0)
@@ -114,7 +123,7 @@ pub fn apply(
     })
 }
 
-pub fn rollback(connection: &Connection, options: &ApplyOptions, project: &Project) -> Result<u8> {
+pub fn rollback(connection: &Connection, rollout: &Rollout, project: &Project) -> Result<u8> {
     crate::runtime::get()?.block_on(async {
         let cluster = Cluster::connect(connection).await?;
         let (sequence, desired) = cluster.previous(&project.name).await?;
@@ -122,7 +131,7 @@ pub fn rollback(connection: &Connection, options: &ApplyOptions, project: &Proje
             "rolling back to apply r{sequence} of project `{}`",
             project.name
         );
-        deploy(&cluster, &desired, options, Some(sequence)).await
+        deploy(&cluster, &desired, rollout, Some(sequence)).await
     })
 }
 
@@ -134,7 +143,11 @@ pub fn diff(
 ) -> Result<u8> {
     let changes = connected(settings, project, resolution, async |cluster, desired| {
         let changes = cluster
-            .diff(desired, &settings.apply.manager, settings.apply.force)
+            .diff(
+                desired,
+                &settings.apply.options.manager,
+                settings.apply.options.force,
+            )
             .await?;
         Ok(changes)
     })?;

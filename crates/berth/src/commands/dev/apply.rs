@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use anyhow::Result;
 use berth_core::cluster::{Desired, ObjectRef};
@@ -75,13 +76,15 @@ pub enum Outcome {
 }
 
 /// Renders, applies and waits, one request at a time.
-pub struct Applier {
+pub struct ApplyTask {
     /// What to render.
     pub source: Arc<Source>,
     /// Where to apply.
     pub cluster: Arc<Cluster>,
     /// How.
     pub options: ApplyOptions,
+    /// How long to wait for each rollout.
+    pub wait: Duration,
     /// Where events go.
     pub printer: Arc<Printer>,
     /// The workloads of the last apply, which the loop lists pods of.
@@ -90,7 +93,7 @@ pub struct Applier {
     pub current: (Project, Vec<(String, Repository)>),
 }
 
-impl Applier {
+impl ApplyTask {
     /// Serves render requests (`requests` changes) until the loop ends; the first
     /// render is `first` when the loop has one already.
     pub async fn run(
@@ -149,11 +152,11 @@ impl Applier {
     async fn cycle(
         &mut self,
         snapshot: Snapshot,
-        applied: &mut Option<Desired>,
+        applied_desired: &mut Option<Desired>,
         outcomes: &mpsc::Sender<Outcome>,
         requests: &mut watch::Receiver<()>,
     ) -> (Option<bool>, bool) {
-        let changed = applied.as_ref() != Some(&snapshot.desired);
+        let changed = applied_desired.as_ref() != Some(&snapshot.desired);
         self.printer.emit(Event::Rendered {
             objects: snapshot.desired.objects.len(),
             generated: snapshot.desired.generated.keys().cloned().collect(),
@@ -176,22 +179,16 @@ impl Applier {
         }
         let printer = Arc::clone(&self.printer);
         let mut unchanged = false;
-        let deployed = self
-            .cluster
-            .deploy(
-                &snapshot.desired,
-                &without_wait(&self.options),
-                None,
-                None,
-                &mut |e| {
-                    if let berth_kube::Event::Unchanged(_) = e {
-                        unchanged = true;
-                    }
-                },
-            )
+        let mut session = berth_kube::Applier::new(&self.cluster, self.options.clone());
+        let applied = session
+            .apply(&snapshot.desired, &mut |e| {
+                if let berth_kube::Event::Unchanged(_) = e {
+                    unchanged = true;
+                }
+            })
             .await;
-        let deployed = match deployed {
-            Ok(deployed) => deployed,
+        let applied = match applied {
+            Ok(applied) => applied,
             Err(e) => {
                 printer.emit(Event::Error {
                     stage: Stage::Apply,
@@ -200,22 +197,19 @@ impl Applier {
                 return (Some(false), false);
             }
         };
-        *applied = Some(snapshot.desired);
-        let generation = deployed.record.record.sequence;
-        for planned in &deployed.objects {
+        *applied_desired = Some(snapshot.desired);
+        let generation = applied.sequence;
+        for object in applied.objects {
             printer.emit(Event::Applied {
-                object: planned.object.clone(),
+                object,
                 generation,
                 unchanged,
             });
         }
         *super::locked(&self.workloads) = snapshot.workloads;
-        let Some(timeout) = self.options.wait else {
-            return (Some(true), false);
-        };
         let mut events = rollout_events(&printer, generation);
         let waited = tokio::select! {
-            waited = self.cluster.wait_rollouts(&deployed, timeout, self.options.keep, &mut events) => waited,
+            waited = session.wait(self.wait, &mut events) => waited,
             newer = requests.changed() => {
                 // A newer edit: apply it instead of waiting for this one.
                 return (None, newer.is_ok());
@@ -231,13 +225,6 @@ impl Applier {
                 (Some(false), false)
             }
         }
-    }
-}
-
-fn without_wait(options: &ApplyOptions) -> ApplyOptions {
-    ApplyOptions {
-        wait: None,
-        ..options.clone()
     }
 }
 

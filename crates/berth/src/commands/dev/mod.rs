@@ -33,7 +33,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::{mpsc, watch as channel};
 
 pub use apply::Source;
-use apply::{Applier, Outcome};
+use apply::{ApplyTask, Outcome};
 use events::{Event, Printer, Stage};
 use forward::Forwards;
 use logs::Logs;
@@ -223,10 +223,11 @@ async fn session(
     // Bounded: the applier waits for the loop to take an outcome (there are at most
     // a few per render).
     let (outcomes_tx, mut outcomes) = mpsc::channel(16);
-    let applier = Applier {
+    let applier = ApplyTask {
         source: Arc::clone(&source),
         cluster: Arc::clone(&cluster),
         options: settings.apply.clone(),
+        wait: settings.wait,
         printer: Arc::clone(&printer),
         workloads: Arc::clone(&workloads),
         current: (project.clone(), resolved.clone()),
