@@ -212,18 +212,18 @@ impl Memories {
     /// What the last reconcile of `berth` left (nothing for another `Berth` of that name).
     pub(crate) fn recall(&self, berth: &Berth) -> Memory {
         let uid = berth.uid().unwrap_or_default();
-        self.0
-            .lock()
-            .ok()
-            .and_then(|m| m.get(&reflector::ObjectRef::from_obj(berth)).cloned())
+        berth_io::locked(&self.0)
+            .get(&reflector::ObjectRef::from_obj(berth))
             .filter(|m| m.uid == uid)
+            .cloned()
             .unwrap_or_default()
     }
 
     /// Keeps what a reconcile of `berth` left, with `change`.
     pub(crate) fn update(&self, berth: &Berth, change: impl FnOnce(&mut Memory)) {
         let uid = berth.uid().unwrap_or_default();
-        if let Ok(mut memories) = self.0.lock() {
+        {
+            let mut memories = berth_io::locked(&self.0);
             let memory = memories
                 .entry(reflector::ObjectRef::from_obj(berth))
                 .or_default();
@@ -239,7 +239,8 @@ impl Memories {
 
     /// Forgets `berth`: after an error, or when it goes.
     pub(crate) fn forget(&self, berth: &kube::runtime::reflector::ObjectRef<Berth>) {
-        if let Ok(mut memories) = self.0.lock() {
+        {
+            let mut memories = berth_io::locked(&self.0);
             memories.remove(berth);
         }
     }
@@ -261,7 +262,7 @@ impl SourceData {
         name: &str,
         version: &str,
     ) -> Option<Option<BTreeMap<String, Vec<u8>>>> {
-        let data = self.0.lock().ok()?;
+        let data = berth_io::locked(&self.0);
         let (read, data) = data.get(&(kind, namespace.to_string(), name.to_string()))?;
         (read == version).then(|| data.clone())
     }
@@ -275,7 +276,8 @@ impl SourceData {
         version: String,
         data: Option<BTreeMap<String, Vec<u8>>>,
     ) {
-        if let Ok(mut cache) = self.0.lock() {
+        {
+            let mut cache = berth_io::locked(&self.0);
             cache.insert(
                 (kind, namespace.to_string(), name.to_string()),
                 (version, data),
@@ -286,7 +288,8 @@ impl SourceData {
     /// Forgets every source of `namespace` that `used` says no `Berth` names,
     /// so memory follows the sources in use.
     pub(crate) fn retain(&self, namespace: &str, mut used: impl FnMut(SourceKind, &str) -> bool) {
-        if let Ok(mut cache) = self.0.lock() {
+        {
+            let mut cache = berth_io::locked(&self.0);
             cache.retain(|(kind, ns, name), _| ns != namespace || used(*kind, name));
         }
     }

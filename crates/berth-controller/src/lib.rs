@@ -14,6 +14,7 @@
 mod caches;
 mod collector;
 pub mod desired;
+mod index;
 pub mod lease;
 mod logged;
 pub mod logs;

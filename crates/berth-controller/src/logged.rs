@@ -76,10 +76,7 @@ impl Throttle {
         let now = std::time::Instant::now();
         // A poisoned lock means a panic while holding it, which this code
         // cannot cause (no call inside can panic): take the map as it is.
-        let mut seen = self
-            .seen
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut seen = berth_io::locked(&self.seen);
         match seen.get_mut(message) {
             Some((last, count)) if now.duration_since(*last) < Self::WINDOW => {
                 *count += 1;

@@ -117,6 +117,8 @@ pub(crate) struct Context {
     pub(crate) watched: Watched,
     /// What the last reconcile of each `Berth` left.
     pub(crate) memories: Memories,
+    /// Which Berths name which source.
+    pub(crate) sources: Arc<crate::index::SourceIndex>,
     /// The sources' data as last read.
     pub(crate) source_data: SourceData,
     pub(crate) metrics: Arc<Metrics>,
@@ -143,13 +145,14 @@ pub fn retry_after(reason: Reason, attempt: u32) -> Duration {
 
 pub(crate) fn error_policy(berth: Arc<Berth>, error: &Error, context: Arc<Context>) -> Action {
     let reason = error.reason();
-    let attempt = context.failures.lock().map_or(1, |mut failures| {
+    let attempt = {
+        let mut failures = berth_io::locked(&context.failures);
         let n = failures
             .entry(ObjectRef::from_obj(berth.as_ref()))
             .or_insert(0);
         *n = n.saturating_add(1);
         *n
-    });
+    };
     let after = retry_after(reason, attempt);
     tracing::warn!(
         berth = %ObjectRef::from_obj(berth.as_ref()),
@@ -172,7 +175,8 @@ pub(crate) async fn reconcile(berth: Arc<Berth>, context: Arc<Context>) -> Resul
     let took = started.elapsed();
     match &outcome {
         Ok(_) => {
-            if let Ok(mut failures) = context.failures.lock() {
+            {
+                let mut failures = berth_io::locked(&context.failures);
                 failures.remove(&key);
             }
             match reason.get().copied() {
@@ -216,6 +220,7 @@ async fn reconcile_timed(
                 context
                     .memories
                     .forget(&ObjectRef::from_obj(berth.as_ref()));
+                context.sources.remove(&berth);
                 unlabel_unused(context, &namespace, Some(&berth.name_any())).await?;
                 let _ = reason.set(Reason::RolledOut);
                 Ok(Action::await_change())
@@ -229,6 +234,8 @@ async fn reconcile_timed(
 async fn apply(berth: &Berth, context: &Context) -> Result<(Action, Reason), Error> {
     let namespace = berth.namespace().unwrap_or_default();
     let named = desired::sources_named(berth);
+    // Before reading them: a source that does not exist yet finds this Berth when it appears.
+    context.sources.set(berth, &named);
     let sources = read_sources(context, &namespace, &named).await?;
     // Sources only stop being named when a spec changes (or a Berth goes).
     let spec_changed =

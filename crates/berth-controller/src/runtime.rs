@@ -239,22 +239,6 @@ fn reporter(settings: &Settings) -> Reporter {
     }
 }
 
-/// The `Berth`s of `store` in `namespace` that name the source `(kind, name)`.
-fn users(
-    store: &kube::runtime::reflector::Store<Berth>,
-    kind: SourceKind,
-    namespace: Option<String>,
-    name: String,
-) -> Vec<kube::runtime::reflector::ObjectRef<Berth>> {
-    store
-        .state()
-        .iter()
-        .filter(|b| b.namespace() == namespace)
-        .filter(|b| crate::desired::sources_named(b).contains(&(kind, name.clone())))
-        .map(|b| kube::runtime::reflector::ObjectRef::from_obj(b.as_ref()))
-        .collect()
-}
-
 /// What about a `Berth` a reconcile acts on: its spec (through the generation),
 /// labels, annotations (`kubectl annotate` is the usual way to ask for a
 /// reconcile), finalizers (the finalizer's own write starts the first apply)
@@ -301,7 +285,11 @@ fn controller(
         kube::runtime::controller::Config::default().concurrency(settings.concurrency),
     );
     report_when_synced(store.clone(), Arc::clone(metrics));
-    let (for_maps, for_secrets) = (store.clone(), store.clone());
+    let index = Arc::new(crate::index::SourceIndex::default());
+    let (for_maps, for_secrets) = (
+        (store.clone(), Arc::clone(&index)),
+        (store.clone(), Arc::clone(&index)),
+    );
     let reporter = reporter(settings);
     let (deployments, deployment_events) = metadata::<Deployment>(client, ns, owned());
     let (stateful_sets, stateful_set_events) = metadata::<StatefulSet>(client, ns, owned());
@@ -326,6 +314,7 @@ fn controller(
             source_secrets,
         },
         memories: Memories::default(),
+        sources: index,
         source_data: SourceData::default(),
         metrics: Arc::clone(metrics),
         registry: berth_registry::Registry::new(
@@ -346,21 +335,13 @@ fn controller(
         .watches_stream(
             source_map_events,
             move |cm: PartialObjectMeta<ConfigMap>| {
-                users(
-                    &for_maps,
-                    SourceKind::ConfigMap,
-                    cm.namespace(),
-                    cm.name_any(),
-                )
+                let (store, index) = &for_maps;
+                index.users(store, SourceKind::ConfigMap, cm.namespace(), cm.name_any())
             },
         )
         .watches_stream(source_secret_events, move |s: PartialObjectMeta<Secret>| {
-            users(
-                &for_secrets,
-                SourceKind::Secret,
-                s.namespace(),
-                s.name_any(),
-            )
+            let (store, index) = &for_secrets;
+            index.users(store, SourceKind::Secret, s.namespace(), s.name_any())
         })
         .trigger_backoff(WatchBackoff {
             next: WatchBackoff::FIRST,

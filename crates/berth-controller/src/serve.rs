@@ -225,10 +225,7 @@ impl Metrics {
     pub fn berth_is(&self, key: &str, reason: Option<Reason>) {
         // A poisoned lock means a panic while holding it, which nothing below
         // can cause: use the map as it is.
-        let mut last = self
-            .last
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut last = berth_io::locked(&self.last);
         let before = match reason {
             Some(reason) => last.insert(key.to_string(), reason.as_str()),
             None => last.remove(key),

@@ -13,10 +13,12 @@
 
 pub mod env;
 pub mod limits;
+mod lock;
 mod process;
 pub mod write;
 
 pub use berth_ref::shown;
+pub use lock::locked;
 pub use process::{run, RunError, RunOutput};
 pub use write::{write_atomic, Mode as WriteMode, WriteError};
 

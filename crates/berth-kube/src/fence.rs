@@ -37,25 +37,23 @@ impl Fence {
 
     /// Writes pass until `deadline`.
     pub fn open_until(&self, deadline: Instant) {
-        if let Ok(mut until) = self.until.lock() {
+        {
+            let mut until = berth_io::locked(&self.until);
             *until = Some(deadline);
         }
     }
 
     /// Writes are refused from now on.
     pub fn close(&self) {
-        if let Ok(mut until) = self.until.lock() {
+        {
+            let mut until = berth_io::locked(&self.until);
             *until = None;
         }
     }
 
     /// Whether writes pass now.
     pub fn is_open(&self) -> bool {
-        self.until
-            .lock()
-            .ok()
-            .and_then(|until| *until)
-            .is_some_and(|until| Instant::now() < until)
+        berth_io::locked(&self.until).is_some_and(|until| Instant::now() < until)
     }
 
     /// The client's check of one request.

@@ -38,7 +38,8 @@ impl Cluster {
         kind: &str,
     ) -> Result<Option<(ApiResource, bool)>, ClusterError> {
         let key = (api_version.to_string(), kind.to_string());
-        if let Some(found) = self.kinds.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        let cached = berth_io::locked(&self.kinds).get(&key).cloned();
+        if let Some(found) = cached {
             return Ok(found);
         }
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
@@ -59,7 +60,8 @@ impl Cluster {
                 }
             })
             .await?;
-        if let Ok(mut cache) = self.kinds.lock() {
+        {
+            let mut cache = berth_io::locked(&self.kinds);
             cache.insert(key, discovered.clone());
         }
         Ok(discovered)
@@ -67,7 +69,8 @@ impl Cluster {
 
     /// Forgets discovered kinds (after CRDs are applied, new kinds appear).
     pub fn forget_kinds(&self) {
-        if let Ok(mut cache) = self.kinds.lock() {
+        {
+            let mut cache = berth_io::locked(&self.kinds);
             cache.clear();
         }
     }

@@ -140,7 +140,8 @@ impl Registry {
                 ));
             }
             // Where each request was sent on to, for a failure there to say so.
-            if let (Some(first), Ok(mut seen)) = (attempt.previous().first(), seen.lock()) {
+            if let Some(first) = attempt.previous().first() {
+                let mut seen = berth_io::locked(&seen);
                 remember(&mut seen, first.to_string(), attempt.url().to_string());
             }
             attempt.follow()

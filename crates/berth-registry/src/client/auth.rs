@@ -16,7 +16,8 @@ impl Registry {
             return Ok(auth);
         }
         let auth = credentials(&self.config, registry, self.options.timeout)?;
-        if let Ok(mut cache) = self.credentials.lock() {
+        {
+            let mut cache = berth_io::locked(&self.credentials);
             remember(&mut cache, registry.to_string(), auth.clone());
         }
         Ok(auth)
@@ -34,7 +35,8 @@ impl Registry {
             image.path().to_string(),
             matches!(operation, RegistryOperation::Push),
         );
-        if let Some(found) = self.tokens.lock().ok().and_then(|t| t.get(&key).cloned()) {
+        let cached = berth_io::locked(&self.tokens).get(&key).cloned();
+        if let Some(found) = cached {
             return Ok(found);
         }
         let auth = self.registry_auth(image.domain())?;
@@ -48,7 +50,8 @@ impl Registry {
             (_, RegistryAuth::Basic(user, password)) => Credential::Basic(user, password),
             (_, RegistryAuth::Anonymous) => Credential::None,
         };
-        if let Ok(mut tokens) = self.tokens.lock() {
+        {
+            let mut tokens = berth_io::locked(&self.tokens);
             remember(&mut tokens, key, credential.clone());
         }
         Ok(credential)
@@ -77,7 +80,8 @@ impl Registry {
         let challenge = crate::token::challenge_of(&response).ok_or_else(|| {
             self.denied(image, &format!("{status} with no challenge berth can answer (it asks for neither Basic nor Bearer authentication)"))
         })?;
-        if let Ok(mut cache) = self.challenges.lock() {
+        {
+            let mut cache = berth_io::locked(&self.challenges);
             cache.insert(host, challenge.clone());
         }
         Ok(challenge)

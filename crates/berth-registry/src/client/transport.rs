@@ -26,7 +26,8 @@ impl Registry {
             image.path().to_string(),
             matches!(operation, RegistryOperation::Push),
         );
-        if let Ok(mut tokens) = self.tokens.lock() {
+        {
+            let mut tokens = berth_io::locked(&self.tokens);
             tokens.remove(&key);
         }
         let credential = self.credential(image, operation).await?;
@@ -156,7 +157,7 @@ impl Registry {
         }
         // A redirect elsewhere (a blob store, a mirror) that failed: say where it led.
         let redirected = error.url().and_then(|url| {
-            let seen = self.redirects.lock().ok()?;
+            let seen = berth_io::locked(&self.redirects);
             seen.get(url.as_str()).cloned()
         });
         if let Some(target) = redirected.filter(|_| !reason.contains("redirected to")) {

@@ -56,14 +56,7 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "it panicked".into())
 }
 
-/// The workloads' lock. A part that panicked while holding it has reported
-/// itself and stops the loop; the list it left is whole (it is only ever
-/// replaced), so it is read, not taken for empty.
-fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+use berth_io::locked;
 
 /// SIGINT and SIGTERM, caught from the start: either stops the loop cleanly.
 struct Signals {
