@@ -178,13 +178,7 @@ async fn session(
     let streams = Arc::new(Cluster::connect(&settings.streams).await?);
     let source = Arc::new(source);
 
-    // The first render, before anything starts: its project and resolution seed the rest.
-    let first = {
-        let source = Arc::clone(&source);
-        tokio::task::spawn_blocking(move || apply::snapshot(&source))
-            .await
-            .map_err(|e| anyhow!("the render stopped: {e}"))?
-    };
+    let first = first_render(&source).await?;
     if let (true, Err(e)) = (settings.once, &first) {
         // An event like every other failure (`--output json` readers see it),
         // said once: the error's causes are in its message.
@@ -270,6 +264,15 @@ async fn session(
     printer.finish();
     printer.emit(Event::Stopped { signal });
     Ok(code)
+}
+
+/// The first render, before anything starts: its project and resolution seed
+/// the rest. Rendering blocks (kustomize, files), so it runs off the runtime.
+async fn first_render(source: &Arc<Source>) -> Result<Result<apply::Snapshot>> {
+    let source = Arc::clone(source);
+    tokio::task::spawn_blocking(move || apply::snapshot(&source))
+        .await
+        .map_err(|e| anyhow!("the render stopped: {e}"))
 }
 
 /// The sync thread with the session of `project`, and the roots its rules watch.
