@@ -7,14 +7,16 @@
 //! memory does not grow with the cluster's other ConfigMaps and Secrets. A
 //! namespace is looked at when one of its generations changes, and again every
 //! [`RECHECK`] while an old generation is still in use (its ReplicaSet still
-//! runs pods): the generation goes once that rollout has finished.
+//! runs pods): the generation goes once that rollout has finished. Each look
+//! lists the namespace's pods and workloads as metadata and reads whole only
+//! those whose resourceVersion changed since the last ([`References`]).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use berth_core::gitops::{Verdict, GITOPS_LABEL};
-use berth_kube::Cluster;
+use berth_kube::{Cluster, References};
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::core::PartialObjectMeta;
@@ -29,6 +31,15 @@ use crate::serve::Metrics;
 pub const RECHECK: Duration = Duration::from_secs(10);
 /// Changes are gathered this long before a namespace is looked at.
 const SETTLE: Duration = Duration::from_millis(500);
+
+/// What the collector keeps between looks: the namespaces where an old
+/// generation is still in use, and what their pods and workloads named (read
+/// again only where it changed).
+#[derive(Default)]
+struct Looks {
+    waiting: BTreeSet<String>,
+    references: References,
+}
 
 /// What the collector needs.
 pub struct Collector {
@@ -54,7 +65,7 @@ impl Collector {
                 .boxed();
         let throttle = crate::logged::Throttle::default();
         let mut pending: BTreeSet<String> = BTreeSet::new();
-        let mut waiting: BTreeSet<String> = BTreeSet::new();
+        let mut looks = Looks::default();
         let mut settle = tokio::time::interval(SETTLE);
         let mut recheck = tokio::time::interval(RECHECK);
         loop {
@@ -73,12 +84,12 @@ impl Collector {
                 },
                 _ = settle.tick() => {
                     for namespace in std::mem::take(&mut pending) {
-                        self.collect(&namespace, &mut waiting).await;
+                        self.collect(&namespace, &mut looks).await;
                     }
                 }
                 _ = recheck.tick() => {
-                    for namespace in waiting.clone() {
-                        self.collect(&namespace, &mut waiting).await;
+                    for namespace in looks.waiting.clone() {
+                        self.collect(&namespace, &mut looks).await;
                     }
                 }
             }
@@ -104,15 +115,19 @@ impl Collector {
         .map(|r| r.map(|o| o.namespace()))
     }
 
-    /// Looks at `namespace` once; remembers it in `waiting` while an old
+    /// Looks at `namespace` once; remembers it in `looks` while an old
     /// generation there is still in use.
-    async fn collect(&self, namespace: &str, waiting: &mut BTreeSet<String>) {
+    async fn collect(&self, namespace: &str, looks: &mut Looks) {
         let cluster = Cluster::new(self.client.clone(), namespace, self.server.as_str());
         let mut deleted = Vec::new();
         let judged = cluster
-            .collect_generations(namespace, self.keep, false, &mut |kept| {
-                deleted.push(kept.clone())
-            })
+            .collect_generations(
+                namespace,
+                self.keep,
+                false,
+                &mut looks.references,
+                &mut |kept| deleted.push(kept.clone()),
+            )
             .await;
         let judged = match judged {
             Ok(collected) => {
@@ -123,7 +138,7 @@ impl Collector {
             }
             Err(e) => {
                 tracing::warn!(namespace, error = %crate::logged::error(&e), "could not clean up kept config generations; trying again");
-                waiting.insert(namespace.to_string());
+                looks.waiting.insert(namespace.to_string());
                 return;
             }
         };
@@ -152,9 +167,10 @@ impl Collector {
             }
         }
         if judged.iter().any(|j| j.verdict == Verdict::InUse) {
-            waiting.insert(namespace.to_string());
+            looks.waiting.insert(namespace.to_string());
         } else {
-            waiting.remove(namespace);
+            looks.waiting.remove(namespace);
+            looks.references.forget(namespace);
         }
     }
 }

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use berth_core::cluster::Desired;
 use berth_core::configs::{self, ca, schema::Checker, ConfigKind, ConfigShape, Generated};
-use berth_core::project::{CaBundleSpec as CoreBundle, Component, Inject};
-use berth_core::render::{self, Input, Spec};
+use berth_core::project::{BundleSpec, Component, ComponentSpec, Inject};
+use berth_core::render::{self, Definition, Input, Spec};
 use berth_core::resolve::{self, Overrides};
 use berth_core::PullPolicy;
 use berth_ref::{Digest, Reference};
@@ -268,38 +268,28 @@ fn components(berth: &Berth) -> Result<Vec<Component>, Problem> {
                 )
             })?),
         };
-        components.push(Component {
+        components.push(Component::from_spec(ComponentSpec {
             name: component.clone(),
             image,
-            image_pos: Default::default(),
-            // No variables: a controller takes its overrides from the resource.
-            env: String::new(),
-            tag_env: String::new(),
             pull_policy,
             repositories,
-            follows_registry: true,
-            repository_env: None,
-            follows_tag: true,
-            same_as: None,
             deployed: true,
-        });
+        }));
     }
     Ok(components)
 }
 
 /// The CA bundles of `spec.caBundles` with their injection rules (their
 /// sources are read apart, from the cluster).
-fn bundle_specs(berth: &Berth) -> Vec<CoreBundle> {
+fn bundle_specs(berth: &Berth) -> Vec<BundleSpec> {
     berth
         .spec
         .ca_bundles
         .iter()
         .map(|(bundle, spec)| {
             let key = spec.key.clone().unwrap_or_else(|| ca::DEFAULT_KEY.into());
-            CoreBundle {
+            BundleSpec {
                 name: bundle.clone(),
-                pos: Default::default(),
-                sources: Vec::new(),
                 inject: spec.inject.as_ref().map(|i| Inject {
                     components: i.components.clone(),
                     containers: i.containers.clone(),
@@ -620,7 +610,11 @@ impl Parsed {
                 } else {
                     "caBundles"
                 };
-                format!("{origin} (`spec.{section}.{}`)", g.base_name)
+                Definition {
+                    origin: origin.to_string(),
+                    pos: None,
+                    field: format!("spec.{section}.{}", g.base_name),
+                }
             })
             .collect();
         let spec = Spec::new(
@@ -628,7 +622,7 @@ impl Parsed {
             &resolution,
             &generated,
             definitions,
-            &bundle_specs,
+            bundle_specs.iter().collect(),
         );
         let inputs = [Input::objects(
             format!("{origin} spec.workloads"),

@@ -171,6 +171,5 @@ impl<'c> Applier<'c> {
 }
 
 #[cfg(test)]
-mod fake;
-#[cfg(test)]
+#[path = "applier_tests.rs"]
 mod tests;

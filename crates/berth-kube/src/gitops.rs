@@ -3,28 +3,14 @@
 //! removes each once nothing in its namespace uses it (berth-core's
 //! [`berth_core::gitops::judge`] decides; this file lists and deletes).
 
-use crate::ops::Shape;
-use std::collections::BTreeSet;
-
 use berth_core::cluster::{ObjectRef, CONFIG_LABEL, PROJECT_LABEL};
 use berth_core::gitops::{judge, not_berths, Kept, Verdict, GITOPS_LABEL};
-use berth_core::kinds::WorkloadKind;
 use serde_json::Value;
 
 use crate::connect::Cluster;
 use crate::error::ClusterError;
-
-/// The kinds whose pods say what is in use: what runs (Pods), what will run
-/// (workload templates) and a rollout in flight (ReplicaSets that still have
-/// replicas; one scaled to zero is history, which would keep every generation).
-fn users() -> impl Iterator<Item = WorkloadKind> {
-    WorkloadKind::ALL.into_iter().filter(|k| {
-        !matches!(
-            k,
-            WorkloadKind::PodTemplate | WorkloadKind::ReplicationController
-        )
-    })
-}
+use crate::ops::Shape;
+use crate::references::References;
 
 /// One kept generation and what becomes of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,19 +48,6 @@ fn text(value: &Value, pointer: &str) -> String {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string()
-}
-
-/// Whether an object of `kind` still uses what its pods name.
-fn live(kind: &str, object: &Value) -> bool {
-    let number = |p: &str| object.pointer(p).and_then(Value::as_i64).unwrap_or(0);
-    match kind {
-        "Pod" => !matches!(
-            object.pointer("/status/phase").and_then(Value::as_str),
-            Some("Succeeded" | "Failed")
-        ),
-        "ReplicaSet" => number("/spec/replicas") > 0 || number("/status/replicas") > 0,
-        _ => true,
-    }
 }
 
 impl Cluster {
@@ -121,44 +94,17 @@ impl Cluster {
         Ok((out, foreign))
     }
 
-    /// `(kind, namespace, name)` of every ConfigMap and Secret that a running
-    /// pod, a workload's template or a ReplicaSet with replicas in `namespace` names.
-    pub async fn referenced_in(
-        &self,
-        namespace: &str,
-    ) -> Result<BTreeSet<(String, String, String)>, ClusterError> {
-        let mut used = BTreeSet::new();
-        for user in users() {
-            let kind = user.as_str();
-            for object in self
-                .list(user.api_version(), kind, namespace, "", Shape::Objects)
-                .await?
-            {
-                if !live(kind, &object) {
-                    continue;
-                }
-                let mut node = berth_yaml::json::from_json(&object);
-                for (config_kind, name) in berth_core::render::referenced(&mut node, kind) {
-                    used.insert((
-                        config_kind.as_str().to_string(),
-                        namespace.to_string(),
-                        name,
-                    ));
-                }
-            }
-        }
-        Ok(used)
-    }
-
     /// Judges the kept generations of `namespace` (keeping the `keep` newest of
     /// each config) and, unless `dry_run`, deletes those that go — only objects
     /// provably berth's, never one selected by its label alone. Each deletion
-    /// is reported to `deleted` as it happens.
+    /// is reported to `deleted` as it happens. `references` keeps what the
+    /// namespace's pods and workloads named between looks.
     pub async fn collect_generations(
         &self,
         namespace: &str,
         keep: usize,
         dry_run: bool,
+        references: &mut References,
         deleted: &mut (dyn FnMut(&Kept) + Send),
     ) -> Result<Collected, ClusterError> {
         let (kept, foreign) = self.kept_generations(namespace).await?;
@@ -168,7 +114,7 @@ impl Cluster {
                 foreign,
             });
         }
-        let used = self.referenced_in(namespace).await?;
+        let used = self.referenced_in(namespace, references).await?;
         let verdicts = judge(&kept, &used, keep);
         let mut out = Vec::new();
         for (kept, verdict) in kept.into_iter().zip(verdicts) {
@@ -188,30 +134,5 @@ impl Cluster {
             judged: out,
             foreign,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn history_and_finished_pods_use_nothing() {
-        let rs = |spec: i64, status: i64| serde_json::json!({"spec": {"replicas": spec}, "status": {"replicas": status}});
-        assert!(
-            !live("ReplicaSet", &rs(0, 0)),
-            "a scaled-down ReplicaSet is history"
-        );
-        assert!(live("ReplicaSet", &rs(0, 1)), "its last pod is still going");
-        assert!(live("ReplicaSet", &rs(2, 0)));
-        assert!(!live(
-            "Pod",
-            &serde_json::json!({"status": {"phase": "Succeeded"}})
-        ));
-        assert!(live(
-            "Pod",
-            &serde_json::json!({"status": {"phase": "Running"}})
-        ));
-        assert!(live("Deployment", &serde_json::json!({})));
     }
 }

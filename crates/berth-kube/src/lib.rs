@@ -20,12 +20,15 @@ mod connect;
 mod deploy;
 mod error;
 mod exec;
+#[cfg(test)]
+mod fake;
 pub mod fence;
 mod gitops;
 pub mod kubeconfig;
 mod ops;
 mod pods;
 mod records;
+mod references;
 mod remember;
 mod streams;
 
@@ -38,5 +41,6 @@ pub use exec::ExecOutput;
 pub use gitops::{Collected, Foreign, Judged};
 pub use ops::Shape;
 pub use pods::is_ready;
+pub use references::References;
 pub use remember::{Known, Look, Outcome, Watches};
 pub use streams::{LogLines, MAX_LOG_LINE};

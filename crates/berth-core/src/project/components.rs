@@ -3,7 +3,9 @@
 
 use berth_yaml::{Node, Pos};
 
-use super::{default_variable, Component, Loader, Profile, Project, ProjectError, PullPolicy};
+use super::{
+    default_variable, Component, ComponentSpec, Loader, Profile, Project, ProjectError, PullPolicy,
+};
 
 pub(super) const COMPONENT_KEYS: &[&str] = &[
     "image",
@@ -99,7 +101,7 @@ impl Loader<'_> {
         let entries = self.fields(node, &context, COMPONENT_KEYS)?;
         let mut image = None;
         let mut same_as: Option<(String, Pos)> = None;
-        let mut component = Component {
+        let spec = ComponentSpec {
             name: name.to_string(),
             image: berth_ref::Reference::parse("scratch").map_err(|source| {
                 ProjectError::InvalidImage {
@@ -109,16 +111,15 @@ impl Loader<'_> {
                     source,
                 }
             })?,
+            pull_policy: None,
+            repositories: Vec::new(),
+            deployed: true,
+        };
+        let mut component = Component {
             image_pos: node.pos,
             env: default_variable(name, "IMAGE"),
             tag_env: default_variable(name, "TAG"),
-            pull_policy: None,
-            repositories: Vec::new(),
-            follows_registry: true,
-            repository_env: None,
-            follows_tag: true,
-            same_as: None,
-            deployed: true,
+            ..Component::from_spec(spec)
         };
         let mut matches = Vec::new();
         for (k, v) in entries {

@@ -58,15 +58,14 @@ pub struct ConfigSpec {
     pub annotations: Vec<(String, String)>,
 }
 
-/// One entry of `caBundles:`: PEM certificates combined into one ConfigMap.
+/// A CA bundle as any source declares it (berth.yaml's `caBundles:` or a
+/// `Berth`'s `spec.caBundles`): the ConfigMap it becomes and who trusts it.
+/// Where its certificates come from is the source's business ([`CaBundleSpec`]
+/// for berth.yaml's files).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CaBundleSpec {
+pub struct BundleSpec {
     /// The base name.
     pub name: String,
-    /// Where the entry is.
-    pub pos: Pos,
-    /// `sources:`: PEM files or directories.
-    pub sources: Vec<Spanned<String>>,
     /// `key:` in the ConfigMap (default `ca-bundle.crt`).
     pub key: String,
     /// `inject:`, if the bundle is mounted into containers.
@@ -77,6 +76,32 @@ pub struct CaBundleSpec {
     pub labels: Vec<(String, String)>,
     /// `annotations:` put on the generated ConfigMap.
     pub annotations: Vec<(String, String)>,
+}
+
+/// One entry of berth.yaml's `caBundles:`: a [`BundleSpec`] with where it is
+/// written and the PEM files or directories it combines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaBundleSpec {
+    /// What any source says of a bundle.
+    pub spec: BundleSpec,
+    /// Where the entry is.
+    pub pos: Pos,
+    /// `sources:`: PEM files or directories.
+    pub sources: Vec<Spanned<String>>,
+}
+
+/// berth.yaml's bundle reads as what any source says of it.
+impl std::ops::Deref for CaBundleSpec {
+    type Target = BundleSpec;
+    fn deref(&self) -> &BundleSpec {
+        &self.spec
+    }
+}
+
+impl std::ops::DerefMut for CaBundleSpec {
+    fn deref_mut(&mut self) -> &mut BundleSpec {
+        &mut self.spec
+    }
 }
 
 /// `inject:` of a CA bundle.
@@ -226,14 +251,16 @@ impl Loader<'_> {
         for (name, key, value) in self.named(node, "caBundles", "a mapping of bundle names", 63)? {
             let context = format!("caBundles.{name}");
             let mut spec = CaBundleSpec {
-                name,
+                spec: BundleSpec {
+                    name,
+                    key: crate::configs::ca::DEFAULT_KEY.into(),
+                    inject: None,
+                    hash: true,
+                    labels: Vec::new(),
+                    annotations: Vec::new(),
+                },
                 pos: key.pos,
                 sources: Vec::new(),
-                key: crate::configs::ca::DEFAULT_KEY.into(),
-                inject: None,
-                hash: true,
-                labels: Vec::new(),
-                annotations: Vec::new(),
             };
             for (k, v) in self.fields(value, &context, CA_KEYS)? {
                 let field = format!("{context}.{}", k.as_str().unwrap_or_default());
@@ -261,10 +288,11 @@ impl Loader<'_> {
             if spec.sources.is_empty() {
                 return Err(self.missing(key.pos, "sources", format!("CA bundle `{}`", spec.name)));
             }
-            if let Some(inject) = &mut spec.inject {
+            let bundle = &mut spec.spec;
+            if let Some(inject) = &mut bundle.inject {
                 if inject.mount_path.is_empty() {
                     inject.mount_path =
-                        crate::configs::ca::default_mount_path(&spec.name, &spec.key);
+                        crate::configs::ca::default_mount_path(&bundle.name, &bundle.key);
                 }
             }
             out.push(spec);

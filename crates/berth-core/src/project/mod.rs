@@ -18,7 +18,7 @@ mod load;
 pub mod schema;
 mod sync;
 pub use dev::{Dev, Forward};
-pub use generated::{CaBundleSpec, ConfigSpec, Inject, Spanned};
+pub use generated::{BundleSpec, CaBundleSpec, ConfigSpec, Inject, Spanned};
 pub use sync::{RunStep, SyncPath, SyncRule, SyncTarget};
 
 /// Name of the project file.
@@ -84,23 +84,36 @@ pub struct Project {
     pub gitops: Option<Option<crate::gitops::Engine>>,
 }
 
-/// One entry of `images:`: an image the project ships.
+/// A component as any source declares it (berth.yaml's `images:` or a
+/// `Berth`'s `spec.images`): its name, its default image and what matches it.
+/// How variables reach it is the source's business ([`Component`] for berth.yaml).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComponentSpec {
+    /// Its name (the key under `images:`).
+    pub name: String,
+    /// The default reference.
+    pub image: Reference,
+    /// `pullPolicy:`; `None` leaves pull policies as they are.
+    pub pull_policy: Option<PullPolicy>,
+    /// Repositories that are this component: the default's and `match:` entries.
+    pub repositories: Vec<Repository>,
+    /// `deployed:` (default true); `false`: built and pushed, never in manifests, so
+    /// nothing looks for it there.
+    pub deployed: bool,
+}
+
+/// One entry of berth.yaml's `images:`: a [`ComponentSpec`] with where it is
+/// written and the variables and shared settings that override it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Component {
-    /// The key under `images:`.
-    pub name: String,
-    /// `image:`, the default reference.
-    pub image: Reference,
+    /// What any source says of a component.
+    pub spec: ComponentSpec,
     /// Where `image:` is written.
     pub image_pos: Pos,
     /// The full-reference override variable (`env:`, default `<NAME>_IMAGE`).
     pub env: String,
     /// The tag-only override variable (`tagEnv:`, default `<NAME>_TAG`).
     pub tag_env: String,
-    /// `pullPolicy:`; `None` leaves pull policies as they are.
-    pub pull_policy: Option<PullPolicy>,
-    /// Repositories that are this component: the default's and `match:` entries.
-    pub repositories: Vec<Repository>,
     /// `registry:` (default true); `false` keeps the component out of the registry
     /// override (a third-party image a fork does not mirror).
     pub follows_registry: bool,
@@ -114,9 +127,38 @@ pub struct Component {
     /// then holds that component's `image:` (for messages); the resolver uses its
     /// resolved reference instead.
     pub same_as: Option<String>,
-    /// `deployed:` (default true); `false`: built and pushed, never in manifests, so
-    /// nothing looks for it there.
-    pub deployed: bool,
+}
+
+impl Component {
+    /// A component no variable reaches (a `Berth`'s: a controller takes its
+    /// overrides from the resource): it follows no shared setting but those a
+    /// caller's overrides name.
+    pub fn from_spec(spec: ComponentSpec) -> Component {
+        Component {
+            spec,
+            image_pos: Pos::default(),
+            env: String::new(),
+            tag_env: String::new(),
+            follows_registry: true,
+            repository_env: None,
+            follows_tag: true,
+            same_as: None,
+        }
+    }
+}
+
+/// berth.yaml's component reads as what any source says of it.
+impl std::ops::Deref for Component {
+    type Target = ComponentSpec;
+    fn deref(&self) -> &ComponentSpec {
+        &self.spec
+    }
+}
+
+impl std::ops::DerefMut for Component {
+    fn deref_mut(&mut self) -> &mut ComponentSpec {
+        &mut self.spec
+    }
 }
 
 /// One entry of `profiles:`: a named set of manifests used instead of `manifests:`.

@@ -6,11 +6,11 @@ use berth_ref::{Reference, Repository};
 use berth_yaml::{Node, Pos, Value};
 
 use super::pods::for_each_pod;
-use crate::project::{CaBundleSpec, Inject};
+use crate::project::{BundleSpec, Inject};
 use crate::resolve::Resolution;
 
 struct Rule<'a> {
-    bundle: &'a CaBundleSpec,
+    bundle: &'a BundleSpec,
     inject: &'a Inject,
     /// Repositories of the chosen components, before and after resolution.
     repositories: HashSet<Repository>,
@@ -25,9 +25,10 @@ pub struct CaInjector<'a> {
 
 impl<'a> CaInjector<'a> {
     /// Injection rules of `bundles`.
-    pub fn new(bundles: &'a [CaBundleSpec], resolution: &Resolution<'_>) -> Self {
+    pub fn new(bundles: &[&'a BundleSpec], resolution: &Resolution<'_>) -> Self {
         let rules = bundles
             .iter()
+            .copied()
             .filter_map(|bundle| {
                 let inject = bundle.inject.as_ref()?;
                 let mut repositories = HashSet::new();

@@ -29,7 +29,7 @@ pub use inject::CaInjector;
 pub use input::{Input, TextStream};
 pub use placeholders::{unfilled_placeholders, Unfilled};
 pub use refs::{for_each_reference, referenced, ConfigRewriter, Site, CONFIG_HASH_ANNOTATION};
-pub use spec::Spec;
+pub use spec::{Definition, Spec};
 pub use workloads::{workloads, workloads_of, PodSelector, Workload};
 
 /// Render settings beyond the project and the resolution.
@@ -431,7 +431,7 @@ fn transform(
         spec.image_paths,
         spec.only_overridden,
     );
-    let injector = CaInjector::new(spec.ca_bundles, spec.resolution);
+    let injector = CaInjector::new(&spec.ca_bundles, spec.resolution);
     let mut configs = ConfigRewriter::new(spec.generated);
     let scanner = component_scanner(spec.resolution);
     let mut matched = 0;
@@ -551,7 +551,11 @@ fn check_collision(
             Some(ns) => format!("{kind}/{name} (namespace {ns})"),
             None => format!("{kind}/{name}"),
         },
-        generated: spec.definitions.get(index).cloned().unwrap_or_default(),
+        generated: spec
+            .definitions
+            .get(index)
+            .map(ToString::to_string)
+            .unwrap_or_default(),
     })
 }
 

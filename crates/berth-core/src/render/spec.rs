@@ -6,9 +6,32 @@ use berth_yaml::Limits;
 
 use super::{Options, RenderError};
 use crate::configs::Generated;
-use crate::project::{CaBundleSpec, ImagePath, Project, PullPolicy};
+use berth_yaml::Pos;
+
+use crate::project::{BundleSpec, ImagePath, Project, PullPolicy};
 use crate::resolve::Resolution;
 use crate::suggest::closest;
+
+/// Where a generated object is defined: `berth.yaml:4:3 (`configs.web`)`,
+/// `Berth team-a/llama (`spec.configs.web`)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Definition {
+    /// The file or resource.
+    pub origin: String,
+    /// Where in the file, when it is one.
+    pub pos: Option<Pos>,
+    /// The entry (`configs.web`, `spec.caBundles.corp`).
+    pub field: String,
+}
+
+impl std::fmt::Display for Definition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.pos {
+            Some(pos) => write!(f, "{}:{pos} (`{}`)", self.origin, self.field),
+            None => write!(f, "{} (`{}`)", self.origin, self.field),
+        }
+    }
+}
 
 /// What a render does to manifests.
 #[derive(Debug, Clone)]
@@ -22,11 +45,11 @@ pub struct Spec<'a> {
     pub pull_policies: Vec<Option<PullPolicy>>,
     /// The generated configs and CA bundles, emitted first, their references rewritten.
     pub generated: &'a [Generated],
-    /// Where each of `generated` is defined (`berth.yaml:4:3 (`configs.web`)`),
-    /// for the message when the manifests hold an object of the same name.
-    pub definitions: Vec<String>,
+    /// Where each of `generated` is defined, for the message when the
+    /// manifests hold an object of the same name.
+    pub definitions: Vec<Definition>,
     /// The CA bundles and which containers get each (`inject`).
-    pub ca_bundles: &'a [CaBundleSpec],
+    pub ca_bundles: Vec<&'a BundleSpec>,
     /// Image fields beyond pod specs.
     pub image_paths: &'a [ImagePath],
     /// Fields of custom resources that name a config or CA bundle.
@@ -46,8 +69,8 @@ impl<'a> Spec<'a> {
         origin: String,
         resolution: &'a Resolution<'a>,
         generated: &'a [Generated],
-        definitions: Vec<String>,
-        ca_bundles: &'a [CaBundleSpec],
+        definitions: Vec<Definition>,
+        ca_bundles: Vec<&'a BundleSpec>,
     ) -> Spec<'a> {
         Spec {
             origin,
@@ -91,7 +114,11 @@ impl<'a> Spec<'a> {
                             .unwrap_or_default(),
                     ),
                 };
-                format!("{}:{pos} (`{section}.{}`)", project.file, g.base_name)
+                Definition {
+                    origin: project.file.clone(),
+                    pos: Some(pos),
+                    field: format!("{section}.{}", g.base_name),
+                }
             })
             .collect();
         Ok(Spec {
@@ -105,7 +132,7 @@ impl<'a> Spec<'a> {
                 resolution,
                 generated,
                 definitions,
-                &project.ca_bundles,
+                project.ca_bundles.iter().map(|b| &b.spec).collect(),
             )
         })
     }

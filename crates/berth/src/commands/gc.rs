@@ -12,7 +12,13 @@ pub fn run(connection: &Connection, keep: usize, dry_run: bool) -> Result<u8> {
         let cluster = Cluster::connect(connection).await?;
         let namespace = cluster.namespace.clone();
         let judged = cluster
-            .collect_generations(&namespace, keep, dry_run, &mut |_| {})
+            .collect_generations(
+                &namespace,
+                keep,
+                dry_run,
+                &mut berth_kube::References::default(),
+                &mut |_| {},
+            )
             .await?;
         Ok::<_, anyhow::Error>((namespace, judged))
     })?;

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use berth_core::cluster::{Desired, Settled};
 use serde_json::json;
 
-use super::fake::FakeApi;
 use super::*;
+use crate::fake::FakeApi;
 
 fn options() -> ApplyOptions {
     ApplyOptions {

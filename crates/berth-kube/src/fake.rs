@@ -1,7 +1,7 @@
 //! A stand-in for kube-apiserver's answers to the requests an apply session
 //! makes — discovery of `v1` and `apps/v1`, server-side apply (and its dry
 //! run), get, create, list by label (whole or as metadata), delete — so that
-//! [`super::Applier`]'s tests run in milliseconds and count every request.
+//! [`crate::Applier`]'s and the collector's tests run in milliseconds and count every request.
 //! What it does not do as the real server does (a patch is merged into the
 //! object, managed fields are one entry per manager, a Deployment rolls out at
 //! once) is what these tests do not judge: the real server is tested on the
@@ -21,20 +21,20 @@ use crate::remember::Watches;
 
 /// The fake's objects and the requests it answered.
 #[derive(Default)]
-pub(super) struct State {
+pub(crate) struct State {
     /// `(resource path without name, name)` → object.
     objects: BTreeMap<(String, String), Value>,
     /// `METHOD PATH` of every request, in order.
-    pub(super) requests: Vec<String>,
+    pub(crate) requests: Vec<String>,
     version: u64,
 }
 
 /// The fake server: a [`kube::Client`] for it, and its state.
 #[derive(Clone, Default)]
-pub(super) struct FakeApi(pub(super) Arc<Mutex<State>>);
+pub(crate) struct FakeApi(pub(crate) Arc<Mutex<State>>);
 
 impl FakeApi {
-    pub(super) fn client(&self) -> kube::Client {
+    pub(crate) fn client(&self) -> kube::Client {
         let state = self.clone();
         let service = tower::service_fn(move |request: Request<kube::client::Body>| {
             let state = state.clone();
@@ -44,14 +44,23 @@ impl FakeApi {
     }
 
     /// The requests answered since the last call, as `METHOD PATH`.
-    pub(super) fn take_requests(&self) -> Vec<String> {
+    pub(crate) fn take_requests(&self) -> Vec<String> {
         std::mem::take(&mut self.0.lock().unwrap().requests)
+    }
+
+    /// Puts `object` into `collection` as if created there (another client's
+    /// object: a Pod, a workload).
+    pub(crate) fn put(&self, collection: &str, object: Value) {
+        let mut state = self.0.lock().unwrap();
+        let name = object["metadata"]["name"].as_str().unwrap().to_string();
+        let object = state.stamped(object, &name, None);
+        state.objects.insert((collection.to_string(), name), object);
     }
 
     /// Sets the top-level `field` of a live object as another field manager
     /// (`kubectl edit`) would: the field's ownership moves to that manager, so
     /// berth's managed-fields entry, and its fingerprint, change.
-    pub(super) fn edit(&self, collection: &str, name: &str, field: &str, value: Value) {
+    pub(crate) fn edit(&self, collection: &str, name: &str, field: &str, value: Value) {
         let mut state = self.0.lock().unwrap();
         state.version += 1;
         let version = state.version.to_string();
@@ -101,6 +110,12 @@ impl FakeApi {
 }
 
 impl State {
+    /// Deletes an object as another client would.
+    pub(crate) fn remove(&mut self, collection: &str, name: &str) {
+        self.objects
+            .remove(&(collection.to_string(), name.to_string()));
+    }
+
     fn handle(
         &mut self,
         method: &str,
@@ -292,11 +307,33 @@ fn discovery(path: &str) -> Option<Value> {
         json!({"name": name, "singularName": "", "namespaced": true, "kind": kind,
                "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]})
     };
+    let list = |group_version: &str, resources: Vec<Value>| {
+        Some(
+            json!({"kind": "APIResourceList", "groupVersion": group_version, "resources": resources}),
+        )
+    };
     match path {
-        "/api/v1" => Some(json!({"kind": "APIResourceList", "groupVersion": "v1",
-            "resources": [resource("configmaps", "ConfigMap"), resource("secrets", "Secret")]})),
-        "/apis/apps/v1" => Some(json!({"kind": "APIResourceList", "groupVersion": "apps/v1",
-            "resources": [resource("deployments", "Deployment")]})),
+        "/api/v1" => list(
+            "v1",
+            vec![
+                resource("configmaps", "ConfigMap"),
+                resource("secrets", "Secret"),
+                resource("pods", "Pod"),
+            ],
+        ),
+        "/apis/apps/v1" => list(
+            "apps/v1",
+            vec![
+                resource("deployments", "Deployment"),
+                resource("replicasets", "ReplicaSet"),
+                resource("statefulsets", "StatefulSet"),
+                resource("daemonsets", "DaemonSet"),
+            ],
+        ),
+        "/apis/batch/v1" => list(
+            "batch/v1",
+            vec![resource("jobs", "Job"), resource("cronjobs", "CronJob")],
+        ),
         _ => None,
     }
 }
