@@ -7,13 +7,15 @@ use kube::ResourceExt;
 
 use crate::desired::{Plan, Problem};
 use crate::reason::Reason;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
 use crate::types::{Berth, BerthStatus, Condition};
 
-fn now() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-    crate::desired::rfc3339(secs)
+/// Now, as a condition's transition time (whole seconds, as the API server keeps it).
+fn now() -> Time {
+    let now = k8s_openapi::jiff::Timestamp::now();
+    // Within jiff's range by construction: a second of a valid timestamp.
+    Time(k8s_openapi::jiff::Timestamp::from_second(now.as_second()).unwrap_or(now))
 }
 
 /// A condition, keeping the transition time of `previous` when the status is unchanged.
@@ -31,7 +33,7 @@ fn condition(
         .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_));
     let last_transition_time = match previous {
         Some(p) if p.status == status => p.last_transition_time.clone(),
-        _ => Some(now()),
+        _ => now(),
     };
     Condition {
         type_: type_.into(),

@@ -220,26 +220,11 @@ pub struct BerthStatus {
     pub ca_bundles: Vec<BundleStatus>,
 }
 
-/// A status condition, as Kubernetes writes them.
-#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct Condition {
-    /// `Ready`, `Progressing` or `Degraded`.
-    #[serde(rename = "type")]
-    pub type_: String,
-    /// `True`, `False` or `Unknown`.
-    pub status: String,
-    /// A CamelCase reason (`RolledOut`, `SourceMissing`, `SchemaViolation`, ...).
-    pub reason: String,
-    /// What happened and what to do.
-    pub message: String,
-    /// When the status last changed (RFC 3339).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_transition_time: Option<String>,
-    /// The generation it was computed for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
-}
+/// A status condition: Kubernetes' own `metav1.Condition` (its schema too,
+/// so `kubectl wait --for=condition=Ready` and every tool that reads
+/// conditions sees the shape it expects). `type` is `Ready`, `Progressing` or
+/// `Degraded`; `reason` a CamelCase [`crate::reason::Reason`].
+pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 /// A component's resolved image.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
