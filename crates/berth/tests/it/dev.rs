@@ -626,20 +626,48 @@ fn a_part_that_dies_is_an_error_event_and_a_clean_stop() {
     let target = tempfile::tempdir().unwrap();
     let dir = project(&target.path().join("app"), 1, "info", None);
     let dev = Dev::start_env(dir.path(), &ns, &[], &[("BERTH_DEV_FAULT", "sync")]);
+    stopped_by_a_dead_part(dev, "sync", "the sync part stopped: BERTH_DEV_FAULT=sync");
+}
+
+/// `dev` ends by itself with status 1 after an `error` event of `stage` whose
+/// message starts with `message`, and `stopped` (no signal) is its last event.
+fn stopped_by_a_dead_part(dev: Dev, stage: &str, message: &str) {
     let (code, events, stderr) = dev.exited(Duration::from_secs(90));
     assert_eq!(code, Some(1), "{stderr}");
     let error = events
         .iter()
-        .find(|e| is(e, "error") && e["stage"] == "sync")
-        .unwrap_or_else(|| panic!("no sync error event: {events:?}"));
+        .find(|e| is(e, "error") && e["stage"] == stage)
+        .unwrap_or_else(|| panic!("no {stage} error event: {events:?}"));
     assert!(
-        error["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("the sync part stopped: BERTH_DEV_FAULT=sync"),
+        error["message"].as_str().unwrap().starts_with(message),
         "{error}"
     );
     let last = events.last().unwrap();
     assert!(is(last, "stopped"), "the last event: {last}");
     assert_eq!(last["signal"], Value::Null);
+}
+
+/// #34: the file watcher is a part too. Made to panic on the first edit by
+/// `BERTH_DEV_FAULT=watch` (debug builds only), it is an `error` event of stage
+/// `watch` and a stop with status 1, not a loop that no longer sees edits.
+#[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
+fn a_file_watcher_that_dies_is_an_error_event_and_a_clean_stop() {
+    let plane = plane();
+    let ns = plane.namespace("dev-watch-killed");
+    let target = tempfile::tempdir().unwrap();
+    let dir = project(&target.path().join("app"), 1, "info", None);
+    let mut dev = Dev::start_env(dir.path(), &ns, &[], &[("BERTH_DEV_FAULT", "watch")]);
+    dev.wait("the first rollout", Duration::from_secs(90), |e| {
+        is(e, "ready") && e["object"]["name"] == "web"
+    });
+    std::fs::write(dir.path().join("src/a.txt"), "two").unwrap();
+    stopped_by_a_dead_part(
+        dev,
+        "watch",
+        "the file watcher stopped: BERTH_DEV_FAULT=watch",
+    );
 }

@@ -31,6 +31,8 @@ pub enum Stage {
     Logs,
     /// A port-forward.
     Forward,
+    /// Watching the project's files.
+    Watch,
 }
 
 impl Stage {
@@ -43,6 +45,7 @@ impl Stage {
             Stage::Sync => "sync",
             Stage::Logs => "logs",
             Stage::Forward => "forward",
+            Stage::Watch => "watch",
         }
     }
 }

@@ -124,6 +124,7 @@ fn project_path(project: &Project) -> PathBuf {
 struct Watching {
     inputs: watch::Inputs,
     stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Result<(), String>>>,
 }
 
 impl Watching {
@@ -143,9 +144,26 @@ impl Watching {
         );
         let roots = inputs.roots(sync_roots);
         let stop = Arc::new(AtomicBool::new(false));
-        watch::spawn(&roots, batches.clone(), Arc::clone(&stop))
+        let thread = watch::spawn(&roots, batches.clone(), Arc::clone(&stop))
             .map_err(|e| anyhow!("cannot watch the project's files: {e}"))?;
-        Ok(Watching { inputs, stop })
+        Ok(Watching {
+            inputs,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Why the watcher thread ended, once it has (it ends only when told to,
+    /// or by a failure): `None` while it runs.
+    fn failure(&mut self) -> Option<String> {
+        if !self.thread.as_ref()?.is_finished() {
+            return None;
+        }
+        Some(match self.thread.take()?.join() {
+            Ok(Ok(())) => "it ended".into(),
+            Ok(Err(message)) => message,
+            Err(panic) => panic_message(panic.as_ref()),
+        })
     }
 }
 
@@ -348,6 +366,14 @@ async fn watch_loop(
             },
             _ = looks.tick() => state.look(io.forwards.as_ref()).await,
         };
+        if let Some(message) = io.watching.as_mut().and_then(Watching::failure) {
+            state.printer.emit(Event::Error {
+                stage: Stage::Watch,
+                message: format!("the file watcher stopped: {message}; berth dev stops (the cluster is left as it is)"),
+            });
+            state.logs.stop();
+            return Err(PartStopped(Stage::Watch));
+        }
         if let Err(stopped) = turn.and_then(|()| parts_alive(state.sync, applier)) {
             state.logs.stop();
             return Err(stopped);

@@ -145,26 +145,48 @@ impl Inputs {
 }
 
 /// A thread that watches `roots` and sends each batch of changes until
-/// `stop` is set or nothing receives any more.
+/// `stop` is set or nothing receives any more (both end it with `Ok`). A
+/// watcher that fails, or panics, ends it with why: the dev loop reports that
+/// and stops, instead of no longer seeing edits without a word.
 pub fn spawn(
     roots: &[(PathBuf, bool)],
     batches: mpsc::Sender<Batch>,
     stop: Arc<AtomicBool>,
-) -> Result<std::thread::JoinHandle<()>, berth_sync::SyncError> {
+) -> Result<std::thread::JoinHandle<Result<(), String>>, berth_sync::SyncError> {
     let watcher = Watcher::new(roots)?;
     Ok(std::thread::spawn(move || {
-        while !stop.load(Ordering::Relaxed) {
-            match watcher.next_batch(Duration::from_millis(200)) {
-                Ok(batch) if batch.paths.is_empty() && !batch.rescan => {}
-                Ok(batch) => {
-                    if batches.blocking_send(batch).is_err() {
-                        return;
-                    }
-                }
-                Err(_) => return,
-            }
+        let watched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            watch_until_stopped(&watcher, &batches, &stop)
+        }));
+        match watched {
+            Ok(result) => result,
+            Err(panic) => Err(super::panic_message(panic.as_ref())),
         }
     }))
+}
+
+fn watch_until_stopped(
+    watcher: &Watcher,
+    batches: &mpsc::Sender<Batch>,
+    stop: &AtomicBool,
+) -> Result<(), String> {
+    while !stop.load(Ordering::Relaxed) {
+        let batch = watcher
+            .next_batch(Duration::from_millis(200))
+            .map_err(|e| e.to_string())?;
+        if batch.paths.is_empty() && !batch.rescan {
+            continue;
+        }
+        // Debug builds only: the test of a part that dies (tests/it/dev.rs).
+        #[cfg(debug_assertions)]
+        if berth_io::env::var_os("BERTH_DEV_FAULT").is_some_and(|v| v == "watch") {
+            panic!("BERTH_DEV_FAULT=watch asked the file watcher to fail");
+        }
+        if batches.blocking_send(batch).is_err() {
+            return Ok(()); // the loop ended
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
