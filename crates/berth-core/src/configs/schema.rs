@@ -40,7 +40,7 @@ pub enum SchemaError {
         /// The schema path.
         path: String,
         /// Why.
-        reason: String,
+        reason: Unusable,
     },
     /// A data file is not valid YAML/JSON.
     #[error("{file}:{source} (a file of configs.{config}, which has a schema)")]
@@ -62,6 +62,49 @@ pub enum SchemaError {
         /// Every violation, in file order.
         violations: Vec<Violation>,
     },
+}
+
+/// Why a schema cannot be used. The text names the file, the reference or
+/// where in the schema, never the schema's values (a `schema:` pointing at the
+/// wrong file may point at a secret).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Unusable {
+    /// The file cannot be read.
+    #[error("cannot read `{path}`: {source}")]
+    Unreadable {
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::sync::Arc<std::io::Error>,
+    },
+    /// The file is not UTF-8.
+    #[error("`{0}` is not UTF-8")]
+    NotUtf8(String),
+    /// The file is not YAML or JSON.
+    #[error("`{path}`:{source}")]
+    NotYaml {
+        /// The file.
+        path: String,
+        /// Where and why.
+        #[source]
+        source: Box<berth_yaml::Error>,
+    },
+    /// The file has no document.
+    #[error("`{0}` is empty")]
+    Empty(String),
+    /// A `$ref` names a remote document.
+    #[error("`$ref: {0}` is remote; berth validates offline, so $ref may name local files only")]
+    RemoteRef(String),
+    /// `$schema` is not a string.
+    #[error("`$schema` is not text")]
+    DraftNotText,
+    /// `$schema` names no draft berth knows.
+    #[error("`$schema` is `{}`, which is no JSON Schema draft berth knows; use one of http://json-schema.org/draft-04/schema#, draft-06, draft-07, https://json-schema.org/draft/2019-09/schema or https://json-schema.org/draft/2020-12/schema", berth_io::shown(.0))]
+    UnknownDraft(String),
+    /// The validator refuses it (where in the schema, or the `$ref` it could not resolve).
+    #[error("{0}")]
+    Invalid(String),
 }
 
 fn render_violations(config: &str, schema: &str, violations: &[Violation]) -> String {
@@ -110,7 +153,7 @@ pub struct SchemaSource<'a> {
 impl Checker {
     /// Loads the schema and every local file it refers to.
     pub fn load(source: &SchemaSource<'_>, files: &dyn FileSource) -> Result<Checker, SchemaError> {
-        let fail = |reason: String| SchemaError::Schema {
+        let fail = |reason: Unusable| SchemaError::Schema {
             file: source.project_file.to_string(),
             pos: source.pos,
             config: source.config.to_string(),
@@ -143,7 +186,7 @@ impl Checker {
         config: &str,
         shown: &str,
         secret: bool,
-    ) -> Result<Checker, String> {
+    ) -> Result<Checker, Unusable> {
         let draft = draft_of(schema)?;
         let validator = jsonschema::options()
             .with_draft(draft)
@@ -238,23 +281,20 @@ fn nearest(positions: &HashMap<String, Pos>, pointer: &str) -> Option<Pos> {
 /// wrong file) and is the whole document when the root is wrong.
 /// The draft `$schema` names (draft 2020-12 without one); a `$schema` that
 /// names no draft is an error, never validated as some other draft.
-fn draft_of(schema: &Value) -> Result<jsonschema::Draft, String> {
+fn draft_of(schema: &Value) -> Result<jsonschema::Draft, Unusable> {
     let Some(uri) = schema.get("$schema") else {
         return Ok(jsonschema::Draft::Draft202012);
     };
     let Some(uri) = uri.as_str() else {
-        return Err("`$schema` is not text".into());
+        return Err(Unusable::DraftNotText);
     };
     match jsonschema::Draft::from_schema_uri(uri) {
-        jsonschema::Draft::Unknown => Err(format!(
-            "`$schema` is `{}`, which is no JSON Schema draft berth knows; use one of http://json-schema.org/draft-04/schema#, draft-06, draft-07, https://json-schema.org/draft/2019-09/schema or https://json-schema.org/draft/2020-12/schema",
-            berth_io::shown(uri)
-        )),
+        jsonschema::Draft::Unknown => Err(Unusable::UnknownDraft(uri.to_string())),
         draft => Ok(draft),
     }
 }
 
-fn unusable(e: &jsonschema::ValidationError<'_>) -> String {
+fn unusable(e: &jsonschema::ValidationError<'_>) -> Unusable {
     let at = e.schema_path().as_str().to_string();
     let retrieval = matches!(
         e.kind(),
@@ -262,12 +302,12 @@ fn unusable(e: &jsonschema::ValidationError<'_>) -> String {
     );
     if retrieval {
         // A `$ref` berth did not load: the message names the reference, not data.
-        return format!("not a usable JSON Schema: {e}");
+        return Unusable::Invalid(format!("not a usable JSON Schema: {e}"));
     }
-    format!(
+    Unusable::Invalid(format!(
         "not a usable JSON Schema (at `{}`); check it with a JSON Schema validator",
         if at.is_empty() { "/" } else { at.as_str() }
-    )
+    ))
 }
 
 /// `path` with `.` and `..` removed without touching the file system: the form
@@ -318,19 +358,32 @@ impl jsonschema::Retrieve for LocalOnly {
     }
 }
 
-fn read_json(files: &dyn FileSource, path: &Path) -> Result<Value, String> {
-    let bytes = files
-        .read(path)
-        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
-    let text =
-        String::from_utf8(bytes).map_err(|_| format!("`{}` is not UTF-8", path.display()))?;
+fn read_json(files: &dyn FileSource, path: &Path) -> Result<Value, Unusable> {
+    let shown = || path.display().to_string();
+    let bytes = files.read(path).map_err(|source| Unusable::Unreadable {
+        path: shown(),
+        source: std::sync::Arc::new(source),
+    })?;
+    let text = String::from_utf8(bytes).map_err(|_| Unusable::NotUtf8(shown()))?;
     let doc = berth_yaml::load_all(&text, Limits::default())
-        .map_err(|e| format!("`{}`:{e}", path.display()))?
+        .map_err(|source| Unusable::NotYaml {
+            path: shown(),
+            source: Box::new(source),
+        })?
         .into_iter()
         .next()
-        .ok_or_else(|| format!("`{}` is empty", path.display()))?;
+        .ok_or_else(|| Unusable::Empty(shown()))?;
     Ok(berth_yaml::json::to_json(&doc))
 }
+
+/// Two reasons are the same when they say the same (an I/O error has no equality).
+impl PartialEq for Unusable {
+    fn eq(&self, other: &Unusable) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for Unusable {}
 
 /// Loads every file a `$ref` names (relative to the file it is in), transitively.
 fn collect_refs(
@@ -338,13 +391,13 @@ fn collect_refs(
     from: &Path,
     files: &dyn FileSource,
     loaded: &mut HashMap<String, Value>,
-) -> Result<(), String> {
+) -> Result<(), Unusable> {
     match value {
         Value::Object(map) => {
             if let Some(Value::String(reference)) = map.get("$ref") {
                 let target = reference.split('#').next().unwrap_or_default();
                 if target.contains("://") && !target.starts_with("file://") {
-                    return Err(format!("`$ref: {reference}` is remote; berth validates offline, so $ref may name local files only"));
+                    return Err(Unusable::RemoteRef(reference.clone()));
                 }
                 if !target.is_empty() {
                     let relative = target.strip_prefix("file://").unwrap_or(target);
