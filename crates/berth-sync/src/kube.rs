@@ -35,7 +35,8 @@ impl KubeTarget {
 
     /// Replaces the workloads whose pods are listed (`berth dev` after a re-render).
     pub fn set_workloads(&self, workloads: Vec<Workload>) {
-        if let Ok(mut current) = self.workloads.lock() {
+        {
+            let mut current = berth_io::locked(&self.workloads);
             *current = workloads;
         }
     }
@@ -125,11 +126,7 @@ impl Target for KubeTarget {
     }
 
     fn list(&self) -> Result<Vec<Container>, SyncError> {
-        let workloads = self
-            .workloads
-            .lock()
-            .map(|w| w.clone())
-            .map_err(|_| engine_error("the workload list was poisoned by a panic"))?;
+        let workloads = berth_io::locked(&self.workloads).clone();
         let mut out: Vec<Container> = Vec::new();
         for workload in &workloads {
             let (namespace, pods) = self

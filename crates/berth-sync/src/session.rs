@@ -304,7 +304,8 @@ impl Session {
                 .map(|c| format!("{}\0{}\0{}", rule.spec.name, c.id, c.instance))
                 .collect();
             let prefix = format!("{}\0", rule.spec.name);
-            if let Ok(mut shells) = self.shells.lock() {
+            {
+                let mut shells = berth_io::locked(&self.shells);
                 shells.retain(|key, _| !key.starts_with(&prefix) || current.contains(key));
             }
             let instances = rule
@@ -419,7 +420,8 @@ impl Session {
         let Kind::File { size, mtime_ns, .. } = entry.kind else {
             return Ok(String::new());
         };
-        if let Ok(cache) = self.hashes.lock() {
+        {
+            let cache = berth_io::locked(&self.hashes);
             if let Some((s, m, h)) = cache.get(&entry.local) {
                 if *s == size && *m == mtime_ns {
                     return Ok(h.clone());
@@ -427,7 +429,8 @@ impl Session {
             }
         }
         let hex = berth_ref::lower_hex(&hash_file(&entry.local)?);
-        if let Ok(mut cache) = self.hashes.lock() {
+        {
+            let mut cache = berth_io::locked(&self.hashes);
             cache.insert(entry.local.clone(), (size, mtime_ns, hex.clone()));
         }
         Ok(hex)
@@ -493,7 +496,7 @@ impl Session {
             "{}\0{}\0{}",
             rule.spec.name, container.id, container.instance
         );
-        let taken = self.shells.lock().ok()?.remove(&key);
+        let taken = berth_io::locked(&self.shells).remove(&key);
         let all: Vec<&[String]> = rule.spec.run.iter().map(|s| s.cmd.as_slice()).collect();
         let mut shell = match taken {
             Some(shell) => shell,
@@ -506,7 +509,8 @@ impl Session {
         let out = shell
             .update(&mut |w| write_frame(update, indices, w))
             .ok()?;
-        if let Ok(mut shells) = self.shells.lock() {
+        {
+            let mut shells = berth_io::locked(&self.shells);
             shells.insert(key, shell);
         }
         Some(interpret(

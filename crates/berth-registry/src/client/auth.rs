@@ -7,12 +7,8 @@ use super::*;
 impl Registry {
     /// Credentials from the Docker config, cached per registry.
     pub(super) fn registry_auth(&self, registry: &str) -> Result<RegistryAuth, RegistryError> {
-        if let Some(auth) = self
-            .credentials
-            .lock()
-            .ok()
-            .and_then(|c| c.get(registry).cloned())
-        {
+        let cached = berth_io::locked(&self.credentials).get(registry).cloned();
+        if let Some(auth) = cached {
             return Ok(auth);
         }
         let auth = credentials(&self.config, registry, self.options.timeout)?;
@@ -60,12 +56,8 @@ impl Registry {
     /// What `image`'s registry asks for (`GET /v2/` without credentials), once per host.
     pub(super) async fn challenge(&self, image: &Reference) -> Result<Challenge, RegistryError> {
         let host = image.domain().to_string();
-        if let Some(found) = self
-            .challenges
-            .lock()
-            .ok()
-            .and_then(|c| c.get(&host).cloned())
-        {
+        let cached = berth_io::locked(&self.challenges).get(&host).cloned();
+        if let Some(found) = cached {
             return Ok(found);
         }
         let url = self.url(image, "");

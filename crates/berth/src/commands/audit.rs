@@ -137,7 +137,8 @@ fn walk(root: &Path, scanner: &Scanner, skipped: &[PathBuf]) -> Result<Walked> {
             let entry = match entry {
                 Ok(entry) => entry,
                 Err(e) => {
-                    if let Ok(mut u) = unreadable.lock() {
+                    {
+                        let mut u = berth_io::locked(unreadable);
                         u.push(escaped(&e.to_string()));
                     }
                     return ignore::WalkState::Continue;
@@ -152,20 +153,21 @@ fn walk(root: &Path, scanner: &Scanner, skipped: &[PathBuf]) -> Result<Walked> {
             }
             let mut copies = Vec::new();
             let searched = search(path, scanner, &mut buffer, &mut copies);
-            if let Ok(mut c) = counts.lock() {
+            {
+                let mut c = berth_io::locked(counts);
                 match searched {
                     Searched::Yes => c.0 += 1,
                     Searched::TooLarge => c.1 += 1,
                     Searched::No => {}
                     Searched::Unreadable(ref why) => {
-                        if let Ok(mut u) = unreadable.lock() {
-                            u.push(format!("{}: {why}", escaped(&path.display().to_string())));
-                        }
+                        let mut u = berth_io::locked(unreadable);
+                        u.push(format!("{}: {why}", escaped(&path.display().to_string())));
                     }
                 }
             }
             if !copies.is_empty() {
-                if let Ok(mut all) = found.lock() {
+                {
+                    let mut all = berth_io::locked(found);
                     all.extend(copies);
                 }
             }

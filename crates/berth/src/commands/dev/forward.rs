@@ -88,9 +88,7 @@ impl Forwards {
         printer: &Printer,
     ) {
         for listener in &self.listeners {
-            let Ok(mut target) = listener.target.lock() else {
-                continue;
-            };
+            let mut target = berth_io::locked(&listener.target);
             let repos = repositories
                 .get(&listener.spec.component)
                 .map_or(&[][..], Vec::as_slice);
@@ -152,7 +150,7 @@ async fn accept(
                 continue;
             }
         };
-        let Some((namespace, pod)) = target.lock().ok().and_then(|t| t.clone()) else {
+        let Some((namespace, pod)) = berth_io::locked(&target).clone() else {
             printer.emit(Event::Error {
                 stage: Stage::Forward,
                 message: format!(

@@ -71,9 +71,7 @@ impl Status {
 
     /// Follows `event` into the lines it concerns.
     pub fn update(&self, event: &Event) {
-        let Ok(mut inner) = self.inner.lock() else {
-            return;
-        };
+        let mut inner = berth_io::locked(&self.inner);
         match event {
             Event::Rollout { object, state } => {
                 let key = format!("{}/{}", object.kind, object.name);
@@ -131,9 +129,7 @@ impl Status {
 
     /// The pods a workload (`Kind/name`) has, by `namespace/pod`, and how many are ready.
     pub fn pods(&self, workload: &str, pods: &[String], ready: usize) {
-        let Ok(mut inner) = self.inner.lock() else {
-            return;
-        };
+        let mut inner = berth_io::locked(&self.inner);
         inner.owners.retain(|_, owner| owner != workload);
         let workload = workload.to_string();
         for pod in pods {
