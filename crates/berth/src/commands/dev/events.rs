@@ -392,7 +392,8 @@ impl Printer {
         if let Some(status) = &self.status {
             status.update(&event);
         }
-        let _guard = self.lock.lock();
+        // One event's lines at a time, a poisoned lock included.
+        let _guard = berth_io::locked(&self.lock);
         if self.json {
             let mut out = std::io::stdout().lock();
             let mut result = Ok(());

@@ -147,10 +147,8 @@ impl Status {
 
     /// Removes the status lines.
     pub fn clear(&self) {
-        if let Ok(inner) = self.inner.lock() {
-            for line in inner.lines.values() {
-                line.bar.finish_and_clear();
-            }
+        for line in berth_io::locked(&self.inner).lines.values() {
+            line.bar.finish_and_clear();
         }
         let _ = self.multi.clear();
     }
