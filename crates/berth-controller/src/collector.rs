@@ -24,8 +24,9 @@ use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, ResourceExt};
 
-use crate::runtime::{api, Shutdown};
+use crate::scope::api;
 use crate::serve::Metrics;
+use crate::shutdown::Shutdown;
 
 /// How often a namespace with an old generation still in use is looked at again.
 pub const RECHECK: Duration = Duration::from_secs(10);

@@ -13,6 +13,7 @@
 
 mod caches;
 mod collector;
+mod context;
 pub mod desired;
 mod index;
 pub mod lease;
@@ -22,15 +23,19 @@ pub mod owner;
 pub mod reason;
 mod reconcile;
 pub mod runtime;
+mod scope;
 pub mod serve;
+pub mod shutdown;
 mod sources;
 mod status;
 pub mod types;
 mod uninstall;
 
+pub use context::Error;
 pub use reason::Reason;
-pub use reconcile::{retry_after, Error};
-pub use runtime::{run, Settings, Shutdown};
+pub use reconcile::retry_after;
+pub use runtime::{run, Settings};
+pub use shutdown::Shutdown;
 pub use types::{crd_yaml, Berth, BerthSpec, BerthStatus};
 pub use uninstall::{stop, uninstall, Uninstalled};
 

@@ -7,24 +7,22 @@
 //! status says why. Failures are typed, so the error policy retries a timeout
 //! soon and a refusal (RBAC, an invalid object) rarely.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use berth_kube::{Applier, ApplyOptions, Cluster, ClusterError, Kind, Known, Settled};
+use berth_kube::{Applier, ApplyOptions, ClusterError, Kind, Known, Settled};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event as KubeEvent, EventType, Recorder};
-use kube::runtime::finalizer::{self, finalizer, Event as Finalize};
-use kube::runtime::reflector::{ObjectRef, Store};
-use kube::{Client, Resource, ResourceExt};
+use kube::runtime::events::{Event as KubeEvent, EventType};
+use kube::runtime::finalizer::{finalizer, Event as Finalize};
+use kube::runtime::reflector::ObjectRef;
+use kube::{Resource, ResourceExt};
 use serde_json::json;
 
-use crate::caches::{Memories, SourceData, Watched};
+use crate::context::{Context, Error};
 use crate::desired::{self, Problem};
 use crate::owner;
 use crate::reason::Reason;
-use crate::serve::Metrics;
 use crate::sources::{read_sources, unlabel_unused};
 use crate::status;
 use crate::types::{Berth, BerthStatus};
@@ -36,60 +34,6 @@ use crate::{FINALIZER, MANAGER};
 /// so that thousands of settled Berths do not make a steady stream of requests
 /// (controller-runtime's default resync is ten hours).
 const RESYNC: Duration = Duration::from_secs(3600);
-
-/// A reconcile that failed; retried with a back-off by kind.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// A cluster request failed.
-    #[error(transparent)]
-    Cluster(#[from] ClusterError),
-    /// The client failed (reading sources, writing status).
-    #[error("{0}")]
-    Kube(#[from] kube::Error),
-    /// The finalizer could not be added or removed, or what it wrapped failed.
-    #[error("{0}")]
-    Finalizer(#[source] Box<finalizer::Error<Error>>),
-    /// The Lease could not be renewed in time: another replica may lead now.
-    #[error("lost the leader Lease; exiting so that one replica leads")]
-    LeadershipLost,
-    /// The registry client cannot be set up.
-    #[error(transparent)]
-    Registry(#[from] berth_registry::RegistryError),
-    /// The health and metrics address cannot be served, or signals not caught.
-    #[error("cannot serve health and metrics: {0}")]
-    Serve(#[from] std::io::Error),
-    /// `berth controller uninstall --stop`: the controller's pods did not stop in time.
-    #[error("the controller's Deployment {deployment} still has {pods} pod(s) {waited:?} after it was scaled to zero; its finalizers are left in place (a running controller would add them back): wait for them to stop and run `berth controller uninstall` again")]
-    Stopping {
-        /// `namespace/name`.
-        deployment: String,
-        /// Pods left.
-        pods: usize,
-        /// How long it waited.
-        waited: std::time::Duration,
-    },
-}
-
-impl Error {
-    /// The reason a status, metric and retry policy act on.
-    pub fn reason(&self) -> Reason {
-        match self {
-            Error::Cluster(e) => e.kind().into(),
-            Error::Kube(e) => Kind::of_client(e).into(),
-            Error::Finalizer(e) => match e.as_ref() {
-                finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => e.reason(),
-                finalizer::Error::AddFinalizer(e) | finalizer::Error::RemoveFinalizer(e) => {
-                    Kind::of_client(e).into()
-                }
-                _ => Reason::InvalidSpec,
-            },
-            Error::LeadershipLost
-            | Error::Registry(_)
-            | Error::Serve(_)
-            | Error::Stopping { .. } => Reason::ApplyFailed,
-        }
-    }
-}
 
 /// What a Berth's status says of a failed apply: the CLI's message, except
 /// where its advice is the CLI's (`--force-conflicts` is no controller flag).
@@ -105,27 +49,6 @@ fn status_message(error: &ClusterError) -> String {
         ),
         other => other.to_string(),
     }
-}
-
-/// What every reconcile shares.
-pub(crate) struct Context {
-    pub(crate) client: Client,
-    /// Discovery is cached here and shared by every reconcile.
-    pub(crate) cluster: Cluster,
-    pub(crate) berths: Store<Berth>,
-    /// The metadata watches' stores: what was applied and the sources, as they are now.
-    pub(crate) watched: Watched,
-    /// What the last reconcile of each `Berth` left.
-    pub(crate) memories: Memories,
-    /// Which Berths name which source.
-    pub(crate) sources: Arc<crate::index::SourceIndex>,
-    /// The sources' data as last read.
-    pub(crate) source_data: SourceData,
-    pub(crate) metrics: Arc<Metrics>,
-    pub(crate) registry: berth_registry::Registry,
-    pub(crate) recorder: Recorder,
-    /// Failed attempts in a row of each `Berth`, for the error policy's back-off.
-    pub(crate) failures: Mutex<HashMap<ObjectRef<Berth>, u32>>,
 }
 
 /// The retry delay after the `attempt`-th failure in a row for `reason`:
@@ -497,6 +420,7 @@ async fn write_status(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kube::runtime::finalizer;
 
     fn api_error(code: u16) -> Error {
         Error::Kube(kube::Error::Api(

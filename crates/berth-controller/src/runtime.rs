@@ -24,19 +24,20 @@ use futures_util::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::Api;
 use kube::core::PartialObjectMeta;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::Store;
 use kube::runtime::{watcher, Controller, PredicateConfig, WatchStreamExt};
 use kube::{Client, Resource, ResourceExt};
-use tokio::sync::watch;
 
 use crate::caches::{Memories, SourceData, Watched};
+use crate::context::{Context, Error};
 use crate::desired::SourceKind;
 use crate::lease::{self, Candidate, Election};
-use crate::reconcile::{error_policy, reconcile, Context, Error};
+use crate::reconcile::{error_policy, reconcile};
+use crate::scope::api;
 use crate::serve::{Metrics, Phase};
+pub use crate::shutdown::Shutdown;
 use crate::types::Berth;
 use crate::{CONTROLLED, SOURCE_LABEL};
 
@@ -70,70 +71,10 @@ pub struct Settings {
     pub concurrency: u16,
 }
 
-/// SIGTERM and SIGINT, caught from the moment [`Shutdown::install`] runs (as
-/// PID 1 in a container an uncaught SIGTERM is ignored, and the kubelet would
-/// wait for its SIGKILL).
-#[derive(Debug, Clone)]
-pub struct Shutdown {
-    requested: watch::Receiver<bool>,
-}
-
-impl Shutdown {
-    /// Installs the handlers; call it first, inside the runtime.
-    pub fn install() -> std::io::Result<Shutdown> {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut terminate = signal(SignalKind::terminate())?;
-        let mut interrupt = signal(SignalKind::interrupt())?;
-        let (tx, requested) = watch::channel(false);
-        tokio::spawn(async move {
-            let name = tokio::select! {
-                _ = terminate.recv() => "SIGTERM",
-                _ = interrupt.recv() => "SIGINT",
-            };
-            tracing::info!(signal = name, "stopping");
-            let _ = tx.send(true);
-        });
-        Ok(Shutdown { requested })
-    }
-
-    /// Resolves once a signal came.
-    pub async fn requested(&self) {
-        let mut requested = self.requested.clone();
-        let _ = requested.wait_for(|stop| *stop).await;
-    }
-
-    /// The same, as the `Send + Sync` future kube-runtime's graceful shutdown takes.
-    fn trigger(&self) -> impl std::future::Future<Output = ()> + Send + Sync + 'static {
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let this = self.clone();
-        tokio::spawn(async move {
-            this.requested().await;
-            let _ = tx.send(());
-        });
-        async move {
-            let _ = rx.await;
-        }
-    }
-}
-
 /// How long in-flight reconciles may take to finish after SIGTERM or SIGINT:
 /// each is bounded by its requests' timeouts, and the pod's grace period
 /// (30 s by default) must cover this, the Lease's release and the exit.
 const DRAIN: Duration = Duration::from_secs(8);
-
-/// `K` in one namespace, or in all.
-pub(crate) fn api<K>(client: &Client, namespace: &Option<String>) -> Api<K>
-where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug,
-{
-    match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
-    }
-}
 
 /// Runs the controller until a termination signal (then `Ok`), or until the
 /// Lease is lost ([`Error::LeadershipLost`]).

@@ -10,8 +10,8 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::{json, Value};
 
+use crate::context::{Context, Error};
 use crate::desired::{self, SourceKind, Sources};
-use crate::reconcile::{Context, Error};
 use crate::{SOURCE_LABEL, SOURCE_MANAGER};
 
 /// The data of every named source (`None` for a missing one). A source the

@@ -19,8 +19,8 @@ use kube::api::{ListParams, Patch, PatchParams};
 use kube::core::PartialObjectMeta;
 use kube::{Api, Client, ResourceExt as _};
 
+use crate::context::Error;
 use crate::desired::SourceKind;
-use crate::reconcile::Error;
 use crate::types::Berth;
 use crate::{FINALIZER, SOURCE_LABEL};
 
@@ -37,7 +37,7 @@ pub struct Uninstalled {
 /// source, in `namespace` or in all namespaces.
 pub async fn uninstall(client: &Client, namespace: &Option<String>) -> Result<Uninstalled, Error> {
     let mut done = Uninstalled::default();
-    let berths: Api<Berth> = crate::runtime::api(client, namespace);
+    let berths: Api<Berth> = crate::scope::api(client, namespace);
     for berth in berths.list(&ListParams::default()).await? {
         if !berth.finalizers().iter().any(|f| f == FINALIZER) {
             continue;
@@ -60,13 +60,13 @@ pub async fn uninstall(client: &Client, namespace: &Option<String>) -> Result<Un
         done.finalizers.push(format!("Berth {ns}/{name}"));
     }
     let selector = ListParams::default().labels(SOURCE_LABEL);
-    let maps: Api<PartialObjectMeta<ConfigMap>> = crate::runtime::api(client, namespace);
+    let maps: Api<PartialObjectMeta<ConfigMap>> = crate::scope::api(client, namespace);
     for map in maps.list_metadata(&selector).await? {
         let (ns, name) = (map.namespace().unwrap_or_default(), map.name_any());
         crate::sources::unlabel(client, &ns, SourceKind::ConfigMap, &name).await?;
         done.sources.push(format!("ConfigMap {ns}/{name}"));
     }
-    let secrets: Api<PartialObjectMeta<Secret>> = crate::runtime::api(client, namespace);
+    let secrets: Api<PartialObjectMeta<Secret>> = crate::scope::api(client, namespace);
     for secret in secrets.list_metadata(&selector).await? {
         let (ns, name) = (secret.namespace().unwrap_or_default(), secret.name_any());
         crate::sources::unlabel(client, &ns, SourceKind::Secret, &name).await?;

@@ -14,49 +14,7 @@ use crate::configs::Generated;
 /// what `berth gc` and the controller select the kept generations by.
 pub const GITOPS_LABEL: &str = "berth.dev/gitops";
 
-/// The engine that applies berth's output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Engine {
-    /// Flux's kustomize-controller.
-    Flux,
-    /// Argo CD.
-    ArgoCd,
-}
-
-impl Engine {
-    /// `flux`, `argocd`; `none` is no engine.
-    pub fn parse(text: &str) -> Result<Option<Engine>, String> {
-        match text {
-            "flux" => Ok(Some(Engine::Flux)),
-            "argocd" => Ok(Some(Engine::ArgoCd)),
-            "none" => Ok(None),
-            other => Err(format!(
-                "`{other}` is no GitOps engine berth knows; use flux, argocd or none"
-            )),
-        }
-    }
-
-    /// Its name in berth.yaml and on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Engine::Flux => "flux",
-            Engine::ArgoCd => "argocd",
-        }
-    }
-
-    /// The annotations that make the engine apply an object but never prune it.
-    /// Argo CD's second one keeps a pruning-exempt object that left the output
-    /// from making the application OutOfSync.
-    pub fn annotations(self) -> &'static [(&'static str, &'static str)] {
-        match self {
-            Engine::Flux => &[("kustomize.toolkit.fluxcd.io/prune", "Disabled")],
-            Engine::ArgoCd => &[
-                ("argocd.argoproj.io/sync-options", "Prune=false"),
-                ("argocd.argoproj.io/compare-options", "IgnoreExtraneous"),
-            ],
-        }
-    }
-}
+pub use crate::names::Engine;
 
 /// Marks generated objects for `engine`: its keep-me annotations, and berth's
 /// labels (managed-by, project, the config's base name, the engine), so the
@@ -442,6 +400,7 @@ mod tests {
         assert_eq!(Engine::parse("none"), Ok(None));
         assert!(Engine::parse("Flux")
             .unwrap_err()
+            .to_string()
             .contains("use flux, argocd or none"));
     }
 }

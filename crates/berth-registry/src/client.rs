@@ -11,10 +11,6 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use berth_ref::{Digest, Reference};
-use oci_client::manifest::{
-    IMAGE_MANIFEST_LIST_MEDIA_TYPE, IMAGE_MANIFEST_MEDIA_TYPE, OCI_IMAGE_INDEX_MEDIA_TYPE,
-    OCI_IMAGE_MEDIA_TYPE,
-};
 use oci_client::secrets::RegistryAuth;
 use oci_client::RegistryOperation;
 use reqwest::header::{
@@ -33,15 +29,7 @@ use crate::error::Status;
 use crate::token::Challenge;
 use crate::{credentials, DockerConfig, RegistryError};
 
-/// Every manifest type berth asks for: an OCI index, an OCI manifest, a
-/// Docker manifest list and a Docker manifest (registries answer 404 to a HEAD
-/// for a type the client did not accept).
-pub const MANIFEST_TYPES: [&str; 4] = [
-    OCI_IMAGE_INDEX_MEDIA_TYPE,
-    OCI_IMAGE_MEDIA_TYPE,
-    IMAGE_MANIFEST_LIST_MEDIA_TYPE,
-    IMAGE_MANIFEST_MEDIA_TYPE,
-];
+pub use crate::manifest::MANIFEST_TYPES;
 
 /// The longest `Retry-After` berth honours; a longer one is reported, not waited for.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);

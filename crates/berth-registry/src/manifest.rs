@@ -2,7 +2,20 @@
 //! registry (or a proxy, or a login page in front of one) that answers a GET of a
 //! manifest with something else must never get that something pinned.
 
-use crate::client::MANIFEST_TYPES;
+use oci_client::manifest::{
+    IMAGE_MANIFEST_LIST_MEDIA_TYPE, IMAGE_MANIFEST_MEDIA_TYPE, OCI_IMAGE_INDEX_MEDIA_TYPE,
+    OCI_IMAGE_MEDIA_TYPE,
+};
+
+/// Every manifest type berth asks for: an OCI index, an OCI manifest, a
+/// Docker manifest list and a Docker manifest (registries answer 404 to a HEAD
+/// for a type the client did not accept).
+pub const MANIFEST_TYPES: [&str; 4] = [
+    OCI_IMAGE_INDEX_MEDIA_TYPE,
+    OCI_IMAGE_MEDIA_TYPE,
+    IMAGE_MANIFEST_LIST_MEDIA_TYPE,
+    IMAGE_MANIFEST_MEDIA_TYPE,
+];
 
 /// The largest manifest berth reads. distribution refuses to store manifests over
 /// 4 MiB; anything larger is not a manifest.

@@ -17,17 +17,7 @@ use x509_parser::pem::Pem;
 use super::{hash, under, ConfigKind, FileSource, Generated};
 use crate::project::{CaBundleSpec, Project};
 
-/// The key of a bundle in its generated ConfigMap, unless one is given.
-pub const DEFAULT_KEY: &str = "ca-bundle.crt";
-/// The variable set to a bundle's path in the container, unless others are given.
-pub const DEFAULT_ENV: &str = "SSL_CERT_FILE";
-
-/// Where a bundle is mounted in a container unless a path is given:
-/// `/etc/ssl/certs/berth/<bundle>/<key>`, one directory per bundle, so two
-/// bundles with the same key never collide. berth.yaml and a `Berth` both use it.
-pub fn default_mount_path(bundle: &str, key: &str) -> String {
-    format!("/etc/ssl/certs/berth/{bundle}/{key}")
-}
+pub use crate::names::{default_mount_path, DEFAULT_ENV, DEFAULT_KEY};
 
 /// Most bytes of PEM a bundle reads, over all its sources.
 pub const MAX_BUNDLE_BYTES: usize = 10 * 1024 * 1024;

@@ -160,16 +160,7 @@ pub enum ConfigError {
     },
 }
 
-/// ConfigMap keys: `[-._a-zA-Z0-9]+`, at most 253, not `.`/`..`, not starting with `..`.
-pub fn is_config_key(key: &str) -> bool {
-    !key.is_empty()
-        && key.len() <= 253
-        && key
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        && key != "."
-        && !key.starts_with("..")
-}
+pub use crate::names::is_config_key;
 
 /// Generates every `configs:` entry of the project, in file order.
 pub fn generate_all(

@@ -253,7 +253,7 @@ impl Loader<'_> {
             let mut spec = CaBundleSpec {
                 spec: BundleSpec {
                     name,
-                    key: crate::configs::ca::DEFAULT_KEY.into(),
+                    key: crate::names::DEFAULT_KEY.into(),
                     inject: None,
                     hash: true,
                     labels: Vec::new(),
@@ -268,7 +268,7 @@ impl Loader<'_> {
                     "sources" => spec.sources = self.strings(v, &field)?,
                     "key" => {
                         let key = self.string(v, &field)?;
-                        if !crate::configs::is_config_key(key) {
+                        if !crate::names::is_config_key(key) {
                             return Err(self.invalid(
                                 v,
                                 &field,
@@ -291,8 +291,7 @@ impl Loader<'_> {
             let bundle = &mut spec.spec;
             if let Some(inject) = &mut bundle.inject {
                 if inject.mount_path.is_empty() {
-                    inject.mount_path =
-                        crate::configs::ca::default_mount_path(&bundle.name, &bundle.key);
+                    inject.mount_path = crate::names::default_mount_path(&bundle.name, &bundle.key);
                 }
             }
             out.push(spec);
@@ -371,7 +370,7 @@ impl Loader<'_> {
             components: Vec::new(),
             containers: Vec::new(),
             mount_path: String::new(),
-            env: vec![crate::configs::ca::DEFAULT_ENV.into()],
+            env: vec![crate::names::DEFAULT_ENV.into()],
         };
         for (k, v) in self.fields(node, context, INJECT_KEYS)? {
             let field = format!("{context}.{}", k.as_str().unwrap_or_default());

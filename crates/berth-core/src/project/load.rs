@@ -91,7 +91,7 @@ impl Loader<'_> {
                 "dev" => dev_node = Some(value),
                 "gitops" => {
                     let text = self.string(value, "gitops")?;
-                    project.gitops = Some(crate::gitops::Engine::parse(text).map_err(|_| {
+                    project.gitops = Some(crate::names::Engine::parse(text).map_err(|_| {
                         self.invalid(
                             value,
                             "gitops",

@@ -81,7 +81,7 @@ pub struct Project {
     /// `gitops:` as written: the engine that applies the rendered output (`flux`,
     /// `argocd`), whose pruning generated objects are kept from; `Some(None)` is an
     /// explicit `none`, `None` that berth.yaml does not say.
-    pub gitops: Option<Option<crate::gitops::Engine>>,
+    pub gitops: Option<Option<crate::names::Engine>>,
 }
 
 /// A component as any source declares it (berth.yaml's `images:` or a

@@ -1,0 +1,92 @@
+//! What every reconcile shares ([`Context`]) and how one fails ([`Error`]):
+//! apart from `reconcile.rs` so that the parts a reconcile calls (sources,
+//! uninstall) need not import the reconcile itself.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use berth_kube::{Cluster, ClusterError, Kind};
+use kube::runtime::events::Recorder;
+use kube::runtime::finalizer;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::Client;
+
+use crate::caches::{Memories, SourceData, Watched};
+use crate::reason::Reason;
+use crate::serve::Metrics;
+use crate::types::Berth;
+
+/// A reconcile that failed; retried with a back-off by kind.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A cluster request failed.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// The client failed (reading sources, writing status).
+    #[error("{0}")]
+    Kube(#[from] kube::Error),
+    /// The finalizer could not be added or removed, or what it wrapped failed.
+    #[error("{0}")]
+    Finalizer(#[source] Box<finalizer::Error<Error>>),
+    /// The Lease could not be renewed in time: another replica may lead now.
+    #[error("lost the leader Lease; exiting so that one replica leads")]
+    LeadershipLost,
+    /// The registry client cannot be set up.
+    #[error(transparent)]
+    Registry(#[from] berth_registry::RegistryError),
+    /// The health and metrics address cannot be served, or signals not caught.
+    #[error("cannot serve health and metrics: {0}")]
+    Serve(#[from] std::io::Error),
+    /// `berth controller uninstall --stop`: the controller's pods did not stop in time.
+    #[error("the controller's Deployment {deployment} still has {pods} pod(s) {waited:?} after it was scaled to zero; its finalizers are left in place (a running controller would add them back): wait for them to stop and run `berth controller uninstall` again")]
+    Stopping {
+        /// `namespace/name`.
+        deployment: String,
+        /// Pods left.
+        pods: usize,
+        /// How long it waited.
+        waited: std::time::Duration,
+    },
+}
+
+impl Error {
+    /// The reason a status, metric and retry policy act on.
+    pub fn reason(&self) -> Reason {
+        match self {
+            Error::Cluster(e) => e.kind().into(),
+            Error::Kube(e) => Kind::of_client(e).into(),
+            Error::Finalizer(e) => match e.as_ref() {
+                finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => e.reason(),
+                finalizer::Error::AddFinalizer(e) | finalizer::Error::RemoveFinalizer(e) => {
+                    Kind::of_client(e).into()
+                }
+                _ => Reason::InvalidSpec,
+            },
+            Error::LeadershipLost
+            | Error::Registry(_)
+            | Error::Serve(_)
+            | Error::Stopping { .. } => Reason::ApplyFailed,
+        }
+    }
+}
+
+/// What every reconcile shares.
+pub(crate) struct Context {
+    pub(crate) client: Client,
+    /// Discovery is cached here and shared by every reconcile.
+    pub(crate) cluster: Cluster,
+    pub(crate) berths: Store<Berth>,
+    /// The metadata watches' stores: what was applied and the sources, as they are now.
+    pub(crate) watched: Watched,
+    /// What the last reconcile of each `Berth` left.
+    pub(crate) memories: Memories,
+    /// Which Berths name which source.
+    pub(crate) sources: Arc<crate::index::SourceIndex>,
+    /// The sources' data as last read.
+    pub(crate) source_data: SourceData,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) registry: berth_registry::Registry,
+    pub(crate) recorder: Recorder,
+    /// Failed attempts in a row of each `Berth`, for the error policy's back-off.
+    pub(crate) failures: Mutex<HashMap<ObjectRef<Berth>, u32>>,
+}
