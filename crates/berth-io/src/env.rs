@@ -51,12 +51,13 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "XDG_RUNTIME_DIR", kind: Kind::Registry, meaning: "Where podman keeps `containers/auth.json` when REGISTRY_AUTH_FILE is unset." },
     Variable { name: "XDG_CONFIG_HOME", kind: Kind::Registry, meaning: "Where `containers/auth.json` is (default `~/.config`)." },
     Variable { name: "DOCKER_CONFIG", kind: Kind::Registry, meaning: "The directory of Docker's `config.json` (default `~/.docker`)." },
+    Variable { name: "BERTH_HELM", kind: Kind::Berth, meaning: "The helm binary that renders `helm:` manifest sources (default: `helm` on PATH)." },
     Variable { name: "SOURCE_DATE_EPOCH", kind: Kind::Caller, meaning: "`berth push`: the artifact's `created` time, for reproducible pushes." },
     Variable { name: "ARGOCD_APP_NAME", kind: Kind::Caller, meaning: "Set by Argo CD for a plugin: `render` defaults to `--gitops argocd` and messages name the Application." },
     Variable { name: "ARGOCD_ENV_*", kind: Kind::Caller, meaning: "An Argo CD Application's `plugin.env`: `ARGOCD_ENV_EPP_TAG` is read as `EPP_TAG`, ahead of the environment." },
     Variable { name: "POD_NAME", kind: Kind::Controller, meaning: "The controller's identity in its Lease (the downward API sets it; else the host name and process id)." },
     Variable { name: "POD_NAMESPACE", kind: Kind::Controller, meaning: "Where the controller's Lease lives when `--lease-namespace` is not given (else `--namespace`, else `default`)." },
-    Variable { name: "BERTH_DEV_FAULT", kind: Kind::Test, meaning: "Debug builds only: `sync` makes `berth dev`'s sync part fail, for the test of a part that dies." },
+    Variable { name: "BERTH_DEV_FAULT", kind: Kind::Test, meaning: "Debug builds only: `sync` (or `watch`) makes `berth dev`'s sync part (or file watcher) fail, for the tests of a part that dies." },
 ];
 
 /// Whether `name` is in [`VARIABLES`] (or under the `ARGOCD_ENV_` prefix).

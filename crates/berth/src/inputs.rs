@@ -1,4 +1,5 @@
-//! Reading render inputs: files, directories, stdin and `kubectl kustomize`.
+//! Reading render inputs: files, directories, stdin, `kubectl kustomize` and
+//! `helm template`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,8 +12,14 @@ use crate::fs_source::MAX_FILE;
 use crate::text_stream::ReadText;
 
 /// Inputs named on the command line (relative to the current directory), or
-/// else `manifests` (the project's `manifests:` or a profile's, relative to berth.yaml).
-pub fn gather(project: &Project, manifests: &[Manifest], args: &[String]) -> Result<Vec<Input>> {
+/// else `manifests` (the project's `manifests:` or a profile's, relative to
+/// berth.yaml). `images` is the values layer each Helm chart gets last.
+pub fn gather(
+    project: &Project,
+    manifests: &[Manifest],
+    args: &[String],
+    images: Option<&berth_yaml::Node>,
+) -> Result<Vec<Input>> {
     let sources: Vec<(ManifestSource, String)> = if args.is_empty() {
         if manifests.is_empty() {
             bail!(
@@ -88,6 +95,9 @@ pub fn gather(project: &Project, manifests: &[Manifest], args: &[String]) -> Res
                 }
                 inputs.push(kustomize(&dir).map_err(|e| anyhow!("{origin}: {e}"))?)
             }
+            ManifestSource::Helm(chart) => {
+                inputs.push(crate::helm::template(project, &chart, &origin, images)?)
+            }
         }
     }
     Ok(inputs)
@@ -97,6 +107,8 @@ fn absolute(dir: &Path, source: &ManifestSource) -> ManifestSource {
     match source {
         ManifestSource::Path(p) => ManifestSource::Path(dir.join(p)),
         ManifestSource::Kustomize(p) => ManifestSource::Kustomize(dir.join(p)),
+        // Its paths are resolved where it runs (`helm::template`), against the project.
+        ManifestSource::Helm(chart) => ManifestSource::Helm(chart.clone()),
         ManifestSource::Stdin => ManifestSource::Stdin,
     }
 }

@@ -15,6 +15,7 @@ macro_rules! say {
 mod cli;
 mod commands;
 mod fs_source;
+mod helm;
 mod inputs;
 mod output;
 mod pipeline;

@@ -92,6 +92,10 @@ pub struct Rendered {
     pub rendered: render::Rendered,
     /// Everything to warn about, CA bundles' first.
     pub warnings: Vec<String>,
+    /// Of `warnings`, those about the sources the render read (a Helm values
+    /// file that sets an image berth sets otherwise): `validate` checks each
+    /// profile's.
+    pub source_warnings: Vec<String>,
 }
 
 /// Renders into memory: every check of `berth render`, nothing written.
@@ -100,10 +104,15 @@ pub fn render(
     project: &Project,
     resolution: &Resolution<'_>,
 ) -> Result<Rendered> {
-    let (rendered, warnings) = run(settings, project, resolution, render::render, |r| {
-        &r.findings
-    })?;
-    Ok(Rendered { rendered, warnings })
+    let (rendered, warnings, source_warnings) =
+        run(settings, project, resolution, render::render, |r| {
+            &r.findings
+        })?;
+    Ok(Rendered {
+        rendered,
+        warnings,
+        source_warnings,
+    })
 }
 
 /// The steps every render shares: generate, gather the inputs, build the spec, then
@@ -114,15 +123,22 @@ fn run<T>(
     resolution: &Resolution<'_>,
     render: impl FnOnce(&Spec<'_>, &[render::Input]) -> Result<T, RenderError>,
     findings: impl FnOnce(&T) -> &Findings,
-) -> Result<(T, Vec<String>)> {
+) -> Result<(T, Vec<String>, Vec<String>)> {
     let generation = generate(project, settings.strict, settings.gitops(project))?;
-    let inputs = inputs::gather(project, settings.manifests(project)?, &settings.paths)?;
+    let images = render::image_values(resolution).map_err(|e| anyhow!("{}: {e}", project.file))?;
+    let manifests = settings.manifests(project)?;
+    let inputs = inputs::gather(project, manifests, &settings.paths, images.as_ref())?;
     let options = settings.options();
     let spec = Spec::from_project(project, resolution, &generation.generated, &options)?;
     let rendered = render(&spec, &inputs).map_err(explain)?;
     let mut warnings = generation.warnings;
+    let sources = match (&images, settings.paths.is_empty()) {
+        (Some(images), true) => crate::helm::disagreements(project, manifests, images),
+        _ => Vec::new(),
+    };
+    warnings.extend(sources.iter().cloned());
     warnings.extend(warnings_of(findings(&rendered), project, resolution));
-    Ok((rendered, warnings))
+    Ok((rendered, warnings, sources))
 }
 
 /// What an apply sends, with everything to warn about and the workloads among
@@ -147,7 +163,7 @@ pub fn desired(
         let desired = Desired::from_rendered(&project.name, &rendered.objects, spec.generated);
         Ok((rendered, desired))
     };
-    let ((rendered, desired), mut warnings) =
+    let ((rendered, desired), mut warnings, _) =
         run(settings, project, resolution, to_desired, |(r, _)| {
             &r.findings
         })?;

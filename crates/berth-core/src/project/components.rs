@@ -9,6 +9,7 @@ use super::{
 
 pub(super) const COMPONENT_KEYS: &[&str] = &[
     "image",
+    "helmValues",
     "env",
     "tagEnv",
     "pullPolicy",
@@ -135,6 +136,7 @@ impl Loader<'_> {
                 "deployed" => component.deployed = self.bool(v, &key)?,
                 "sameAs" => same_as = Some((self.string(v, &key)?.to_string(), v.pos)),
                 "match" => matches = self.repositories(v, &key)?,
+                "helmValues" => component.helm_values = self.helm_values(v, &key)?,
                 _ => {}
             }
         }

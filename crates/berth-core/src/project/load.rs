@@ -327,16 +327,22 @@ impl Loader<'_> {
     }
 
     pub(super) fn manifests(&self, node: &Node) -> Result<Vec<Manifest>, ProjectError> {
-        let expected = "a list of paths, `-`, or `kustomize: DIR` entries";
+        let expected = "a list of paths, `-`, `kustomize: DIR` or `helm: {chart: …}` entries";
         let mut out = Vec::new();
         for item in self.list(node, "manifests", expected)? {
             if item.as_map().is_some() {
-                for (_, dir) in self.fields(item, "a manifests entry", &["kustomize"])? {
-                    out.push(Manifest {
-                        source: ManifestSource::Kustomize(PathBuf::from(
-                            self.string(dir, "manifests[].kustomize")?,
+                for (key, value) in
+                    self.fields(item, "a manifests entry", &["kustomize", "helm"])?
+                {
+                    let source = match key.as_str() {
+                        Some("helm") => ManifestSource::Helm(Box::new(self.helm(value)?)),
+                        _ => ManifestSource::Kustomize(PathBuf::from(
+                            self.string(value, "manifests[].kustomize")?,
                         )),
-                        pos: dir.pos,
+                    };
+                    out.push(Manifest {
+                        source,
+                        pos: value.pos,
                     });
                 }
                 continue;

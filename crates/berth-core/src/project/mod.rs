@@ -14,11 +14,13 @@ use crate::suggest::{closest, hint};
 mod components;
 mod dev;
 mod generated;
+mod helm;
 mod load;
 pub mod schema;
 mod sync;
 pub use dev::{Dev, Forward};
 pub use generated::{BundleSpec, CaBundleSpec, ConfigSpec, Inject, Spanned};
+pub use helm::{HelmChart, HelmPart};
 pub use sync::{RunStep, SyncPath, SyncRule, SyncTarget};
 
 /// Name of the project file.
@@ -127,6 +129,8 @@ pub struct Component {
     /// then holds that component's `image:` (for messages); the resolver uses its
     /// resolved reference instead.
     pub same_as: Option<String>,
+    /// `helmValues:`: the chart values that receive its resolved image.
+    pub helm_values: Vec<(HelmPart, String)>,
 }
 
 impl Component {
@@ -143,6 +147,7 @@ impl Component {
             repository_env: None,
             follows_tag: true,
             same_as: None,
+            helm_values: Vec::new(),
         }
     }
 }
@@ -230,6 +235,8 @@ pub enum ManifestSource {
     Stdin,
     /// `kustomize: DIR`: the output of `kubectl kustomize DIR`.
     Kustomize(PathBuf),
+    /// `helm: {chart, …}`: the output of `helm template`.
+    Helm(Box<HelmChart>),
 }
 
 /// One entry of `imagePaths:` or `configPaths:`.

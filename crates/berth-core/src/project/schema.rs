@@ -67,7 +67,7 @@ fn top(key: &str) -> Option<Value> {
         }
         "namespace" => text("The namespace of objects that set none, for cluster commands."),
         "manifests" => {
-            json!({"$ref": "#/$defs/manifests", "description": "What berth renders: files and directories of YAML, `-` (stdin), or `{kustomize: DIR}`."})
+            json!({"$ref": "#/$defs/manifests", "description": "What berth renders: files and directories of YAML, `-` (stdin), `{kustomize: DIR}`, or `{helm: {chart, …}}`."})
         }
         "images" => {
             json!({"type": "object", "additionalProperties": {"$ref": "#/$defs/component"}, "propertyNames": {"pattern": "^[A-Za-z][A-Za-z0-9._-]*$"}, "description": "The components, by name."})
@@ -134,6 +134,34 @@ fn component(key: &str) -> Option<Value> {
         "tag" => boolean("false: the shared `tag.env` variable does not apply."),
         "sameAs" => text("Another component whose resolved image is this one's default."),
         "deployed" => boolean("false: built and pushed, never in the manifests."),
+        "helmValues" => object("images.NAME.helmValues", super::helm::HELM_VALUE_KEYS, helm_value, &[]),
+        _ => return None,
+    })
+}
+
+fn helm_value(key: &str) -> Option<Value> {
+    Some(text(match key {
+        "image" => "The values path (dotted) that takes the whole reference.",
+        "registry" => "The values path that takes the registry host.",
+        "repository" => "The values path that takes the repository (without the registry when `registry:` is given).",
+        "tag" => "The values path that takes the tag.",
+        "digest" => "The values path that takes the digest (sha256:…).",
+        _ => return None,
+    }))
+}
+
+fn helm(key: &str) -> Option<Value> {
+    Some(match key {
+        "chart" => text("A chart directory or .tgz (relative to berth.yaml), oci://HOST/REPO/NAME, or a chart name in `repository:`."),
+        "version" => text("The chart version (required for a remote chart)."),
+        "repository" => text("The chart repository URL that holds `chart`."),
+        "release" => text("The release name (default: the project's name)."),
+        "namespace" => text("The release namespace (default: berth.yaml's `namespace:`)."),
+        "values" => texts("Values files relative to berth.yaml, in order (as helm's -f)."),
+        "set" => json!({"type": "object", "description": "Values written inline (typed YAML), after `values:`; berth's image values come last."}),
+        "includeCrds" => boolean("Render the chart's crds/ too (helm template --include-crds)."),
+        "kubeVersion" => text("The Kubernetes version the chart sees (--kube-version)."),
+        "apiVersions" => texts("API versions the chart sees as available (--api-versions)."),
         _ => return None,
     })
 }
@@ -277,6 +305,7 @@ pub fn json_schema() -> Value {
                 "items": {"oneOf": [
                     {"type": "string"},
                     {"type": "object", "properties": {"kustomize": {"type": "string"}}, "required": ["kustomize"], "additionalProperties": false},
+                    {"type": "object", "properties": {"helm": object("manifests[].helm", super::helm::HELM_KEYS, helm, &["chart"])}, "required": ["helm"], "additionalProperties": false},
                 ]},
             },
         }),

@@ -6,6 +6,7 @@
 
 mod documents;
 mod findings;
+mod helm;
 mod images;
 mod inject;
 mod input;
@@ -24,6 +25,7 @@ use crate::resolve::Resolution;
 use crate::suggest::hint;
 use documents::expand_list;
 pub use findings::{path_warnings, Stray};
+pub use helm::{image_values, HelmValuesError};
 pub use images::ImageRewriter;
 pub use inject::CaInjector;
 pub use input::{Input, TextStream};

@@ -302,7 +302,12 @@ fn skipped_paths(project: &Project) -> Vec<PathBuf> {
         match &manifest.source {
             ManifestSource::Path(p) => out.push(canonical(project.dir.join(p))),
             ManifestSource::Kustomize(dir) => kustomization(&project.dir.join(dir), &mut out, 0),
-            ManifestSource::Stdin => {}
+            // The chart's templates are what berth renders; its values files are
+            // copies of images to report, so they are not skipped.
+            ManifestSource::Helm(chart) if chart.is_local() => {
+                out.push(canonical(project.dir.join(&chart.chart)))
+            }
+            ManifestSource::Helm(_) | ManifestSource::Stdin => {}
         }
     }
     // The walker gives paths under the root as given; compare both spellings.

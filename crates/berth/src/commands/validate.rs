@@ -42,8 +42,17 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
     if !sets.is_empty() {
         let mut all: Vec<Findings> = Vec::new();
         for (profile, render) in &sets {
-            let pipeline::Rendered { rendered, .. } =
-                pipeline::render(render, project, resolution)?;
+            let pipeline::Rendered {
+                rendered,
+                source_warnings,
+                ..
+            } = pipeline::render(render, project, resolution)?;
+            for warning in source_warnings {
+                // Each values file once, whichever renders read it.
+                if !warnings.contains(&warning) {
+                    warnings.push(warning);
+                }
+            }
             let prefix = match profile {
                 Some(name) if sets.len() > 1 => format!("profile `{name}`: "),
                 _ => String::new(),

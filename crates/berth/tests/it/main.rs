@@ -25,6 +25,7 @@ mod gitops_argocd;
 mod gitops_flux;
 mod hardening;
 mod helm_chart;
+mod helm_source;
 mod init;
 mod llm_d_example;
 mod ogx_example;

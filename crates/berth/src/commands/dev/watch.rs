@@ -57,6 +57,13 @@ impl Inputs {
                 ManifestSource::Path(path) | ManifestSource::Kustomize(path) => {
                     render.push(dir.join(path));
                 }
+                // A local chart's templates and every values file render again on an edit.
+                ManifestSource::Helm(chart) => {
+                    if chart.is_local() {
+                        render.push(dir.join(&chart.chart));
+                    }
+                    render.extend(chart.values.iter().map(|v| dir.join(&v.value)));
+                }
                 ManifestSource::Stdin => {}
             }
         }

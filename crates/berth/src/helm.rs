@@ -1,0 +1,234 @@
+//! `helm template` for a `helm:` manifest source: the helm binary on PATH (or
+//! `BERTH_HELM`), run with a deadline and a bound on what it prints, given the
+//! chart's values files, then one values layer on its stdin: `set:` with the
+//! images berth resolved (`helmValues:`) over it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Result};
+use berth_core::project::HelmChart;
+use berth_core::render::Input;
+use berth_core::Project;
+use berth_yaml::{Limits, Node};
+
+use crate::fs_source::MAX_FILE;
+
+/// How long one `helm template` may take: a remote chart is pulled first.
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The helm binary berth runs.
+fn binary() -> PathBuf {
+    berth_io::env::var_os("BERTH_HELM")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from("helm"), PathBuf::from)
+}
+
+/// The chart's output as one input, named after the chart.
+pub fn template(
+    project: &Project,
+    chart: &HelmChart,
+    origin: &str,
+    images: Option<&Node>,
+) -> Result<Input> {
+    let mut command = Command::new(binary());
+    command.args(arguments(project, chart, origin)?);
+    let layer = values_layer(chart, images).map_err(|e| anyhow!("{origin}: {e}"))?;
+    let name = format!("helm template {}", chart.chart);
+    let run = berth_io::run(&mut command, layer.as_bytes(), TIMEOUT, MAX_FILE);
+    let output = run.map_err(|e| match e {
+        berth_io::RunError::Spawn(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow!(
+            "{origin}: a `helm:` source needs helm (3.x or 4.x), which was not found as `{}`; install it (https://helm.sh/docs/intro/install/) or set BERTH_HELM to its path",
+            binary().display()
+        ),
+        e => anyhow!("{origin}: `{name}`: {e}"),
+    })?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        bail!("{origin}: `{name}` failed: {}", stderr.trim());
+    }
+    let text = String::from_utf8(output.stdout)
+        .map_err(|_| anyhow!("{origin}: `{name}` printed something that is not UTF-8"))?;
+    Ok(Input::text(name, text))
+}
+
+/// `template RELEASE CHART` and its flags; local files checked first.
+fn arguments(project: &Project, chart: &HelmChart, origin: &str) -> Result<Vec<String>> {
+    let release = chart
+        .release
+        .clone()
+        .unwrap_or_else(|| project.name.clone());
+    let source = if chart.is_local() {
+        local(&project.dir, &chart.chart, origin, "chart")?
+    } else {
+        chart.chart.clone()
+    };
+    let mut args = vec!["template".to_string(), release, source];
+    let mut flag = |name: &str, value: &str| {
+        args.push(name.to_string());
+        args.push(value.to_string());
+    };
+    if let Some(version) = &chart.version {
+        flag("--version", version);
+    }
+    if let Some(repository) = &chart.repository {
+        flag("--repo", repository);
+    }
+    if let Some(namespace) = chart.namespace.as_ref().or(project.namespace.as_ref()) {
+        flag("--namespace", namespace);
+    }
+    if let Some(version) = &chart.kube_version {
+        flag("--kube-version", version);
+    }
+    for api in &chart.api_versions {
+        flag("--api-versions", api);
+    }
+    for values in &chart.values {
+        let at = format!("{}:{} (`values:`)", project.file, values.pos);
+        flag(
+            "--values",
+            &local(&project.dir, &values.value, &at, "values file")?,
+        );
+    }
+    // The layer berth writes, on stdin, last.
+    flag("--values", "-");
+    if chart.include_crds {
+        args.push("--include-crds".into());
+    }
+    Ok(args)
+}
+
+/// `written` relative to the project's directory, which must exist there.
+fn local(dir: &Path, written: &str, origin: &str, what: &str) -> Result<String> {
+    let path = dir.join(written);
+    if !path.exists() {
+        bail!("{origin}: the {what} `{written}` does not exist (relative to the directory of berth.yaml)");
+    }
+    crate::fs_source::contained(dir, &path)
+        .map_err(|e| anyhow!("cannot use the {what} `{written}` (from {origin}): {e}"))?;
+    Ok(path.display().to_string())
+}
+
+/// `set:`, then the image values over it, as one YAML mapping.
+fn values_layer(chart: &HelmChart, images: Option<&Node>) -> Result<String> {
+    let mut layer = match &chart.set {
+        Some(text) => berth_yaml::load_all(text, Limits::default())?
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| Node::map(Default::default())),
+        None => Node::map(Default::default()),
+    };
+    if let Some(images) = images {
+        merge(&mut layer, images);
+    }
+    let mut out = String::new();
+    if layer.as_map().is_some_and(|m| !m.is_empty()) {
+        berth_yaml::write_document(&mut out, &layer);
+    } else {
+        out.push_str("{}\n");
+    }
+    Ok(out)
+}
+
+/// Mappings merged key by key; anything else replaced, as Helm merges values files.
+fn merge(into: &mut Node, over: &Node) {
+    let (Some(entries), Some(overs)) = (into.as_map_mut(), over.as_map()) else {
+        *into = over.clone();
+        return;
+    };
+    for (key, value) in overs {
+        match entries.iter_mut().find(|(k, _)| k.as_str() == key.as_str()) {
+            Some((_, existing)) => merge(existing, value),
+            None => entries.push((key.clone(), value.clone())),
+        }
+    }
+}
+
+/// Where a values file (or `set:`) gives a chart value that berth sets to
+/// something else: the same silent override as a kustomize `newTag`, said
+/// once per place. berth's value is the one rendered.
+pub fn disagreements(
+    project: &Project,
+    manifests: &[berth_core::Manifest],
+    images: &Node,
+) -> Vec<String> {
+    let mut wanted = Vec::new();
+    flatten(images, "", &mut wanted);
+    let mut out = Vec::new();
+    for manifest in manifests {
+        let berth_core::ManifestSource::Helm(chart) = &manifest.source else {
+            continue;
+        };
+        let mut layers: Vec<(String, String)> = Vec::new();
+        for values in &chart.values {
+            let path = project.dir.join(&values.value);
+            // A file that cannot be read is helm's error to report, with its name.
+            if let Ok(bytes) = crate::fs_source::read_bounded(&path) {
+                layers.push((
+                    values.value.clone(),
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                ));
+            }
+        }
+        if let Some(set) = &chart.set {
+            layers.push((
+                format!("{}:{} (`set:`)", project.file, manifest.pos),
+                set.clone(),
+            ));
+        }
+        for (name, text) in layers {
+            let Ok(documents) = berth_yaml::load_all(&text, Limits::default()) else {
+                continue; // helm reports a broken values file
+            };
+            let Some(document) = documents.first() else {
+                continue;
+            };
+            for (key, value) in &wanted {
+                let Some(found) = lookup(document, key) else {
+                    continue;
+                };
+                let Some(text) = found.as_str().filter(|t| t != value) else {
+                    continue;
+                };
+                let at = if name.contains("(`set:`)") {
+                    name.clone()
+                } else {
+                    format!("{name}:{}", found.pos)
+                };
+                out.push(format!(
+                    "{at}: `{key}` is `{}`, but berth sets it to `{value}` (the image berth.yaml resolves): the values file is overridden; remove the value there, or change berth.yaml",
+                    berth_io::shown(text)
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// `(dotted path, text)` of every scalar below `node`.
+fn flatten(node: &Node, prefix: &str, out: &mut Vec<(String, String)>) {
+    match node.as_map() {
+        Some(entries) => {
+            for (key, value) in entries {
+                let key = key.as_str().unwrap_or_default();
+                let path = if prefix.is_empty() {
+                    key.to_string()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                flatten(value, &path, out);
+            }
+        }
+        None => {
+            if let Some(text) = node.as_str() {
+                out.push((prefix.to_string(), text.to_string()));
+            }
+        }
+    }
+}
+
+/// The node at the dotted `path` of a mapping.
+fn lookup<'n>(node: &'n Node, path: &str) -> Option<&'n Node> {
+    path.split('.').try_fold(node, |node, key| node.get(key))
+}

@@ -1,0 +1,223 @@
+//! `manifests: [{helm: …}]` with the real helm (built by `scripts/testenv
+//! build`): a chart written here shaped like llm-d's router chart (the EPP
+//! image in `image.repository`/`image.tag`, copied by the chart into a
+//! sidecar's args and a ConfigMap), rendered beside plain manifests; the same
+//! output as `helm template` but for the image values berth sets; a values file
+//! that pins another tag is a warning that `validate --strict` fails on.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::common;
+use common::testenv::plane;
+
+const CHART: &str = "apiVersion: v2\nname: router\nversion: 0.1.0\n";
+const VALUES: &str = "image:\n  repository: ghcr.io/llm-d/epp\n  tag: v0.3.0\nreplicaCount: 1\n";
+const DEPLOYMENT: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-epp
+spec:
+  replicas: {{ .Values.replicaCount }}
+  selector: {matchLabels: {app: epp}}
+  template:
+    metadata: {labels: {app: epp}}
+    spec:
+      containers:
+        - name: epp
+          image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"
+        - name: sidecar
+          image: busybox:1.36
+          args: ["--upstream-image={{ .Values.image.repository }}:{{ .Values.image.tag }}"]
+"#;
+const CONFIGMAP: &str = r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-info
+data:
+  epp: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"
+"#;
+
+/// A project with the chart under `charts/router`, a model server as a plain
+/// manifest, and `extra` appended to berth.yaml.
+fn project(extra: &str) -> tempfile::TempDir {
+    let dir = common::project(&format!(
+        "name: llm\nregistry: {{env: IMAGE_REGISTRY}}\nmanifests:\n  - helm:\n      chart: charts/router\n      release: router\n  - model.yaml\nimages:\n  epp:\n    image: ghcr.io/llm-d/epp:v0.3.0\n    helmValues: {{repository: image.repository, tag: image.tag}}\n  vllm: {{image: ghcr.io/llm-d/vllm:v0.2.0}}\n{extra}"
+    ));
+    let chart = dir.path().join("charts/router");
+    std::fs::create_dir_all(chart.join("templates")).unwrap();
+    std::fs::write(chart.join("Chart.yaml"), CHART).unwrap();
+    std::fs::write(chart.join("values.yaml"), VALUES).unwrap();
+    std::fs::write(chart.join("templates/deployment.yaml"), DEPLOYMENT).unwrap();
+    std::fs::write(chart.join("templates/configmap.yaml"), CONFIGMAP).unwrap();
+    std::fs::write(
+        dir.path().join("model.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: vllm}\nspec:\n  selector: {matchLabels: {app: vllm}}\n  template:\n    metadata: {labels: {app: vllm}}\n    spec:\n      containers: [{name: vllm, image: ghcr.io/llm-d/vllm:v0.2.0}]\n",
+    )
+    .unwrap();
+    dir
+}
+
+/// `berth ARGS` in `dir` with the plane's helm and `env`.
+fn berth(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let helm = plane().helm();
+    let mut command = common::berth(dir);
+    command
+        .args(args)
+        .env("BERTH_HELM", &helm)
+        .env("HELM_CACHE_HOME", dir.join(".helm/cache"))
+        .env("HELM_CONFIG_HOME", dir.join(".helm/config"))
+        .env("HELM_DATA_HOME", dir.join(".helm/data"));
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.output().unwrap()
+}
+
+/// One YAML document as JSON, for comparing objects whatever their layout.
+fn json(text: &str) -> serde_json::Value {
+    let documents = berth_yaml::load_all(text, berth_yaml::Limits::default()).unwrap();
+    berth_yaml::json::to_json(&documents[0])
+}
+
+fn text(out: &Output) -> String {
+    assert!(out.status.success(), "{}", common::transcript(out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
+fn a_fork_moves_the_chart_image_everywhere_the_chart_copies_it() {
+    let dir = project("");
+    let env = [("IMAGE_REGISTRY", "quay.io/me"), ("EPP_TAG", "fix-408")];
+    let rendered = text(&berth(dir.path(), &["render"], &env));
+    let moved = "quay.io/me/epp:fix-408";
+    assert_eq!(
+        rendered.matches(moved).count(),
+        3,
+        "image, sidecar args, ConfigMap:\n{rendered}"
+    );
+    assert!(!rendered.contains("ghcr.io/llm-d/epp"), "{rendered}");
+    assert!(
+        rendered.contains("quay.io/me/vllm:v0.2.0"),
+        "the overlay's model server moves too:\n{rendered}"
+    );
+    assert!(
+        rendered.contains("busybox:1.36"),
+        "third-party images stay:\n{rendered}"
+    );
+    // Object by object, what `helm template` gives with berth's values set by hand.
+    let helm = Command::new(plane().helm())
+        .args(["template", "router"])
+        .arg(dir.path().join("charts/router"))
+        .args([
+            "--set",
+            "image.repository=quay.io/me/epp",
+            "--set",
+            "image.tag=fix-408",
+        ])
+        .env("HELM_CACHE_HOME", dir.path().join(".helm/cache"))
+        .output()
+        .unwrap();
+    let by_hand = text(&helm);
+    for document in by_hand.split("---").filter(|d| d.contains("kind:")) {
+        let body: String = document
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let object = json(&body);
+        let name = object["metadata"]["name"].as_str().unwrap();
+        let ours = rendered
+            .split("---")
+            .find(|d| d.contains(&format!("name: {name}\n")))
+            .unwrap_or_else(|| panic!("{name} missing:\n{rendered}"));
+        let ours = json(ours);
+        assert_eq!(ours, object, "{name}");
+    }
+    // `berth images` says the same image.
+    let images = text(&berth(dir.path(), &["images", "--output", "env"], &env));
+    assert!(images.contains(&format!("EPP_IMAGE={moved}")), "{images}");
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
+fn a_values_file_pinning_another_tag_is_named_and_fails_strict_validation() {
+    let dir = project("");
+    let yaml = std::fs::read_to_string(dir.path().join("berth.yaml")).unwrap();
+    std::fs::write(
+        dir.path().join("berth.yaml"),
+        yaml.replace(
+            "release: router\n",
+            "release: router\n      values: [prod.values.yaml]\n",
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("prod.values.yaml"),
+        "replicaCount: 2\nimage:\n  tag: v0.2.9\n",
+    )
+    .unwrap();
+    let out = berth(dir.path(), &["validate", "--strict"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", common::transcript(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "prod.values.yaml:3:8: `image.tag` is `v0.2.9`, but berth sets it to `v0.3.0`"
+        ),
+        "{stderr}"
+    );
+    // Rendered, berth's value wins and the rest of the file applies.
+    let rendered = text(&berth(dir.path(), &["render"], &[]));
+    assert!(rendered.contains("replicas: 2"), "{rendered}");
+    assert!(!rendered.contains("v0.2.9"), "{rendered}");
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
+fn a_packaged_chart_renders_like_its_directory() {
+    let dir = project("");
+    let package = Command::new(plane().helm())
+        .args(["package", "charts/router", "--destination", "."])
+        .current_dir(dir.path())
+        .env("HELM_CACHE_HOME", dir.path().join(".helm/cache"))
+        .output()
+        .unwrap();
+    text(&package);
+    let from_dir = text(&berth(dir.path(), &["render"], &[]));
+    let yaml = std::fs::read_to_string(dir.path().join("berth.yaml")).unwrap();
+    std::fs::write(
+        dir.path().join("berth.yaml"),
+        yaml.replace("chart: charts/router", "chart: router-0.1.0.tgz"),
+    )
+    .unwrap();
+    assert_eq!(text(&berth(dir.path(), &["render"], &[])), from_dir);
+}
+
+#[test]
+fn without_helm_the_error_says_how_to_get_it() {
+    let dir = project("");
+    let out = common::berth(dir.path())
+        .arg("render")
+        .env("BERTH_HELM", dir.path().join("no-helm-here"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", common::transcript(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("berth.yaml:5:7 (`manifests:`): a `helm:` source needs helm")
+            && stderr.contains("BERTH_HELM"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "no partial output");
+}
