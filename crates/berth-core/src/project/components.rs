@@ -192,14 +192,13 @@ impl Loader<'_> {
         let mut out = Vec::new();
         for (key, value) in entries {
             let name = self.string(key, "profiles")?;
-            if !super::is_dns_label(name, 63) {
-                return Err(self.invalid(
-                    key,
-                    "profiles",
-                    name,
-                    "a profile name is lowercase letters, digits and `-` (it is given as `--profile NAME`)",
-                ));
-            }
+            self.dns_label(
+                key,
+                "profiles",
+                name,
+                63,
+                "a profile name is lowercase letters, digits and `-` (it is given as `--profile NAME`)",
+            )?;
             let manifests = self.manifests(value)?;
             if manifests.is_empty() {
                 return Err(self.wrong(

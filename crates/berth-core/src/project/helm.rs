@@ -146,14 +146,14 @@ impl Loader<'_> {
                 "a remote chart needs `version:` (the chart version to render), so every render is of the same chart",
             ));
         }
-        let release = chart.release.as_deref().unwrap_or("x");
-        if !super::is_dns_label(release, 53) {
-            return Err(self.invalid(
+        if let Some(release) = &chart.release {
+            self.dns_label(
                 node,
                 "manifests[].helm.release",
                 release,
+                53,
                 "a release name is lowercase letters, digits and `-`, at most 53 characters (Helm's rule)",
-            ));
+            )?;
         }
         Ok(chart)
     }

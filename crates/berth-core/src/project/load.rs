@@ -33,18 +33,14 @@ impl Loader<'_> {
     /// `name:`: it names the apply records (`berth-NAME-rN`, a Secret) and a label value.
     fn project_name(&self, value: &Node) -> Result<String, ProjectError> {
         let name = self.string(value, "name")?;
-        if !is_dns_label(name, 53) {
-            return Err(self.invalid(value, "name", name, "lowercase letters, digits and `-`, starting and ending with a letter or digit, at most 53 characters (it names the apply records, `berth-NAME-rN`)"));
-        }
+        self.dns_label(value, "name", name, 53, "lowercase letters, digits and `-`, starting and ending with a letter or digit, at most 53 characters (it names the apply records, `berth-NAME-rN`)")?;
         Ok(name.to_string())
     }
 
     /// `namespace:`.
     fn namespace(&self, value: &Node) -> Result<String, ProjectError> {
         let namespace = self.string(value, "namespace")?;
-        if !is_dns_label(namespace, 63) {
-            return Err(self.invalid(value, "namespace", namespace, "a Kubernetes namespace name: lowercase letters, digits and `-`, starting and ending with a letter or digit, at most 63 characters"));
-        }
+        self.dns_label(value, "namespace", namespace, 63, "a Kubernetes namespace name: lowercase letters, digits and `-`, starting and ending with a letter or digit, at most 63 characters")?;
         Ok(namespace.to_string())
     }
 
@@ -264,6 +260,23 @@ impl Loader<'_> {
             Err(self.missing(pos, key, context))
         } else {
             Ok(())
+        }
+    }
+
+    /// Refuses `text`, written at `node` under `key`, unless it is a DNS label
+    /// of at most `max` characters; `reason` says what a right one is.
+    pub(super) fn dns_label(
+        &self,
+        node: &Node,
+        key: &str,
+        text: &str,
+        max: usize,
+        reason: &'static str,
+    ) -> Result<(), ProjectError> {
+        if super::is_dns_label(text, max) {
+            Ok(())
+        } else {
+            Err(self.invalid(node, key, text, reason))
         }
     }
 
