@@ -6,9 +6,8 @@
 /// (a value, a peer's answer) cannot drive the terminal or flood it.
 macro_rules! say {
     ($($arg:tt)*) => {{
-        use std::io::Write as _;
         let text = crate::output::for_terminal(&format!($($arg)*));
-        let _ = writeln!(std::io::stderr().lock(), "{text}");
+        crate::output::message(&text);
     }};
 }
 

@@ -33,6 +33,37 @@ pub fn print(text: &str) -> Result<()> {
         })
 }
 
+/// Where messages go when stderr is not where the user looks: Helm 4 runs a
+/// post-renderer plugin with its stderr captured and never shown (helm v4.3's
+/// `runPostrenderer` keeps it in a buffer; `--debug` does not print it), so a
+/// conflict's error or a warning would vanish behind `plugin "berth" exited
+/// with error`. Under a Helm plugin (`HELM_PLUGIN_NAME` set), messages go to
+/// Helm's own stderr instead (`/proc/<helm>/fd/2`, Linux), else to the
+/// terminal (`/dev/tty`), else to stderr as always.
+static MESSAGES: std::sync::OnceLock<Option<std::sync::Mutex<std::fs::File>>> =
+    std::sync::OnceLock::new();
+
+fn helm_stderr() -> Option<std::fs::File> {
+    berth_io::env::var_os("HELM_PLUGIN_NAME")?;
+    let append = |path: &str| std::fs::OpenOptions::new().append(true).open(path).ok();
+    let helm = format!("/proc/{}/fd/2", std::os::unix::process::parent_id());
+    append(&helm).or_else(|| append("/dev/tty"))
+}
+
+/// Writes one message line where the user sees it (see [`MESSAGES`]); a
+/// message that cannot be written is dropped, and the exit status still says
+/// what happened.
+pub fn message(text: &str) {
+    match MESSAGES.get_or_init(|| helm_stderr().map(std::sync::Mutex::new)) {
+        Some(file) => {
+            let _ = writeln!(berth_io::locked(file), "{text}");
+        }
+        None => {
+            let _ = writeln!(std::io::stderr().lock(), "{text}");
+        }
+    }
+}
+
 /// The longest line a message keeps; the rest is counted, not shown.
 const MAX_MESSAGE_LINE: usize = 2000;
 

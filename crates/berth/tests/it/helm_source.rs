@@ -221,3 +221,49 @@ fn without_helm_the_error_says_how_to_get_it() {
     );
     assert!(out.stdout.is_empty(), "no partial output");
 }
+
+/// #35 item 5: Helm 4 keeps a post-renderer plugin's stderr to itself; berth's
+/// message reaches the user all the same (written to Helm's own stderr).
+#[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
+fn the_helm_4_plugin_shows_berths_error() {
+    let dir = tempfile::tempdir().unwrap();
+    common::copy_dir(
+        &common::repo_root().join("examples/helm-post-renderer"),
+        dir.path(),
+    );
+    std::fs::write(
+        dir.path().join("berth.yaml"),
+        "name: shop\nimages:\n  web: {image: ghcr.io/acme/web:v1, env: SHARED}\n  api: {image: ghcr.io/acme/api:v1, env: SHARED}\n",
+    )
+    .unwrap();
+    let helm = plane().helm();
+    let path = format!(
+        "{}:{}",
+        common::berth_path().parent().unwrap().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let run = |args: &[&str]| {
+        Command::new(&helm)
+            .args(args)
+            .current_dir(dir.path())
+            .env("PATH", &path)
+            .env("HELM_DATA_HOME", dir.path().join(".helm/data"))
+            .env("HELM_CONFIG_HOME", dir.path().join(".helm/config"))
+            .env("HELM_CACHE_HOME", dir.path().join(".helm/cache"))
+            .output()
+            .unwrap()
+    };
+    let plugin = common::repo_root().join("deploy/helm-plugin");
+    text(&run(&["plugin", "install", plugin.to_str().unwrap()]));
+    let out = run(&["template", "shop", "./chart", "--post-renderer", "berth"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("variable `SHARED` is used by both"),
+        "{stderr}"
+    );
+}
