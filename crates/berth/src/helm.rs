@@ -96,6 +96,9 @@ fn arguments(project: &Project, chart: &HelmChart, origin: &str) -> Result<Vec<S
     if chart.include_crds {
         args.push("--include-crds".into());
     }
+    if chart.plain_http {
+        args.push("--plain-http".into());
+    }
     Ok(args)
 }
 

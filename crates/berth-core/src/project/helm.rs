@@ -18,6 +18,7 @@ pub(super) const HELM_KEYS: &[&str] = &[
     "values",
     "set",
     "includeCrds",
+    "plainHttp",
     "kubeVersion",
     "apiVersions",
 ];
@@ -46,6 +47,8 @@ pub struct HelmChart {
     pub set: Option<String>,
     /// `includeCrds:` (default false, as `helm template`).
     pub include_crds: bool,
+    /// `plainHttp:` (default false): an `oci://` registry served over HTTP.
+    pub plain_http: bool,
     /// `kubeVersion:` for `.Capabilities.KubeVersion`.
     pub kube_version: Option<String>,
     /// `apiVersions:` for `.Capabilities.APIVersions`.
@@ -101,6 +104,7 @@ impl Loader<'_> {
             values: Vec::new(),
             set: None,
             include_crds: false,
+            plain_http: false,
             kube_version: None,
             api_versions: Vec::new(),
         };
@@ -127,6 +131,7 @@ impl Loader<'_> {
                     chart.set = Some(yaml);
                 }
                 "includeCrds" => chart.include_crds = self.bool(v, &field)?,
+                "plainHttp" => chart.plain_http = self.bool(v, &field)?,
                 "kubeVersion" => chart.kube_version = Some(text()?),
                 "apiVersions" => {
                     let listed = self.strings(v, &field)?;

@@ -160,6 +160,7 @@ fn helm(key: &str) -> Option<Value> {
         "values" => texts("Values files relative to berth.yaml, in order (as helm's -f)."),
         "set" => json!({"type": "object", "description": "Values written inline (typed YAML), after `values:`; berth's image values come last."}),
         "includeCrds" => boolean("Render the chart's crds/ too (helm template --include-crds)."),
+        "plainHttp" => boolean("An oci:// chart registry served over HTTP (helm --plain-http)."),
         "kubeVersion" => text("The Kubernetes version the chart sees (--kube-version)."),
         "apiVersions" => texts("API versions the chart sees as available (--api-versions)."),
         _ => return None,

@@ -267,3 +267,41 @@ fn the_helm_4_plugin_shows_berths_error() {
         "{stderr}"
     );
 }
+
+/// A chart pushed to an OCI registry (the tests' docker-registry, over HTTP)
+/// renders as the directory it was packaged from.
+#[test]
+#[cfg_attr(
+    not(all(feature = "test-plane", feature = "test-registry")),
+    ignore = "needs test-plane, test-registry (run scripts/test)"
+)]
+fn a_chart_from_an_oci_registry_renders_like_its_directory() {
+    let registry = common::registry::TestRegistry::start(None);
+    let dir = project("");
+    let helm = |args: &[&str]| {
+        let out = Command::new(plane().helm())
+            .args(args)
+            .current_dir(dir.path())
+            .env("HELM_CACHE_HOME", dir.path().join(".helm/cache"))
+            .env("HELM_CONFIG_HOME", dir.path().join(".helm/config"))
+            .env("HELM_DATA_HOME", dir.path().join(".helm/data"))
+            .output()
+            .unwrap();
+        text(&out)
+    };
+    helm(&["package", "charts/router", "--destination", "."]);
+    let target = format!("oci://{}/charts", registry.host);
+    helm(&["push", "router-0.1.0.tgz", &target, "--plain-http"]);
+    let from_dir = text(&berth(dir.path(), &["render"], &[]));
+    let yaml = std::fs::read_to_string(dir.path().join("berth.yaml")).unwrap();
+    std::fs::write(
+        dir.path().join("berth.yaml"),
+        yaml.replace(
+            "chart: charts/router",
+            &format!("chart: {target}/router\n      version: 0.1.0\n      plainHttp: true"),
+        ),
+    )
+    .unwrap();
+    std::fs::remove_dir_all(dir.path().join("charts")).unwrap();
+    assert_eq!(text(&berth(dir.path(), &["render"], &[])), from_dir);
+}
