@@ -50,7 +50,9 @@ pub fn template(
     }
     let text = String::from_utf8(output.stdout)
         .map_err(|_| anyhow!("{origin}: `{name}` printed something that is not UTF-8"))?;
-    Ok(Input::text(name, text))
+    let mut input = Input::text(name, text);
+    input.values_set = images.is_some();
+    Ok(input)
 }
 
 /// `template RELEASE CHART` and its flags; local files checked first.

@@ -22,6 +22,17 @@ pub struct Stray {
     pub component: usize,
 }
 
+/// Whether a stray is a component's resolved image that berth gave a chart
+/// through `helmValues:` (the chart copied it from there).
+pub(super) fn from_helm_values<'r>(resolution: &'r Resolution<'_>) -> impl Fn(&Stray) -> bool + 'r {
+    move |stray| {
+        resolution.images.get(stray.component).is_some_and(|image| {
+            !image.component.helm_values.is_empty()
+                && berth_ref::Reference::parse(&stray.text).as_ref() == Ok(&image.reference)
+        })
+    }
+}
+
 /// Component images in ConfigMap data and container env values (but the fields an
 /// `imagePaths` entry rewrote, `skip`), pushed to `out` with `at` (`file:line:column
 /// (Kind/name)` given a position).

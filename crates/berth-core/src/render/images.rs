@@ -205,6 +205,13 @@ impl<'a> ImageRewriter<'a> {
                 // Earlier components win a repository two components both claim.
                 by_repository.entry(repository).or_insert(i);
             }
+            if !resolved.component.helm_values.is_empty() {
+                // A chart given berth's image values writes the resolved repository
+                // (`quay.io/me/epp` under a registry override): that field is this component.
+                by_repository
+                    .entry(resolved.reference.repository())
+                    .or_insert(i);
+            }
             let reference = &resolved.reference;
             let pinned = reference.tag().is_some() || reference.digest().is_some();
             // --only-overridden: a field keeps the parts of its own reference that no

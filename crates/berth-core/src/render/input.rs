@@ -65,6 +65,10 @@ pub struct Input {
     /// Objects that are trees already (the controller's workloads, from JSON):
     /// rendered as they are, with no text in between.
     pub objects: Vec<Node>,
+    /// A Helm chart's output, rendered with berth's image values
+    /// (`helmValues:`): a copy of a component's image there that is berth's
+    /// answer came from those values, and overrides do reach it.
+    pub values_set: bool,
 }
 
 impl Input {
@@ -75,6 +79,7 @@ impl Input {
             text: text.into(),
             stream: None,
             objects: Vec::new(),
+            values_set: false,
         }
     }
 
@@ -85,6 +90,7 @@ impl Input {
             text: String::new(),
             stream: None,
             objects,
+            values_set: false,
         }
     }
 
@@ -95,6 +101,7 @@ impl Input {
             text: String::new(),
             stream: Some(RefCell::new(text)),
             objects: Vec::new(),
+            values_set: false,
         }
     }
 }

@@ -94,7 +94,10 @@ fn text(out: &Output) -> String {
 fn a_fork_moves_the_chart_image_everywhere_the_chart_copies_it() {
     let dir = project("");
     let env = [("IMAGE_REGISTRY", "quay.io/me"), ("EPP_TAG", "fix-408")];
-    let rendered = text(&berth(dir.path(), &["render"], &env));
+    let out = berth(dir.path(), &["render"], &env);
+    let rendered = text(&out);
+    // The ConfigMap's copy came from the values berth set: no warning cries wolf.
+    assert!(out.stderr.is_empty(), "{}", common::transcript(&out));
     let moved = "quay.io/me/epp:fix-408";
     assert_eq!(
         rendered.matches(moved).count(),
