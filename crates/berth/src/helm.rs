@@ -25,13 +25,14 @@ fn binary() -> PathBuf {
         .map_or_else(|| PathBuf::from("helm"), PathBuf::from)
 }
 
-/// The chart's output as one input, named after the chart.
+/// The chart's output, one input per template (`# Source:` in helm's output),
+/// so a message about an object names the template it came from.
 pub fn template(
     project: &Project,
     chart: &HelmChart,
     origin: &str,
     images: Option<&Node>,
-) -> Result<Input> {
+) -> Result<Vec<Input>> {
     let mut command = Command::new(binary());
     command.args(arguments(project, chart, origin)?);
     let layer = values_layer(chart, images).map_err(|e| anyhow!("{origin}: {e}"))?;
@@ -50,9 +51,46 @@ pub fn template(
     }
     let text = String::from_utf8(output.stdout)
         .map_err(|_| anyhow!("{origin}: `{name}` printed something that is not UTF-8"))?;
-    let mut input = Input::text(name, text);
-    input.values_set = images.is_some();
-    Ok(input)
+    Ok(by_template(&name, &text)
+        .into_iter()
+        .map(|(name, text)| {
+            let mut input = Input::text(name, text);
+            input.values_set = images.is_some();
+            input
+        })
+        .collect())
+}
+
+/// Helm's output cut at each `# Source: TEMPLATE` document, each named
+/// `NAME: TEMPLATE` (line numbers then count from its `# Source:` line);
+/// output without those comments stays whole.
+fn by_template(name: &str, text: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut lines = text.split_inclusive('\n').peekable();
+    let mut current: Option<(String, String)> = None;
+    while let Some(line) = lines.next() {
+        let next_is_source = lines.peek().is_some_and(|l| l.starts_with("# Source: "));
+        if line.trim_end() == "---" && next_is_source {
+            out.extend(current.take());
+            continue;
+        }
+        if let Some(template) = line.strip_prefix("# Source: ") {
+            if current.as_ref().is_none_or(|(_, t)| !t.is_empty()) {
+                out.extend(current.take());
+                current = Some((format!("{name}: {}", template.trim_end()), String::new()));
+            }
+        }
+        match &mut current {
+            Some((_, body)) => body.push_str(line),
+            None => current = Some((name.to_string(), line.to_string())),
+        }
+    }
+    out.extend(current);
+    out.retain(|(_, body)| !body.trim().is_empty());
+    if out.is_empty() {
+        out.push((name.to_string(), text.to_string()));
+    }
+    out
 }
 
 /// `template RELEASE CHART` and its flags; local files checked first.
@@ -236,4 +274,29 @@ fn flatten(node: &Node, prefix: &str, out: &mut Vec<(String, String)>) {
 /// The node at the dotted `path` of a mapping.
 fn lookup<'n>(node: &'n Node, path: &str) -> Option<&'n Node> {
     path.split('.').try_fold(node, |node, key| node.get(key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::by_template;
+
+    #[test]
+    fn helm_output_is_cut_at_each_source_comment() {
+        let text = "---\n# Source: web/templates/a.yaml\nkind: A\n---\n# Source: web/templates/b.yaml\nkind: B\n---\n# Source: web/templates/b.yaml\nkind: C\n";
+        let parts = by_template("helm template web", text);
+        let names: Vec<&str> = parts.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "helm template web: web/templates/a.yaml",
+                "helm template web: web/templates/b.yaml",
+                "helm template web: web/templates/b.yaml"
+            ]
+        );
+        assert_eq!(parts[1].1, "# Source: web/templates/b.yaml\nkind: B\n");
+        assert_eq!(
+            by_template("x", "kind: A\n"),
+            [("x".to_string(), "kind: A\n".to_string())]
+        );
+    }
 }

@@ -96,7 +96,7 @@ pub fn gather(
                 inputs.push(kustomize(&dir).map_err(|e| anyhow!("{origin}: {e}"))?)
             }
             ManifestSource::Helm(chart) => {
-                inputs.push(crate::helm::template(project, &chart, &origin, images)?)
+                inputs.extend(crate::helm::template(project, &chart, &origin, images)?)
             }
         }
     }
