@@ -22,26 +22,27 @@ pub struct Stray {
     pub component: usize,
 }
 
-/// Whether a stray is a component's resolved image that berth gave a chart
-/// through `helmValues:` (the chart copied it from there).
-pub(super) fn from_helm_values<'r>(resolution: &'r Resolution<'_>) -> impl Fn(&Stray) -> bool + 'r {
-    move |stray| {
-        resolution.images.get(stray.component).is_some_and(|image| {
-            !image.component.helm_values.is_empty()
-                && berth_ref::Reference::parse(&stray.text).as_ref() == Ok(&image.reference)
-        })
-    }
+/// Whether `stray` is a component's resolved image that berth gave the chart
+/// through `helmValues:`: the chart copied it from those values, so overrides
+/// do reach it.
+fn from_helm_values(stray: &Stray, resolution: &Resolution<'_>) -> bool {
+    resolution.images.get(stray.component).is_some_and(|image| {
+        !image.component.helm_values.is_empty()
+            && berth_ref::Reference::parse(&stray.text).as_ref() == Ok(&image.reference)
+    })
 }
 
 /// Component images in ConfigMap data and container env values (but the fields an
 /// `imagePaths` entry rewrote, `skip`), pushed to `out` with `at` (`file:line:column
-/// (Kind/name)` given a position).
+/// (Kind/name)` given a position). In a chart's output rendered with berth's
+/// image values (`chart`), berth's own answer there is no stray.
 pub(super) fn strays(
     scanner: &Scanner,
     object: &mut Node,
     kind: &str,
     skip: &dyn Fn(berth_yaml::Pos) -> bool,
     at: &dyn Fn(berth_yaml::Pos) -> String,
+    chart: Option<&Resolution<'_>>,
     out: &mut Vec<Stray>,
 ) {
     if scanner.is_empty() {
@@ -62,12 +63,15 @@ pub(super) fn strays(
                 let mut pos = node.pos;
                 pos.line += n as u32;
                 pos.column += found.offset as u32 + u32::from(quoted);
-                out.push(Stray {
+                let stray = Stray {
                     at: at(pos),
                     place: place.clone(),
                     text: found.text.to_string(),
                     component: found.component,
-                });
+                };
+                if !chart.is_some_and(|r| from_helm_values(&stray, r)) {
+                    out.push(stray);
+                }
             }
         }
     };

@@ -468,24 +468,15 @@ fn transform(
                     found: d.found,
                     component: d.component,
                 }));
-                let before = strays.len();
                 findings::strays(
                     &scanner,
                     &mut object,
                     &kind,
                     &|pos| rewriter.rewrote_path_field(pos),
                     &at,
+                    input.values_set.then_some(spec.resolution),
                     &mut strays,
                 );
-                if input.values_set {
-                    // What berth's image values put there is berth's answer, not a stray.
-                    let from_values = findings::from_helm_values(spec.resolution);
-                    let mut index = before;
-                    strays.retain(|stray| {
-                        index += 1;
-                        index <= before || !from_values(stray)
-                    });
-                }
                 injector.inject(&mut object, &kind);
                 let namespace = metadata_text(&object, "namespace").map(str::to_string);
                 configs.rewrite(&mut object, &kind, namespace.as_deref());
