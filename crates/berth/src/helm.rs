@@ -47,7 +47,11 @@ pub fn template(
     })?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        bail!("{origin}: `{name}` failed: {}", stderr.trim());
+        bail!(
+            "{origin}: `{name}` failed ({}): {}",
+            describe_version(),
+            stderr.trim()
+        );
     }
     let text = String::from_utf8(output.stdout)
         .map_err(|_| anyhow!("{origin}: `{name}` printed something that is not UTF-8"))?;
@@ -91,6 +95,28 @@ fn by_template(name: &str, text: &str) -> Vec<(String, String)> {
         out.push((name.to_string(), text.to_string()));
     }
     out
+}
+
+/// The helm berth ran, for a failure's message (asked only then: a render
+/// must not pay a second process): `helm v4.3.2`, or what is wrong with it.
+fn describe_version() -> String {
+    let mut command = Command::new(binary());
+    command.args(["version", "--template", "{{.Version}}"]);
+    let version = berth_io::run(&mut command, b"", Duration::from_secs(10), 4096)
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string());
+    match version {
+        Some(v) if v.starts_with("v3.") || v.starts_with("v4.") => format!("helm {v}"),
+        Some(v) => format!(
+            "helm {}, which berth does not support: install Helm 3 or 4",
+            berth_io::shown(&v)
+        ),
+        None => format!(
+            "`{} version` did not answer: is it Helm 3 or 4?",
+            binary().display()
+        ),
+    }
 }
 
 /// `template RELEASE CHART` and its flags; local files checked first.
