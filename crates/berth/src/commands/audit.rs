@@ -203,7 +203,7 @@ fn listing(copies: &[Copy], project: &Project, root: &Path, json: bool) -> Resul
                     "component": component.name,
                     "variable": component.env,
                     "image": c.text,
-                    "fix": fix(&c.path, &component.env),
+                    "fix": remedy(project, &c.path, component),
                 })
             })
             .collect();
@@ -219,7 +219,7 @@ fn listing(copies: &[Copy], project: &Project, root: &Path, json: bool) -> Resul
                 c.column,
                 component.name,
                 c.text,
-                fix(&c.path, &component.env)
+                remedy(project, &c.path, component)
             ));
         }
     }
@@ -357,6 +357,40 @@ fn kustomization(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
                 out.push(path.canonicalize().unwrap_or(path));
             }
         }
+    }
+}
+
+/// How the copy in `path` takes `component`'s image from berth instead: a Helm
+/// values file by `helmValues:` (berth sets the chart's value), any other file
+/// by its kind ([`fix`]).
+fn remedy(project: &Project, path: &Path, component: &berth_core::Component) -> String {
+    let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let values_file = project
+        .manifests
+        .iter()
+        .chain(project.profiles.iter().flat_map(|p| &p.manifests))
+        .filter_map(|m| match &m.source {
+            ManifestSource::Helm(chart) => Some(chart),
+            _ => None,
+        })
+        .flat_map(|chart| &chart.values)
+        .any(|v| canonical(&project.dir.join(&v.value)) == canonical(path));
+    if !values_file {
+        return fix(path, &component.env);
+    }
+    let name = &component.name;
+    if component.helm_values.is_empty() {
+        format!("name the chart values that hold it under `images.{name}.helmValues` (e.g. `{{repository: image.repository, tag: image.tag}}`), so berth sets them, and remove it here")
+    } else {
+        let paths: Vec<&str> = component
+            .helm_values
+            .iter()
+            .map(|(_, p)| p.as_str())
+            .collect();
+        format!(
+            "remove it: berth sets `{}` from `images.{name}.helmValues`",
+            paths.join("`, `")
+        )
     }
 }
 

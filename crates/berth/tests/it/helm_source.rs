@@ -59,6 +59,19 @@ fn project(extra: &str) -> tempfile::TempDir {
     dir
 }
 
+/// [`project`] whose chart also reads `prod.values.yaml`, holding `values`.
+fn with_values(values: &str) -> tempfile::TempDir {
+    let dir = project("");
+    let yaml = std::fs::read_to_string(dir.path().join("berth.yaml")).unwrap();
+    let yaml = yaml.replace(
+        "release: router\n",
+        "release: router\n      values: [prod.values.yaml]\n",
+    );
+    std::fs::write(dir.path().join("berth.yaml"), yaml).unwrap();
+    std::fs::write(dir.path().join("prod.values.yaml"), values).unwrap();
+    dir
+}
+
 /// `berth ARGS` in `dir` with the plane's helm and `env`.
 fn berth(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let helm = plane().helm();
@@ -153,21 +166,7 @@ fn a_fork_moves_the_chart_image_everywhere_the_chart_copies_it() {
     ignore = "needs test-plane (run scripts/test)"
 )]
 fn a_values_file_pinning_another_tag_is_named_and_fails_strict_validation() {
-    let dir = project("");
-    let yaml = std::fs::read_to_string(dir.path().join("berth.yaml")).unwrap();
-    std::fs::write(
-        dir.path().join("berth.yaml"),
-        yaml.replace(
-            "release: router\n",
-            "release: router\n      values: [prod.values.yaml]\n",
-        ),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("prod.values.yaml"),
-        "replicaCount: 2\nimage:\n  tag: v0.2.9\n",
-    )
-    .unwrap();
+    let dir = with_values("replicaCount: 2\nimage:\n  tag: v0.2.9\n");
     let out = berth(dir.path(), &["validate", "--strict"], &[]);
     assert_eq!(out.status.code(), Some(1), "{}", common::transcript(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -307,4 +306,18 @@ fn a_chart_from_an_oci_registry_renders_like_its_directory() {
     .unwrap();
     std::fs::remove_dir_all(dir.path().join("charts")).unwrap();
     assert_eq!(text(&berth(dir.path(), &["render"], &[])), from_dir);
+}
+
+/// `berth audit` reports an image copy in a chart's values file with the fix
+/// that fits it (berth sets that value), and leaves the chart's own templates
+/// and values (what berth renders) alone. Needs no helm: audit reads files.
+#[test]
+fn audit_names_a_values_file_copy_and_the_helm_values_that_replace_it() {
+    let dir = with_values("image:\n  repository: ghcr.io/llm-d/epp\n  tag: v0.2.9\n");
+    let out = common::berth(dir.path()).arg("audit").output().unwrap();
+    let stdout = text(&out);
+    assert_eq!(
+        stdout,
+        "prod.values.yaml:2:15: component `epp`: `ghcr.io/llm-d/epp` is a hard-coded copy of its image; remove it: berth sets `image.repository`, `image.tag` from `images.epp.helmValues`\n"
+    );
 }
