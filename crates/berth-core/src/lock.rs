@@ -1,9 +1,12 @@
-//! `berth.lock`: the digest each resolved image pointed to when `berth pin` ran.
+//! `berth.lock`: the digest each resolved image pointed to when `berth pin` ran,
+//! and the digest of each remote Helm chart's archive at its version.
 //!
 //! A small YAML file meant to be committed and reviewed: one entry per
 //! component, sorted by component name, each with the resolved `image`
-//! (repository and tag) and its `digest`. The same pins give the same bytes,
-//! so a re-pin that changes nothing leaves the file unchanged.
+//! (repository and tag) and its `digest`; then, when berth.yaml renders remote
+//! charts, one entry per chart and version, sorted. The same pins give the same
+//! bytes, so a re-pin that changes nothing leaves the file unchanged (and a
+//! project without remote charts has no `charts:` key at all).
 //!
 //! ```yaml
 //! # berth.lock: image digests pinned by `berth pin`. Commit it; regenerate it with `berth pin`.
@@ -12,6 +15,10 @@
 //! - component: epp
 //!   image: ghcr.io/llm-d/llm-d-inference-scheduler:dev
 //!   digest: sha256:0123…
+//! charts:
+//! - chart: oci://ghcr.io/llm-d/charts/router
+//!   version: "0.10.0"
+//!   digest: sha256:4567…
 //! ```
 
 use berth_ref::{Digest, Reference};
@@ -27,6 +34,22 @@ const VERSION: &str = "1";
 pub struct Lock {
     /// Entries, sorted by component.
     pub entries: Vec<LockEntry>,
+    /// Remote charts, sorted by chart, repository and version.
+    pub charts: Vec<ChartPin>,
+}
+
+/// One remote Helm chart pinned: the digest of its archive (the `.tgz` helm
+/// pulls; for an `oci://` chart, the digest of its chart layer) at a version.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ChartPin {
+    /// `chart:` as berth.yaml writes it (`oci://HOST/REPO/NAME`, or a name in `repository`).
+    pub chart: String,
+    /// `repository:`, for a chart named in a chart repository.
+    pub repository: Option<String>,
+    /// `version:`.
+    pub version: String,
+    /// The archive's digest.
+    pub digest: Digest,
 }
 
 /// One pinned image.
@@ -40,6 +63,15 @@ pub struct LockEntry {
     pub digest: Digest,
     /// The platform pinned, with `--platform`.
     pub platform: Option<String>,
+}
+
+impl ChartPin {
+    /// The digest a pin records for a chart archive's bytes (sha256, as OCI
+    /// registries name the chart layer).
+    pub fn digest_of(archive: &[u8]) -> Digest {
+        use sha2::Digest as _;
+        Digest::from_sha256(&sha2::Sha256::digest(archive).into())
+    }
 }
 
 /// A lock file that cannot be read.
@@ -98,7 +130,7 @@ impl Lock {
             .as_map()
             .ok_or_else(|| invalid(root.pos, "expected a mapping".into()))?
         {
-            if !matches!(key.as_str(), Some("version" | "images")) {
+            if !matches!(key.as_str(), Some("version" | "images" | "charts")) {
                 return Err(invalid(
                     key.pos,
                     format!("unknown key `{}`", key.as_str().unwrap_or_default()),
@@ -116,20 +148,11 @@ impl Lock {
             .and_then(Node::as_seq)
             .unwrap_or_default()
         {
-            for (key, _) in item
-                .as_map()
-                .ok_or_else(|| invalid(item.pos, "an entry must be a mapping".into()))?
-            {
-                if !matches!(
-                    key.as_str(),
-                    Some("component" | "image" | "digest" | "platform")
-                ) {
-                    return Err(invalid(
-                        key.pos,
-                        format!("unknown key `{}`", key.as_str().unwrap_or_default()),
-                    ));
-                }
-            }
+            known_keys(
+                item,
+                &["component", "image", "digest", "platform"],
+                &invalid,
+            )?;
             let image_text = text(item, "image")?;
             let image = Reference::parse(&image_text)
                 .map_err(|e| invalid(item.pos, format!("`image: {image_text}`: {e}")))?;
@@ -155,7 +178,15 @@ impl Lock {
                 platform,
             });
         }
-        Ok(Lock { entries })
+        let charts = parse_charts(root, &invalid)?;
+        Ok(Lock { entries, charts })
+    }
+
+    /// The pin of a remote chart at a version.
+    pub fn chart(&self, chart: &str, repository: Option<&str>, version: &str) -> Option<&ChartPin> {
+        self.charts.iter().find(|c| {
+            c.chart == chart && c.repository.as_deref() == repository && c.version == version
+        })
     }
 
     /// The entry pinned for exactly this repository and tag.
@@ -188,8 +219,87 @@ impl Lock {
                 out.push_str(&format!("  platform: {platform}\n"));
             }
         }
+        let mut charts: Vec<&ChartPin> = self.charts.iter().collect();
+        charts.sort();
+        if !charts.is_empty() {
+            out.push_str("charts:\n");
+        }
+        for c in charts {
+            out.push_str(&format!("- chart: {}\n", quoted(&c.chart)));
+            if let Some(repository) = &c.repository {
+                out.push_str(&format!("  repository: {}\n", quoted(repository)));
+            }
+            out.push_str(&format!(
+                "  version: {}\n  digest: {}\n",
+                quoted(&c.version),
+                c.digest
+            ));
+        }
         out
     }
+}
+
+/// A scalar as YAML reads it back as the same string (a version `1.10` stays text).
+fn quoted(text: &str) -> String {
+    let mut out = String::new();
+    berth_yaml::write_document(&mut out, &Node::string(text, Pos::default()));
+    out.trim_end().to_string()
+}
+
+/// An entry of the lock: a mapping of `allowed` keys only.
+fn known_keys(
+    item: &Node,
+    allowed: &[&str],
+    invalid: &dyn Fn(Pos, String) -> LockError,
+) -> Result<(), LockError> {
+    let entries = item
+        .as_map()
+        .ok_or_else(|| invalid(item.pos, "an entry must be a mapping".into()))?;
+    for (key, _) in entries {
+        let name = key.as_str().unwrap_or_default();
+        if !allowed.contains(&name) {
+            return Err(invalid(key.pos, format!("unknown key `{name}`")));
+        }
+    }
+    Ok(())
+}
+
+/// `charts:`: each entry's keys checked, a chart and version pinned once.
+fn parse_charts(
+    root: &Node,
+    invalid: &dyn Fn(Pos, String) -> LockError,
+) -> Result<Vec<ChartPin>, LockError> {
+    let mut charts: Vec<ChartPin> = Vec::new();
+    for item in root
+        .get("charts")
+        .and_then(Node::as_seq)
+        .unwrap_or_default()
+    {
+        known_keys(item, &["chart", "repository", "version", "digest"], invalid)?;
+        let text = |key: &str| item.get(key).and_then(Node::as_str).map(str::to_string);
+        let required =
+            |key: &str| text(key).ok_or_else(|| invalid(item.pos, format!("missing `{key}`")));
+        let (chart, version, digest_text) = (
+            required("chart")?,
+            required("version")?,
+            required("digest")?,
+        );
+        let digest =
+            Digest::parse(&digest_text).map_err(|e| invalid(item.pos, format!("`digest`: {e}")))?;
+        let pin = ChartPin {
+            chart,
+            repository: text("repository"),
+            version,
+            digest,
+        };
+        if charts.iter().any(|c| {
+            (&c.chart, &c.repository, &c.version) == (&pin.chart, &pin.repository, &pin.version)
+        }) {
+            return Err(invalid(item.pos, format!("chart `{}` version `{}` is pinned twice; keep one entry, or run `berth pin` to rewrite the lock", pin.chart, pin.version)));
+        }
+        charts.push(pin);
+    }
+    Ok(charts)
 }
 
 #[cfg(test)]
@@ -212,6 +322,7 @@ mod tests {
                 entry("sidecar", "ghcr.io/a/s:v1", 'b'),
                 entry("epp", "ghcr.io/a/e:dev", 'a'),
             ],
+            charts: vec![],
         };
         let text = lock.to_yaml();
         assert!(text.starts_with("# berth.lock"));
@@ -225,6 +336,44 @@ mod tests {
         assert!(back
             .find(&Reference::parse("ghcr.io/a/e:other").unwrap())
             .is_none());
+    }
+
+    #[test]
+    fn charts_roundtrip_sorted_and_typed_as_text() {
+        let pin = |chart: &str, repository: Option<&str>, version: &str, hex: char| ChartPin {
+            chart: chart.into(),
+            repository: repository.map(str::to_string),
+            version: version.into(),
+            digest: Digest::parse(&format!("sha256:{}", hex.to_string().repeat(64))).unwrap(),
+        };
+        let lock = Lock {
+            entries: vec![entry("epp", "ghcr.io/a/e:dev", 'a')],
+            charts: vec![
+                pin("router", Some("https://charts.example/"), "1.10", 'c'),
+                pin("oci://ghcr.io/a/charts/router", None, "0.10.0", 'b'),
+            ],
+        };
+        let text = lock.to_yaml();
+        assert!(
+            text.ends_with(&format!(
+                "charts:\n- chart: oci://ghcr.io/a/charts/router\n  version: \"0.10.0\"\n  digest: sha256:{b}\n- chart: router\n  repository: https://charts.example/\n  version: \"1.10\"\n  digest: sha256:{c}\n",
+                b = "b".repeat(64),
+                c = "c".repeat(64)
+            )),
+            "{text}"
+        );
+        let back = Lock::parse("berth.lock", &text).unwrap();
+        assert_eq!(back.to_yaml(), text);
+        assert!(back
+            .chart("router", Some("https://charts.example/"), "1.10")
+            .is_some());
+        assert!(back.chart("router", None, "1.10").is_none());
+        // A lock without remote charts has no `charts:` key: old locks keep their bytes.
+        let images_only = Lock {
+            charts: vec![],
+            ..lock
+        };
+        assert!(!images_only.to_yaml().contains("charts"));
     }
 
     #[test]
@@ -250,6 +399,14 @@ mod tests {
             (
                 "version: 1\nimages:\n- {component: a, image: b:v1, digest: 'sha256:1111111111111111111111111111111111111111111111111111111111111111'}\n- {component: a, image: b:v1, digest: 'sha256:2222222222222222222222222222222222222222222222222222222222222222'}\n",
                 "berth.lock:4:3: component `a` is pinned twice (first at line 3)",
+            ),
+            (
+                "version: 1\nimages: []\ncharts:\n- {chart: oci://h/c, version: 1.0.0}\n",
+                "berth.lock:4:3: missing `digest`",
+            ),
+            (
+                "version: 1\nimages: []\ncharts:\n- {chart: oci://h/c, version: 1.0.0, digest: sha256:x, tag: v}\n",
+                "berth.lock:4:56: unknown key `tag`",
             ),
             (
                 "version: 1\nimages: []\n---\nversion: 1\n",

@@ -251,6 +251,9 @@ pub struct ResolvedImage<'p> {
 pub struct Resolution<'p> {
     /// One entry per component.
     pub images: Vec<ResolvedImage<'p>>,
+    /// Under `--locked`, the remote charts berth.lock pins: a `helm:` source
+    /// renders the archive of the digest pinned for its version, or fails.
+    pub locked_charts: Option<Vec<crate::lock::ChartPin>>,
 }
 
 impl<'p> Resolution<'p> {
@@ -411,7 +414,10 @@ pub fn resolve_catalog<'p>(
             None => Ok(resolved),
         })
         .collect::<Result<_, _>>()?;
-    Ok(Resolution { images })
+    Ok(Resolution {
+        images,
+        locked_charts: overrides.lock.as_ref().map(|lock| lock.charts.clone()),
+    })
 }
 
 /// The default a component's overrides apply to, and where its parts came from.

@@ -51,6 +51,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "XDG_RUNTIME_DIR", kind: Kind::Registry, meaning: "Where podman keeps `containers/auth.json` when REGISTRY_AUTH_FILE is unset." },
     Variable { name: "XDG_CONFIG_HOME", kind: Kind::Registry, meaning: "Where `containers/auth.json` is (default `~/.config`)." },
     Variable { name: "DOCKER_CONFIG", kind: Kind::Registry, meaning: "The directory of Docker's `config.json` (default `~/.docker`)." },
+    Variable { name: "XDG_CACHE_HOME", kind: Kind::Berth, meaning: "Where berth keeps the chart archives `berth pin` pulled (`berth/charts` in it; default `~/.cache`), so `--locked` renders them offline." },
     Variable { name: "BERTH_HELM", kind: Kind::Berth, meaning: "The helm binary that renders `helm:` manifest sources (default: `helm` on PATH)." },
     Variable { name: "SOURCE_DATE_EPOCH", kind: Kind::Caller, meaning: "`berth push`: the artifact's `created` time, for reproducible pushes." },
     Variable { name: "ARGOCD_APP_NAME", kind: Kind::Caller, meaning: "Set by Argo CD for a plugin: `render` defaults to `--gitops argocd` and messages name the Application." },

@@ -75,7 +75,8 @@ pub enum Command {
     /// Write a first berth.yaml for an existing repository.
     ///
     /// Reads the repository (`.gitignore` respected): its kustomizations (the ones no other
-    /// uses become `manifests:`, several become `profiles:`), the images its pods run (one
+    /// uses become `manifests:`, several become `profiles:`), its Helm charts (a `helm:` source
+    /// each, with `helmValues:` for the images their values hold), the images its pods run (one
     /// component per repository, the tag the manifests carry), the image variables its Makefile
     /// defines (`*_IMAGE`, `*_TAG`, `IMAGE_REGISTRY`, `IMAGE_TAG_BASE`), and marks images under
     /// another registry or organisation `registry: false`. Says what it decided and why; never
@@ -134,7 +135,10 @@ pub enum Command {
     ///
     /// One manifest HEAD per image, concurrently. The lock records each resolved
     /// `repo:tag` and its digest; `--locked` makes `images`, `env` and `render` use them.
-    /// berth.lock is written atomically, left untouched when nothing changed or on failure.
+    /// Each remote `helm:` chart is pulled at its version (`helm pull`) and its archive's
+    /// digest recorded; `--locked` renders that archive, offline from berth's cache
+    /// (`$XDG_CACHE_HOME/berth/charts`). berth.lock is written atomically, left untouched
+    /// when nothing changed or on failure.
     ///
     /// Examples: `berth pin && git add berth.lock`, then `berth render --locked`;
     /// `berth pin --platform linux/arm64`.

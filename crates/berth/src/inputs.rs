@@ -18,7 +18,7 @@ pub fn gather(
     project: &Project,
     manifests: &[Manifest],
     args: &[String],
-    images: Option<&berth_yaml::Node>,
+    helm: crate::helm::Given<'_>,
 ) -> Result<Vec<Input>> {
     let sources: Vec<(ManifestSource, String)> = if args.is_empty() {
         if manifests.is_empty() {
@@ -96,7 +96,7 @@ pub fn gather(
                 inputs.push(kustomize(&dir).map_err(|e| anyhow!("{origin}: {e}"))?)
             }
             ManifestSource::Helm(chart) => {
-                inputs.extend(crate::helm::template(project, &chart, &origin, images)?)
+                inputs.extend(crate::helm::template(project, &chart, &origin, helm)?)
             }
         }
     }

@@ -127,7 +127,11 @@ fn run<T>(
     let generation = generate(project, settings.strict, settings.gitops(project))?;
     let images = render::image_values(resolution).map_err(|e| anyhow!("{}: {e}", project.file))?;
     let manifests = settings.manifests(project)?;
-    let inputs = inputs::gather(project, manifests, &settings.paths, images.as_ref())?;
+    let helm = crate::helm::Given {
+        images: images.as_ref(),
+        locked: resolution.locked_charts.as_deref(),
+    };
+    let inputs = inputs::gather(project, manifests, &settings.paths, helm)?;
     let options = settings.options();
     let spec = Spec::from_project(project, resolution, &generation.generated, &options)?;
     let rendered = render(&spec, &inputs).map_err(explain)?;

@@ -453,8 +453,9 @@ pub struct ResolveArgs {
     /// e.g. `quay.io/me` (overrides the `registry.env` variable).
     #[arg(long, value_name = "PREFIX")]
     pub registry: Option<String>,
-    /// Use the digests pinned in berth.lock (`repo:tag@digest`); fail if the lock has no
-    /// pin for a resolved image. Run `berth pin` to write or refresh the lock.
+    /// Use the digests pinned in berth.lock (`repo:tag@digest`, and each remote chart's
+    /// archive); fail if the lock has no pin for a resolved image or a remote chart. Run
+    /// `berth pin` to write or refresh the lock.
     #[arg(long)]
     pub locked: bool,
 }

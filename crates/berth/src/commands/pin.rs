@@ -1,4 +1,5 @@
-//! `berth pin`: digests for every resolved image, into berth.lock.
+//! `berth pin`: digests for every resolved image, and for every remote Helm
+//! chart berth.yaml renders, into berth.lock.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -17,15 +18,21 @@ pub fn run(
     resolution: &Resolution<'_>,
 ) -> Result<()> {
     let started = Instant::now();
-    let lock = pin(settings, resolution)?;
+    let mut lock = pin(settings, resolution)?;
+    lock.charts = crate::helm::charts::pin_all(project)
+        .map_err(|e| anyhow!("{e}; berth.lock is unchanged"))?;
     let path = project.dir.join(LOCK_FILE);
     let text = lock.to_yaml();
     let changed = std::fs::read_to_string(&path).map_or(true, |old| old != text);
     if changed {
         write_atomic(&path, &text)?;
     }
+    let charts = match lock.charts.len() {
+        0 => String::new(),
+        n => format!(" and {n} chart(s)"),
+    };
     say!(
-        "pinned {} image(s) in {:.2} s; {} {}",
+        "pinned {} image(s){charts} in {:.2} s; {} {}",
         lock.entries.len(),
         started.elapsed().as_secs_f64(),
         LOCK_FILE,
@@ -78,7 +85,10 @@ pub fn pin(settings: &RegistrySettings, resolution: &Resolution<'_>) -> Result<L
         });
     }
     match failures.len() {
-        0 => Ok(Lock { entries }),
+        0 => Ok(Lock {
+            entries,
+            charts: Vec::new(),
+        }),
         1 => Err(anyhow!("{}; berth.lock is unchanged", failures[0])),
         n => Err(anyhow!(
             "{n} images could not be pinned; berth.lock is unchanged:\n  {}",

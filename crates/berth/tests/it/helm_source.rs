@@ -3,14 +3,20 @@
 //! image in `image.repository`/`image.tag`, copied by the chart into a
 //! sidecar's args and a ConfigMap), rendered beside plain manifests; the same
 //! output as `helm template` but for the image values berth sets; a values file
-//! that pins another tag is a warning that `validate --strict` fails on.
+//! that pins another tag is a warning that `validate --strict` fails on; berth
+//! as Helm 4's post-renderer plugin and as Helm 3's exec-form post-renderer.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 use std::process::{Command, Output};
 
 use crate::common;
-use common::testenv::plane;
+use common::testenv::{plane, Plane};
+
+/// The plane's helm 4, run in `dir` with its homes there.
+fn helm_in(dir: &Path) -> Command {
+    Plane::helm_in(&plane().helm(), dir)
+}
 
 const CHART: &str = "apiVersion: v2\nname: router\nversion: 0.1.0\n";
 const VALUES: &str = "image:\n  repository: ghcr.io/llm-d/epp\n  tag: v0.3.0\nreplicaCount: 1\n";
@@ -73,7 +79,7 @@ fn with_values(values: &str) -> tempfile::TempDir {
 }
 
 /// `berth ARGS` in `dir` with the plane's helm and `env`.
-fn berth(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(crate) fn berth(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let helm = plane().helm();
     let mut command = common::berth(dir);
     command
@@ -127,7 +133,7 @@ fn a_fork_moves_the_chart_image_everywhere_the_chart_copies_it() {
         "third-party images stay:\n{rendered}"
     );
     // Object by object, what `helm template` gives with berth's values set by hand.
-    let helm = Command::new(plane().helm())
+    let helm = helm_in(dir.path())
         .args(["template", "router"])
         .arg(dir.path().join("charts/router"))
         .args([
@@ -136,7 +142,6 @@ fn a_fork_moves_the_chart_image_everywhere_the_chart_copies_it() {
             "--set",
             "image.tag=fix-408",
         ])
-        .env("HELM_CACHE_HOME", dir.path().join(".helm/cache"))
         .output()
         .unwrap();
     let by_hand = text(&helm);
@@ -189,10 +194,8 @@ fn a_values_file_pinning_another_tag_is_named_and_fails_strict_validation() {
 )]
 fn a_packaged_chart_renders_like_its_directory() {
     let dir = project("");
-    let package = Command::new(plane().helm())
+    let package = helm_in(dir.path())
         .args(["package", "charts/router", "--destination", "."])
-        .current_dir(dir.path())
-        .env("HELM_CACHE_HOME", dir.path().join(".helm/cache"))
         .output()
         .unwrap();
     text(&package);
@@ -243,19 +246,11 @@ fn the_helm_4_plugin_shows_berths_error() {
     )
     .unwrap();
     let helm = plane().helm();
-    let path = format!(
-        "{}:{}",
-        common::berth_path().parent().unwrap().display(),
-        std::env::var("PATH").unwrap()
-    );
+    let path = berth_first_on_path();
     let run = |args: &[&str]| {
-        Command::new(&helm)
+        Plane::helm_in(&helm, dir.path())
             .args(args)
-            .current_dir(dir.path())
             .env("PATH", &path)
-            .env("HELM_DATA_HOME", dir.path().join(".helm/data"))
-            .env("HELM_CONFIG_HOME", dir.path().join(".helm/config"))
-            .env("HELM_CACHE_HOME", dir.path().join(".helm/cache"))
             .output()
             .unwrap()
     };
@@ -270,6 +265,64 @@ fn the_helm_4_plugin_shows_berths_error() {
     );
 }
 
+/// #35 item 5: Helm 3's exec form (`--post-renderer berth --post-renderer-args …`)
+/// still works, and its error output carries berth's message.
+#[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
+fn helm_3_runs_berth_as_an_executable_and_shows_its_error() {
+    let dir = tempfile::tempdir().unwrap();
+    common::copy_dir(
+        &common::repo_root().join("examples/helm-post-renderer"),
+        dir.path(),
+    );
+    let helm = plane().helm3();
+    let version = Command::new(&helm).arg("version").output().unwrap();
+    assert!(text(&version).contains("v3."), "{}", text(&version));
+    let run = |env: &[(&str, &str)]| {
+        Plane::helm_in(&helm, dir.path())
+            .args(["template", "shop", "./chart", "--post-renderer", "berth"])
+            .args([
+                "--post-renderer-args",
+                "render",
+                "--post-renderer-args",
+                "-",
+            ])
+            .env("PATH", berth_first_on_path())
+            .envs(env.iter().copied())
+            .output()
+            .unwrap()
+    };
+    let rendered = text(&run(&[("WEB_TAG", "v2")]));
+    assert!(
+        rendered.contains("image: ghcr.io/acme/web:v2"),
+        "{rendered}"
+    );
+    std::fs::write(
+        dir.path().join("berth.yaml"),
+        "name: shop\nimages:\n  web: {image: ghcr.io/acme/web:v1, env: SHARED}\n  api: {image: ghcr.io/acme/api:v1, env: SHARED}\n",
+    )
+    .unwrap();
+    let out = run(&[]);
+    assert!(!out.status.success(), "{}", common::transcript(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("variable `SHARED` is used by both"),
+        "{stderr}"
+    );
+}
+
+/// PATH with the built berth first, as a user who installed it has.
+fn berth_first_on_path() -> String {
+    format!(
+        "{}:{}",
+        common::berth_path().parent().unwrap().display(),
+        std::env::var("PATH").unwrap()
+    )
+}
+
 /// A chart pushed to an OCI registry (the tests' docker-registry, over HTTP)
 /// renders as the directory it was packaged from.
 #[test]
@@ -280,17 +333,7 @@ fn the_helm_4_plugin_shows_berths_error() {
 fn a_chart_from_an_oci_registry_renders_like_its_directory() {
     let registry = common::registry::TestRegistry::start(None);
     let dir = project("");
-    let helm = |args: &[&str]| {
-        let out = Command::new(plane().helm())
-            .args(args)
-            .current_dir(dir.path())
-            .env("HELM_CACHE_HOME", dir.path().join(".helm/cache"))
-            .env("HELM_CONFIG_HOME", dir.path().join(".helm/config"))
-            .env("HELM_DATA_HOME", dir.path().join(".helm/data"))
-            .output()
-            .unwrap();
-        text(&out)
-    };
+    let helm = |args: &[&str]| text(&helm_in(dir.path()).args(args).output().unwrap());
     helm(&["package", "charts/router", "--destination", "."]);
     let target = format!("oci://{}/charts", registry.host);
     helm(&["push", "router-0.1.0.tgz", &target, "--plain-http"]);
@@ -306,6 +349,113 @@ fn a_chart_from_an_oci_registry_renders_like_its_directory() {
     .unwrap();
     std::fs::remove_dir_all(dir.path().join("charts")).unwrap();
     assert_eq!(text(&berth(dir.path(), &["render"], &[])), from_dir);
+}
+
+/// #35 item 4: `berth pin` records the OCI chart's digest; `render --locked`
+/// renders that archive whatever the registry now serves under the version —
+/// from berth's cache with the registry stopped (the same bytes), and a chart
+/// published again under the same version is refused when it must be pulled.
+#[test]
+#[cfg_attr(
+    not(all(feature = "test-plane", feature = "test-registry")),
+    ignore = "needs test-plane, test-registry (run scripts/test)"
+)]
+fn a_pinned_chart_renders_offline_and_a_republished_one_is_refused() {
+    use common::registry::{Layout, TestRegistry};
+    let registry = TestRegistry::start(None);
+    let host = registry.host.clone();
+    let dir = project("");
+    let yaml = std::fs::read_to_string(dir.path().join("berth.yaml")).unwrap();
+    let target = format!("oci://{host}/charts");
+    std::fs::write(
+        dir.path().join("berth.yaml"),
+        yaml.replace("ghcr.io/llm-d/", &format!("{host}/llm-d/"))
+            .replace(
+                "chart: charts/router",
+                &format!("chart: {target}/router\n      version: 0.1.0\n      plainHttp: true"),
+            ),
+    )
+    .unwrap();
+    registry.push(&Layout::image("epp", 1, 64), "llm-d/epp", "v0.3.0");
+    registry.push(&Layout::image("vllm", 1, 64), "llm-d/vllm", "v0.2.0");
+    let helm = |args: &[&str]| text(&helm_in(dir.path()).args(args).output().unwrap());
+    let publish = || {
+        helm(&["package", "charts/router", "--destination", "."]);
+        helm(&["push", "router-0.1.0.tgz", &target, "--plain-http"]);
+    };
+    publish();
+    let cache = dir.path().join(".cache");
+    let env = [("XDG_CACHE_HOME", cache.to_str().unwrap())];
+    let pinned = berth(dir.path(), &["pin", "--insecure-registry", &host], &env);
+    let said = String::from_utf8_lossy(&pinned.stderr).into_owned();
+    text(&pinned);
+    assert!(said.contains("pinned 2 image(s) and 1 chart(s)"), "{said}");
+    let lock = std::fs::read_to_string(dir.path().join("berth.lock")).unwrap();
+    assert!(
+        lock.contains(&format!(
+            "charts:\n- chart: {target}/router\n  version: \"0.1.0\"\n  digest: sha256:"
+        )),
+        "{lock}"
+    );
+    let locked = text(&berth(dir.path(), &["render", "--locked"], &env));
+    assert!(locked.contains("@sha256:"), "images pinned too:\n{locked}");
+
+    // The same version published again, changed: the lock still renders the pinned one.
+    let deployment = dir.path().join("charts/router/templates/deployment.yaml");
+    let changed = std::fs::read_to_string(&deployment)
+        .unwrap()
+        .replace("replicas:", "minReadySeconds: 5\n  replicas:");
+    std::fs::write(&deployment, changed).unwrap();
+    publish();
+    assert_eq!(
+        text(&berth(dir.path(), &["render", "--locked"], &env)),
+        locked
+    );
+    let unlocked = text(&berth(dir.path(), &["render"], &env));
+    assert!(unlocked.contains("minReadySeconds"), "{unlocked}");
+
+    // Without the cache the chart is pulled again, and its new digest refused.
+    let kept = dir.path().join(".cache-kept");
+    std::fs::rename(&cache, &kept).unwrap();
+    let refused = berth(dir.path(), &["render", "--locked"], &env);
+    assert_eq!(
+        refused.status.code(),
+        Some(1),
+        "{}",
+        common::transcript(&refused)
+    );
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("was published again under the same version")
+            && stderr.contains("berth.yaml:5:7 (`manifests:`)"),
+        "{stderr}"
+    );
+    assert!(refused.stdout.is_empty(), "no partial output");
+
+    // The registry stopped: the pinned archive renders from the cache, byte for byte.
+    std::fs::remove_dir_all(&cache).unwrap();
+    std::fs::rename(&kept, &cache).unwrap();
+    drop(registry);
+    assert_eq!(
+        text(&berth(dir.path(), &["render", "--locked"], &env)),
+        locked
+    );
+
+    // A version the lock does not hold is named, with the fix.
+    let yaml = std::fs::read_to_string(dir.path().join("berth.yaml")).unwrap();
+    std::fs::write(
+        dir.path().join("berth.yaml"),
+        yaml.replace("version: 0.1.0", "version: 0.2.0"),
+    )
+    .unwrap();
+    let out = berth(dir.path(), &["render", "--locked"], &env);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && stderr.contains("version `0.2.0` is not in berth.lock")
+            && stderr.contains("run `berth pin`"),
+        "{stderr}"
+    );
 }
 
 /// `berth audit` reports an image copy in a chart's values file with the fix

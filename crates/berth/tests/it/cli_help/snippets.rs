@@ -9,6 +9,7 @@
 //!   berth first on PATH;
 //! - after `<!-- doc-test: helm -->`: the same with helm (testenv's build) on PATH and a
 //!   private HELM_*_HOME (the `test-plane` group: helm is built with the plane);
+//! - after `<!-- doc-test: helm3 -->`: the same with Helm 3 (testenv's `helm3`) as `helm`;
 //! - after `<!-- doc-test: cluster -->`: the same against the test plane, in a namespace
 //!   of its own (`$NS`, and the kubeconfig's default), kubectl and helm on PATH;
 //! - after `<!-- doc-test: berth.yaml -->`: a berth.yaml that `berth images` accepts;
@@ -30,6 +31,7 @@ enum Kind {
     Console,
     Sh,
     Helm,
+    Helm3,
     Cluster,
     BerthYaml,
     NotRun(String),
@@ -70,6 +72,7 @@ fn kind_of(file: &Path, line: usize, lang: &str, marker: Option<&str>, body: &st
     match marker {
         Some("doc-test: sh") => return Kind::Sh,
         Some("doc-test: helm") => return Kind::Helm,
+        Some("doc-test: helm3") => return Kind::Helm3,
         Some("doc-test: cluster") => return Kind::Cluster,
         Some("doc-test: berth.yaml") => return Kind::BerthYaml,
         Some(m) if m.starts_with("not run:") => {
@@ -86,7 +89,7 @@ fn kind_of(file: &Path, line: usize, lang: &str, marker: Option<&str>, body: &st
         "yaml" => Kind::Yaml,
         "text" | "" if !has_prompt => Kind::Output,
         _ => panic!(
-            "{place}: a `{lang}` block with neither `<!-- doc-test: sh|helm|cluster|berth.yaml -->` \
+            "{place}: a `{lang}` block with neither `<!-- doc-test: sh|helm|helm3|cluster|berth.yaml -->` \
              nor `<!-- not run: REASON -->` on the line before it; every snippet runs in the tests \
              or says why it cannot"
         ),
@@ -223,10 +226,13 @@ fn every_helm_and_cluster_snippet_runs_on_the_test_plane() {
     let plane = super::super::common::testenv::plane();
     let tools = plane.kubectl.parent().unwrap().to_path_buf();
     let helm_dir = plane.helm().parent().unwrap().to_path_buf();
+    // Helm 3 answers to `helm` in a directory of its own, ahead of Helm 4's.
+    let helm3_dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(plane.helm3(), helm3_dir.path().join("helm")).unwrap();
     let mut ran = 0;
     let mut sessions = std::collections::HashMap::new();
     for block in blocks() {
-        if !matches!(block.kind, Kind::Helm | Kind::Cluster) {
+        if !matches!(block.kind, Kind::Helm | Kind::Helm3 | Kind::Cluster) {
             continue;
         }
         let (_, cwd) = sessions
@@ -252,7 +258,11 @@ fn every_helm_and_cluster_snippet_runs_on_the_test_plane() {
             env.push(("KUBECONFIG", ns.kubeconfig.display().to_string()));
             env.push(("NS", ns.name.clone()));
         }
-        run_script(&block, cwd, &[tools.clone(), helm_dir.clone()], &env);
+        let mut path = vec![tools.clone(), helm_dir.clone()];
+        if block.kind == Kind::Helm3 {
+            path.insert(0, helm3_dir.path().to_path_buf());
+        }
+        run_script(&block, cwd, &path, &env);
         ran += 1;
     }
     assert!(ran >= 1, "no helm or cluster snippet found");

@@ -109,15 +109,38 @@ impl Plane {
     /// helm: `BERTH_TEST_HELM`, else the one `scripts/testenv build` put beside its
     /// kubectl; a missing one is a failure (it is part of the plane).
     pub fn helm(&self) -> PathBuf {
-        let helm = std::env::var_os("BERTH_TEST_HELM")
+        self.beside_kubectl("BERTH_TEST_HELM", "helm")
+    }
+
+    /// Helm 3 (for its exec-form post-renderer): `BERTH_TEST_HELM3`, else the `helm3`
+    /// `scripts/testenv build` put beside its kubectl; a missing one is a failure.
+    pub fn helm3(&self) -> PathBuf {
+        self.beside_kubectl("BERTH_TEST_HELM3", "helm3")
+    }
+
+    /// The program `variable` names, else `name` beside the plane's kubectl.
+    fn beside_kubectl(&self, variable: &str, name: &str) -> PathBuf {
+        let program = std::env::var_os(variable)
             .map(PathBuf::from)
-            .unwrap_or_else(|| self.kubectl.with_file_name("helm"));
+            .unwrap_or_else(|| self.kubectl.with_file_name(name));
         assert!(
-            helm.is_file(),
-            "no helm at {} (scripts/testenv build builds it beside kubectl)",
-            helm.display()
+            program.is_file(),
+            "no {name} at {} (scripts/testenv build builds it beside kubectl)",
+            program.display()
         );
-        helm
+        program
+    }
+
+    /// `program` (a helm) run in `dir` with helm's homes inside it, so no test
+    /// reads or writes the user's plugins, repositories or cache.
+    pub fn helm_in(program: &Path, dir: &Path) -> Command {
+        let mut command = Command::new(program);
+        command
+            .current_dir(dir)
+            .env("HELM_CACHE_HOME", dir.join(".helm/cache"))
+            .env("HELM_CONFIG_HOME", dir.join(".helm/config"))
+            .env("HELM_DATA_HOME", dir.join(".helm/data"));
+        command
     }
 
     /// Runs kubectl against the plane with the admin kubeconfig.

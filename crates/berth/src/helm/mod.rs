@@ -1,13 +1,17 @@
 //! `helm template` for a `helm:` manifest source: the helm binary on PATH (or
 //! `BERTH_HELM`), run with a deadline and a bound on what it prints, given the
 //! chart's values files, then one values layer on its stdin: `set:` with the
-//! images berth resolved (`helmValues:`) over it.
+//! images berth resolved (`helmValues:`) over it. Remote charts pinned in
+//! berth.lock: [`charts`].
+
+pub mod charts;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
+use berth_core::lock::ChartPin;
 use berth_core::project::HelmChart;
 use berth_core::render::Input;
 use berth_core::Project;
@@ -25,16 +29,31 @@ fn binary() -> PathBuf {
         .map_or_else(|| PathBuf::from("helm"), PathBuf::from)
 }
 
+/// What berth gives every chart it renders.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Given<'a> {
+    /// The values layer of resolved images (`helmValues:`), if any component has one.
+    pub images: Option<&'a Node>,
+    /// Under `--locked`, the remote charts berth.lock pins.
+    pub locked: Option<&'a [ChartPin]>,
+}
+
 /// The chart's output, one input per template (`# Source:` in helm's output),
-/// so a message about an object names the template it came from.
+/// so a message about an object names the template it came from. Under
+/// `--locked` a remote chart is the archive berth.lock pins.
 pub fn template(
     project: &Project,
     chart: &HelmChart,
     origin: &str,
-    images: Option<&Node>,
+    given: Given<'_>,
 ) -> Result<Vec<Input>> {
+    let images = given.images;
+    let archive = match given.locked {
+        Some(pins) if !chart.is_local() => Some(charts::locked_archive(chart, pins, origin)?),
+        _ => None,
+    };
     let mut command = Command::new(binary());
-    command.args(arguments(project, chart, origin)?);
+    command.args(arguments(project, chart, origin, archive.as_deref())?);
     let layer = values_layer(chart, images).map_err(|e| anyhow!("{origin}: {e}"))?;
     let name = format!("helm template {}", chart.chart);
     let run = berth_io::run(&mut command, layer.as_bytes(), TIMEOUT, MAX_FILE);
@@ -119,26 +138,33 @@ fn describe_version() -> String {
     }
 }
 
-/// `template RELEASE CHART` and its flags; local files checked first.
-fn arguments(project: &Project, chart: &HelmChart, origin: &str) -> Result<Vec<String>> {
+/// `template RELEASE CHART` and its flags; local files checked first. A
+/// pinned `archive` stands for a remote chart: nothing is fetched.
+fn arguments(
+    project: &Project,
+    chart: &HelmChart,
+    origin: &str,
+    archive: Option<&Path>,
+) -> Result<Vec<String>> {
     let release = chart
         .release
         .clone()
         .unwrap_or_else(|| project.name.clone());
-    let source = if chart.is_local() {
-        local(&project.dir, &chart.chart, origin, "chart")?
-    } else {
-        chart.chart.clone()
+    let source = match archive {
+        Some(archive) => archive.display().to_string(),
+        None if chart.is_local() => local(&project.dir, &chart.chart, origin, "chart")?,
+        None => chart.chart.clone(),
     };
+    let remote = archive.is_none() && !chart.is_local();
     let mut args = vec!["template".to_string(), release, source];
     let mut flag = |name: &str, value: &str| {
         args.push(name.to_string());
         args.push(value.to_string());
     };
-    if let Some(version) = &chart.version {
+    if let (Some(version), true) = (&chart.version, remote) {
         flag("--version", version);
     }
-    if let Some(repository) = &chart.repository {
+    if let (Some(repository), true) = (&chart.repository, remote) {
         flag("--repo", repository);
     }
     if let Some(namespace) = chart.namespace.as_ref().or(project.namespace.as_ref()) {
@@ -162,7 +188,7 @@ fn arguments(project: &Project, chart: &HelmChart, origin: &str) -> Result<Vec<S
     if chart.include_crds {
         args.push("--include-crds".into());
     }
-    if chart.plain_http {
+    if chart.plain_http && remote {
         args.push("--plain-http".into());
     }
     Ok(args)
