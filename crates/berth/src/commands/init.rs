@@ -1,12 +1,13 @@
 //! `berth init [DIR]`: reads a repository (ripgrep's walker, `.gitignore`
-//! respected) for its kustomizations, Kubernetes YAML and Makefile variables,
+//! respected) for its kustomizations, Helm charts (Chart.yaml and values.yaml;
+//! a chart's templates are not plain manifests), Kubernetes YAML and Makefile variables,
 //! lets the core decide a first berth.yaml (`berth_core::init`), writes it
 //! without ever replacing one, and says what it decided and why.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Result};
-use berth_core::init::{Facts, Kustomization};
+use berth_core::init::{Chart, Facts, Kustomization};
 use berth_yaml::{Limits, Node};
 
 /// `berth init [DIR]`; with `--project FILE`, the file to write (its directory
@@ -95,6 +96,7 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
         }
     }
     paths.sort();
+    let charts = chart_dirs(root, &paths);
     for path in paths {
         let relative = path
             .strip_prefix(root)
@@ -105,7 +107,20 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let kind = if matches!(
+        let in_chart = charts.iter().find(|dir| {
+            relative.starts_with(&format!("{dir}/"))
+                || (dir.as_str() == "." && !relative.is_empty())
+        });
+        let kind = if let Some(dir) = in_chart {
+            let local = relative
+                .strip_prefix(&format!("{dir}/"))
+                .unwrap_or(&relative);
+            match local {
+                "Chart.yaml" => Kind::Chart(dir.clone()),
+                "values.yaml" => Kind::Values(dir.clone()),
+                _ => continue, // templates, subcharts, helpers: helm renders them
+            }
+        } else if matches!(
             file.as_str(),
             "kustomization.yaml" | "kustomization.yml" | "Kustomization"
         ) {
@@ -149,8 +164,20 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
                 facts.manifests.push((relative, text))
             }
             Kind::Yaml => {}
+            Kind::Chart(dir) => read_chart_yaml(chart(&mut facts.charts, &dir), &text),
+            Kind::Values(dir) => chart(&mut facts.charts, &dir).values = Some(text),
         }
     }
+    facts.charts.retain(|c| {
+        let named = !c.name.is_empty();
+        if !named {
+            skipped.push(format!(
+                "{}/Chart.yaml: skipped: no `name:` (not a chart berth init can read)",
+                berth_io::shown(&c.dir)
+            ));
+        }
+        named
+    });
     Ok(facts)
 }
 
@@ -159,6 +186,59 @@ enum Kind {
     Kustomization,
     Makefile,
     Yaml,
+    /// A chart's Chart.yaml (the chart's directory).
+    Chart(String),
+    /// A chart's values.yaml.
+    Values(String),
+}
+
+/// The directories (relative, `.` for the root) that hold a Chart.yaml and are
+/// not inside another chart: a subchart is its parent's to render.
+fn chart_dirs(root: &Path, paths: &[PathBuf]) -> Vec<String> {
+    let mut dirs: Vec<String> = paths
+        .iter()
+        .filter(|p| p.file_name().is_some_and(|n| n == "Chart.yaml"))
+        .filter_map(|p| p.parent()?.strip_prefix(root).ok())
+        .map(|d| match d.to_string_lossy().replace('\\', "/") {
+            d if d.is_empty() => ".".to_string(),
+            d => d,
+        })
+        .collect();
+    dirs.sort();
+    let top: Vec<String> = dirs
+        .iter()
+        .filter(|d| {
+            !dirs
+                .iter()
+                .any(|o| o != *d && (o == "." || d.starts_with(&format!("{o}/"))))
+        })
+        .cloned()
+        .collect();
+    top
+}
+
+/// The chart of `dir` in `charts`, added when new.
+fn chart<'c>(charts: &'c mut Vec<Chart>, dir: &str) -> &'c mut Chart {
+    if let Some(i) = charts.iter().position(|c| c.dir == dir) {
+        return &mut charts[i];
+    }
+    charts.push(Chart {
+        dir: dir.to_string(),
+        ..Chart::default()
+    });
+    let last = charts.len() - 1;
+    &mut charts[last]
+}
+
+/// `name:` and `appVersion:` of a Chart.yaml (left empty when it is not YAML:
+/// the chart is then skipped, with a note).
+fn read_chart_yaml(chart: &mut Chart, text: &str) {
+    let Ok(docs) = berth_yaml::load_all(text, Limits::default()) else {
+        return;
+    };
+    let field = |k: &str| docs.first()?.get(k)?.as_str().map(str::to_string);
+    chart.name = field("name").unwrap_or_default();
+    chart.app_version = field("appVersion");
 }
 
 fn kustomization(dir: String, text: &str) -> Kustomization {

@@ -257,3 +257,84 @@ fn i38_i33_names_are_numbered_and_project_names_the_file() {
     }
     assert!(!yaml.contains("web-2-2"), "{yaml}");
 }
+
+/// #35 item 2: a repository with a Helm chart (shaped like llm-d's router: the
+/// EPP in `image.repository` with an empty tag meaning the chart's appVersion,
+/// copied into a sidecar's args; a sidecar as a whole reference; model servers
+/// in a list) gets the chart as a `helm:` source and `helmValues:` for each
+/// image its values hold — and the fork moves the chart's copies too.
+#[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
+fn a_helm_chart_gets_a_helm_source_and_the_values_that_carry_its_images() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = &temp.path().join("router-repo");
+    write(
+        dir,
+        "charts/router/Chart.yaml",
+        "apiVersion: v2\nname: router\nversion: 0.1.0\nappVersion: v0.3.0\n",
+    );
+    write(
+        dir,
+        "charts/router/values.yaml",
+        "image:\n  repository: ghcr.io/llm-d/epp\n  tag: \"\"\nproxy:\n  image: ghcr.io/llm-d/routing-sidecar:v0.2.0\ndecode:\n  containers:\n    - name: vllm\n      image: ghcr.io/llm-d/vllm:v0.2.0\n",
+    );
+    write(
+        dir,
+        "charts/router/templates/deployment.yaml",
+        r#"apiVersion: apps/v1
+kind: Deployment
+metadata: {name: {{ .Release.Name }}-epp}
+spec:
+  selector: {matchLabels: {app: epp}}
+  template:
+    metadata: {labels: {app: epp}}
+    spec:
+      containers:
+        - name: epp
+          image: "{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}"
+        - name: proxy
+          image: {{ .Values.proxy.image }}
+          args: ["--epp={{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}"]
+      {{- range .Values.decode.containers }}
+        - name: {{ .name }}
+          image: {{ .image }}
+      {{- end }}
+"#,
+    );
+    let out = berth(dir).arg("init").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{said}");
+    let yaml = std::fs::read_to_string(dir.join("berth.yaml")).unwrap();
+    assert_eq!(
+        yaml,
+        "# Written by `berth init`; every key is in docs/berth-yaml.md.\nname: router-repo\nmanifests:\n- helm:\n    chart: charts/router\n    release: router\nimages:\n  epp:\n    image: ghcr.io/llm-d/epp:v0.3.0\n    helmValues:\n      repository: image.repository\n      tag: image.tag\n  routing-sidecar:\n    image: ghcr.io/llm-d/routing-sidecar:v0.2.0\n    helmValues:\n      image: proxy.image\n  vllm:\n    image: ghcr.io/llm-d/vllm:v0.2.0\nregistry:\n  env: IMAGE_REGISTRY\n"
+    );
+    assert!(
+        said.contains("no tag: the chart's appVersion `v0.3.0`")
+            && said.contains("images in the list `decode.containers`"),
+        "{said}"
+    );
+    let run =
+        |args: &[&str]| crate::helm_source::berth(dir, args, &[("IMAGE_REGISTRY", "quay.io/me")]);
+    let validated = run(&["validate"]);
+    assert!(
+        validated.status.success() && validated.stderr.is_empty(),
+        "{}",
+        crate::common::transcript(&validated)
+    );
+    let rendered = String::from_utf8_lossy(&run(&["render"]).stdout).into_owned();
+    assert_eq!(
+        rendered.matches("quay.io/me/epp:v0.3.0").count(),
+        2,
+        "{rendered}"
+    );
+    assert!(
+        rendered.contains("image: quay.io/me/routing-sidecar:v0.2.0")
+            && rendered.contains("image: quay.io/me/vllm:v0.2.0")
+            && !rendered.contains("ghcr.io"),
+        "{rendered}"
+    );
+}

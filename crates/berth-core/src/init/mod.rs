@@ -1,7 +1,11 @@
 //! `berth init`: a first berth.yaml from what a repository already says — its
-//! kustomizations and YAML manifests, the images their pods run, and the image
-//! variables its Makefile defines. Pure: the CLI reads the files and hands
-//! them over as [`Facts`]; this decides and explains ([`Plan`]).
+//! kustomizations, Helm charts and YAML manifests, the images their pods run
+//! (and charts' values hold), and the image variables its Makefile defines.
+//! Pure: the CLI reads the files and hands them over as [`Facts`]; this
+//! decides and explains ([`Plan`]).
+
+mod charts;
+pub use charts::Chart;
 
 use std::collections::BTreeMap;
 
@@ -41,6 +45,8 @@ pub struct Facts {
     pub kustomizations: Vec<Kustomization>,
     /// YAML files that hold Kubernetes objects: `(relative path, text)`.
     pub manifests: Vec<(String, String)>,
+    /// Helm charts (not the subcharts inside one).
+    pub charts: Vec<Chart>,
     /// Make variables, in file order.
     pub make_vars: Vec<MakeVar>,
 }
@@ -58,6 +64,8 @@ pub struct Plan {
 struct Found {
     reference: Reference,
     at: String,
+    /// Where a chart's values carry it: `helmValues:` entries (part, path).
+    helm_values: Vec<(&'static str, String)>,
 }
 
 /// The longest value make expansion may produce in `berth init`; past it a
@@ -192,8 +200,20 @@ fn owner(reference: &Reference) -> String {
 /// Decides a first berth.yaml.
 pub fn plan(facts: &Facts) -> Plan {
     let mut notes = Vec::new();
-    let (manifests, profiles) = manifests_and_profiles(facts, &mut notes);
+    let (mut manifests, mut profiles) = manifests_and_profiles(facts, &mut notes);
+    add_charts(facts, &mut manifests, &mut profiles, &mut notes);
     let (mut found, placeholders) = images_in_manifests(facts, &mut notes);
+    for chart in &facts.charts {
+        found.extend(
+            charts::images(chart, &mut notes)
+                .into_iter()
+                .map(|i| Found {
+                    reference: i.reference,
+                    at: i.at,
+                    helm_values: i.helm_values,
+                }),
+        );
+    }
     let defined = read_make_vars(facts, &placeholders, &mut notes);
     // A placeholder's image comes from the Makefile variable of that name.
     for (var, at) in &placeholders {
@@ -202,6 +222,7 @@ pub fn plan(facts: &Facts) -> Plan {
                 found.push(Found {
                     reference,
                     at: at.clone(),
+                    helm_values: Vec::new(),
                 });
             }
         }
@@ -247,6 +268,35 @@ pub fn plan(facts: &Facts) -> Plan {
 /// A Makefile variable berth init read: name, expanded value, where it is defined.
 type Defined = (String, String, String);
 
+/// Each chart as a `helm:` source, in `manifests:` and in every profile.
+fn add_charts(
+    facts: &Facts,
+    manifests: &mut Option<Node>,
+    profiles: &mut Option<Node>,
+    notes: &mut Vec<String>,
+) {
+    if facts.charts.is_empty() {
+        return;
+    }
+    let sources: Vec<Node> = facts.charts.iter().map(charts::source).collect();
+    let list = manifests.get_or_insert_with(|| seq([]));
+    if let Some(items) = list.as_seq_mut() {
+        items.extend(sources.iter().cloned());
+    }
+    if let Some(all) = profiles.as_mut().and_then(Node::as_map_mut) {
+        for (_, profile) in all.iter_mut() {
+            if let Some(items) = profile.as_seq_mut() {
+                items.extend(sources.iter().cloned());
+            }
+        }
+    }
+    let dirs: Vec<&str> = facts.charts.iter().map(|c| c.dir.as_str()).collect();
+    notes.push(format!(
+        "manifests: helm {} (rendered with `helm template`; berth sets the image values each component's `helmValues:` names)",
+        dirs.join(", ")
+    ));
+}
+
 /// `manifests:` (the kustomizations no other one uses, else YAML directories) and,
 /// for several such overlays, `profiles:`.
 fn manifests_and_profiles(facts: &Facts, notes: &mut Vec<String>) -> (Option<Node>, Option<Node>) {
@@ -283,7 +333,7 @@ fn manifests_and_profiles(facts: &Facts, notes: &mut Vec<String>) -> (Option<Nod
                 .collect();
             dirs.sort();
             dirs.dedup();
-            if dirs.is_empty() {
+            if dirs.is_empty() && facts.charts.is_empty() {
                 notes.push("manifests: none found (no kustomization.yaml, no YAML with apiVersion and kind); add `manifests:` by hand".into());
             } else {
                 notes.push(format!(
@@ -396,7 +446,11 @@ fn images_in_manifests(
                         reference = r;
                     }
                 }
-                found.push(Found { reference, at });
+                found.push(Found {
+                    reference,
+                    at,
+                    helm_values: Vec::new(),
+                });
             }
         }
     }
@@ -526,6 +580,22 @@ fn components(
                 set(&mut entry, "repositoryEnv", text("IMAGE_TAG_BASE"));
                 why.push_str(&format!("; IMAGE_TAG_BASE from {at}"));
             }
+        }
+        if let Some(f) = all.iter().find(|f| !f.helm_values.is_empty()) {
+            let mut values = Node::map(Pos::default());
+            for (part, path) in &f.helm_values {
+                set(&mut values, part, text(path));
+            }
+            set(&mut entry, "helmValues", values);
+            let paths: Vec<String> = f
+                .helm_values
+                .iter()
+                .map(|(_, p)| format!("`{p}`"))
+                .collect();
+            why.push_str(&format!(
+                "; berth sets {} in the chart's values",
+                paths.join(", ")
+            ));
         }
         if third_party {
             set(&mut entry, "registry", plain("false"));

@@ -1,0 +1,302 @@
+//! `berth init` on a repository with Helm charts: each top-level chart is a
+//! `helm:` manifest source, and each image its values.yaml holds becomes a
+//! component whose `helmValues:` names the values that carry it, so berth's
+//! answer reaches every copy the chart makes (args, env, ConfigMaps).
+//!
+//! What counts as an image in values, as charts write them:
+//! - a mapping with `repository:` (and `registry:`, `tag:`, `digest:` beside
+//!   it) whose key names an image (`image:`, `proxyImage:`) or that has a
+//!   `tag:` — the Bitnami and `helm create` shape; an empty `tag:` is the
+//!   chart's `appVersion`, as `helm create`'s templates default it;
+//! - an `image:` string that is a whole reference (`ghcr.io/acme/web:v1`).
+//!
+//! Images inside lists (`containers: [{image: …}]`) are found, but a
+//! `helmValues:` path cannot name a list entry (a values layer replaces a
+//! list whole): berth rewrites their rendered `image:` fields instead, and a
+//! note says so.
+
+use berth_ref::Reference;
+use berth_yaml::{Limits, Node};
+
+/// A Helm chart found in the repository.
+#[derive(Debug, Clone, Default)]
+pub struct Chart {
+    /// Its directory, relative to the repository (`charts/router`).
+    pub dir: String,
+    /// `name:` of its Chart.yaml.
+    pub name: String,
+    /// `appVersion:` of its Chart.yaml: the tag an empty `tag:` stands for.
+    pub app_version: Option<String>,
+    /// The text of its values.yaml, when it has one.
+    pub values: Option<String>,
+}
+
+/// One image found in a chart's values.
+#[derive(Debug, Clone)]
+pub(super) struct ValuesImage {
+    /// The reference the chart renders by default.
+    pub reference: Reference,
+    /// `charts/router/values.yaml:3:15`.
+    pub at: String,
+    /// `helmValues:` entries: (part, dotted values path); empty inside a list.
+    pub helm_values: Vec<(&'static str, String)>,
+}
+
+/// The parts of an image block, in the order `helmValues:` lists them.
+const PARTS: [&str; 4] = ["registry", "repository", "tag", "digest"];
+
+/// Every image in the values of `chart`.
+pub(super) fn images(chart: &Chart, notes: &mut Vec<String>) -> Vec<ValuesImage> {
+    let Some(text) = &chart.values else {
+        return Vec::new();
+    };
+    let file = format!("{}/values.yaml", chart.dir);
+    let documents = match berth_yaml::load_all(text, Limits::default()) {
+        Ok(documents) => documents,
+        Err(e) => {
+            notes.push(format!("{file}:{e}; its images were not read"));
+            return Vec::new();
+        }
+    };
+    let Some(root) = documents.first() else {
+        return Vec::new();
+    };
+    let mut walk = Walk {
+        chart,
+        file: &file,
+        found: Vec::new(),
+        lists: Vec::new(),
+        notes,
+    };
+    walk.node(root, "", false);
+    for (path, at) in &walk.lists {
+        walk.notes.push(format!(
+            "{at}: images in the list `{path}`: `helmValues:` cannot name a list entry, so berth rewrites their rendered `image:` fields instead"
+        ));
+    }
+    walk.found
+}
+
+/// `- helm: {chart: DIR, release: NAME}`.
+pub(super) fn source(chart: &Chart) -> Node {
+    let mut helm = super::Node::map(Default::default());
+    super::set(&mut helm, "chart", super::text(&chart.dir));
+    if !chart.name.is_empty() {
+        super::set(&mut helm, "release", super::text(&release(&chart.name)));
+    }
+    let mut entry = super::Node::map(Default::default());
+    super::set(&mut entry, "helm", helm);
+    entry
+}
+
+/// A chart's name as a release name (lowercase letters, digits, `-`; ≤ 53).
+fn release(name: &str) -> String {
+    let mut out: String = name
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    out.truncate(53);
+    let out = out.trim_matches('-').to_string();
+    if out.is_empty() {
+        "release".into()
+    } else {
+        out
+    }
+}
+
+struct Walk<'a> {
+    chart: &'a Chart,
+    file: &'a str,
+    found: Vec<ValuesImage>,
+    /// Lists holding images: (path, where), one each.
+    lists: Vec<(String, String)>,
+    notes: &'a mut Vec<String>,
+}
+
+impl Walk<'_> {
+    fn node(&mut self, node: &Node, path: &str, in_list: bool) {
+        if let Some(items) = node.as_seq() {
+            for item in items {
+                self.node(item, path, true);
+            }
+            return;
+        }
+        let Some(entries) = node.as_map() else {
+            return;
+        };
+        if let Some(image) = self.block(node, path, in_list) {
+            self.push(image, path, in_list);
+            return;
+        }
+        for (key, value) in entries {
+            // A key a dotted `helmValues:` path cannot spell is not followed.
+            let Some(key) = key
+                .as_str()
+                .filter(|k| !k.is_empty() && !k.contains(['.', '[', ']', '=', ',']))
+            else {
+                continue;
+            };
+            let child = join(path, key);
+            match value.as_str() {
+                Some(text) if key == "image" => {
+                    if let Some(reference) = whole_reference(text) {
+                        let at = format!("{}:{}", self.file, value.pos);
+                        let helm_values = vec![("image", child.clone())];
+                        let image = ValuesImage {
+                            reference,
+                            at,
+                            helm_values,
+                        };
+                        self.push(image, path, in_list);
+                    }
+                }
+                _ => self.node(value, &child, in_list),
+            }
+        }
+    }
+
+    fn push(&mut self, mut image: ValuesImage, path: &str, in_list: bool) {
+        if in_list {
+            image.helm_values.clear();
+            if !self.lists.iter().any(|(p, _)| p == path) {
+                self.lists.push((path.to_string(), image.at.clone()));
+            }
+        }
+        self.found.push(image);
+    }
+
+    /// A `repository:` block at `path`, when it is one.
+    fn block(&mut self, node: &Node, path: &str, in_list: bool) -> Option<ValuesImage> {
+        let part = |key: &str| node.get(key).and_then(Node::as_str).map(str::trim);
+        let repository = part("repository").filter(|r| !r.is_empty())?;
+        let named = path
+            .rsplit('.')
+            .next()
+            .is_some_and(|k| k.to_ascii_lowercase().contains("image"));
+        if !named && part("tag").is_none() && !in_list {
+            return None;
+        }
+        let mut text = match part("registry").filter(|r| !r.is_empty()) {
+            Some(registry) => format!("{}/{repository}", registry.trim_end_matches('/')),
+            None => repository.to_string(),
+        };
+        let at = format!(
+            "{}:{}",
+            self.file,
+            node.get("repository").unwrap_or(node).pos
+        );
+        let tag = match (
+            part("tag").filter(|t| !t.is_empty()),
+            &self.chart.app_version,
+        ) {
+            (Some(tag), _) => Some(tag.to_string()),
+            (None, Some(app)) => {
+                self.notes.push(format!("{at}: no tag: the chart's appVersion `{app}` (Chart.yaml), as charts default it"));
+                Some(app.clone())
+            }
+            (None, None) => None,
+        };
+        if let Some(tag) = tag {
+            text = format!("{text}:{tag}");
+        }
+        if let Some(digest) = part("digest").filter(|d| !d.is_empty()) {
+            text = format!("{text}@{digest}");
+        }
+        let reference = Reference::parse(&text).ok()?;
+        let helm_values = PARTS
+            .iter()
+            .filter(|p| node.get(p).is_some())
+            .map(|p| (*p, join(path, p)))
+            .collect();
+        Some(ValuesImage {
+            reference,
+            at,
+            helm_values,
+        })
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// `text` as an image reference when it is clearly one (it names a path or a
+/// tag: `nginx` alone could be anything).
+fn whole_reference(text: &str) -> Option<Reference> {
+    if !text.contains(['/', ':']) || text.contains(['{', '$', ' ']) {
+        return None;
+    }
+    Reference::parse(text).ok()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn found(values: &str) -> (Vec<String>, Vec<String>) {
+        let chart = Chart {
+            dir: "c".into(),
+            name: "c".into(),
+            app_version: Some("1.0.0".into()),
+            values: Some(values.into()),
+        };
+        let mut notes = Vec::new();
+        let images = images(&chart, &mut notes)
+            .into_iter()
+            .map(|i| {
+                let paths: Vec<String> = i
+                    .helm_values
+                    .iter()
+                    .map(|(part, path)| format!("{part}={path}"))
+                    .collect();
+                format!("{} [{}]", i.reference, paths.join(" "))
+            })
+            .collect();
+        (images, notes)
+    }
+
+    #[test]
+    fn images_in_values_as_charts_write_them() {
+        let cases: &[(&str, &[&str])] = &[
+            // helm create's shape; an empty tag is the appVersion.
+            (
+                "image: {repository: ghcr.io/a/web, tag: ''}",
+                &["ghcr.io/a/web:1.0.0 [repository=image.repository tag=image.tag]"],
+            ),
+            // Bitnami's split registry, under a key that names an image.
+            (
+                "metrics:\n  proxyImage: {registry: docker.io, repository: bitnami/x, tag: '2', digest: ''}",
+                &["docker.io/bitnami/x:2 [registry=metrics.proxyImage.registry repository=metrics.proxyImage.repository tag=metrics.proxyImage.tag digest=metrics.proxyImage.digest]"],
+            ),
+            // A whole reference.
+            ("sidecar: {image: ghcr.io/a/s:v2}", &["ghcr.io/a/s:v2 [image=sidecar.image]"]),
+            // A repository that is no image, a bare name, a template: none.
+            ("git: {repository: https://github.com/a/b}\nimage: nginx\nother: {image: '{{ .Values.x }}'}", &[]),
+            // In a list: found, with no values path.
+            ("containers:\n- {name: a, image: ghcr.io/a/m:v1}", &["ghcr.io/a/m:v1 []"]),
+            // A key helmValues cannot spell is not followed.
+            ("a.b: {image: ghcr.io/a/d:v1}", &[]),
+        ];
+        for (values, want) in cases {
+            assert_eq!(found(values).0, *want, "{values}");
+        }
+        let (_, notes) = found(
+            "containers:\n- {name: a, image: ghcr.io/a/m:v1}\n- {name: b, image: ghcr.io/a/n:v1}",
+        );
+        assert_eq!(notes.len(), 1, "one note per list: {notes:?}");
+        assert!(notes[0].starts_with("c/values.yaml:2:"), "{notes:?}");
+    }
+
+    #[test]
+    fn a_chart_name_is_a_release_name() {
+        assert_eq!(release("My_Chart"), "my-chart");
+        assert_eq!(release("__"), "release");
+        assert_eq!(release(&"a".repeat(60)).len(), 53);
+    }
+}
