@@ -216,13 +216,16 @@ fn collect_yaml(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 /// `kubectl kustomize DIR`, as one input.
 fn kustomize(dir: &Path) -> Result<Input> {
     let name = format!("kustomize {}", shown(dir));
-    let output = Command::new("kubectl").arg("kustomize").arg(dir).output().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => anyhow!(
+    let mut command = Command::new("kubectl");
+    command.arg("kustomize").arg(dir);
+    // Bounded like a file, and in time: a remote base is fetched by kustomize.
+    let output = berth_io::run(&mut command, b"", KUSTOMIZE_TIMEOUT, MAX_FILE).map_err(|e| match e {
+        berth_io::RunError::Spawn(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow!(
             "`kustomize: {}` needs kubectl on PATH, which was not found; install kubectl or render the overlay first \
              (`kubectl kustomize DIR | berth render -`)",
             shown(dir)
         ),
-        _ => anyhow!("cannot run kubectl kustomize {}: {e}", shown(dir)),
+        e => anyhow!("kubectl kustomize {}: {e}", shown(dir)),
     })?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -234,6 +237,9 @@ fn kustomize(dir: &Path) -> Result<Input> {
     }
     input(name, output.stdout)
 }
+
+/// How long one `kubectl kustomize` may take (remote bases are fetched).
+const KUSTOMIZE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// Whether `dir` holds a kustomization file (the names kustomize looks for).
 fn is_kustomization(dir: &Path) -> bool {

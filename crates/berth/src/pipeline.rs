@@ -106,7 +106,7 @@ pub fn render(
 ) -> Result<Rendered> {
     let (rendered, warnings, source_warnings) =
         run(settings, project, resolution, render::render, |r| {
-            &r.findings
+            &mut r.findings
         })?;
     Ok(Rendered {
         rendered,
@@ -122,7 +122,7 @@ fn run<T>(
     project: &Project,
     resolution: &Resolution<'_>,
     render: impl FnOnce(&Spec<'_>, &[render::Input]) -> Result<T, RenderError>,
-    findings: impl FnOnce(&T) -> &Findings,
+    findings: impl FnOnce(&mut T) -> &mut Findings,
 ) -> Result<(T, Vec<String>, Vec<String>)> {
     let generation = generate(project, settings.strict, settings.gitops(project))?;
     let images = render::image_values(resolution).map_err(|e| anyhow!("{}: {e}", project.file))?;
@@ -134,14 +134,18 @@ fn run<T>(
     let inputs = inputs::gather(project, manifests, &settings.paths, helm)?;
     let options = settings.options();
     let spec = Spec::from_project(project, resolution, &generation.generated, &options)?;
-    let rendered = render(&spec, &inputs).map_err(explain)?;
+    let mut rendered = render(&spec, &inputs).map_err(explain)?;
+    let findings = findings(&mut rendered);
+    if settings.paths.is_empty() {
+        crate::helm::attribute(project, manifests, resolution, findings);
+    }
     let mut warnings = generation.warnings;
     let sources = match (&images, settings.paths.is_empty()) {
         (Some(images), true) => crate::helm::disagreements(project, manifests, images),
         _ => Vec::new(),
     };
     warnings.extend(sources.iter().cloned());
-    warnings.extend(warnings_of(findings(&rendered), project, resolution));
+    warnings.extend(warnings_of(findings, project, resolution));
     Ok((rendered, warnings, sources))
 }
 
@@ -169,7 +173,7 @@ pub fn desired(
     };
     let ((rendered, desired), mut warnings, _) =
         run(settings, project, resolution, to_desired, |(r, _)| {
-            &r.findings
+            &mut r.findings
         })?;
     // Applied directly, a placeholder berth does not fill reaches the cluster as
     // written (`berth render` leaves them for envsubst, and says nothing).

@@ -20,6 +20,9 @@ pub struct Stray {
     pub text: String,
     /// The component (index into the resolution).
     pub component: usize,
+    /// The fix, when the caller knows a better one than the general advice (a
+    /// chart's value that berth can set through `helmValues:`).
+    pub fix: Option<String>,
 }
 
 /// Whether `stray` is a component's resolved image that berth gave the chart
@@ -32,7 +35,7 @@ fn from_helm_values(stray: &Stray, resolution: &Resolution<'_>) -> bool {
     })
 }
 
-/// Component images in ConfigMap data and container env values (but the fields an
+/// Component images in ConfigMap data, container env values, command and args (but the fields an
 /// `imagePaths` entry rewrote, `skip`), pushed to `out` with `at` (`file:line:column
 /// (Kind/name)` given a position). In a chart's output rendered with berth's
 /// image values (`chart`), berth's own answer there is no stray.
@@ -68,6 +71,7 @@ pub(super) fn strays(
                     place: place.clone(),
                     text: found.text.to_string(),
                     component: found.component,
+                    fix: None,
                 };
                 if !chart.is_some_and(|r| from_helm_values(&stray, r)) {
                     out.push(stray);
@@ -105,6 +109,16 @@ pub(super) fn strays(
                 if let Some(value) = item.get("value") {
                     let var = item.get("name").and_then(Node::as_str).unwrap_or_default();
                     envs.push((value.clone(), format!("env `{var}` of container `{name}`")));
+                }
+            }
+            // A chart (or a hand-written manifest) that copies the image into a flag.
+            for field in ["command", "args"] {
+                let items = container
+                    .get(field)
+                    .and_then(Node::as_seq)
+                    .unwrap_or_default();
+                for (i, item) in items.iter().enumerate() {
+                    envs.push((item.clone(), format!("{field}[{i}] of container `{name}`")));
                 }
             }
         });
@@ -167,9 +181,11 @@ impl super::Findings {
                 continue;
             };
             let name = &resolved.component.name;
+            let env = &resolved.component.env;
+            let fix = stray.fix.clone().unwrap_or_else(|| format!("for an env value or a custom resource's field add it under `imagePaths:`, otherwise have the program take `{env}` from its environment"));
             out.push(format!(
-                "{}: {} holds `{}`, an image of component `{name}`, where berth does not rewrite it: overrides (`{}`, the registry) and pins never reach it; for an env value or a custom resource's field add it under `imagePaths:`, otherwise have the program take `{}` from its environment",
-                stray.at, stray.place, stray.text, resolved.component.env, resolved.component.env
+                "{}: {} holds `{}`, an image of component `{name}`, where berth does not rewrite it: overrides (`{env}`, the registry) and pins never reach it; {fix}",
+                stray.at, stray.place, stray.text
             ));
         }
         for missing in &self.missing_keys {

@@ -5,6 +5,8 @@
 //! berth.lock: [`charts`].
 
 pub mod charts;
+mod origin;
+pub use origin::attribute;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -55,7 +57,7 @@ pub fn template(
     let mut command = Command::new(binary());
     command.args(arguments(project, chart, origin, archive.as_deref())?);
     let layer = values_layer(chart, images).map_err(|e| anyhow!("{origin}: {e}"))?;
-    let name = format!("helm template {}", chart.chart);
+    let name = input_name(chart);
     let run = berth_io::run(&mut command, layer.as_bytes(), TIMEOUT, MAX_FILE);
     let output = run.map_err(|e| match e {
         berth_io::RunError::Spawn(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow!(
@@ -82,6 +84,11 @@ pub fn template(
             input
         })
         .collect())
+}
+
+/// How a chart's output is named in messages (`helm template charts/router`).
+fn input_name(chart: &HelmChart) -> String {
+    format!("helm template {}", chart.chart)
 }
 
 /// Helm's output cut at each `# Source: TEMPLATE` document, each named
@@ -301,17 +308,21 @@ pub fn disagreements(
     out
 }
 
+/// `prefix.key`, or `key` at the top.
+fn child_path(prefix: &str, key: &str) -> String {
+    if prefix.is_empty() {
+        key.to_string()
+    } else {
+        format!("{prefix}.{key}")
+    }
+}
+
 /// `(dotted path, text)` of every scalar below `node`.
 fn flatten(node: &Node, prefix: &str, out: &mut Vec<(String, String)>) {
     match node.as_map() {
         Some(entries) => {
             for (key, value) in entries {
-                let key = key.as_str().unwrap_or_default();
-                let path = if prefix.is_empty() {
-                    key.to_string()
-                } else {
-                    format!("{prefix}.{key}")
-                };
+                let path = child_path(prefix, key.as_str().unwrap_or_default());
                 flatten(value, &path, out);
             }
         }

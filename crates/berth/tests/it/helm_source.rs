@@ -165,6 +165,220 @@ fn a_fork_moves_the_chart_image_everywhere_the_chart_copies_it() {
     assert!(images.contains(&format!("EPP_IMAGE={moved}")), "{images}");
 }
 
+/// A modelservice-shaped chart: a proxy image as a whole reference, model
+/// servers in a list (which berth rewrites after rendering: a values path
+/// cannot name a list entry).
+const MODELSERVICE_VALUES: &str = "routing:\n  proxy:\n    image: ghcr.io/llm-d/routing-sidecar:v0.2.0\ndecode:\n  containers:\n    - name: vllm\n      image: ghcr.io/llm-d/vllm:v0.2.0\n";
+const MODELSERVICE_DEPLOYMENT: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata: {name: {{ .Release.Name }}-decode}
+spec:
+  selector: {matchLabels: {app: decode}}
+  template:
+    metadata: {labels: {app: decode}}
+    spec:
+      initContainers:
+        - name: proxy
+          image: {{ .Values.routing.proxy.image }}
+      containers:
+      {{- range .Values.decode.containers }}
+        - name: {{ .name }}
+          image: {{ .image }}
+      {{- end }}
+"#;
+
+fn write_file(root: &Path, path: &str, text: &str) {
+    let path = root.join(path);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// The modelservice chart under `charts/modelservice` of `root`.
+fn modelservice(root: &Path, values: &str, template: &str) {
+    let chart = "apiVersion: v2\nname: modelservice\nversion: 0.2.0\n";
+    write_file(root, "charts/modelservice/Chart.yaml", chart);
+    write_file(root, "charts/modelservice/values.yaml", values);
+    write_file(root, "charts/modelservice/templates/decode.yaml", template);
+}
+
+/// Every object of a YAML stream as JSON, by `Kind/name`.
+fn objects(text: &str) -> std::collections::BTreeMap<String, serde_json::Value> {
+    berth_yaml::load_all(text, berth_yaml::Limits::default())
+        .unwrap()
+        .iter()
+        .map(berth_yaml::json::to_json)
+        .filter(|o| !o.is_null())
+        .map(|o| {
+            let key = format!(
+                "{}/{}",
+                o["kind"].as_str().unwrap(),
+                o["metadata"]["name"].as_str().unwrap()
+            );
+            (key, o)
+        })
+        .collect()
+}
+
+/// #35's "done when", on a Helm + kustomize project: two charts (router,
+/// modelservice) and a kustomize model-server overlay in one berth.yaml. The
+/// fork (`IMAGE_REGISTRY`, `EPP_TAG`) moves the EPP in the chart's Deployment,
+/// the sidecar's args and the ConfigMap, the chart's proxy and list images and
+/// the overlay's image; third-party images stay; berth render is, object by
+/// object, what `helm template` and `kubectl kustomize` give with those images;
+/// make, `berth env` and `berth images` agree.
+#[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
+fn a_helm_and_kustomize_project_is_what_helm_and_kustomize_render_but_for_berths_images() {
+    let dir = project("");
+    let root = dir.path();
+    let write = |path: &str, text: &str| write_file(root, path, text);
+    modelservice(root, MODELSERVICE_VALUES, MODELSERVICE_DEPLOYMENT);
+    write(
+        "model/base/kustomization.yaml",
+        "resources: [prefill.yaml]\n",
+    );
+    write(
+        "model/base/prefill.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: prefill}\nspec:\n  selector: {matchLabels: {app: prefill}}\n  template:\n    metadata: {labels: {app: prefill}}\n    spec:\n      containers: [{name: vllm, image: ghcr.io/llm-d/vllm:v0.1.0}]\n",
+    );
+    write(
+        "model/overlay/kustomization.yaml",
+        "resources: [../base]\nimages:\n  - {name: ghcr.io/llm-d/vllm, newTag: v0.2.0}\n",
+    );
+    write(
+        "berth.yaml",
+        "name: llm\nregistry: {env: IMAGE_REGISTRY}\nmanifests:\n  - helm: {chart: charts/router, release: router}\n  - helm: {chart: charts/modelservice, release: ms}\n  - kustomize: model/overlay\nimages:\n  epp:\n    image: ghcr.io/llm-d/epp:v0.3.0\n    helmValues: {repository: image.repository, tag: image.tag}\n  sidecar:\n    image: ghcr.io/llm-d/routing-sidecar:v0.2.0\n    helmValues: {image: routing.proxy.image}\n  vllm: {image: ghcr.io/llm-d/vllm:v0.2.0}\n",
+    );
+    write(
+        "Makefile",
+        "IMAGE_REGISTRY ?= ghcr.io/llm-d\nEPP_TAG ?= v0.3.0\nEPP_IMAGE ?= $(IMAGE_REGISTRY)/epp:$(EPP_TAG)\nprint:\n\t@echo $(EPP_IMAGE)\n",
+    );
+    let kubectl = plane().kubectl.clone();
+    let path = format!(
+        "{}:{}",
+        kubectl.parent().unwrap().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let env = [
+        ("IMAGE_REGISTRY", "quay.io/me"),
+        ("EPP_TAG", "fix-408"),
+        ("PATH", path.as_str()),
+    ];
+    let out = berth(root, &["render"], &env);
+    let rendered = text(&out);
+    assert!(
+        out.stderr.is_empty(),
+        "no warning cries wolf: {}",
+        common::transcript(&out)
+    );
+    assert_eq!(
+        rendered.matches("quay.io/me/epp:fix-408").count(),
+        3,
+        "{rendered}"
+    );
+    assert!(
+        rendered.contains("busybox:1.36"),
+        "third-party images stay:\n{rendered}"
+    );
+
+    // What helm and kustomize give, with berth's images set by hand.
+    let helm = |args: &[&str]| text(&helm_in(root).args(args).output().unwrap());
+    let mut expected = helm(&[
+        "template",
+        "router",
+        "charts/router",
+        "--set",
+        "image.repository=quay.io/me/epp",
+        "--set",
+        "image.tag=fix-408",
+    ]);
+    expected += &helm(&[
+        "template",
+        "ms",
+        "charts/modelservice",
+        "--set",
+        "routing.proxy.image=quay.io/me/routing-sidecar:v0.2.0",
+    ])
+    .replace("ghcr.io/llm-d/vllm:", "quay.io/me/vllm:");
+    let kustomized = Command::new(&kubectl)
+        .args(["kustomize", "model/overlay"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    expected += "---\n";
+    expected += &text(&kustomized).replace("ghcr.io/llm-d/vllm:", "quay.io/me/vllm:");
+    let (ours, theirs) = (objects(&rendered), objects(&expected));
+    assert_eq!(
+        ours.keys().collect::<Vec<_>>(),
+        theirs.keys().collect::<Vec<_>>()
+    );
+    for (key, object) in &theirs {
+        assert_eq!(&ours[key], object, "{key}");
+    }
+
+    // make, berth env and berth images: one answer.
+    let make = Command::new("make")
+        .args(["-s", "print"])
+        .current_dir(root)
+        .env("IMAGE_REGISTRY", "quay.io/me")
+        .env("EPP_TAG", "fix-408")
+        .output()
+        .unwrap();
+    assert_eq!(text(&make), "quay.io/me/epp:fix-408\n");
+    let via_env = text(&berth(root, &["env", "--", "make", "-s", "print"], &env));
+    assert_eq!(via_env, "quay.io/me/epp:fix-408\n");
+    let images = text(&berth(root, &["images", "--output", "env"], &env));
+    assert!(
+        images.contains("EPP_IMAGE=quay.io/me/epp:fix-408"),
+        "{images}"
+    );
+}
+
+/// #35 items 1 and 3: a warning about a chart's output names the template line
+/// and the values file (and key) that set the image; a copy in a container's
+/// args is named too, with the fix that fits a chart (`helmValues:`).
+#[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
+fn a_warning_about_chart_output_names_the_values_file_that_set_the_image() {
+    let dir = project("");
+    let root = dir.path();
+    let write = |path: &str, text: &str| write_file(root, path, text);
+    modelservice(
+        root,
+        &format!("{MODELSERVICE_VALUES}epp: ghcr.io/llm-d/epp:v0.1.0\n"),
+        &MODELSERVICE_DEPLOYMENT.replace(
+            "          image: {{ .image }}\n",
+            "          image: {{ .image }}\n          args: [\"--epp={{ $.Values.epp }}\"]\n",
+        ),
+    );
+    write(
+        "prod.values.yaml",
+        "decode:\n  containers:\n    - name: vllm\n      image: ghcr.io/llm-d/vllm:v0.1.9\n",
+    );
+    write(
+        "berth.yaml",
+        "name: llm\nmanifests:\n  - helm: {chart: charts/modelservice, release: ms, values: [prod.values.yaml]}\nimages:\n  vllm: {image: ghcr.io/llm-d/vllm:v0.2.0}\n  epp: {image: ghcr.io/llm-d/epp:v0.3.0, deployed: false}\n  sidecar: {image: ghcr.io/llm-d/routing-sidecar:v0.2.0}\n",
+    );
+    let out = berth(root, &["validate", "--strict"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", common::transcript(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning: helm template charts/modelservice: modelservice/templates/decode.yaml:15:18 (Deployment/ms-decode; from prod.values.yaml:4:14 `decode.containers[0].image`): image `ghcr.io/llm-d/vllm:v0.1.9` differs from berth.yaml's default"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("(Deployment/ms-decode; from charts/modelservice/values.yaml:8:6 `epp`): args[0] of container `vllm` holds `ghcr.io/llm-d/epp:v0.1.0`, an image of component `epp`")
+            && stderr.contains("give component `epp` `helmValues: {image: epp}` in berth.yaml"),
+        "{stderr}"
+    );
+}
+
 #[test]
 #[cfg_attr(
     not(feature = "test-plane"),
