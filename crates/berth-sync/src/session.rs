@@ -35,6 +35,10 @@ struct Rule {
     instances: BTreeMap<String, String>,
     /// Containers whose catch-up failed, and when to try again (not every poll).
     retry_at: BTreeMap<String, Instant>,
+    /// Containers an update failed to reach (the API server away): `tree` has
+    /// moved on without them, so the next change or rescan catches each up
+    /// against its own files (as a first sync does) instead of sending a diff.
+    stale: BTreeSet<String>,
 }
 
 /// How long a container whose catch-up failed is left alone before the next try.
@@ -194,6 +198,7 @@ impl Session {
                 tree: Tree::new(),
                 instances: BTreeMap::new(),
                 retry_at: BTreeMap::new(),
+                stale: BTreeSet::new(),
             });
         }
         Ok(Session {
@@ -294,7 +299,11 @@ impl Session {
             let now = Instant::now();
             let fresh: Vec<&Container> = selected
                 .iter()
-                .filter(|c| force || rule.instances.get(&c.id) != Some(&c.instance))
+                .filter(|c| {
+                    force
+                        || rule.instances.get(&c.id) != Some(&c.instance)
+                        || rule.stale.contains(&c.id)
+                })
                 .filter(|c| force || rule.retry_at.get(&c.id).is_none_or(|at| *at <= now))
                 .collect();
             // Forget containers that are gone, and shells of instances that ended.
@@ -320,20 +329,19 @@ impl Session {
             }
             let started = Instant::now();
             let rule = &self.rules[index];
-            let outcomes = if force || rule.spec.initial_sync {
-                std::thread::scope(|scope| {
-                    let handles: Vec<_> = fresh
-                        .iter()
-                        .map(|c| (c, scope.spawn(|| self.full_sync(rule, c))))
-                        .collect();
-                    handles
-                        .into_iter()
-                        .map(|(c, h)| joined(c, h.join()))
-                        .collect()
-                })
-            } else {
-                Vec::new()
-            };
+            // A first sync (or a container an update failed to reach) compares the
+            // container's files with the project's.
+            let outcomes: Vec<Outcome> = std::thread::scope(|scope| {
+                let handles: Vec<_> = fresh
+                    .iter()
+                    .filter(|c| force || rule.spec.initial_sync || rule.stale.contains(&c.id))
+                    .map(|c| (*c, scope.spawn(|| self.full_sync(rule, c))))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|(c, h)| joined(c, h.join()))
+                    .collect()
+            });
             let mut instances: BTreeMap<String, String> = instances;
             let mut retry_at: BTreeMap<String, Instant> = rule
                 .retry_at
@@ -341,11 +349,13 @@ impl Session {
                 .filter(|(id, _)| live.contains(id))
                 .map(|(k, v)| (k.clone(), *v))
                 .collect();
+            let mut caught_up: Vec<String> = Vec::new();
             for outcome in &outcomes {
                 let id = outcome.container.id.clone();
                 match outcome.result {
                     Ok(()) => {
                         retry_at.remove(&id);
+                        caught_up.push(id.clone());
                         instances.insert(id, outcome.container.instance.clone());
                     }
                     Err(_) => {
@@ -358,8 +368,12 @@ impl Session {
                     instances.insert(c.id.clone(), c.instance.clone());
                 }
             }
-            self.rules[index].retry_at = retry_at;
-            self.rules[index].instances = instances;
+            let rule = &mut self.rules[index];
+            rule.retry_at = retry_at;
+            rule.instances = instances;
+            for id in caught_up {
+                rule.stale.remove(&id);
+            }
             if self.rules[index].mappings.is_empty() {
                 continue; // an exec-only rule has nothing to catch up on
             }
@@ -540,15 +554,23 @@ impl Session {
             let update = self.rescan(index, paths)?;
             let this = &*self;
             let rule = &this.rules[index];
-            if update.is_empty() && this.triggered(rule, &update).is_empty() {
+            let behind = targets.iter().any(|c| rule.stale.contains(&c.id));
+            if update.is_empty() && this.triggered(rule, &update).is_empty() && !behind {
                 continue;
             }
-            let outcomes = std::thread::scope(|scope| {
+            let outcomes: Vec<Outcome> = std::thread::scope(|scope| {
                 let handles: Vec<_> = targets
                     .iter()
                     .map(|c| {
                         let update = update.clone();
-                        (c, scope.spawn(move || this.send(rule, c, update)))
+                        let catch_up = rule.stale.contains(&c.id);
+                        (
+                            c,
+                            scope.spawn(move || match catch_up {
+                                true => this.full_sync(rule, c),
+                                false => this.send(rule, c, update),
+                            }),
+                        )
                     })
                     .collect();
                 handles
@@ -556,9 +578,21 @@ impl Session {
                     .map(|(c, h)| joined(c, h.join()))
                     .collect()
             });
+            let reason = if update.is_empty() && behind {
+                "retry"
+            } else {
+                "change"
+            };
+            let stale = &mut self.rules[index].stale;
+            for outcome in &outcomes {
+                match outcome.result {
+                    Ok(()) => stale.remove(&outcome.container.id),
+                    Err(_) => stale.insert(outcome.container.id.clone()),
+                };
+            }
             reports.push(Report {
-                rule: rule.spec.name.clone(),
-                reason: "change",
+                rule: self.rules[index].spec.name.clone(),
+                reason,
                 outcomes,
                 elapsed: started.elapsed(),
             });
@@ -616,6 +650,12 @@ impl Session {
             }
         }
         Ok(update)
+    }
+
+    /// Whether an update failed to reach a container that has not been caught up
+    /// since: a caller keeps trying (the API server may be back).
+    pub fn behind(&self) -> bool {
+        self.rules.iter().any(|r| !r.stale.is_empty())
     }
 
     /// Rescans everything (after the watcher lost events) as one change.
@@ -721,6 +761,85 @@ mod tests {
         // --once (force) always tries.
         session.sync_containers(&containers, true, "once");
         assert_eq!(execs.load(Ordering::SeqCst), 2);
+    }
+
+    /// One container whose execs fail while `down` is set (an API server away).
+    struct Flaky {
+        down: std::sync::atomic::AtomicBool,
+        execs: AtomicUsize,
+    }
+
+    impl Target for Flaky {
+        fn describe(&self) -> String {
+            "fake".into()
+        }
+        fn list(&self) -> Result<Vec<Container>, SyncError> {
+            Failing(Arc::default()).list()
+        }
+        fn exec(
+            &self,
+            _: &Container,
+            _: &[String],
+            input: Input<'_>,
+        ) -> Result<ExecOutput, SyncError> {
+            self.execs.fetch_add(1, Ordering::SeqCst);
+            input(&mut std::io::sink()).map_err(SyncError::io("<update>"))?;
+            let down = self.down.load(Ordering::SeqCst);
+            Ok(ExecOutput {
+                status: i32::from(down),
+                stdout: Vec::new(),
+                stderr: if down { b"away".to_vec() } else { Vec::new() },
+            })
+        }
+        fn fallback_hint(&self) -> String {
+            String::new()
+        }
+    }
+
+    /// #33 item 11: an update that failed to reach a container is not forgotten
+    /// once the snapshot moved on: the container is behind until a catch-up
+    /// against its own files lands, on the next rescan or look at the pods.
+    #[test]
+    fn an_update_that_failed_is_caught_up_later_not_forgotten() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/a.txt"), "one").unwrap();
+        let project = berth_core::project::parse(
+            "berth.yaml",
+            dir.path().to_path_buf(),
+            "name: x\nsync:\n  - target: {container: web}\n    paths: [{from: src/, to: /app/}]\n",
+        )
+        .unwrap();
+        let target = Arc::new(Flaky {
+            down: false.into(),
+            execs: AtomicUsize::new(0),
+        });
+        let mut session = Session::new(&project, &[], &[], target.clone(), false).unwrap();
+        session.scan().unwrap();
+        let containers = session.containers(true).unwrap();
+        session.sync_containers(&containers, false, "initial");
+        assert!(!session.behind());
+
+        target.down.store(true, Ordering::SeqCst);
+        std::fs::write(dir.path().join("src/a.txt"), "two").unwrap();
+        let changed = BTreeSet::from([dir.path().join("src/a.txt")]);
+        let reports = session.on_changes(&changed, &containers).unwrap();
+        assert!(reports[0].outcomes[0].result.is_err());
+        assert!(session.behind(), "the failed update is pending");
+
+        // Nothing changed since, yet the rescan catches the container up.
+        target.down.store(false, Ordering::SeqCst);
+        let before = target.execs.load(Ordering::SeqCst);
+        let reports = session.on_changes(&BTreeSet::new(), &containers).unwrap();
+        assert_eq!(reports[0].reason, "retry");
+        assert!(reports[0].outcomes[0].result.is_ok());
+        assert!(target.execs.load(Ordering::SeqCst) > before);
+        assert!(!session.behind());
+        // Caught up: the next empty rescan sends nothing.
+        assert!(session
+            .on_changes(&BTreeSet::new(), &containers)
+            .unwrap()
+            .is_empty());
     }
 
     #[test]

@@ -6,31 +6,9 @@
 
 use crate::common;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::repo_root;
-use common::testenv::Plane;
-
-struct OwnPlane {
-    dir: tempfile::TempDir,
-}
-
-impl Drop for OwnPlane {
-    fn drop(&mut self) {
-        let _ = Command::new(repo_root().join("scripts/testenv"))
-            .arg("down")
-            .arg(self.dir.path())
-            .output();
-    }
-}
-
-fn testenv(args: &[&std::ffi::OsStr]) -> std::process::Output {
-    Command::new(repo_root().join("scripts/testenv"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use common::testenv::OwnPlane;
 
 #[test]
 #[cfg_attr(
@@ -39,20 +17,8 @@ fn testenv(args: &[&std::ffi::OsStr]) -> std::process::Output {
 )]
 fn watches_resume_after_the_api_server_restarts() {
     common::require_program(common::Group::Plane, "go");
-    let own = OwnPlane {
-        dir: tempfile::tempdir().unwrap(),
-    };
-    let up = testenv(&["up".as_ref(), own.dir.path().as_os_str()]);
-    assert!(
-        up.status.success(),
-        "{}",
-        String::from_utf8_lossy(&up.stderr)
-    );
-    let bins = String::from_utf8(testenv(&["build".as_ref()]).stdout).unwrap();
-    let plane: &'static Plane = Box::leak(Box::new(Plane {
-        kubeconfig: own.dir.path().join("kubeconfig"),
-        kubectl: std::path::Path::new(bins.trim()).join("kubectl"),
-    }));
+    let own = OwnPlane::up();
+    let plane = own.plane;
     plane.install_berth_crd();
     let ns = plane.namespace("restart");
     let mut controller = common::controller::start(&ns);
@@ -88,16 +54,7 @@ fn watches_resume_after_the_api_server_restarts() {
     wait("the first generation", &|| mounted().is_some());
     let first = mounted().unwrap();
 
-    let restarted = testenv(&[
-        "restart".as_ref(),
-        own.dir.path().as_os_str(),
-        "kube-apiserver".as_ref(),
-    ]);
-    assert!(
-        restarted.status.success(),
-        "{}",
-        String::from_utf8_lossy(&restarted.stderr)
-    );
+    own.restart("kube-apiserver", Duration::ZERO);
     apply(&source(2));
     wait("a new generation after the restart", &|| {
         mounted().is_some_and(|m| m != first)

@@ -671,3 +671,78 @@ fn a_file_watcher_that_dies_is_an_error_event_and_a_clean_stop() {
         "the file watcher stopped: BERTH_DEV_FAULT=watch",
     );
 }
+
+/// #33 item 11: `berth dev` across an API-server outage, on a plane of the test's
+/// own (`scripts/testenv restart DIR kube-apiserver --down-for 4`): an edit saved
+/// while the server is down is synced once it is back (retried, not forgotten
+/// until the next save), and the pod's log is followed again afterwards.
+#[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
+fn an_api_server_outage_loses_neither_a_sync_nor_the_logs() {
+    common::require_program(common::Group::Plane, "go");
+    let own = common::testenv::OwnPlane::up();
+    let ns = own.plane.namespace("outage");
+    let pod_log = pod_log(&ns);
+    let target = tempfile::tempdir().unwrap();
+    let to = target.path().join("app");
+    let dir = project(&to, 1, "info", None);
+    let mut dev = Dev::start(dir.path(), &ns, &[]);
+    let minute = Duration::from_secs(60);
+    dev.wait("the initial sync", minute, |e| {
+        is(e, "synced") && e["reason"] == "initial"
+    });
+    let log_line = |text: &str| {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&pod_log)
+            .unwrap()
+            .write_all(cri_line(text).as_bytes())
+            .unwrap();
+    };
+    let before = format!("before-outage-{}", std::process::id());
+    log_line(&before);
+    dev.wait("the log line before the outage", minute, |e| {
+        is(e, "log") && e["text"] == before.as_str()
+    });
+
+    // The API server goes away for 4 s; a file is saved while it is down.
+    std::thread::scope(|scope| {
+        scope.spawn(|| own.restart("kube-apiserver", Duration::from_secs(4)));
+        std::thread::sleep(Duration::from_millis(1500));
+        std::fs::write(dir.path().join("src/a.txt"), "saved during the outage").unwrap();
+    });
+
+    // Back: the edit lands without another save, and the log is followed again.
+    let deadline = Instant::now() + minute;
+    while std::fs::read_to_string(to.join("a.txt")).unwrap_or_default() != "saved during the outage"
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the edit saved during the outage was not synced within 60 s; events:\n{}",
+            dev.seen
+                .iter()
+                .map(Value::to_string)
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        // Drain events so `seen` shows what dev said.
+        while let Ok(event) = dev.events.try_recv() {
+            dev.seen.push(event);
+        }
+    }
+    let after = format!("after-outage-{}", std::process::id());
+    let mark = dev.mark();
+    // A stream re-opened after the outage may start at its last line again; the new one must come.
+    log_line(&after);
+    dev.since(mark, "the log line after the outage", minute, |e| {
+        is(e, "log") && e["text"] == after.as_str()
+    });
+    assert!(
+        dev.child.try_wait().unwrap().is_none(),
+        "berth dev kept running"
+    );
+}

@@ -128,7 +128,13 @@ fn serve(commands: &Receiver<Command>, target: &Arc<dyn Target>, printer: &Print
                 target,
                 printer,
             );
+            let behind = session.as_ref().is_some_and(Session::behind);
             retry = match synced {
+                // Nothing failed this time, but a container an update missed is still
+                // behind (its pod not listed while the API server was away): keep trying.
+                Some(false) | None if behind => {
+                    retry.or_else(|| Some((Instant::now() + RETRY_FIRST, RETRY_FIRST)))
+                }
                 Some(false) => None,
                 Some(true) => {
                     let wait = retry.map_or(RETRY_FIRST, |(_, last)| (last * 2).min(RETRY_MAX));

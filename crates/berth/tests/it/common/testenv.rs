@@ -367,3 +367,61 @@ impl Drop for Namespace {
             .kubectl(&["delete", "namespace", &self.name, "--wait=false"]);
     }
 }
+
+/// A control plane of a test's own (`scripts/testenv up` in a temporary
+/// directory), for fault tests: the shared one must not go away under the other
+/// tests. Stopped when dropped.
+pub struct OwnPlane {
+    dir: tempfile::TempDir,
+    /// The plane, as the shared one is used.
+    pub plane: &'static Plane,
+}
+
+impl OwnPlane {
+    /// Starts one (the binaries `scripts/testenv build` made).
+    pub fn up() -> OwnPlane {
+        let dir = tempfile::tempdir().unwrap();
+        let up = testenv(&["up".as_ref(), dir.path().as_os_str()]);
+        assert!(
+            up.status.success(),
+            "{}",
+            String::from_utf8_lossy(&up.stderr)
+        );
+        let bins = String::from_utf8(testenv(&["build".as_ref()]).stdout).unwrap();
+        let plane: &'static Plane = Box::leak(Box::new(Plane {
+            kubeconfig: dir.path().join("kubeconfig"),
+            kubectl: Path::new(bins.trim()).join("kubectl"),
+        }));
+        OwnPlane { dir, plane }
+    }
+
+    /// Stops `component` and starts it again `down_for` later (blocks until it is up).
+    pub fn restart(&self, component: &str, down_for: std::time::Duration) {
+        let seconds = format!("{:.1}", down_for.as_secs_f64());
+        let restarted = testenv(&[
+            "restart".as_ref(),
+            self.dir.path().as_os_str(),
+            component.as_ref(),
+            "--down-for".as_ref(),
+            seconds.as_ref(),
+        ]);
+        assert!(
+            restarted.status.success(),
+            "{}",
+            String::from_utf8_lossy(&restarted.stderr)
+        );
+    }
+}
+
+impl Drop for OwnPlane {
+    fn drop(&mut self) {
+        let _ = testenv(&["down".as_ref(), self.dir.path().as_os_str()]);
+    }
+}
+
+fn testenv(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(repo_root().join("scripts/testenv"))
+        .args(args)
+        .output()
+        .unwrap()
+}
