@@ -15,7 +15,11 @@ build of berth (`--debug`: target/debug/berth, for a quick look), it measures:
   3. config edit -> new pods synced: a literal of a generated config changed in
      berth.yaml, timed to the `synced` event from the replacement pod;
   4. memory: RSS of a `berth dev` session whose Deployment has 10 pods, every
-     container's log streamed while LINES lines are written to the plane's pod.log.
+     container's log streamed while LINES lines are written to the plane's pod.log;
+  5. values edit -> applied: a `helm:` source (a local chart, testenv's helm 4)
+     whose values file changes a pod's env value, timed from the write to the
+     `applied` event of the changed Deployment, EDITS/5 times, median; beside it,
+     one `berth apply` run by hand after the same edit (helm template included).
 kwok runs each pod's exec on this machine, so a pod's `/x` is this machine's `/x`.
 --quick: 200 files, 10 edits, 2 rounds, 500 log lines.
 """
@@ -76,6 +80,34 @@ def project(work, target, files, replicas=1):
     return work
 
 
+CHART_DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: {{ .Release.Name }}}
+spec:
+  selector: {matchLabels: {app: chart}}
+  template:
+    metadata: {labels: {app: chart}}
+    spec:
+      containers:
+        - name: app
+          image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"
+          env: [{name: LEVEL, value: "{{ .Values.level }}"}]
+"""
+
+
+def chart_project(work):
+    """A local chart rendered by `helm template`, its level in dev.values.yaml."""
+    (work / "chart/templates").mkdir(parents=True)
+    (work / "chart/Chart.yaml").write_text("apiVersion: v2\nname: app\nversion: 0.1.0\n")
+    (work / "chart/values.yaml").write_text("image: {repository: ghcr.io/acme/app, tag: v0}\nlevel: info\n")
+    (work / "chart/templates/deployment.yaml").write_text(CHART_DEPLOYMENT)
+    (work / "dev.values.yaml").write_text("level: info\n")
+    (work / "berth.yaml").write_text(
+        "name: bench\nmanifests:\n  - helm: {chart: chart, release: app, values: [dev.values.yaml]}\n"
+        f"images:\n  app: {{image: {IMAGE}, helmValues: {{repository: image.repository, tag: image.tag}}}}\n")
+    return work
+
+
 class Plane:
     def __init__(self, state):
         self.state = state
@@ -85,6 +117,7 @@ class Plane:
         bins = subprocess.run([str(REPO / "scripts/testenv"), "build"], check=True,
                               capture_output=True, text=True).stdout.strip()
         self.kubectl = str(Path(bins) / "kubectl")
+        os.environ["BERTH_HELM"] = str(Path(bins) / "helm")
         self.count = 0
 
     def run(self, *args, check=True):
@@ -253,6 +286,32 @@ def main():
         print(f"4. memory, 10 pods streaming: {idle:.1f} MB idle, {peak:.1f} MB peak while "
               f"{counted['n']} log lines arrived ({LINES} lines x 10 containers in {elapsed:.1f} s)")
         dev.stop()
+
+        # 5. values edit -> applied, with a helm: source; beside it, berth apply by hand.
+        ns = plane.namespace()
+        work = chart_project(scratch / "chart-dev")
+        dev = Dev(berth, work, plane.kubeconfig, ns)
+        dev.wait("ready", lambda e: e["event"] == "ready")
+        changed = lambda e: (e["event"] == "applied" and not e["unchanged"]
+                             and e["object"]["kind"] == "Deployment")
+        edits, by_hand = [], []
+        for i in range(max(EDITS // 5, 2)):
+            started = time.monotonic()
+            (work / "dev.values.yaml").write_text(f"level: dev-{i}\n")
+            at, _ = dev.wait("the edited Deployment applied", changed)
+            edits.append(at - started)
+            time.sleep(0.5)
+        dev.stop()
+        hand_ns = plane.namespace()
+        hand = chart_project(scratch / "chart-hand")
+        apply = [berth, "apply", "--kubeconfig", plane.kubeconfig, "-n", hand_ns]
+        subprocess.run(apply, cwd=hand, check=True, capture_output=True)
+        for i in range(max(EDITS // 5, 2)):
+            (hand / "dev.values.yaml").write_text(f"level: hand-{i}\n")
+            by_hand.append(timed(apply, hand))
+        dev_edit, hand_edit = statistics.median(edits), statistics.median(by_hand)
+        print(f"5. values edit -> applied (helm: source, {len(edits)} edits): berth dev {dev_edit * 1000:.0f} ms "
+              f"(median), berth apply by hand {hand_edit * 1000:.0f} ms (median)")
     finally:
         subprocess.run([str(REPO / "scripts/testenv"), "down", str(scratch / "plane")], capture_output=True)
         shutil.rmtree(scratch, ignore_errors=True)
