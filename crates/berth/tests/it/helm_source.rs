@@ -563,6 +563,13 @@ fn a_chart_from_an_oci_registry_renders_like_its_directory() {
     .unwrap();
     std::fs::remove_dir_all(dir.path().join("charts")).unwrap();
     assert_eq!(text(&berth(dir.path(), &["render"], &[])), from_dir);
+    // `berth push` takes the chart like any source: its objects are in the artifact.
+    let artifact = format!("oci://{}/llm/manifests:v1", registry.host);
+    let push = ["push", &artifact, "--insecure-registry", &registry.host];
+    let pushed = berth(dir.path(), &push, &[]);
+    let said = String::from_utf8_lossy(&pushed.stderr).into_owned();
+    assert!(text(&pushed).contains("@sha256:"));
+    assert!(said.starts_with("pushed 3 object(s)"), "{said}");
 }
 
 /// #35 item 4: `berth pin` records the OCI chart's digest; `render --locked`
