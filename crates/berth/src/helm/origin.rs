@@ -2,8 +2,10 @@
 //! message about `helm template`'s output points at the template line; the
 //! value came from the chart's values.yaml, a `values:` file or `set:`, and the
 //! last of them that holds it is what the user edits. This adds it to the
-//! finding's place: `ms/templates/d.yaml:12:18 (Deployment/decode; from
-//! prod.values.yaml:4:14 `decode.containers[0].image`)`.
+//! finding's place, as in
+//! ```text
+//! ms/templates/d.yaml:12:18 (Deployment/decode; from prod.values.yaml:4:14 `decode.containers[0].image`)
+//! ```
 
 use berth_core::project::HelmChart;
 use berth_core::render::Findings;
