@@ -46,6 +46,10 @@ pub struct Overrides {
     pub command_line_name: String,
     /// How messages name these sources.
     pub names: SourceNames,
+    /// The names of every variable set where the resolver could read it (the
+    /// environment, a command line): one that looks like a misspelling of a
+    /// variable berth.yaml names is a warning ([`Resolution::warnings`]).
+    pub present: Vec<String>,
 }
 
 /// Where a variable's value was read.
@@ -254,6 +258,9 @@ pub struct Resolution<'p> {
     /// Under `--locked`, the remote charts berth.lock pins: a `helm:` source
     /// renders the archive of the digest pinned for its version, or fails.
     pub locked_charts: Option<Vec<crate::lock::ChartPin>>,
+    /// What the resolution found suspicious but resolved anyway: a variable that
+    /// looks like a misspelling of one berth.yaml names (`EPP_TGA`).
+    pub warnings: Vec<String>,
 }
 
 impl<'p> Resolution<'p> {
@@ -309,7 +316,16 @@ pub fn resolve<'p>(
     overrides: &Overrides,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Resolution<'p>, ResolveError> {
-    resolve_catalog(project.catalog(), overrides, env)
+    let mut resolution = resolve_catalog(project.catalog(), overrides, env)?;
+    let present: Vec<&str> = overrides.present.iter().map(String::as_str).collect();
+    let read = project.variables();
+    for (name, meant) in crate::suggest::misspelt_variables(&read, &present) {
+        resolution.warnings.push(format!(
+            "`{name}` is set, but {} reads no variable of that name, so it changes nothing; did you mean `{meant}`?",
+            project.file
+        ));
+    }
+    Ok(resolution)
 }
 
 /// Variable `name`: the command line's words first (make's precedence), then the
@@ -417,6 +433,7 @@ pub fn resolve_catalog<'p>(
     Ok(Resolution {
         images,
         locked_charts: overrides.lock.as_ref().map(|lock| lock.charts.clone()),
+        warnings: Vec::new(),
     })
 }
 

@@ -444,3 +444,41 @@ fn command_line_variables_win_over_the_environment_and_are_named() {
         "{err}"
     );
 }
+
+/// #36 item 4: a `registry: false` (third-party) component stays out of the
+/// shared tag unless it says `tag: true`; its own tag variable still moves it.
+#[test]
+fn the_shared_tag_leaves_third_party_images_alone() {
+    let p = project::parse(
+        "berth.yaml",
+        PathBuf::from("/p"),
+        "name: kfp\nimages:\n  api: {image: ghcr.io/kubeflow/kfp-api-server:2.5.0}\n  mysql: {image: docker.io/library/mysql:8.4, registry: false}\n  grafana: {image: docker.io/grafana/grafana:11, registry: false, tag: true}\n  proxy: {image: gcr.io/ml-pipeline/proxy:1.0, registry: false, tag: false}\n  copy: {sameAs: mysql}\ntag:\n  env: KFP_TAG\n",
+    )
+    .unwrap();
+    let cases = [
+        (
+            vec![("KFP_TAG", "my-fix")],
+            [
+                "ghcr.io/kubeflow/kfp-api-server:my-fix",
+                "docker.io/library/mysql:8.4",
+                "docker.io/grafana/grafana:my-fix",
+                "gcr.io/ml-pipeline/proxy:1.0",
+                "docker.io/library/mysql:8.4",
+            ],
+        ),
+        (
+            vec![("KFP_TAG", "my-fix"), ("MYSQL_TAG", "8.5")],
+            [
+                "ghcr.io/kubeflow/kfp-api-server:my-fix",
+                "docker.io/library/mysql:8.5",
+                "docker.io/grafana/grafana:my-fix",
+                "gcr.io/ml-pipeline/proxy:1.0",
+                "docker.io/library/mysql:8.5",
+            ],
+        ),
+    ];
+    for (env, want) in cases {
+        let got = run(&p, &env, flags(&[], &[], None)).unwrap();
+        assert_eq!(got, want, "{env:?}");
+    }
+}

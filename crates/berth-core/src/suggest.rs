@@ -18,9 +18,69 @@ pub fn hint(suggestion: Option<&str>) -> String {
         .unwrap_or_default()
 }
 
+/// Names in `present` (variables set in the environment or on a command line)
+/// that look like a misspelling of one in `read` (the variables berth.yaml
+/// names): `(present, meant)`, in `present`'s order. A name berth reads is
+/// never one. Near means at most two edits (a swap counts one) and sharing the
+/// first `_`-separated word (`EPP_TGA` for `EPP_TAG`), or the last word with a
+/// first word that is a prefix of the other's (`EP_TAG` for `EPP_TAG`), so
+/// unrelated variables (`CI_TAG`, `GIT_TAG`, `HOME`) stay quiet.
+pub fn misspelt_variables<'r>(read: &[&'r str], present: &[&str]) -> Vec<(String, &'r str)> {
+    let first = |v: &str| v.split('_').next().unwrap_or_default().to_string();
+    let last = |v: &str| v.rsplit('_').next().unwrap_or_default().to_string();
+    let mut out = Vec::new();
+    for name in present {
+        if read.contains(name) || !name.contains('_') {
+            continue;
+        }
+        let near = read
+            .iter()
+            .copied()
+            .filter(|meant| {
+                let (a, b) = (first(name), first(meant));
+                a == b || (last(name) == last(meant) && (a.starts_with(&b) || b.starts_with(&a)))
+            })
+            .map(|meant| (strsim::osa_distance(name, meant), meant))
+            .filter(|(distance, _)| *distance <= 2)
+            .min_by_key(|(distance, _)| *distance)
+            .map(|(_, meant)| meant);
+        if let Some(meant) = near {
+            out.push((name.to_string(), meant));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::closest;
+    use super::{closest, misspelt_variables};
+
+    #[test]
+    fn misspelt_variables_are_near_and_related() {
+        let read = ["EPP_IMAGE", "EPP_TAG", "UI_TAG", "IMAGE_REGISTRY"];
+        let present = [
+            "EPP_TGA",
+            "EP_TAG",
+            "EPP_TAG",
+            "CI_TAG",
+            "GIT_TAG",
+            "HOME",
+            "IMAGE_REGISTRYY",
+            "EPP_IMAGES",
+            "PATH",
+            "EPP_BUILD_ARGS",
+        ];
+        let got = misspelt_variables(&read, &present);
+        assert_eq!(
+            got,
+            [
+                ("EPP_TGA".to_string(), "EPP_TAG"),
+                ("EP_TAG".to_string(), "EPP_TAG"),
+                ("IMAGE_REGISTRYY".to_string(), "IMAGE_REGISTRY"),
+                ("EPP_IMAGES".to_string(), "EPP_IMAGE"),
+            ]
+        );
+    }
 
     #[test]
     fn suggestions() {

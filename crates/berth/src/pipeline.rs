@@ -42,9 +42,15 @@ pub fn lock(args: &ResolveArgs, project: &Project) -> Result<Option<Lock>> {
         .transpose()
 }
 
-/// Resolves the project's images against `overrides` and the process environment.
+/// Resolves the project's images against `overrides` and the process environment;
+/// what the resolution warns about (a misspelt variable) is said here, once, for
+/// every command (`validate --strict` counts it too).
 pub fn resolve<'p>(project: &'p Project, overrides: Overrides) -> Result<Resolution<'p>> {
-    Ok(resolve::resolve(project, &overrides, &env_var)?)
+    let resolution = resolve::resolve(project, &overrides, &env_var)?;
+    for warning in &resolution.warnings {
+        say!("warning: {warning}");
+    }
+    Ok(resolution)
 }
 
 /// The process environment, as the resolver reads it. A value that is not

@@ -32,7 +32,13 @@ fn source_names() -> SourceNames {
 /// and inside an Argo CD Config Management Plugin the Application's variables.
 pub fn overrides(args: &cli::ResolveArgs, lock: Option<berth_core::lock::Lock>) -> Overrides {
     let (command_line, command_line_name) = argocd_variables(std::env::vars_os());
+    // Names only (never values): what a misspelt variable is compared with.
+    let present = std::env::vars_os()
+        .filter_map(|(name, _)| name.into_string().ok())
+        .chain(command_line.iter().map(|(name, _)| name.clone()))
+        .collect();
     Overrides {
+        present,
         images: args.images.clone(),
         tags: args.tags.clone(),
         registry: args.registry.clone(),

@@ -34,6 +34,13 @@ impl Loader<'_> {
         // IMAGE_REGISTRY through its copy would diverge — sweep 4, Q27). Chains
         // settle in at most as many rounds as there are components.
         let own = |i: usize, key: &str| entries[i].1.get(key).is_some();
+        // A third-party image (`registry: false`) is out of the shared tag too unless
+        // it says `tag: true`: `RELEASE_TAG=my-fix` must not retag mysql or grafana.
+        for (i, component) in components.iter_mut().enumerate() {
+            if own(i, "registry") && !component.follows_registry && !own(i, "tag") {
+                component.follows_tag = false;
+            }
+        }
         for _ in 0..components.len() {
             let mut changed = false;
             for i in 0..components.len() {

@@ -122,8 +122,8 @@ pub struct Component {
     /// `repositoryEnv:`: a variable that replaces the repository and keeps the tag
     /// (operator-sdk's `IMAGE_TAG_BASE`); it wins over the registry override.
     pub repository_env: Option<String>,
-    /// `tag:` (default true); `false` keeps the component out of the shared tag
-    /// variable (`tag.env`).
+    /// `tag:` (default true, but false with `registry: false`); `false` keeps the
+    /// component out of the shared tag variable (`tag.env`).
     pub follows_tag: bool,
     /// `sameAs:`: the component whose resolved image is this one's default. `image`
     /// then holds that component's `image:` (for messages); the resolver uses its

@@ -66,11 +66,12 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
     for warning in &warnings {
         say!("warning: {warning}");
     }
-    if settings.strict && !warnings.is_empty() {
+    // The resolution's warnings (a misspelt variable) were said when it was made.
+    let count = warnings.len() + resolution.warnings.len();
+    if settings.strict && count > 0 {
         bail!(
-            "{} warning{} (errors under --strict)",
-            warnings.len(),
-            if warnings.len() == 1 { "" } else { "s" }
+            "{count} warning{} (errors under --strict)",
+            if count == 1 { "" } else { "s" }
         );
     }
     Ok(())

@@ -190,3 +190,40 @@ fn q27_same_as_a_third_party_image_follows_its_registry_setting() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// #36 item 8: a variable that looks like a misspelling of one berth.yaml names
+/// changes nothing, and says so with the one it probably meant; `validate
+/// --strict` counts it.
+#[test]
+fn a_misspelt_variable_is_named_with_the_one_it_meant() {
+    let dir = common::project("name: llm\nimages:\n  epp: {image: ghcr.io/llm-d/epp:v0.3.0}\n");
+    let out = common::berth(dir.path())
+        .args(["images", "--output", "env"])
+        .env("EPP_TGA", "fix-408")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::transcript(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "EPP_IMAGE=ghcr.io/llm-d/epp:v0.3.0\n"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "warning: `EPP_TGA` is set, but berth.yaml reads no variable of that name, so it changes nothing; did you mean `EPP_TAG`?\n"
+    );
+    std::fs::write(
+        dir.path().join("pod.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: ghcr.io/llm-d/epp:v0.3.0}]\n",
+    )
+    .unwrap();
+    let strict = common::berth(dir.path())
+        .args(["validate", "--strict", "pod.yaml"])
+        .env("EP_TAG", "x")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&strict.stderr),
+        "warning: `EP_TAG` is set, but berth.yaml reads no variable of that name, so it changes nothing; did you mean `EPP_TAG`?\nerror: 1 warning (errors under --strict)\n"
+    );
+    assert_eq!(strict.status.code(), Some(1));
+}
