@@ -209,6 +209,10 @@ pub fn warnings_of(
     resolution: &Resolution<'_>,
 ) -> Vec<String> {
     let mut out = findings.warnings(project, resolution);
+    // Overrides are judged here only when this render is the whole project.
+    let whole = project.profiles.is_empty();
+    let unreached = render::unreached_overrides(&[findings], project, resolution, whole);
+    out.extend(unreached);
     out.extend(path_warnings(
         project,
         "imagePaths",

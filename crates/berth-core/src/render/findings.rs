@@ -128,12 +128,75 @@ pub(super) fn strays(
     }
 }
 
-/// The first part of a resolved image an override set, as its source names it.
-/// The name first: a full override of the repository says more than its registry.
-fn override_of(origins: &crate::resolve::Origins) -> Option<&Origin> {
-    std::iter::once(&origins.name)
-        .chain(origins.parts())
-        .find(|o| !matches!(o, Origin::Project { .. }))
+/// Whether `origin` moves every component alike (the registry prefix, the
+/// shared tag variable, the lock) rather than `component` alone.
+fn shared(origin: &Origin, project: &Project, component: &crate::project::Component) -> bool {
+    match origin {
+        Origin::Registry(_) | Origin::RegistryEnv(_) | Origin::Lock(_) => true,
+        Origin::TagEnv(var) => {
+            project.tag_env.as_deref() == Some(var.name.as_str()) && component.tag_env != var.name
+        }
+        _ => false,
+    }
+}
+
+/// Overrides that changed nothing in any of the renders `all` (one for `render`,
+/// each profile's for `validate`): a component's own override (its variables,
+/// `--image`, `--tag`) when no image field of any render is that component; an
+/// override every component follows (the registry prefix, the shared tag, the
+/// lock) only when none of the components it moves is in any render — a
+/// registry exported for the whole project does not warn about each component
+/// a profile leaves out. `whole` says `all` is every manifest set of the
+/// project (`validate`, or a project without profiles); the render of one
+/// profile judges no override: the developer's variables are exported for the
+/// whole project, and the other profiles may be what they are for.
+pub fn unreached_overrides(
+    all: &[&super::Findings],
+    project: &Project,
+    resolution: &Resolution<'_>,
+    whole: bool,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    // Shared overrides: (as the source names it, components it moved, any of them rendered).
+    let mut shared_seen: Vec<(String, usize, bool)> = Vec::new();
+    for (index, resolved) in resolution.images.iter().enumerate() {
+        let component = resolved.component;
+        if !component.deployed {
+            continue;
+        }
+        let unmatched = all.iter().all(|f| f.unmatched.contains(&index));
+        let origins = std::iter::once(&resolved.origins.name).chain(resolved.origins.parts());
+        let mut own: Option<&Origin> = None;
+        for origin in origins.filter(|o| !matches!(o, Origin::Project { .. })) {
+            if !shared(origin, project, component) {
+                own = own.or(Some(origin));
+                continue;
+            }
+            let text = origin.to_string();
+            match shared_seen.iter_mut().find(|(t, _, _)| *t == text) {
+                Some((_, moved, rendered)) => {
+                    *moved += 1;
+                    *rendered |= !unmatched;
+                }
+                None => shared_seen.push((text, 1, !unmatched)),
+            }
+        }
+        if let (Some(origin), true) = (own, unmatched && whole) {
+            out.push(format!(
+                "{origin} is set for component `{}`, but no image field of the manifests is `{}`, so the override changes nothing: check `images.{}.image` and `match:` in {}, add the field under `imagePaths:` (custom resources, env values), or unset it",
+                component.name, component.image.repository(), component.name, project.file
+            ));
+        }
+    }
+    for (origin, moved, rendered) in shared_seen {
+        if whole && !rendered {
+            out.push(format!(
+                "{origin} is set, but none of the {moved} component(s) it moves has an image field in the manifests, so it changes nothing: check `images:` and `match:` in {}, or unset it",
+                project.file
+            ));
+        }
+    }
+    out
 }
 
 impl super::Findings {
@@ -161,20 +224,6 @@ impl super::Findings {
                 "{}: image `{}` differs from berth.yaml's default for component `{}` (`{}`, {}:{}), and berth writes `{}`: put the tag you want in `images.{}.image` of {} (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest",
                 drift.at, drift.found, c.name, c.image, project.file, c.image_pos, resolved.reference, c.name, project.file
             ));
-        }
-        for &index in &self.unmatched {
-            let Some(resolved) = resolution.images.get(index) else {
-                continue;
-            };
-            if !resolved.component.deployed {
-                continue;
-            }
-            if let Some(origin) = override_of(&resolved.origins) {
-                out.push(format!(
-                    "{origin} is set for component `{}`, but no image field of the manifests is `{}`, so the override changes nothing: check `images.{}.image` and `match:` in {}, add the field under `imagePaths:` (custom resources, env values), or unset it",
-                    resolved.component.name, resolved.component.image.repository(), resolved.component.name, project.file
-                ));
-            }
         }
         for stray in &self.strays {
             let Some(resolved) = resolution.images.get(stray.component) else {

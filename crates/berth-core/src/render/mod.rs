@@ -24,7 +24,7 @@ use crate::configs::Generated;
 use crate::resolve::Resolution;
 use crate::suggest::hint;
 use documents::expand_list;
-pub use findings::{path_warnings, Stray};
+pub use findings::{path_warnings, unreached_overrides, Stray};
 pub use helm::{image_values, HelmValuesError};
 pub use images::ImageRewriter;
 pub use inject::CaInjector;

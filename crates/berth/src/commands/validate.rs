@@ -62,6 +62,12 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
             all.push(rendered.findings);
         }
         warnings.extend(aggregated(project, &all));
+        let renders: Vec<&Findings> = all.iter().collect();
+        // Over every set unless `--profile` (or paths) chose one.
+        let whole = settings.profile.is_none() && settings.paths.is_empty();
+        warnings.extend(berth_core::render::unreached_overrides(
+            &renders, project, resolution, whole,
+        ));
     }
     for warning in &warnings {
         say!("warning: {warning}");

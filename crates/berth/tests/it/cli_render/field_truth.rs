@@ -512,3 +512,84 @@ fn deployed_false_on_a_component_the_manifests_run_is_named() {
         .unwrap();
     assert_eq!(strict.status.code(), Some(1), "{}", stderr(&strict));
 }
+
+/// #36 item 3: the registry prefix (or the shared tag) exported for the whole
+/// project moves every component; a profile that leaves some out does not cry
+/// wolf about each, and `validate --strict` with the developer's variables set
+/// passes when every image moved. A registry that moves nothing anywhere is one
+/// warning.
+#[test]
+fn a_registry_for_the_whole_project_warns_only_when_it_moves_nothing() {
+    let dir = project("name: llm\nregistry: {env: IMAGE_REGISTRY}\ntag: {env: LLMD_TAG}\nprofiles:\n  epd: [epd.yaml]\n  sim: [sim.yaml]\nimages:\n  epp: {image: 'ghcr.io/llm-d/epp:v0.3.0'}\n  vllm: {image: 'ghcr.io/llm-d/vllm:v0.2.0'}\n");
+    let pod = |name: &str, image: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers: [{{name: c, image: '{image}'}}]\n")
+    };
+    write(
+        dir.path(),
+        "epd.yaml",
+        &pod("epp", "ghcr.io/llm-d/epp:v0.3.0"),
+    );
+    write(
+        dir.path(),
+        "sim.yaml",
+        &pod("vllm", "ghcr.io/llm-d/vllm:v0.2.0"),
+    );
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        berth(dir.path())
+            .args(args)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap()
+    };
+    let developer = [
+        ("IMAGE_REGISTRY", "quay.io/me"),
+        ("LLMD_TAG", "fix"),
+        ("EPP_TAG", "fix-408"),
+    ];
+    let out = run(&["render", "--profile", "epd"], &developer);
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{}",
+        transcript(&out)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("image: quay.io/me/epp:fix-408"));
+    let out = run(&["validate", "--strict"], &developer);
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{}",
+        transcript(&out)
+    );
+
+    // A component's own override is still named when no render has its image.
+    let out = run(&["render", "--profile", "sim"], &developer);
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{}",
+        transcript(&out)
+    );
+    write(
+        dir.path(),
+        "sim.yaml",
+        &pod("other", "docker.io/library/busybox:1.36"),
+    );
+    let out = run(&["validate", "--strict"], &[("VLLM_TAG", "x")]);
+    let text = stderr(&out);
+    assert!(
+        text.contains("warning: VLLM_TAG (environment) is set for component `vllm`, but no image field of the manifests is `ghcr.io/llm-d/vllm`, so the override changes nothing")
+            && text.ends_with("error: 2 warnings (errors under --strict)\n"),
+        "{text}"
+    );
+    // The registry, when no component it moves is anywhere: one warning, not one each.
+    let out = run(&["validate"], &[("IMAGE_REGISTRY", "quay.io/me")]);
+    let text = stderr(&out);
+    assert!(!text.contains("IMAGE_REGISTRY"), "epp is in epd: {text}");
+    write(
+        dir.path(),
+        "epd.yaml",
+        &pod("other", "docker.io/library/busybox:1.36"),
+    );
+    let out = run(&["validate"], &[("IMAGE_REGISTRY", "quay.io/me")]);
+    let text = stderr(&out);
+    assert_eq!(text.matches("IMAGE_REGISTRY").count(), 1, "{text}");
+    assert!(text.contains("warning: IMAGE_REGISTRY (environment) is set, but none of the 2 component(s) it moves has an image field in the manifests, so it changes nothing"), "{text}");
+}
