@@ -35,7 +35,8 @@ fn from_helm_values(stray: &Stray, resolution: &Resolution<'_>) -> bool {
     })
 }
 
-/// Component images in ConfigMap data, container env values, command and args (but the fields an
+/// Component images in ConfigMap data (but comment lines and `_example` keys),
+/// container env values, command and args (but the fields an
 /// `imagePaths` entry rewrote, `skip`), pushed to `out` with `at` (`file:line:column
 /// (Kind/name)` given a position). In a chart's output rendered with berth's
 /// image values (`chart`), berth's own answer there is no stray.
@@ -62,6 +63,12 @@ pub(super) fn strays(
             .as_scalar()
             .is_some_and(|s| s.style != berth_yaml::Style::Plain && !text.contains('\n'));
         for (n, line) in text.lines().enumerate() {
+            // A comment in a config file (`# installed in the alpine/k8s image`) names
+            // an image in prose; no program reads it.
+            let trimmed = line.trim_start();
+            if trimmed.starts_with('#') || trimmed.starts_with("//") {
+                continue;
+            }
             for found in scanner.line(line) {
                 let mut pos = node.pos;
                 pos.line += n as u32;
@@ -85,10 +92,12 @@ pub(super) fn strays(
             .and_then(Node::as_map)
             .unwrap_or_default()
         {
-            push(
-                value,
-                format!("data key `{}`", key.as_str().unwrap_or_default()),
-            );
+            let key = key.as_str().unwrap_or_default();
+            // Knative's and KServe's documentation keys: an example, never read.
+            if key == "_example" || key.ends_with("_example") {
+                continue;
+            }
+            push(value, format!("data key `{key}`"));
         }
         return;
     }

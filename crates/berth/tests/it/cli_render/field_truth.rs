@@ -593,3 +593,25 @@ fn a_registry_for_the_whole_project_warns_only_when_it_moves_nothing() {
     assert_eq!(text.matches("IMAGE_REGISTRY").count(), 1, "{text}");
     assert!(text.contains("warning: IMAGE_REGISTRY (environment) is set, but none of the 2 component(s) it moves has an image field in the manifests, so it changes nothing"), "{text}");
 }
+
+/// #36 item 3: a comment in a ConfigMap's file that names an image, and a
+/// documentation `_example` key, are prose: only the line a program reads is
+/// reported.
+#[test]
+fn comments_and_example_keys_in_a_configmap_are_not_copies() {
+    let dir = project("name: x\nmanifests: [cm.yaml]\nimages:\n  tool: {image: 'ghcr.io/acme/tool:v1', deployed: false}\n");
+    write(
+        dir.path(),
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  run.py: |\n    # built on the ghcr.io/acme/tool:v1 image\n    TOOL = 'ghcr.io/acme/tool:v1'  # the copy\n  _example: |\n    image: ghcr.io/acme/tool:v1\n  storage_example: 'ghcr.io/acme/tool:v1'\n",
+    );
+    let out = berth(dir.path()).arg("render").output().unwrap();
+    let text = stderr(&out);
+    assert_eq!(text.matches("warning:").count(), 1, "{text}");
+    assert!(
+        text.starts_with(
+            "warning: cm.yaml:7:13 (ConfigMap/c): data key `run.py` holds `ghcr.io/acme/tool:v1`"
+        ),
+        "{text}"
+    );
+}
