@@ -11,6 +11,7 @@ pub mod gitops;
 pub mod init;
 pub mod kinds;
 pub mod lock;
+pub mod make;
 pub mod names;
 pub mod project;
 pub mod redact;

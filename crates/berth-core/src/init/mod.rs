@@ -5,6 +5,8 @@
 //! decides and explains ([`Plan`]).
 
 mod charts;
+pub use crate::make::{make_vars, MakeVar, EXPANSION_LIMIT};
+use crate::make::{Defs, Unexpandable, EXPANSION_DEPTH};
 pub use charts::Chart;
 
 use std::collections::BTreeMap;
@@ -21,19 +23,6 @@ pub struct Kustomization {
     pub resources: Vec<String>,
     /// Its `images:` entries: `(name, newName, newTag)`.
     pub images: Vec<(String, Option<String>, Option<String>)>,
-}
-
-/// A `NAME ?= value` (or `:=`, `=`) line of a Makefile.
-#[derive(Debug, Clone)]
-pub struct MakeVar {
-    /// The variable.
-    pub name: String,
-    /// Its value as written.
-    pub value: String,
-    /// `Makefile:3`.
-    pub at: String,
-    /// `?=`: set only when not yet defined (the first such line wins).
-    pub conditional: bool,
 }
 
 /// What the CLI found.
@@ -66,106 +55,6 @@ struct Found {
     at: String,
     /// Where a chart's values carry it: `helmValues:` entries (part, path).
     helm_values: Vec<(&'static str, String)>,
-}
-
-/// The longest value make expansion may produce in `berth init`; past it a
-/// variable is not used (a note says so). Real image references are < 300.
-pub const EXPANSION_LIMIT: usize = 4096;
-
-/// How deep `$(A)` → `$(B)` → … may nest before init gives up on a value.
-const EXPANSION_DEPTH: usize = 16;
-
-/// A Makefile's variables as make sees them once the file is read: `?=` keeps the
-/// first definition, `=`/`:=` the last. Values stay as written and are expanded
-/// only when init reads them ([`Defs::value`]), so a variable defined later in
-/// the file still counts and one nobody reads costs nothing.
-#[derive(Debug, Default)]
-struct Defs<'a> {
-    by_name: BTreeMap<&'a str, &'a MakeVar>,
-}
-
-/// Why a variable's value could not be used.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Unexpandable {
-    /// It grows past [`EXPANSION_LIMIT`] (an expansion bomb, or a list of files).
-    TooLong,
-    /// It refers to itself, directly or through others, or nests too deep.
-    TooDeep,
-}
-
-impl<'a> Defs<'a> {
-    fn new(vars: &'a [MakeVar]) -> Self {
-        let mut by_name: BTreeMap<&str, &MakeVar> = BTreeMap::new();
-        for var in vars {
-            if !(var.conditional && by_name.contains_key(var.name.as_str())) {
-                by_name.insert(&var.name, var);
-            }
-        }
-        Defs { by_name }
-    }
-
-    fn get(&self, name: &str) -> Option<&'a MakeVar> {
-        self.by_name.get(name).copied()
-    }
-
-    /// `name`'s value with `$(VAR)`/`${VAR}` expanded; an undefined variable is
-    /// empty, as in make; `None` when it is not a variable of the Makefile.
-    fn value(&self, name: &str) -> Option<Result<String, Unexpandable>> {
-        let var = self.get(name)?;
-        let mut out = String::new();
-        Some(
-            self.expand_into(var.value.trim(), &mut out, 0)
-                .map(|()| out),
-        )
-    }
-
-    fn expand_into(&self, text: &str, out: &mut String, depth: usize) -> Result<(), Unexpandable> {
-        if depth > EXPANSION_DEPTH {
-            return Err(Unexpandable::TooDeep);
-        }
-        let mut rest = text;
-        while let Some(at) = rest.find('$') {
-            out.push_str(&rest[..at]);
-            let after = &rest[at + 1..];
-            let close = match after.chars().next() {
-                Some('(') => ')',
-                Some('{') => '}',
-                _ => {
-                    out.push('$');
-                    rest = after;
-                    continue;
-                }
-            };
-            let Some(end) = after.find(close) else {
-                out.push_str(&rest[at..]);
-                rest = "";
-                break;
-            };
-            let name = &after[1..end];
-            match self.get(name) {
-                Some(var) if is_make_name(name) => {
-                    self.expand_into(var.value.trim(), out, depth + 1)?
-                }
-                // A function call (`$(shell …)`) or an unknown name: kept as written
-                // when unknown to make's syntax, empty when a plain name (make's rule).
-                _ if is_make_name(name) => {}
-                _ => out.push_str(&rest[at..at + 2 + end]),
-            }
-            rest = &after[end + 1..];
-            if out.len() > EXPANSION_LIMIT {
-                return Err(Unexpandable::TooLong);
-            }
-        }
-        out.push_str(rest);
-        if out.len() > EXPANSION_LIMIT {
-            return Err(Unexpandable::TooLong);
-        }
-        Ok(())
-    }
-}
-
-fn is_make_name(name: &str) -> bool {
-    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 /// A component name from a variable (`EPP_IMAGE` → `epp`) or a repository's
@@ -726,37 +615,6 @@ fn project_name(dir: &str) -> String {
     } else {
         name.chars().take(63).collect()
     }
-}
-
-/// The `NAME ?= value` lines of a Makefile (`?=`, `:=`, `::=`, `=`), with
-/// `Makefile:N` as where; recipe lines and conditionals are skipped.
-pub fn make_vars(file: &str, text: &str) -> Vec<MakeVar> {
-    let mut out = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        if line.starts_with('\t') || line.trim_start().starts_with('#') {
-            continue;
-        }
-        let line = line.strip_prefix("export ").unwrap_or(line);
-        let Some(eq) = line.find('=') else { continue };
-        let (left, value) = (&line[..eq], &line[eq + 1..]);
-        let name = left.trim_end_matches([':', '?', '+', '!']).trim();
-        let valid = !name.is_empty()
-            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-            && !left
-                .trim_end_matches([':', '?', '+', '!'])
-                .trim_end()
-                .contains(' ');
-        if valid && !left.ends_with('+') {
-            let value = value.split(" #").next().unwrap_or(value).trim().to_string();
-            out.push(MakeVar {
-                name: name.to_string(),
-                value,
-                at: format!("{file}:{}", n + 1),
-                conditional: left.ends_with('?'),
-            });
-        }
-    }
-    out
 }
 
 #[cfg(test)]

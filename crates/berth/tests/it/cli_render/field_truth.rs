@@ -615,3 +615,51 @@ fn comments_and_example_keys_in_a_configmap_are_not_copies() {
         "{text}"
     );
 }
+
+/// #36 item 2: behind `${SIDECAR_IMAGE}` no manifest carries a tag; the
+/// Makefile's `SIDECAR_TAG ?= dev` and berth.yaml's `:0.0.5` disagree, and
+/// `validate` names both lines (an error under `--strict`) until they agree.
+/// A Makefile an include brings in counts too.
+#[test]
+fn a_makefile_default_that_disagrees_with_berth_yaml_is_named() {
+    let dir = project("name: router\nmanifests: [d.yaml]\nimages:\n  sidecar: {image: 'ghcr.io/llm-d/disagg-sidecar:0.0.5'}\n  epp: {image: 'ghcr.io/llm-d/epp:dev'}\n");
+    write(dir.path(), "d.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: s, image: '${SIDECAR_IMAGE}'}\n  - {name: e, image: '${EPP_IMAGE}'}\n");
+    write(
+        dir.path(),
+        "Makefile",
+        "include hack/images.mk\nSIDECAR_TAG ?= dev\n",
+    );
+    write(
+        dir.path(),
+        "hack/images.mk",
+        "EPP_IMAGE ?= ghcr.io/llm-d/epp:dev\n",
+    );
+    let out = berth(dir.path())
+        .args(["validate", "--strict"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        stderr(&out),
+        "warning: Makefile:2: `SIDECAR_TAG ?= dev` gives component `sidecar` the tag `dev` by default, but berth.yaml:4:20 gives it `ghcr.io/llm-d/disagg-sidecar:0.0.5`: with no variable set, make and berth build and deploy different images; make the two defaults agree\nerror: 1 warning (errors under --strict)\n"
+    );
+    write(
+        dir.path(),
+        "hack/images.mk",
+        "EPP_IMAGE ?= ghcr.io/llm-d/epp:v1\n",
+    );
+    let yaml = std::fs::read_to_string(dir.path().join("berth.yaml")).unwrap();
+    std::fs::write(
+        dir.path().join("berth.yaml"),
+        yaml.replace(":0.0.5", ":dev"),
+    )
+    .unwrap();
+    let out = berth(dir.path())
+        .args(["validate", "--strict"])
+        .output()
+        .unwrap();
+    let text = stderr(&out);
+    assert!(
+        text.starts_with("warning: hack/images.mk:1: `EPP_IMAGE ?= ghcr.io/llm-d/epp:v1` gives component `epp` the image `ghcr.io/llm-d/epp:v1` by default"),
+        "{text}"
+    );
+}

@@ -1,0 +1,252 @@
+//! Makefile variables as berth reads them, without running make: the
+//! `NAME ?= value` lines (`?=`, `:=`, `::=`, `=`) and their values expanded
+//! lazily, bounded in length and depth. `berth init` proposes berth.yaml from
+//! them; `berth validate` compares the Makefile's image defaults with
+//! berth.yaml's ([`disagreements`]).
+
+use std::collections::BTreeMap;
+
+use berth_ref::Reference;
+
+use crate::Project;
+
+/// A `NAME ?= value` (or `:=`, `=`) line of a Makefile.
+#[derive(Debug, Clone)]
+pub struct MakeVar {
+    /// The variable.
+    pub name: String,
+    /// Its value as written.
+    pub value: String,
+    /// `Makefile:3`.
+    pub at: String,
+    /// `?=`: set only when not yet defined (the first such line wins).
+    pub conditional: bool,
+}
+
+/// The longest value make expansion may produce; past it a
+/// variable is not used (a note says so). Real image references are < 300.
+pub const EXPANSION_LIMIT: usize = 4096;
+
+/// How deep `$(A)` → `$(B)` → … may nest before init gives up on a value.
+pub const EXPANSION_DEPTH: usize = 16;
+
+/// A Makefile's variables as make sees them once the file is read: `?=` keeps the
+/// first definition, `=`/`:=` the last. Values stay as written and are expanded
+/// only when init reads them ([`Defs::value`]), so a variable defined later in
+/// the file still counts and one nobody reads costs nothing.
+#[derive(Debug, Default)]
+pub struct Defs<'a> {
+    by_name: BTreeMap<&'a str, &'a MakeVar>,
+}
+
+/// Why a variable's value could not be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unexpandable {
+    /// It grows past [`EXPANSION_LIMIT`] (an expansion bomb, or a list of files).
+    TooLong,
+    /// It refers to itself, directly or through others, or nests too deep.
+    TooDeep,
+}
+
+impl<'a> Defs<'a> {
+    /// The definitions make keeps of `vars` (in file order).
+    pub fn new(vars: &'a [MakeVar]) -> Self {
+        let mut by_name: BTreeMap<&str, &MakeVar> = BTreeMap::new();
+        for var in vars {
+            if !(var.conditional && by_name.contains_key(var.name.as_str())) {
+                by_name.insert(&var.name, var);
+            }
+        }
+        Defs { by_name }
+    }
+
+    /// The definition make keeps of `name`.
+    pub fn get(&self, name: &str) -> Option<&'a MakeVar> {
+        self.by_name.get(name).copied()
+    }
+
+    /// `name`'s value with `$(VAR)`/`${VAR}` expanded; an undefined variable is
+    /// empty, as in make; `None` when it is not a variable of the Makefile.
+    pub fn value(&self, name: &str) -> Option<Result<String, Unexpandable>> {
+        let var = self.get(name)?;
+        let mut out = String::new();
+        Some(
+            self.expand_into(var.value.trim(), &mut out, 0)
+                .map(|()| out),
+        )
+    }
+
+    fn expand_into(&self, text: &str, out: &mut String, depth: usize) -> Result<(), Unexpandable> {
+        if depth > EXPANSION_DEPTH {
+            return Err(Unexpandable::TooDeep);
+        }
+        let mut rest = text;
+        while let Some(at) = rest.find('$') {
+            out.push_str(&rest[..at]);
+            let after = &rest[at + 1..];
+            let close = match after.chars().next() {
+                Some('(') => ')',
+                Some('{') => '}',
+                _ => {
+                    out.push('$');
+                    rest = after;
+                    continue;
+                }
+            };
+            let Some(end) = after.find(close) else {
+                out.push_str(&rest[at..]);
+                rest = "";
+                break;
+            };
+            let name = &after[1..end];
+            match self.get(name) {
+                Some(var) if is_make_name(name) => {
+                    self.expand_into(var.value.trim(), out, depth + 1)?
+                }
+                // A function call (`$(shell …)`) or an unknown name: kept as written
+                // when unknown to make's syntax, empty when a plain name (make's rule).
+                _ if is_make_name(name) => {}
+                _ => out.push_str(&rest[at..at + 2 + end]),
+            }
+            rest = &after[end + 1..];
+            if out.len() > EXPANSION_LIMIT {
+                return Err(Unexpandable::TooLong);
+            }
+        }
+        out.push_str(rest);
+        if out.len() > EXPANSION_LIMIT {
+            return Err(Unexpandable::TooLong);
+        }
+        Ok(())
+    }
+}
+
+fn is_make_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// The `NAME ?= value` lines of a Makefile (`?=`, `:=`, `::=`, `=`), with
+/// `Makefile:N` as where; recipe lines and conditionals are skipped.
+pub fn make_vars(file: &str, text: &str) -> Vec<MakeVar> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.starts_with('\t') || line.trim_start().starts_with('#') {
+            continue;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        let Some(eq) = line.find('=') else { continue };
+        let (left, value) = (&line[..eq], &line[eq + 1..]);
+        let name = left.trim_end_matches([':', '?', '+', '!']).trim();
+        let valid = !name.is_empty()
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            && !left
+                .trim_end_matches([':', '?', '+', '!'])
+                .trim_end()
+                .contains(' ');
+        if valid && !left.ends_with('+') {
+            let value = value.split(" #").next().unwrap_or(value).trim().to_string();
+            out.push(MakeVar {
+                name: name.to_string(),
+                value,
+                at: format!("{file}:{}", n + 1),
+                conditional: left.ends_with('?'),
+            });
+        }
+    }
+    out
+}
+
+/// The files a Makefile includes by a literal path (`include x.mk`, `-include`,
+/// `sinclude`), as written; an include built from a variable or a glob is left out.
+pub fn includes(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim_end();
+        let rest = ["include ", "-include ", "sinclude "]
+            .iter()
+            .find_map(|word| line.strip_prefix(word));
+        if let Some(rest) = rest {
+            out.extend(
+                rest.split_whitespace()
+                    .filter(|p| !p.contains(['$', '*', '?', '[']))
+                    .map(str::to_string),
+            );
+        }
+    }
+    out
+}
+
+/// Where a Makefile's defaults and berth.yaml's images disagree: a component's
+/// full-reference variable (`EPP_IMAGE ?= $(IMAGE_REGISTRY)/epp:$(EPP_TAG)`),
+/// else its tag variable (`EPP_TAG ?= dev`), whose default is not the image
+/// berth.yaml gives it. With no variable set, `make` and berth would then build
+/// and deploy different images, and nothing would say so. A value make would
+/// compute (`$(shell …)`) is not judged.
+pub fn disagreements(project: &Project, vars: &[MakeVar]) -> Vec<String> {
+    let defs = Defs::new(vars);
+    let mut out = Vec::new();
+    let written = |var: &MakeVar| {
+        let op = if var.conditional { "?=" } else { "=" };
+        format!("`{} {op} {}`", var.name, var.value)
+    };
+    for c in &project.components {
+        if c.same_as.is_some() {
+            continue; // its default is another component's resolved image
+        }
+        let own = format!("{}:{}", project.file, c.image_pos);
+        let known = |name: &str| match defs.value(name) {
+            Some(Ok(value)) if !value.is_empty() && !value.contains('$') => Some(value),
+            _ => None,
+        };
+        if let (Some(var), Some(value)) = (defs.get(&c.env), known(&c.env)) {
+            let Ok(reference) = Reference::parse(&value) else {
+                continue;
+            };
+            let same = reference.repository() == c.image.repository()
+                && reference.tag() == c.image.tag()
+                && reference.digest() == c.image.digest();
+            if !same {
+                out.push(format!(
+                    "{}: {} gives component `{}` the image `{reference}` by default, but {own} gives it `{}`: with no variable set, make and berth build and deploy different images; make the two defaults agree",
+                    var.at, written(var), c.name, c.image
+                ));
+            }
+            continue;
+        }
+        if let (Some(var), Some(tag)) = (defs.get(&c.tag_env), known(&c.tag_env)) {
+            if c.image.tag().is_some_and(|t| t.to_string() != tag) {
+                out.push(format!(
+                    "{}: {} gives component `{}` the tag `{tag}` by default, but {own} gives it `{}`: with no variable set, make and berth build and deploy different images; make the two defaults agree",
+                    var.at, written(var), c.name, c.image
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn makefile_defaults_that_disagree_with_berth_yaml_are_named() {
+        let project = crate::project::parse(
+            "berth.yaml",
+            std::path::PathBuf::from("/p"),
+            "name: x\nimages:\n  epp: {image: ghcr.io/llm-d/epp:dev}\n  sidecar: {image: ghcr.io/llm-d/disagg-sidecar:0.0.5}\n  sim: {image: ghcr.io/llm-d/sim:v1}\n  shelled: {image: ghcr.io/llm-d/shelled:v1}\n",
+        )
+        .unwrap();
+        let makefile = "IMAGE_REGISTRY ?= ghcr.io/llm-d\nEPP_TAG ?= dev\nEPP_IMAGE ?= $(IMAGE_REGISTRY)/epp:$(EPP_TAG)\nSIDECAR_TAG ?= dev\nSIM_IMAGE = ghcr.io/llm-d/sim:v1\nSHELLED_TAG ?= $(shell git describe)\ninclude hack/tools.mk\n-include $(X).mk\n";
+        let got = disagreements(&project, &make_vars("Makefile", makefile));
+        assert_eq!(
+            got,
+            ["Makefile:4: `SIDECAR_TAG ?= dev` gives component `sidecar` the tag `dev` by default, but berth.yaml:4:20 gives it `ghcr.io/llm-d/disagg-sidecar:0.0.5`: with no variable set, make and berth build and deploy different images; make the two defaults agree"]
+        );
+        assert_eq!(includes(makefile), ["hack/tools.mk"]);
+        let other = make_vars("Makefile", "EPP_IMAGE ?= quay.io/me/epp:dev\n");
+        let got = disagreements(&project, &other);
+        assert!(got[0].starts_with("Makefile:1: `EPP_IMAGE ?= quay.io/me/epp:dev` gives component `epp` the image `quay.io/me/epp:dev` by default, but berth.yaml:3:16 gives it `ghcr.io/llm-d/epp:dev`"), "{got:?}");
+    }
+}
