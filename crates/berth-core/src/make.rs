@@ -225,6 +225,75 @@ pub fn disagreements(project: &Project, vars: &[MakeVar]) -> Vec<String> {
     out
 }
 
+/// Under `berth env -- make … NAME=VALUE`: the words that name no variable of
+/// berth.yaml but feed, in the Makefile, a variable berth sets through a `?=`
+/// line (`EPP_IMAGE ?= $(EPP_IMAGE_TAG_BASE):$(EPP_TAG)` and
+/// `EPP_IMAGE_TAG_BASE=quay.io/me/epp`). berth's value reaches make through the
+/// environment, which wins over `?=`, so the word would change nothing — one
+/// message each, for the caller to refuse the command with.
+pub fn shadowed_words(
+    project: &Project,
+    vars: &[MakeVar],
+    words: &[(String, String)],
+    command_line: &str,
+) -> Vec<String> {
+    let defs = Defs::new(vars);
+    let read = project.variables();
+    let mut out = Vec::new();
+    for (name, value) in words {
+        if read.contains(&name.as_str()) {
+            continue;
+        }
+        for c in &project.components {
+            let Some(var) = defs.get(&c.env).filter(|v| v.conditional) else {
+                continue;
+            };
+            if !defs.refers_to(&var.value, name, 0) {
+                continue;
+            }
+            out.push(format!(
+                "`{name}={value}` ({command_line}) feeds the Makefile's `{} ?= {}` ({}), but berth sets `{}` for the command, which wins over `?=`, so the word would change nothing: give the override to berth (`{}=…`, or `repositoryEnv: {name}` on component `{}` in {})",
+                var.name, var.value, var.at, c.env, c.env, c.name, project.file
+            ));
+        }
+    }
+    out
+}
+
+impl Defs<'_> {
+    /// Whether `text` refers to variable `name`, directly or through the
+    /// variables it names (as deep as expansion goes).
+    fn refers_to(&self, text: &str, name: &str, depth: usize) -> bool {
+        if depth > EXPANSION_DEPTH {
+            return false;
+        }
+        let mut rest = text;
+        while let Some(at) = rest.find('$') {
+            let after = &rest[at + 1..];
+            let close = match after.chars().next() {
+                Some('(') => ')',
+                Some('{') => '}',
+                _ => {
+                    rest = after;
+                    continue;
+                }
+            };
+            let Some(end) = after.find(close) else { break };
+            let inner = &after[1..end];
+            if inner == name {
+                return true;
+            }
+            if let Some(var) = self.get(inner) {
+                if self.refers_to(&var.value, name, depth + 1) {
+                    return true;
+                }
+            }
+            rest = &after[end + 1..];
+        }
+        false
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -248,5 +317,34 @@ mod tests {
         let other = make_vars("Makefile", "EPP_IMAGE ?= quay.io/me/epp:dev\n");
         let got = disagreements(&project, &other);
         assert!(got[0].starts_with("Makefile:1: `EPP_IMAGE ?= quay.io/me/epp:dev` gives component `epp` the image `quay.io/me/epp:dev` by default, but berth.yaml:3:16 gives it `ghcr.io/llm-d/epp:dev`"), "{got:?}");
+    }
+
+    #[test]
+    fn a_make_word_berths_variable_would_shadow_is_named() {
+        let project = crate::project::parse(
+            "berth.yaml",
+            std::path::PathBuf::from("/p"),
+            "name: x\nimages:\n  epp: {image: ghcr.io/llm-d/epp:dev}\n",
+        )
+        .unwrap();
+        let vars = make_vars(
+            "Makefile",
+            "BASE = $(EPP_IMAGE_TAG_BASE)\nEPP_IMAGE_TAG_BASE ?= ghcr.io/llm-d/epp\nEPP_IMAGE ?= $(BASE):$(EPP_TAG)\n",
+        );
+        let word = |n: &str, v: &str| (n.to_string(), v.to_string());
+        let got = shadowed_words(
+            &project,
+            &vars,
+            &[
+                word("EPP_IMAGE_TAG_BASE", "quay.io/me/epp"),
+                word("EPP_TAG", "x"),
+                word("V", "1"),
+            ],
+            "command line of `make`",
+        );
+        assert_eq!(
+            got,
+            ["`EPP_IMAGE_TAG_BASE=quay.io/me/epp` (command line of `make`) feeds the Makefile's `EPP_IMAGE ?= $(BASE):$(EPP_TAG)` (Makefile:3), but berth sets `EPP_IMAGE` for the command, which wins over `?=`, so the word would change nothing: give the override to berth (`EPP_IMAGE=…`, or `repositoryEnv: EPP_IMAGE_TAG_BASE` on component `epp` in berth.yaml)"]
+        );
     }
 }

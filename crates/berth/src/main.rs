@@ -58,6 +58,29 @@ fn main() -> ExitCode {
     }
 }
 
+/// `berth env -- CMD`: the command line's variables (make's `NAME=VALUE` words)
+/// join the resolution; a make word the Makefile would feed into a variable
+/// berth sets is refused, never overridden silently.
+fn env(cli: &Cli, args: &cli::EnvArgs) -> Result<u8> {
+    let project = project_file::load(cli.project.as_deref())?;
+    let command = settings::env_command(args);
+    let lock = pipeline::lock(&args.resolve, &project)?;
+    let mut overrides = settings::overrides(&args.resolve, lock);
+    (overrides.command_line, overrides.command_line_name) =
+        settings::command_line_variables(&project, command);
+    let words = settings::make_words(command);
+    if !words.is_empty() {
+        let vars = project_file::makefile_vars(&project);
+        let name = &overrides.command_line_name;
+        let shadowed = berth_core::make::shadowed_words(&project, &vars, &words, name);
+        if !shadowed.is_empty() {
+            anyhow::bail!("{}", shadowed.join("\n"));
+        }
+    }
+    let resolution = pipeline::resolve(&project, overrides)?;
+    commands::env::run(command, &resolution)
+}
+
 /// Runs the command: one arm per command, each a few lines that turn its flags
 /// into settings and call it. Longer than 100 lines because it is the one place
 /// that lists all 21 commands; splitting it would scatter that list.
@@ -71,16 +94,7 @@ fn run(cli: &Cli) -> Result<u8> {
         Command::Images(args) => with_resolution(cli, &args.resolve, |_, resolution| {
             commands::images::run(&args.into(), resolution).map(|()| 0)
         }),
-        Command::Env(args) => {
-            let project = project_file::load(cli.project.as_deref())?;
-            let command = settings::env_command(args);
-            let lock = pipeline::lock(&args.resolve, &project)?;
-            let mut overrides = settings::overrides(&args.resolve, lock);
-            (overrides.command_line, overrides.command_line_name) =
-                settings::command_line_variables(&project, command);
-            let resolution = pipeline::resolve(&project, overrides)?;
-            commands::env::run(command, &resolution)
-        }
+        Command::Env(args) => env(cli, args),
         Command::Render(args) if args.pin => with_pins(cli, args, |project, resolution| {
             commands::render::run(&settings::render(args)?, project, resolution).map(|()| 0)
         }),

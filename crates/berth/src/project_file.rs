@@ -77,3 +77,37 @@ pub fn load_lock(project: &Project) -> Result<berth_core::lock::Lock> {
     };
     Ok(Lock::parse(&path.display().to_string(), &text)?)
 }
+
+/// The variables of the Makefile make would read in the project's directory
+/// (GNUmakefile, makefile, Makefile: make's order) and of the files it includes
+/// by a literal path, inside the project; a file that cannot be read is left out.
+pub fn makefile_vars(project: &Project) -> Vec<berth_core::make::MakeVar> {
+    let Some(first) = ["GNUmakefile", "makefile", "Makefile"]
+        .into_iter()
+        .find(|name| project.dir.join(name).is_file())
+    else {
+        return Vec::new();
+    };
+    let mut vars = Vec::new();
+    // In the order make reads them (an include's `?=` before a later line's).
+    let mut queue = std::collections::VecDeque::from([first.to_string()]);
+    let mut seen = Vec::new();
+    while let Some(name) = queue.pop_front() {
+        if seen.contains(&name) || seen.len() > 64 {
+            continue;
+        }
+        seen.push(name.clone());
+        let path = project.dir.join(&name);
+        // Only files inside the project, as every file berth reads.
+        if crate::fs_source::contained(&project.dir, &path).is_err() {
+            continue;
+        }
+        let Ok(text) = crate::fs_source::read_bounded(&path).map(String::from_utf8) else {
+            continue;
+        };
+        let Ok(text) = text else { continue };
+        queue.extend(berth_core::make::includes(&text));
+        vars.extend(berth_core::make::make_vars(&name, &text));
+    }
+    vars
+}

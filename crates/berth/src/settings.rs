@@ -109,6 +109,20 @@ pub fn command_line_variables(
     (words, format!("command line of `{program}`"))
 }
 
+/// The `NAME=VALUE` words of a `make` (or `gmake`) command line, every one;
+/// none for another program.
+pub fn make_words(command: &[OsString]) -> Vec<(String, String)> {
+    let is_make = command.first().is_some_and(|p| {
+        let name = std::path::Path::new(p).file_name().unwrap_or(p);
+        name == "make" || name == "gmake"
+    });
+    if is_make {
+        assignments(command)
+    } else {
+        Vec::new()
+    }
+}
+
 /// The `NAME=VALUE` words `command` gives its program as variables.
 fn assignments(command: &[OsString]) -> Vec<(String, String)> {
     let Some(program) = command.first() else {

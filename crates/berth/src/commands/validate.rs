@@ -84,39 +84,10 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
     Ok(())
 }
 
-/// The Makefile make would read in the project's directory (GNUmakefile,
-/// makefile, Makefile: make's order) and the files it includes by a literal
-/// path, compared with berth.yaml's images: a default that disagrees is a
-/// warning naming both lines. A file that cannot be read is not judged.
+/// The Makefile's image defaults compared with berth.yaml's: a default that
+/// disagrees is a warning naming both lines.
 fn makefile_defaults(project: &Project) -> Vec<String> {
-    let Some(first) = ["GNUmakefile", "makefile", "Makefile"]
-        .into_iter()
-        .find(|name| project.dir.join(name).is_file())
-    else {
-        return Vec::new();
-    };
-    let mut vars = Vec::new();
-    // In the order make reads them (an include's `?=` before a later line's).
-    let mut queue = std::collections::VecDeque::from([first.to_string()]);
-    let mut seen = Vec::new();
-    while let Some(name) = queue.pop_front() {
-        if seen.contains(&name) || seen.len() > 64 {
-            continue;
-        }
-        seen.push(name.clone());
-        let path = project.dir.join(&name);
-        // Only files inside the project, as every file berth reads.
-        if crate::fs_source::contained(&project.dir, &path).is_err() {
-            continue;
-        }
-        let Ok(text) = crate::fs_source::read_bounded(&path).map(String::from_utf8) else {
-            continue;
-        };
-        let Ok(text) = text else { continue };
-        queue.extend(berth_core::make::includes(&text));
-        vars.extend(berth_core::make::make_vars(&name, &text));
-    }
-    berth_core::make::disagreements(project, &vars)
+    berth_core::make::disagreements(project, &crate::project_file::makefile_vars(project))
 }
 
 /// What must hold in at least one of the renders: every deployed component

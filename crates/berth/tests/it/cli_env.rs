@@ -62,3 +62,34 @@ fn the_command_must_follow_a_double_dash() {
     berth(dir.path()).args(["env"]).assert().code(2);
     berth(dir.path()).args(["env", "make"]).assert().code(2);
 }
+
+/// #36 item 6: a make word that feeds, in the Makefile, a variable berth sets
+/// (`EPP_IMAGE ?= $(EPP_IMAGE_TAG_BASE):$(EPP_TAG)`) would change nothing under
+/// `berth env` (the environment wins over `?=`): it is refused before make
+/// runs, with the fix, instead of berth's answer winning silently.
+#[test]
+fn a_make_word_berth_would_shadow_is_refused() {
+    let dir = project("name: x\nimages:\n  epp: {image: ghcr.io/llm-d/epp:dev}\n");
+    std::fs::write(
+        dir.path().join("Makefile"),
+        "EPP_IMAGE_TAG_BASE ?= ghcr.io/llm-d/epp\nEPP_TAG ?= dev\nEPP_IMAGE ?= $(EPP_IMAGE_TAG_BASE):$(EPP_TAG)\nenv:\n\t@echo $(EPP_IMAGE)\n",
+    )
+    .unwrap();
+    let out = berth(dir.path())
+        .args([
+            "env",
+            "--",
+            "make",
+            "-s",
+            "env",
+            "EPP_IMAGE_TAG_BASE=quay.io/me/epp",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty(), "make did not run");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: `EPP_IMAGE_TAG_BASE=quay.io/me/epp` (command line of `make`) feeds the Makefile's `EPP_IMAGE ?= $(EPP_IMAGE_TAG_BASE):$(EPP_TAG)` (Makefile:3), but berth sets `EPP_IMAGE` for the command, which wins over `?=`, so the word would change nothing: give the override to berth (`EPP_IMAGE=…`, or `repositoryEnv: EPP_IMAGE_TAG_BASE` on component `epp` in berth.yaml)\n"
+    );
+}
