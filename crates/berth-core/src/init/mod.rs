@@ -427,7 +427,7 @@ fn components(
                 None => tags.push((t, 1)),
             }
         }
-        let image = tags
+        let mut image = tags
             .iter()
             .max_by_key(|(_, n)| *n)
             .map(|(t, _)| t.clone())
@@ -436,6 +436,18 @@ fn components(
             (n.ends_with("_IMAGE") || n == "IMG")
                 && Reference::parse(v).is_ok_and(|r| r.repository().to_string() == *repo)
         });
+        // The Makefile's default is what the project's pipeline builds and pushes
+        // (`SIDECAR_TAG ?= dev`): it wins over a tag an overlay happens to carry.
+        let from_make = variable.and_then(|(var, value, at)| {
+            let made = Reference::parse(value).ok().filter(|r| r.tag().is_some())?;
+            (made.to_string() != image).then(|| (made.to_string(), var, at))
+        });
+        let mut make_note = String::new();
+        if let Some((made, var, at)) = from_make {
+            make_note =
+                format!("; the default is make's `{var}` ({at}), not the manifests' `{image}`");
+            image = made;
+        }
         let mut name = match variable {
             Some((n, _, _)) if n != "IMG" => component_name(n),
             _ => component_name(repo.rsplit('/').next().unwrap_or(repo)),
@@ -455,6 +467,7 @@ fn components(
         let mut entry = Node::map(Pos::default());
         set(&mut entry, "image", text(&image));
         let mut why = format!("component `{name}`: {image} ({}", all[0].at);
+        why.push_str(&make_note);
         if let Some((var, _, at)) = variable {
             set(&mut entry, "env", text(var));
             why.push_str(&format!("; {var} from {at}"));
@@ -695,6 +708,40 @@ B9 = $(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)
         };
         let plan = plan(&facts);
         assert!(plan.yaml.contains("name: katib\nmanifests:\n- kustomize: overlays/dev\nprofiles:\n  dev:\n  - kustomize: overlays/dev\n  release:\n  - kustomize: overlays/release\n"), "{}", plan.yaml);
+    }
+
+    /// #36 item 1: llm-d-router's sidecar: a test overlay bumps `newTag: 0.0.5`,
+    /// the Makefile says `SIDECAR_TAG ?= dev`; the default is make's.
+    #[test]
+    fn the_default_tag_is_the_makefiles_not_an_overlays() {
+        let facts = Facts {
+            name: "router".into(),
+            kustomizations: vec![Kustomization {
+                dir: "deploy/test".into(),
+                resources: vec!["d.yaml".into()],
+                images: vec![("ghcr.io/llm-d/llm-d-routing-sidecar".into(), None, Some("0.0.5".into()))],
+            }],
+            manifests: vec![(
+                "deploy/test/d.yaml".into(),
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: s, image: ghcr.io/llm-d/llm-d-routing-sidecar:latest}]\n".into(),
+            )],
+            make_vars: make_vars(
+                "Makefile",
+                "IMAGE_REGISTRY ?= ghcr.io/llm-d\nSIDECAR_TAG ?= dev\nSIDECAR_IMAGE ?= $(IMAGE_REGISTRY)/llm-d-routing-sidecar:$(SIDECAR_TAG)\n",
+            ),
+            ..Facts::default()
+        };
+        let plan = plan(&facts);
+        assert!(
+            plan.yaml.contains("  sidecar:\n    image: ghcr.io/llm-d/llm-d-routing-sidecar:dev\n    env: SIDECAR_IMAGE\n    tagEnv: SIDECAR_TAG\n"),
+            "{}",
+            plan.yaml
+        );
+        assert!(
+            plan.notes.iter().any(|n| n.contains("the default is make's `SIDECAR_IMAGE` (Makefile:3), not the manifests' `ghcr.io/llm-d/llm-d-routing-sidecar:0.0.5`")),
+            "{:?}",
+            plan.notes
+        );
     }
 
     #[test]
