@@ -19,6 +19,7 @@ pub(super) const COMPONENT_KEYS: &[&str] = &[
     "tag",
     "sameAs",
     "deployed",
+    "tagSuffix",
 ];
 pub(super) const TAG_KEYS: &[&str] = &["env"];
 
@@ -144,6 +145,7 @@ impl Loader<'_> {
                 "sameAs" => same_as = Some((self.string(v, &key)?.to_string(), v.pos)),
                 "match" => matches = self.repositories(v, &key)?,
                 "helmValues" => component.helm_values = self.helm_values(v, &key)?,
+                "tagSuffix" => component.tag_suffix = self.bool(v, &key)?,
                 _ => {}
             }
         }

@@ -131,6 +131,11 @@ pub struct Component {
     pub same_as: Option<String>,
     /// `helmValues:`: the chart values that receive its resolved image.
     pub helm_values: Vec<(HelmPart, String)>,
+    /// `tagSuffix:` (default false): a manifest tag that is the default tag plus a
+    /// suffix (`latest-gpu`) is a variant of this component, rewritten to the
+    /// resolved tag plus the suffix (`v0.17.0-gpu`), so one component owns a
+    /// repository's variants.
+    pub tag_suffix: bool,
 }
 
 impl Component {
@@ -148,6 +153,7 @@ impl Component {
             follows_tag: true,
             same_as: None,
             helm_values: Vec::new(),
+            tag_suffix: false,
         }
     }
 }

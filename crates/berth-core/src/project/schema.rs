@@ -134,6 +134,7 @@ fn component(key: &str) -> Option<Value> {
         "tag" => boolean("false: the shared `tag.env` variable does not apply (the default with `registry: false`)."),
         "sameAs" => text("Another component whose resolved image is this one's default."),
         "deployed" => boolean("false: built and pushed, never in the manifests."),
+        "tagSuffix" => boolean("true: a manifest's tag that is the default tag plus a suffix (`latest-gpu` for `latest`) is a variant, rewritten to the resolved tag plus that suffix (`v0.17.0-gpu`)."),
         "helmValues" => object("images.NAME.helmValues", super::helm::HELM_VALUE_KEYS, helm_value, &[]),
         _ => return None,
     })

@@ -19,6 +19,9 @@ struct Target {
     pull_policy: Option<PullPolicy>,
     /// `--only-overridden`: the parts of a field's own reference to keep.
     keep: Option<Keep>,
+    /// `tagSuffix: true`: berth.yaml's default tag, of which a field's tag plus a
+    /// suffix (`latest-gpu`) is a variant.
+    variant_of: Option<String>,
 }
 
 /// Parts of a field's own reference no override changed (`--only-overridden`).
@@ -68,6 +71,23 @@ impl Target {
                 && reference.digest().is_none(),
             image: reference.to_string(),
         }
+    }
+
+    /// A field whose tag is berth.yaml's default tag plus a suffix (`latest-gpu`)
+    /// under `tagSuffix: true`: the resolved tag plus that suffix (`v0.17.0-gpu`).
+    /// A digest pinned for the main tag is not the variant's, so none is written.
+    fn variant(&self, own: &Reference) -> Option<Rewrite> {
+        let base = self.variant_of.as_deref()?;
+        let own_tag = own.tag()?.to_string();
+        let suffix = own_tag.strip_prefix(base).filter(|s| !s.is_empty())?;
+        let tag = self.reference.tag()?;
+        let text = format!("{}:{tag}{suffix}", self.reference.repository());
+        let reference = Reference::parse(&text).ok()?;
+        Some(Rewrite {
+            pull_policy: self.pull_policy.map(|p| p.for_image(&reference)),
+            keeps_always: self.pull_policy == Some(PullPolicy::Auto),
+            image: reference.to_string(),
+        })
     }
 
     /// The field's own reference with the overridden parts of the resolved one.
@@ -198,6 +218,7 @@ impl<'a> ImageRewriter<'a> {
                     reference: resolved.reference.clone(),
                     pull_policy: None,
                     keep: None,
+                    variant_of: None,
                 });
                 continue;
             }
@@ -227,11 +248,17 @@ impl<'a> ImageRewriter<'a> {
                     .is_some_and(overridden_part)
                     && !resolved.origins.tag.as_ref().is_some_and(overridden_part),
             });
+            let component = resolved.component;
+            let variant_of = component
+                .tag_suffix
+                .then(|| component.image.tag().map(|t| t.to_string()))
+                .flatten();
             targets.push(Target {
                 image: pinned.then(|| reference.to_string()),
                 reference: reference.clone(),
                 pull_policy: pull_policies.get(i).copied().flatten(),
                 keep,
+                variant_of,
             });
         }
         let hits = resolution
@@ -299,6 +326,9 @@ impl<'a> ImageRewriter<'a> {
         let index = *self.by_repository.get(reference.repository())?;
         self.hit(index);
         let target = &self.targets[index];
+        if let Some(rewrite) = own.as_ref().and_then(|own| target.variant(own)) {
+            return Some(rewrite);
+        }
         if let (Some(own), false, Some(_), None) =
             (&own, self.overridden[index], &target.image, &target.keep)
         {

@@ -663,3 +663,34 @@ fn a_makefile_default_that_disagrees_with_berth_yaml_is_named() {
         "{text}"
     );
 }
+
+/// #36 item 7: KServe's `huggingfaceserver:latest` and `:latest-gpu`, released
+/// as `:v0.17.0` and `:v0.17.0-gpu`: with `tagSuffix: true` one component owns
+/// both, and the variant keeps its suffix under a tag override.
+#[test]
+fn a_variant_tag_keeps_its_suffix() {
+    let dir = project("name: kserve\nmanifests: [d.yaml]\nimages:\n  hf: {image: 'docker.io/kserve/huggingfaceserver:latest', tagSuffix: true}\n");
+    write(
+        dir.path(),
+        "d.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: cpu, image: 'docker.io/kserve/huggingfaceserver:latest'}\n  - {name: gpu, image: 'docker.io/kserve/huggingfaceserver:latest-gpu'}\n",
+    );
+    let out = berth(dir.path())
+        .arg("render")
+        .env("HF_TAG", "v0.17.0")
+        .output()
+        .unwrap();
+    let rendered = String::from_utf8_lossy(&out.stdout);
+    assert!(out.stderr.is_empty(), "{}", transcript(&out));
+    assert!(
+        rendered.contains("image: docker.io/kserve/huggingfaceserver:v0.17.0\n")
+            && rendered.contains("image: docker.io/kserve/huggingfaceserver:v0.17.0-gpu\n"),
+        "{rendered}"
+    );
+    // Without an override both stay, and neither is drift.
+    let out = berth(dir.path())
+        .args(["validate", "--strict"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", transcript(&out));
+}
