@@ -6,6 +6,10 @@
 //! spelt as one (it has a `/`, a `:` tag or an `@` digest, so the bare word
 //! `nginx` in prose is not `docker.io/library/nginx`). A tag that is a
 //! variable (`repo:$(TAG)`, `repo:${TAG}`, `"repo:" + tag`) is the repository.
+//! A reference composed from a variable (`${IMAGE_REGISTRY}/epp:${EPP_TAG}`,
+//! `$(REG)/epp`, `$REG/epp`) counts when what follows the variable is a
+//! component repository's last path component: the registry prefix berth
+//! moves, hard-coded around it.
 
 use std::collections::HashMap;
 
@@ -25,6 +29,8 @@ pub struct Spelling<'t> {
 /// The repositories to look for, by component index.
 pub struct Scanner {
     by_repository: HashMap<Repository, usize>,
+    /// Each repository's last path component, for composed references.
+    by_last: HashMap<String, usize>,
     /// Each repository's last path component: a line without one of these holds
     /// no spelling, which is checked before any word is parsed.
     needles: Vec<String>,
@@ -38,11 +44,13 @@ impl Scanner {
     /// to claim a repository gets it, as in render.
     pub fn new<'r>(components: impl IntoIterator<Item = (usize, &'r [Repository])>) -> Self {
         let mut by_repository = HashMap::new();
+        let mut by_last = HashMap::new();
         let mut needles: Vec<String> = Vec::new();
         for (index, repositories) in components {
             for repository in repositories {
                 by_repository.entry(repository.clone()).or_insert(index);
                 let needle = repository.last_component().to_string();
+                by_last.entry(needle.clone()).or_insert(index);
                 if !needles.contains(&needle) {
                     needles.push(needle);
                 }
@@ -51,6 +59,7 @@ impl Scanner {
         let finder = aho_corasick::AhoCorasick::new(&needles).ok();
         Scanner {
             by_repository,
+            by_last,
             needles,
             finder,
         }
@@ -89,6 +98,10 @@ impl Scanner {
             return out;
         }
         for (offset, word) in words(line) {
+            if let Some(spelling) = self.composed(line, offset, word) {
+                out.push(spelling);
+                continue;
+            }
             let Some((within, text, reference)) = as_reference(word) else {
                 continue;
             };
@@ -101,6 +114,53 @@ impl Scanner {
             }
         }
         out
+    }
+}
+
+impl Scanner {
+    /// `word` (at `offset`) as the rest of a reference composed from a variable:
+    /// `/NAME…` right after `${VAR}`, `$(VAR)` or `$VAR`, NAME a component
+    /// repository's last path component. The spelling runs from the `$`.
+    fn composed<'t>(&self, line: &'t str, offset: usize, word: &'t str) -> Option<Spelling<'t>> {
+        // `$REG/name`: the word holds the variable's name (`$` ends a word).
+        if !word.starts_with('/') && line[..offset].ends_with('$') {
+            let slash = word.find('/')?;
+            let ident = &word[..slash];
+            let valid = !ident.is_empty()
+                && ident
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            if !valid {
+                return None;
+            }
+            let inner = self.composed(line, offset + slash, &word[slash..])?;
+            return Some(Spelling {
+                offset: offset - 1,
+                text: &line[offset - 1..inner.offset + inner.text.len()],
+                component: inner.component,
+            });
+        }
+        let rest = word.strip_prefix('/')?;
+        let name_end = rest.find([':', '@', '/']).unwrap_or(rest.len());
+        let name = &rest[..name_end];
+        let &component = self.by_last.get(name)?;
+        let before = &line[..offset];
+        let start = if let Some(head) = before.strip_suffix('}') {
+            head.rfind("${")?
+        } else if let Some(head) = before.strip_suffix(')') {
+            head.rfind("$(")?
+        } else {
+            let ident = before
+                .trim_end_matches(|c: char| c.is_ascii_alphanumeric() || c == '_')
+                .len();
+            (ident < before.len() && before[..ident].ends_with('$')).then(|| ident - 1)?
+        };
+        let end = offset + 1 + name_end;
+        Some(Spelling {
+            offset: start,
+            text: &line[start..end],
+            component,
+        })
     }
 }
 
@@ -219,6 +279,22 @@ mod tests {
                 "image = f\"{REGISTRY}/llm-d-inference-scheduler:{TAG}\"",
                 &[],
             ),
+            // #36 item 5: composed from the registry variable berth moves.
+            (
+                "docker pull ${IMAGE_REGISTRY}/llm-d-inference-scheduler:${EPP_TAG}",
+                &[("${IMAGE_REGISTRY}/llm-d-inference-scheduler", 0)],
+            ),
+            (
+                "EPP ?= $(IMAGE_REGISTRY)/llm-d-inference-scheduler:$(EPP_TAG)",
+                &[("$(IMAGE_REGISTRY)/llm-d-inference-scheduler", 0)],
+            ),
+            (
+                "kind load docker-image $REG/llm-d-inference-scheduler",
+                &[("$REG/llm-d-inference-scheduler", 0)],
+            ),
+            // A directory of that name is not an image.
+            ("cd $HOME/src/llm-d-inference-scheduler", &[]),
+            ("cat ./llm-d-inference-scheduler/README", &[]),
         ];
         for (line, want) in cases {
             assert_eq!(&found(line), want, "{line}");

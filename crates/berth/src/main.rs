@@ -189,6 +189,8 @@ fn run(cli: &Cli) -> Result<u8> {
                 root: args.path.clone(),
                 strict: args.strict,
                 json: args.output == cli::RefFormat::Json,
+                exclude: args.exclude.clone(),
+                all: args.all,
             };
             commands::audit::run(&audit, &project)
         }

@@ -69,6 +69,7 @@ impl Loader<'_> {
             sync: Vec::new(),
             dev: Dev::default(),
             gitops: None,
+            audit_exclude: Vec::new(),
         };
         for (key, value) in entries {
             match key.as_str().unwrap_or_default() {
@@ -85,6 +86,14 @@ impl Loader<'_> {
                 "caBundles" => ca_node = Some(value),
                 "sync" => sync_node = Some(value),
                 "dev" => dev_node = Some(value),
+                "audit" => {
+                    for (key, item) in self.fields(value, "audit", super::AUDIT_KEYS)? {
+                        if key.as_str() == Some("exclude") {
+                            let globs = self.strings(item, "audit.exclude")?;
+                            project.audit_exclude = globs.into_iter().map(|g| g.value).collect();
+                        }
+                    }
+                }
                 "gitops" => {
                     let text = self.string(value, "gitops")?;
                     project.gitops = Some(crate::names::Engine::parse(text).map_err(|_| {

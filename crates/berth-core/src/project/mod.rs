@@ -41,7 +41,10 @@ const TOP_KEYS: &[&str] = &[
     "profiles",
     "dev",
     "gitops",
+    "audit",
 ];
+/// The keys of `audit:`.
+pub(super) const AUDIT_KEYS: &[&str] = &["exclude"];
 const REGISTRY_KEYS: &[&str] = &["env"];
 const IMAGE_PATH_KEYS: &[&str] = &["kind", "apiVersion", "path"];
 const CONFIG_PATH_KEYS: &[&str] = &["kind", "apiVersion", "path", "key"];
@@ -84,6 +87,9 @@ pub struct Project {
     /// `argocd`), whose pruning generated objects are kept from; `Some(None)` is an
     /// explicit `none`, `None` that berth.yaml does not say.
     pub gitops: Option<Option<crate::names::Engine>>,
+    /// `audit.exclude`: globs (gitignore syntax, relative to the audited
+    /// directory) `berth audit` does not search.
+    pub audit_exclude: Vec<String>,
 }
 
 /// A component as any source declares it (berth.yaml's `images:` or a

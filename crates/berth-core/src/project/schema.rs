@@ -93,11 +93,16 @@ fn top(key: &str) -> Option<Value> {
             json!({"type": "array", "items": object("sync[]", RULE_KEYS, sync_rule, &["target"]), "description": "Live-update rules for `berth sync`."})
         }
         "dev" => object("dev", DEV_KEYS, dev, &[]),
+        "audit" => object("audit", super::AUDIT_KEYS, audit, &[]),
         "gitops" => {
             json!({"enum": ["flux", "argocd", "none"], "description": "The GitOps engine that applies the rendered output: generated configs carry its never-prune annotation and berth's labels, and berth removes old generations once nothing uses them."})
         }
         _ => return None,
     })
+}
+
+fn audit(key: &str) -> Option<Value> {
+    (key == "exclude").then(|| texts("Globs (gitignore syntax, relative to the audited directory) `berth audit` does not search, e.g. `docs/**`."))
 }
 
 fn dev(key: &str) -> Option<Value> {
@@ -345,7 +350,7 @@ mod tests {
             &'static [&'static str],
             fn(&str) -> Option<Value>,
         );
-        let sections: [Section; 15] = [
+        let sections: [Section; 16] = [
             ("top", TOP_KEYS, top),
             ("registry", REGISTRY_KEYS, registry),
             ("tag", TAG_KEYS, tag),
@@ -360,6 +365,7 @@ mod tests {
             ("paths", PATH_KEYS, sync_path),
             ("run", RUN_KEYS, run_step),
             ("dev", DEV_KEYS, dev),
+            ("audit", crate::project::AUDIT_KEYS, audit),
             ("forward", FORWARD_KEYS, forward),
         ];
         for (section, keys, schema) in sections {

@@ -523,6 +523,14 @@ pub struct AuditArgs {
     /// Exit with status 1 when any hard-coded copy is found.
     #[arg(long)]
     pub strict: bool,
+    /// Do not search files matching GLOB (gitignore syntax, relative to PATH;
+    /// repeatable; added to berth.yaml's `audit.exclude`).
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// Also search released archives, vendored code and test data (directories
+    /// named install, dist, vendor, third_party, testdata), skipped by default.
+    #[arg(long)]
+    pub all: bool,
     /// `text` (one `file:line:column:` line per copy) or `json` (an array of the copies).
     #[arg(long, short, value_enum, default_value_t = RefFormat::Text, value_name = "FORMAT", hide_possible_values = true)]
     pub output: RefFormat,

@@ -29,7 +29,16 @@ pub struct Audit {
     pub strict: bool,
     /// A JSON array instead of lines.
     pub json: bool,
+    /// `--exclude` globs, beside berth.yaml's `audit.exclude`.
+    pub exclude: Vec<String>,
+    /// `--all`: search [`ARCHIVE_DIRS`] too.
+    pub all: bool,
 }
+
+/// Directories skipped unless `--all`: released archives (KServe's `install/`
+/// holds every release's manifests), build output, vendored code and test data —
+/// copies there are history or fixtures, not defects.
+pub const ARCHIVE_DIRS: &[&str] = &["install", "dist", "vendor", "third_party", "testdata"];
 
 /// One hard-coded copy.
 struct Copy {
@@ -57,12 +66,28 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
             .filter(|(_, c)| c.follows_registry)
             .map(|(i, c)| (i, c.repositories.as_slice())),
     );
+    let variables: Vec<String> = project
+        .variables()
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    let excluded: Vec<&String> = project
+        .audit_exclude
+        .iter()
+        .chain(&settings.exclude)
+        .collect();
+    let filters = Filters {
+        skipped: skipped_paths(project),
+        overrides: overrides(&root, &excluded)?,
+        archives: !settings.all,
+    };
     let Walked {
         mut copies,
         searched,
         large,
         mut unreadable,
-    } = walk(&root, &scanner, &skipped_paths(project))?;
+        archives,
+    } = walk(&root, &scanner, &variables, &filters)?;
     copies.sort_by(|a, b| (&a.path, a.line, a.column).cmp(&(&b.path, b.line, b.column)));
     unreadable.sort();
     print(&listing(&copies, project, &root, settings.json)?)?;
@@ -83,8 +108,18 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
     } else {
         format!("; {} could not be read", unreadable.len())
     };
+    let archives = if archives.is_empty() {
+        String::new()
+    } else {
+        let mut dirs = archives;
+        dirs.sort();
+        format!(
+            "; not searched (released archives, vendored code, test data; --all searches them): {}",
+            dirs.join(", ")
+        )
+    };
     say!(
-        "berth audit: {} hard-coded cop{} in {} file(s); {searched} file(s) searched{large}{unread}",
+        "berth audit: {} hard-coded cop{} in {} file(s); {searched} file(s) searched{large}{unread}{archives}",
         copies.len(),
         if copies.len() == 1 { "y" } else { "ies" },
         files.len()
@@ -104,11 +139,43 @@ struct Walked {
     large: usize,
     /// Files and directories that could not be read: named, never skipped silently.
     unreadable: Vec<String>,
+    /// The [`ARCHIVE_DIRS`] directories not searched, relative to the root.
+    archives: Vec<String>,
+}
+
+/// What a walk leaves out.
+struct Filters {
+    /// berth.yaml, berth.lock and what berth renders.
+    skipped: Vec<PathBuf>,
+    /// `audit.exclude` and `--exclude`, as ignore globs.
+    overrides: ignore::overrides::Override,
+    /// Whether [`ARCHIVE_DIRS`] are left out.
+    archives: bool,
+}
+
+/// The exclude globs as the walker's overrides (each an ignore: `!GLOB`).
+fn overrides(root: &Path, globs: &[&String]) -> Result<ignore::overrides::Override> {
+    let mut builder = ignore::overrides::OverrideBuilder::new(root);
+    for glob in globs {
+        builder.add(&format!("!{glob}")).map_err(|e| {
+            anyhow!(
+                "audit exclude `{}`: not a glob ({e}); write gitignore syntax, e.g. `docs/**`",
+                berth_io::shown(glob)
+            )
+        })?;
+    }
+    builder
+        .build()
+        .map_err(|e| anyhow!("audit exclude globs: {e}"))
 }
 
 /// Searches every file below `root` (but `skipped`) on as many threads as there are
 /// cores, up to 8.
-fn walk(root: &Path, scanner: &Scanner, skipped: &[PathBuf]) -> Result<Walked> {
+fn walk(root: &Path, scanner: &Scanner, variables: &[String], filters: &Filters) -> Result<Walked> {
+    let skipped = &filters.skipped;
+    let archives: std::sync::Arc<Mutex<Vec<String>>> = Default::default();
+    let left_out = std::sync::Arc::clone(&archives);
+    let (skip_archives, base) = (filters.archives, root.to_path_buf());
     let found: Mutex<Vec<Copy>> = Mutex::new(Vec::new());
     let counts = Mutex::new((0usize, 0usize)); // files searched, files too large
     let unreadable: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -120,7 +187,23 @@ fn walk(root: &Path, scanner: &Scanner, skipped: &[PathBuf]) -> Result<Walked> {
         .require_git(false)
         .ignore(false)
         .parents(false)
-        .filter_entry(|e| e.file_name() != ".git")
+        .overrides(filters.overrides.clone())
+        .filter_entry(move |e| {
+            if e.file_name() == ".git" {
+                return false;
+            }
+            let archive = skip_archives
+                && e.file_type().is_some_and(|t| t.is_dir())
+                && e.file_name()
+                    .to_str()
+                    .is_some_and(|n| ARCHIVE_DIRS.contains(&n));
+            if archive {
+                let shown = e.path().strip_prefix(&base).unwrap_or(e.path());
+                berth_io::locked(&left_out)
+                    .push(format!("{}/", escaped(&shown.display().to_string())));
+            }
+            !archive
+        })
         .threads(
             std::thread::available_parallelism()
                 .map_or(2, |n| n.get())
@@ -152,7 +235,7 @@ fn walk(root: &Path, scanner: &Scanner, skipped: &[PathBuf]) -> Result<Walked> {
                 return ignore::WalkState::Continue;
             }
             let mut copies = Vec::new();
-            let searched = search(path, scanner, &mut buffer, &mut copies);
+            let searched = search(path, (scanner, variables), &mut buffer, &mut copies);
             {
                 let mut c = berth_io::locked(counts);
                 match searched {
@@ -178,11 +261,13 @@ fn walk(root: &Path, scanner: &Scanner, skipped: &[PathBuf]) -> Result<Walked> {
         .into_inner()
         .map_err(|_| anyhow!("berth audit: a search thread failed"))?;
     let (searched, large) = counts.into_inner().unwrap_or_default();
+    let archives = berth_io::locked(&archives).clone();
     Ok(Walked {
         copies,
         searched,
         large,
         unreadable: unreadable.into_inner().unwrap_or_default(),
+        archives,
     })
 }
 
@@ -252,7 +337,12 @@ enum Searched {
 
 /// The copies in one file: read (bounded), binary files skipped, lines parsed
 /// only when the file holds a component's image name.
-fn search(path: &Path, scanner: &Scanner, bytes: &mut Vec<u8>, out: &mut Vec<Copy>) -> Searched {
+fn search(
+    path: &Path,
+    (scanner, scanner_variables): (&Scanner, &[String]),
+    bytes: &mut Vec<u8>,
+    out: &mut Vec<Copy>,
+) -> Searched {
     let file = match std::fs::File::open(path) {
         Ok(file) => file,
         Err(e) => return Searched::Unreadable(e.to_string()),
@@ -272,7 +362,13 @@ fn search(path: &Path, scanner: &Scanner, bytes: &mut Vec<u8>, out: &mut Vec<Cop
         return Searched::Yes;
     }
     let text = String::from_utf8_lossy(bytes);
+    let makefile = is_makefile(path);
     for (n, line) in text.lines().enumerate() {
+        // A Makefile's definition of a variable berth reads (`EPP_IMAGE ?= …`) is
+        // make's default, which `berth validate` compares with berth.yaml's.
+        if makefile && defines(line, scanner_variables) {
+            continue;
+        }
         for spelling in scanner.line(line) {
             out.push(Copy {
                 path: path.to_path_buf(),
@@ -284,6 +380,31 @@ fn search(path: &Path, scanner: &Scanner, bytes: &mut Vec<u8>, out: &mut Vec<Cop
         }
     }
     Searched::Yes
+}
+
+/// Whether `path` is read by make (a Makefile, or a `.mk` file).
+fn is_makefile(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    matches!(name, "Makefile" | "GNUmakefile" | "makefile") || name.ends_with(".mk")
+}
+
+/// Whether `line` defines one of `variables` as make writes it
+/// (`NAME ?= …`, `NAME := …`, `NAME = …`, `export NAME ?= …`).
+fn defines(line: &str, variables: &[String]) -> bool {
+    let line = line.trim_start();
+    let line = line.strip_prefix("export ").unwrap_or(line).trim_start();
+    let end = line
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(line.len());
+    let (name, rest) = line.split_at(end);
+    let rest = rest.trim_start();
+    let assigns = ["?=", ":=", "::=", "="]
+        .iter()
+        .any(|op| rest.starts_with(op));
+    assigns && variables.iter().any(|v| v == name)
 }
 
 /// berth.yaml, berth.lock and what berth renders (manifest files and
@@ -421,6 +542,9 @@ fn fix(path: &Path, variable: &str) -> String {
             "use `${{{{ env.{variable} }}}}` after a step running `berth images --output env >> \"$GITHUB_ENV\"`"
         ),
         (_, "sh" | "bash" | "zsh") => format!("use `\"${variable}\"`, run under `berth env --`"),
+        (_, "md" | "markdown" | "rst" | "adoc") => format!(
+            "documentation: write the variable (`${variable}`, which `berth images` prints) or name the component, so the page does not go stale"
+        ),
         _ => format!("read `{variable}` from the environment under `berth env --`"),
     }
 }

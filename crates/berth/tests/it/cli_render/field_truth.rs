@@ -394,7 +394,7 @@ images:
     --- stdout
     .github/workflows/ci.yaml:2:19: component `web`: `docker.io/library/nginx:1.27` is a hard-coded copy of its image; use `${{ env.WEB_IMAGE }}` after a step running `berth images --output env >> "$GITHUB_ENV"`
     Dockerfile:1:6: component `web`: `nginx:1.25` is a hard-coded copy of its image; declare `ARG WEB_IMAGE` and use `${WEB_IMAGE}`, built with `--build-arg WEB_IMAGE="$(WEB_IMAGE)"` under `berth env --`
-    Makefile:1:14: component `epp`: `ghcr.io/llm-d/llm-d-inference-scheduler:dev` is a hard-coded copy of its image; use `$(EPP_IMAGE)` (include `berth images --output make`, or run make under `berth env --`)
+    Makefile:2:8: component `epp`: `$(IMAGE_REGISTRY)/llm-d-inference-scheduler` is a hard-coded copy of its image; use `$(EPP_IMAGE)` (include `berth images --output make`, or run make under `berth env --`)
     scripts/pull.sh:1:14: component `epp`: `ghcr.io/llm-d/llm-d-inference-scheduler` is a hard-coded copy of its image; use `"$EPP_IMAGE"`, run under `berth env --`
     test/e2e/suite_test.go:1:14: component `epp`: `ghcr.io/llm-d/llm-d-inference-scheduler` is a hard-coded copy of its image; read `os.Getenv("EPP_IMAGE")`, run under `berth env --`
     --- stderr
@@ -693,4 +693,58 @@ fn a_variant_tag_keeps_its_suffix() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", transcript(&out));
+}
+
+/// #36 item 5, on llm-d-router's shapes: a reference composed from the
+/// registry variable in a script and a Makefile is a copy; the Makefile's own
+/// definition of a variable berth reads is not (validate compares it); a
+/// released archive under `install/` is not searched unless `--all`; Markdown
+/// gets documentation's advice; `audit.exclude` and `--exclude` leave files out.
+#[test]
+fn audit_finds_composed_copies_and_leaves_archives_and_definitions_alone() {
+    let dir = project("name: r\nimages:\n  epp: {image: 'ghcr.io/llm-d/llm-d-router-endpoint-picker:dev'}\n  coord: {image: 'ghcr.io/llm-d/llm-d-coordinator:dev', env: COORD_IMAGE}\naudit:\n  exclude: ['hack/generated/**']\n");
+    let d = dir.path();
+    write(
+        d,
+        "scripts/pull.sh",
+        "docker pull ${IMAGE_REGISTRY}/llm-d-router-endpoint-picker:${EPP_TAG}\n",
+    );
+    write(d, "Makefile", "COORD_IMAGE ?= ghcr.io/llm-d/llm-d-coordinator:dev\nload:\n\tkind load docker-image $(IMAGE_REGISTRY)/llm-d-coordinator:$(COORDINATOR_TAG)\n");
+    write(
+        d,
+        "install/v0.1/all.yaml",
+        "image: ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.1\n",
+    );
+    write(
+        d,
+        "hack/generated/x.sh",
+        "ghcr.io/llm-d/llm-d-coordinator:v0\n",
+    );
+    write(
+        d,
+        "docs/run.md",
+        "Run `ghcr.io/llm-d/llm-d-router-endpoint-picker:dev`.\n",
+    );
+    let out = berth(d).arg("audit").output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "Makefile:3:25: component `coord`: `$(IMAGE_REGISTRY)/llm-d-coordinator` is a hard-coded copy of its image; use `$(COORD_IMAGE)` (include `berth images --output make`, or run make under `berth env --`)\n\
+         docs/run.md:1:6: component `epp`: `ghcr.io/llm-d/llm-d-router-endpoint-picker:dev` is a hard-coded copy of its image; documentation: write the variable (`$EPP_IMAGE`, which `berth images` prints) or name the component, so the page does not go stale\n\
+         scripts/pull.sh:1:13: component `epp`: `${IMAGE_REGISTRY}/llm-d-router-endpoint-picker` is a hard-coded copy of its image; use `\"$EPP_IMAGE\"`, run under `berth env --`\n"
+    );
+    assert!(
+        stderr(&out).ends_with("; not searched (released archives, vendored code, test data; --all searches them): install/\n"),
+        "{}",
+        stderr(&out)
+    );
+    let all = berth(d)
+        .args(["audit", "--all", "--exclude", "docs/**"])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&all.stdout);
+    assert!(
+        listed.contains("install/v0.1/all.yaml:1:8:") && !listed.contains("docs/run.md"),
+        "{listed}"
+    );
+    assert!(!listed.contains("hack/generated"), "{listed}");
 }
