@@ -62,7 +62,14 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
             warnings.extend(shared.into_iter().map(|w| format!("{prefix}{w}")));
             all.push(rendered.findings);
         }
-        warnings.extend(aggregated(project, &all));
+        // `--profile X` of a project with other sets judges what must be used "by
+        // at least one set" no further than X: the other sets may use it.
+        let other_sets = !project.manifests.is_empty() as usize + project.profiles.len() > 1;
+        if settings.profile.is_none() || !other_sets {
+            warnings.extend(aggregated(project, &all));
+        } else {
+            warnings.extend(wrongly_undeployed(project, &all));
+        }
         let renders: Vec<&Findings> = all.iter().collect();
         // Over every set unless `--profile` (or paths) chose one.
         let whole = settings.profile.is_none() && settings.paths.is_empty();
@@ -92,22 +99,30 @@ fn makefile_defaults(project: &Project) -> Vec<String> {
 
 /// What must hold in at least one of the renders: every deployed component
 /// matched, every config used, every path entry reaching a field.
+/// Components that say `deployed: false` although a render runs their image:
+/// the setting is wrong and hides them from validate's checks.
+fn wrongly_undeployed(project: &Project, all: &[Findings]) -> Vec<String> {
+    let in_none = |missing: &dyn Fn(&Findings) -> bool| all.iter().all(missing);
+    project
+        .components
+        .iter()
+        .filter(|c| {
+            !c.deployed
+                && c.same_as.is_none()
+                && !all.is_empty()
+                && !in_none(&|f| f.unmatched_components.contains(&c.name))
+        })
+        .map(|c| format!(
+            "{}:{}: component `{}` says `deployed: false`, but the manifests run its image (`{}`); remove `deployed: false`, so that validate checks it like the others",
+            project.file, c.image_pos, c.name, c.image.repository()
+        ))
+        .collect()
+}
+
 fn aggregated(project: &Project, all: &[Findings]) -> Vec<String> {
-    let mut warnings = Vec::new();
+    let mut warnings = wrongly_undeployed(project, all);
     let in_none = |missing: &dyn Fn(&Findings) -> bool| all.iter().all(missing);
     for c in &project.components {
-        // `deployed: false` says "never in the manifests": if a render runs its
-        // image, the setting is wrong and hides that component from these checks.
-        if !c.deployed
-            && c.same_as.is_none()
-            && !all.is_empty()
-            && !in_none(&|f| f.unmatched_components.contains(&c.name))
-        {
-            warnings.push(format!(
-                "{}:{}: component `{}` says `deployed: false`, but the manifests run its image (`{}`); remove `deployed: false`, so that validate checks it like the others",
-                project.file, c.image_pos, c.name, c.image.repository()
-            ));
-        }
         if !c.deployed || c.same_as.is_some() && c.repositories.is_empty() {
             continue;
         }

@@ -559,6 +559,13 @@ fn a_registry_for_the_whole_project_warns_only_when_it_moves_nothing() {
         "{}",
         transcript(&out)
     );
+    // One profile does not judge a component another profile uses.
+    let out = run(&["validate", "--strict", "--profile", "epd"], &developer);
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{}",
+        transcript(&out)
+    );
 
     // A component's own override is still named when no render has its image.
     let out = run(&["render", "--profile", "sim"], &developer);
