@@ -190,8 +190,14 @@ fn add_charts(
 /// for several such overlays, `profiles:`.
 fn manifests_and_profiles(facts: &Facts, notes: &mut Vec<String>) -> (Option<Node>, Option<Node>) {
     // --- manifests: the kustomizations no other one uses, else YAML directories.
-    let used: Vec<String> = facts
+    // operator-sdk's bundle input (`config/manifests`, which builds only after
+    // `make bundle`), its scorecard and CR samples are not what a project deploys.
+    let deployable: Vec<&Kustomization> = facts
         .kustomizations
+        .iter()
+        .filter(|k| !bundle_input(&k.dir))
+        .collect();
+    let used: Vec<String> = deployable
         .iter()
         .flat_map(|k| {
             k.resources
@@ -199,12 +205,13 @@ fn manifests_and_profiles(facts: &Facts, notes: &mut Vec<String>) -> (Option<Nod
                 .map(move |r| normalize(&format!("{}/{r}", k.dir)))
         })
         .collect();
-    let mut leaves: Vec<&Kustomization> = facts
-        .kustomizations
+    let mut leaves: Vec<&Kustomization> = deployable
         .iter()
+        .copied()
         .filter(|k| !used.contains(&normalize(&k.dir)))
         .collect();
-    leaves.sort_by(|a, b| a.dir.cmp(&b.dir));
+    // CRDs alone (`config/crd`) last: the overlay that deploys the workloads first.
+    leaves.sort_by_key(|k| (crds_only(&k.dir), k.dir.clone()));
     let mut manifests: Option<Node> = None;
     let mut profiles: Option<Node> = None;
     let kustomized: Vec<&str> = facts
@@ -591,6 +598,21 @@ fn read_make_vars(
     out
 }
 
+/// operator-sdk's `config/manifests` (bundle input), `config/scorecard` and
+/// `config/samples`: kustomizations a project does not deploy.
+fn bundle_input(dir: &str) -> bool {
+    let dir = normalize(dir);
+    ["config/manifests", "config/scorecard", "config/samples"]
+        .iter()
+        .any(|d| dir == *d || dir.ends_with(&format!("/{d}")))
+}
+
+/// A kustomization of CRDs only, by its directory's name (`config/crd`, `crds`).
+fn crds_only(dir: &str) -> bool {
+    let last = dir.rsplit('/').next().unwrap_or(dir);
+    matches!(last, "crd" | "crds")
+}
+
 /// `a/./b/../c` → `a/c`, for comparing kustomization paths.
 fn normalize(path: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
@@ -708,6 +730,40 @@ B9 = $(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)
         };
         let plan = plan(&facts);
         assert!(plan.yaml.contains("name: katib\nmanifests:\n- kustomize: overlays/dev\nprofiles:\n  dev:\n  - kustomize: overlays/dev\n  release:\n  - kustomize: overlays/release\n"), "{}", plan.yaml);
+    }
+
+    /// #36 item 1: an operator-sdk layout: `config/manifests` (bundle input) is
+    /// not deployed, so `config/default` is the leaf; a CRD-only kustomization
+    /// comes after the overlay that deploys the workloads.
+    #[test]
+    fn bundle_input_is_not_the_manifests_and_crds_come_last() {
+        let k = |dir: &str, resources: &[&str]| Kustomization {
+            dir: dir.into(),
+            resources: resources.iter().map(|r| r.to_string()).collect(),
+            images: Vec::new(),
+        };
+        let facts = Facts {
+            name: "op".into(),
+            kustomizations: vec![
+                k("config/crd", &["bases/x.yaml"]),
+                k("config/default", &["../rbac", "../manager"]),
+                k("config/manager", &["manager.yaml"]),
+                k("config/rbac", &["role.yaml"]),
+                k(
+                    "config/manifests",
+                    &["../default", "../samples", "../scorecard"],
+                ),
+                k("config/samples", &["x.yaml"]),
+                k("config/scorecard", &["bases/config.yaml"]),
+            ],
+            ..Facts::default()
+        };
+        let plan = plan(&facts);
+        assert!(
+            plan.yaml.contains("manifests:\n- kustomize: config/default\nprofiles:\n  default:\n  - kustomize: config/default\n  crd:\n  - kustomize: config/crd\n"),
+            "{}",
+            plan.yaml
+        );
     }
 
     /// #36 item 1: llm-d-router's sidecar: a test overlay bumps `newTag: 0.0.5`,

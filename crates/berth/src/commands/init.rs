@@ -97,6 +97,7 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
     }
     paths.sort();
     let charts = chart_dirs(root, &paths);
+    let mut left_out = 0usize;
     for path in paths {
         let relative = path
             .strip_prefix(root)
@@ -132,6 +133,11 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
         } else {
             continue;
         };
+        let manifest = matches!(kind, Kind::Kustomization | Kind::Yaml);
+        if manifest && not_deployed(&relative) {
+            left_out += 1;
+            continue;
+        }
         let text = match crate::fs_source::read_bounded(&path) {
             Ok(bytes) => match String::from_utf8(bytes) {
                 Ok(text) => text,
@@ -168,6 +174,12 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
             Kind::Values(dir) => chart(&mut facts.charts, &dir).values = Some(text),
         }
     }
+    if left_out > 0 {
+        skipped.push(format!(
+            "left out {left_out} YAML file(s) under {}: documentation, tests, samples, released archives and vendored code are not what the project deploys",
+            NOT_DEPLOYED.iter().map(|d| format!("{d}/")).collect::<Vec<_>>().join(", ")
+        ));
+    }
     facts.charts.retain(|c| {
         let named = !c.name.is_empty();
         if !named {
@@ -179,6 +191,31 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
         named
     });
     Ok(facts)
+}
+
+/// Directories whose YAML no project deploys as it is: documentation, tests
+/// and their data, samples, released archives (KServe's `install/`), build
+/// output and vendored code.
+const NOT_DEPLOYED: &[&str] = &[
+    "docs",
+    "doc",
+    "test",
+    "tests",
+    "e2e",
+    "testdata",
+    "fixtures",
+    "samples",
+    "install",
+    "dist",
+    "vendor",
+    "third_party",
+];
+
+/// Whether a relative path lies in a [`NOT_DEPLOYED`] directory.
+fn not_deployed(relative: &str) -> bool {
+    let mut parts: Vec<&str> = relative.split('/').collect();
+    parts.pop(); // the file itself
+    parts.iter().any(|part| NOT_DEPLOYED.contains(part))
 }
 
 /// The files init reads.

@@ -338,3 +338,44 @@ spec:
         "{rendered}"
     );
 }
+
+/// #36 item 1: YAML under docs/, test/, install/ (a released archive) and the
+/// like is not what the project deploys: no component and no manifests come
+/// from it, and a line says what was left out.
+#[test]
+fn documentation_tests_and_archives_are_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let pod = |image: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  containers: [{{name: c, image: '{image}'}}]\n")
+    };
+    write(dir.path(), "deploy/app.yaml", &pod("ghcr.io/acme/app:v2"));
+    write(
+        dir.path(),
+        "docs/samples/old.yaml",
+        &pod("ghcr.io/acme/old:v0"),
+    );
+    write(
+        dir.path(),
+        "install/v0.9/all.yaml",
+        &pod("ghcr.io/acme/app:v0.9.0-rc0"),
+    );
+    write(
+        dir.path(),
+        "test/e2e/kind.yaml",
+        &pod("ghcr.io/acme/fixture:v1"),
+    );
+    let out = berth(dir.path()).arg("init").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{said}");
+    let yaml = std::fs::read_to_string(dir.path().join("berth.yaml")).unwrap();
+    assert!(
+        yaml.contains("manifests:\n- deploy/\nimages:\n  app:\n    image: ghcr.io/acme/app:v2\n")
+            && !yaml.contains("old")
+            && !yaml.contains("fixture"),
+        "{yaml}"
+    );
+    assert!(
+        said.contains("berth init: left out 3 YAML file(s) under docs/"),
+        "{said}"
+    );
+}
