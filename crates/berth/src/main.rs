@@ -178,6 +178,9 @@ fn run(cli: &Cli) -> Result<u8> {
             )
         }
         Command::Controller(args) => commands::controller::run(args),
+        Command::Init(args) if args.check => {
+            commands::init::check(args.dir.as_deref(), cli.project.as_deref())
+        }
         Command::Init(args) => commands::init::run(args.dir.as_deref(), cli.project.as_deref()),
         Command::Completions(args) => commands::about::completions(args.shell).map(|()| 0),
         Command::Man => commands::about::man().map(|()| 0),

@@ -5,6 +5,7 @@
 //! decides and explains ([`Plan`]).
 
 mod charts;
+pub mod check;
 pub use crate::make::{make_vars, MakeVar, EXPANSION_LIMIT};
 use crate::make::{Defs, Unexpandable, EXPANSION_DEPTH};
 pub use charts::Chart;

@@ -11,6 +11,11 @@ pub struct InitArgs {
     /// The repository's directory (default: the current one).
     #[arg(value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Write nothing: compare the existing berth.yaml with what init would write
+    /// now and name the differences (default images, variables, images no
+    /// component claims); exit 1 when there are any. A CI guard against drift.
+    #[arg(long)]
+    pub check: bool,
 }
 
 #[derive(Debug, Args)]

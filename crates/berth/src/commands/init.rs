@@ -10,9 +10,44 @@ use anyhow::{anyhow, bail, Result};
 use berth_core::init::{Chart, Facts, Kustomization};
 use berth_yaml::{Limits, Node};
 
-/// `berth init [DIR]`; with `--project FILE`, the file to write (its directory
-/// is the repository's unless DIR says otherwise).
-pub fn run(dir: Option<&Path>, project: Option<&Path>) -> Result<u8> {
+/// `berth init --check [DIR]`: the existing berth.yaml against what init would
+/// write now; each difference on stdout, exit 1 when there is one.
+pub fn check(dir: Option<&Path>, project: Option<&Path>) -> Result<u8> {
+    let (root, target) = place(dir, project)?;
+    if !target.exists() {
+        bail!(
+            "berth init --check: there is no {} to check; run `berth init` to write one",
+            target.display()
+        );
+    }
+    let kept = crate::project_file::load(Some(&target))?;
+    let mut skipped = Vec::new();
+    let plan = berth_core::init::plan(&gather(&root, &mut skipped)?);
+    let proposed = berth_core::project::parse(
+        berth_core::project::PROJECT_FILE,
+        root.clone(),
+        &plan.yaml,
+    )
+    .map_err(|e| {
+        anyhow!("internal error: what berth init would write does not load ({e}); please report it")
+    })?;
+    let differences = berth_core::init::check::differences(&kept, &proposed, &plan.notes);
+    let mut out = String::new();
+    for line in &differences {
+        out.push_str(line);
+        out.push('\n');
+    }
+    crate::output::print(&out)?;
+    say!(
+        "berth init --check: {} difference(s) between {} and the repository",
+        differences.len(),
+        kept.file
+    );
+    Ok(u8::from(!differences.is_empty()))
+}
+
+/// The repository's directory and the berth.yaml of `DIR` and `--project`.
+fn place(dir: Option<&Path>, project: Option<&Path>) -> Result<(PathBuf, PathBuf)> {
     let root = dir
         .map(Path::to_path_buf)
         .or_else(|| {
@@ -32,6 +67,13 @@ pub fn run(dir: Option<&Path>, project: Option<&Path>) -> Result<u8> {
         Some(file) => file.to_path_buf(),
         None => root.join(berth_core::project::PROJECT_FILE),
     };
+    Ok((root, target))
+}
+
+/// `berth init [DIR]`; with `--project FILE`, the file to write (its directory
+/// is the repository's unless DIR says otherwise).
+pub fn run(dir: Option<&Path>, project: Option<&Path>) -> Result<u8> {
+    let (root, target) = place(dir, project)?;
     if target.exists() {
         bail!(
             "{} already exists; berth init never replaces it (remove it first to start over, or edit it)",

@@ -379,3 +379,58 @@ fn documentation_tests_and_archives_are_left_out() {
         "{said}"
     );
 }
+
+/// #36 item 1: `berth init --check` compares the kept berth.yaml with what init
+/// would write now: nothing after init; the default image that drifted since,
+/// and an image no component claims, named with where the repository says so.
+#[test]
+fn init_check_names_drift_between_the_repository_and_berth_yaml() {
+    let dir = tempfile::tempdir().unwrap();
+    let pod = |name: &str, image: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers: [{{name: c, image: '{image}'}}]\n")
+    };
+    write(
+        dir.path(),
+        "deploy/app.yaml",
+        &pod("app", "ghcr.io/acme/app:v2"),
+    );
+    let check = || {
+        berth(dir.path())
+            .args(["init", "--check"])
+            .output()
+            .unwrap()
+    };
+    let out = check();
+    assert_eq!(out.status.code(), Some(1), "no berth.yaml yet");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("run `berth init` to write one"));
+    assert!(berth(dir.path())
+        .arg("init")
+        .output()
+        .unwrap()
+        .status
+        .success());
+    let out = check();
+    assert!(
+        out.status.success() && out.stdout.is_empty(),
+        "{}",
+        crate::common::transcript(&out)
+    );
+    write(
+        dir.path(),
+        "deploy/app.yaml",
+        &pod("app", "ghcr.io/acme/app:v3"),
+    );
+    write(
+        dir.path(),
+        "deploy/worker.yaml",
+        &pod("worker", "ghcr.io/acme/worker:v3"),
+    );
+    let out = check();
+    assert_eq!(out.status.code(), Some(1));
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listed.contains("component `app` defaults to `ghcr.io/acme/app:v2`, but the repository now says `ghcr.io/acme/app:v3` (deploy/app.yaml:5:")
+            && listed.contains("the repository runs `ghcr.io/acme/worker:v3` (deploy/worker.yaml:5:"),
+        "{listed}"
+    );
+}
