@@ -214,8 +214,13 @@ fn collect_yaml(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 }
 
 /// `kubectl kustomize DIR`, as one input.
+/// How an overlay's output is named in messages (`kustomize deploy/overlay`).
+pub fn kustomize_name(dir: &Path) -> String {
+    format!("kustomize {}", shown(dir))
+}
+
 fn kustomize(dir: &Path) -> Result<Input> {
-    let name = format!("kustomize {}", shown(dir));
+    let name = kustomize_name(dir);
     let mut command = Command::new("kubectl");
     command.arg("kustomize").arg(dir);
     // Bounded like a file, and in time: a remote base is fetched by kustomize.

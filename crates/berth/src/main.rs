@@ -16,6 +16,7 @@ mod commands;
 mod fs_source;
 mod helm;
 mod inputs;
+mod kustomize_origin;
 mod output;
 mod pipeline;
 mod project_file;

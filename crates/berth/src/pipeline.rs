@@ -144,6 +144,7 @@ fn run<T>(
     let findings = findings(&mut rendered);
     if settings.paths.is_empty() {
         crate::helm::attribute(project, manifests, resolution, findings);
+        crate::kustomize_origin::attribute(project, manifests, findings);
     }
     let mut warnings = generation.warnings;
     let sources = match (&images, settings.paths.is_empty()) {

@@ -106,7 +106,19 @@ pub fn makefile_vars(project: &Project) -> Vec<berth_core::make::MakeVar> {
             continue;
         };
         let Ok(text) = text else { continue };
-        queue.extend(berth_core::make::includes(&text));
+        // berth's own answer (`berth images --output make > .berth-images.mk`, then
+        // `include .berth-images.mk`) is no default of the Makefile's.
+        let generated = |include: &String| {
+            include.contains("berth")
+                || text
+                    .lines()
+                    .any(|l| l.contains("berth") && l.contains(&format!("> {include}")))
+        };
+        queue.extend(
+            berth_core::make::includes(&text)
+                .into_iter()
+                .filter(|i| !generated(i)),
+        );
         vars.extend(berth_core::make::make_vars(&name, &text));
     }
     vars

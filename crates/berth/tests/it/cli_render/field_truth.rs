@@ -39,11 +39,11 @@ fn a_kustomize_tag_bump_berth_yaml_does_not_know_is_reported_and_strict_refuses(
     write(d, "overlay/kustomization.yaml", "resources: [../base]\nimages:\n- {name: ghcr.io/kubeflow/katib/katib-controller, newTag: v0.20.0}\n");
     let out = berth(d).arg("render").output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    insta::assert_snapshot!(stderr(&out), @"warning: kustomize overlay:9:16 (Deployment/katib-controller): image `ghcr.io/kubeflow/katib/katib-controller:v0.20.0` differs from berth.yaml's default for component `controller` (`ghcr.io/kubeflow/katib/katib-controller:v0.19.0`, berth.yaml:4:23), and berth writes `ghcr.io/kubeflow/katib/katib-controller:v0.19.0`: put the tag you want in `images.controller.image` of berth.yaml (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest");
+    insta::assert_snapshot!(stderr(&out), @"warning: kustomize overlay:9:16 (Deployment/katib-controller; set by overlay/kustomization.yaml:3:59 `newTag: v0.20.0`): image `ghcr.io/kubeflow/katib/katib-controller:v0.20.0` differs from berth.yaml's default for component `controller` (`ghcr.io/kubeflow/katib/katib-controller:v0.19.0`, berth.yaml:4:23), and berth writes `ghcr.io/kubeflow/katib/katib-controller:v0.19.0`: put the tag you want in `images.controller.image` of berth.yaml (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest");
     let strict = berth(d).args(["validate", "--strict"]).output().unwrap();
     assert_eq!(strict.status.code(), Some(1), "{}", stderr(&strict));
     insta::assert_snapshot!(stderr(&strict), @"
-    warning: kustomize overlay:9:16 (Deployment/katib-controller): image `ghcr.io/kubeflow/katib/katib-controller:v0.20.0` differs from berth.yaml's default for component `controller` (`ghcr.io/kubeflow/katib/katib-controller:v0.19.0`, berth.yaml:4:23), and berth writes `ghcr.io/kubeflow/katib/katib-controller:v0.19.0`: put the tag you want in `images.controller.image` of berth.yaml (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest
+    warning: kustomize overlay:9:16 (Deployment/katib-controller; set by overlay/kustomization.yaml:3:59 `newTag: v0.20.0`): image `ghcr.io/kubeflow/katib/katib-controller:v0.20.0` differs from berth.yaml's default for component `controller` (`ghcr.io/kubeflow/katib/katib-controller:v0.19.0`, berth.yaml:4:23), and berth writes `ghcr.io/kubeflow/katib/katib-controller:v0.19.0`: put the tag you want in `images.controller.image` of berth.yaml (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest
     error: 1 warning (errors under --strict)
     ");
     // An override is the user asking: then the manifest's tag is not drift.
@@ -431,7 +431,7 @@ fn the_kustomize_tag_bump_example_is_reported_until_berth_yaml_agrees() {
         .unwrap();
     assert_eq!(strict.status.code(), Some(1));
     insta::assert_snapshot!(stderr(&strict), @"
-    warning: kustomize overlays/release:16:16 (Deployment/katib-controller): image `ghcr.io/kubeflow/katib/katib-controller:v0.20.0` differs from berth.yaml's default for component `katib-controller` (`ghcr.io/kubeflow/katib/katib-controller:v0.19.0`, berth.yaml:10:12), and berth writes `ghcr.io/kubeflow/katib/katib-controller:v0.19.0`: put the tag you want in `images.katib-controller.image` of berth.yaml (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest
+    warning: kustomize overlays/release:16:16 (Deployment/katib-controller; set by overlays/release/kustomization.yaml:5:11 `newTag: v0.20.0`): image `ghcr.io/kubeflow/katib/katib-controller:v0.20.0` differs from berth.yaml's default for component `katib-controller` (`ghcr.io/kubeflow/katib/katib-controller:v0.19.0`, berth.yaml:10:12), and berth writes `ghcr.io/kubeflow/katib/katib-controller:v0.19.0`: put the tag you want in `images.katib-controller.image` of berth.yaml (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest
     error: 1 warning (errors under --strict)
     ");
     let asked = berth(dir.path())
@@ -669,6 +669,32 @@ fn a_makefile_default_that_disagrees_with_berth_yaml_is_named() {
         text.starts_with("warning: hack/images.mk:1: `EPP_IMAGE ?= ghcr.io/llm-d/epp:v1` gives component `epp` the image `ghcr.io/llm-d/epp:v1` by default"),
         "{text}"
     );
+    // berth's own answer, included as the docs show, is no default of the Makefile's.
+    write(
+        dir.path(),
+        "hack/images.mk",
+        "EPP_IMAGE ?= ghcr.io/llm-d/epp:dev\n",
+    );
+    write(
+        dir.path(),
+        "Makefile",
+        "_b := $(shell berth images --output make > .cache/images.mk)\ninclude .cache/images.mk\ninclude .berth-images.mk\ninclude hack/images.mk\n",
+    );
+    write(
+        dir.path(),
+        ".cache/images.mk",
+        "EPP_IMAGE := quay.io/me/epp:fix\n",
+    );
+    write(
+        dir.path(),
+        ".berth-images.mk",
+        "SIDECAR_IMAGE := quay.io/me/s:fix\n",
+    );
+    let out = berth(dir.path())
+        .args(["validate", "--strict"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", transcript(&out));
 }
 
 /// #36 item 7: KServe's `huggingfaceserver:latest` and `:latest-gpu`, released
