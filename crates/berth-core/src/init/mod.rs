@@ -404,6 +404,59 @@ fn tag_variable(facts: &Facts, var: &str) -> String {
     from_value.unwrap_or_else(|| format!("{}_TAG", var.trim_end_matches("_IMAGE")))
 }
 
+/// A component's default image: the Makefile's (`SIDECAR_IMAGE ?= …:$(SIDECAR_TAG)`
+/// expanded) when it names one — what the project's pipeline builds and pushes
+/// wins over a tag an overlay happens to carry — else the tag most places carry
+/// (the first on a tie); and the note that says which.
+fn default_image(all: &[&Found], variable: Option<&Defined>) -> (String, String) {
+    let mut tags: Vec<(String, usize)> = Vec::new();
+    for f in all {
+        let t = f.reference.to_string();
+        match tags.iter_mut().find(|(x, _)| *x == t) {
+            Some((_, n)) => *n += 1,
+            None => tags.push((t, 1)),
+        }
+    }
+    let carried = tags
+        .iter()
+        .max_by_key(|(_, n)| *n)
+        .map(|(t, _)| t.clone())
+        .unwrap_or_default();
+    let from_make = variable.and_then(|(var, value, at)| {
+        let made = Reference::parse(value).ok().filter(|r| r.tag().is_some())?;
+        (made.to_string() != carried).then(|| (made.to_string(), var, at))
+    });
+    match from_make {
+        Some((made, var, at)) => {
+            let note =
+                format!("; the default is make's `{var}` ({at}), not the manifests' `{carried}`");
+            (made, note)
+        }
+        None => (carried, String::new()),
+    }
+}
+
+/// `helmValues:` from the chart values that carry the component's image, if any.
+fn helm_values(all: &[&Found], entry: &mut Node, why: &mut String) {
+    let Some(f) = all.iter().find(|f| !f.helm_values.is_empty()) else {
+        return;
+    };
+    let mut values = Node::map(Pos::default());
+    for (part, path) in &f.helm_values {
+        set(&mut values, part, text(path));
+    }
+    set(entry, "helmValues", values);
+    let paths: Vec<String> = f
+        .helm_values
+        .iter()
+        .map(|(_, p)| format!("`{p}`"))
+        .collect();
+    why.push_str(&format!(
+        "; berth sets {} in the chart's values",
+        paths.join(", ")
+    ));
+}
+
 /// `images:`: one component per repository, in the order first seen, with the
 /// variables the Makefile defines for it and a note of why.
 fn components(
@@ -426,36 +479,11 @@ fn components(
     let mut names: Vec<String> = Vec::new();
     let tag_base = defined.iter().find(|(n, _, _)| n == "IMAGE_TAG_BASE");
     for (repo, all) in &by_repo {
-        // The tag most places carry (the first on a tie).
-        let mut tags: Vec<(String, usize)> = Vec::new();
-        for f in all {
-            let t = f.reference.to_string();
-            match tags.iter_mut().find(|(x, _)| *x == t) {
-                Some((_, n)) => *n += 1,
-                None => tags.push((t, 1)),
-            }
-        }
-        let mut image = tags
-            .iter()
-            .max_by_key(|(_, n)| *n)
-            .map(|(t, _)| t.clone())
-            .unwrap_or_default();
         let variable = defined.iter().find(|(n, v, _)| {
             (n.ends_with("_IMAGE") || n == "IMG")
                 && Reference::parse(v).is_ok_and(|r| r.repository().to_string() == *repo)
         });
-        // The Makefile's default is what the project's pipeline builds and pushes
-        // (`SIDECAR_TAG ?= dev`): it wins over a tag an overlay happens to carry.
-        let from_make = variable.and_then(|(var, value, at)| {
-            let made = Reference::parse(value).ok().filter(|r| r.tag().is_some())?;
-            (made.to_string() != image).then(|| (made.to_string(), var, at))
-        });
-        let mut make_note = String::new();
-        if let Some((made, var, at)) = from_make {
-            make_note =
-                format!("; the default is make's `{var}` ({at}), not the manifests' `{image}`");
-            image = made;
-        }
+        let (image, make_note) = default_image(all, variable);
         let mut name = match variable {
             Some((n, _, _)) if n != "IMG" => component_name(n),
             _ => component_name(repo.rsplit('/').next().unwrap_or(repo)),
@@ -491,22 +519,7 @@ fn components(
                 why.push_str(&format!("; IMAGE_TAG_BASE from {at}"));
             }
         }
-        if let Some(f) = all.iter().find(|f| !f.helm_values.is_empty()) {
-            let mut values = Node::map(Pos::default());
-            for (part, path) in &f.helm_values {
-                set(&mut values, part, text(path));
-            }
-            set(&mut entry, "helmValues", values);
-            let paths: Vec<String> = f
-                .helm_values
-                .iter()
-                .map(|(_, p)| format!("`{p}`"))
-                .collect();
-            why.push_str(&format!(
-                "; berth sets {} in the chart's values",
-                paths.join(", ")
-            ));
-        }
+        helm_values(all, &mut entry, &mut why);
         if third_party {
             set(&mut entry, "registry", plain("false"));
             why.push_str(

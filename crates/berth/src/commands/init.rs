@@ -122,21 +122,7 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
         name,
         ..Facts::default()
     };
-    let mut paths: Vec<PathBuf> = Vec::new();
-    for entry in ignore::WalkBuilder::new(root)
-        .hidden(false)
-        .require_git(false)
-        .filter_entry(|e| e.file_name() != ".git")
-        .build()
-    {
-        match entry {
-            Ok(entry) if entry.file_type().is_some_and(|t| t.is_file()) => {
-                paths.push(entry.into_path())
-            }
-            Ok(_) => {}
-            Err(e) => skipped.push(format!("skipped: {}", berth_io::shown(&e.to_string()))),
-        }
-    }
+    let mut paths = files(root, skipped);
     paths.sort();
     let charts = chart_dirs(root, &paths);
     let mut left_out = 0usize;
@@ -150,29 +136,7 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let in_chart = charts.iter().find(|dir| {
-            relative.starts_with(&format!("{dir}/"))
-                || (dir.as_str() == "." && !relative.is_empty())
-        });
-        let kind = if let Some(dir) = in_chart {
-            let local = relative
-                .strip_prefix(&format!("{dir}/"))
-                .unwrap_or(&relative);
-            match local {
-                "Chart.yaml" => Kind::Chart(dir.clone()),
-                "values.yaml" => Kind::Values(dir.clone()),
-                _ => continue, // templates, subcharts, helpers: helm renders them
-            }
-        } else if matches!(
-            file.as_str(),
-            "kustomization.yaml" | "kustomization.yml" | "Kustomization"
-        ) {
-            Kind::Kustomization
-        } else if file == "Makefile" || file == "GNUmakefile" || file.ends_with(".mk") {
-            Kind::Makefile
-        } else if (file.ends_with(".yaml") || file.ends_with(".yml")) && relative != "berth.yaml" {
-            Kind::Yaml
-        } else {
+        let Some(kind) = kind_of(&relative, &file, &charts) else {
             continue;
         };
         let manifest = matches!(kind, Kind::Kustomization | Kind::Yaml);
@@ -180,21 +144,8 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
             left_out += 1;
             continue;
         }
-        let text = match crate::fs_source::read_bounded(&path) {
-            Ok(bytes) => match String::from_utf8(bytes) {
-                Ok(text) => text,
-                Err(_) => {
-                    skipped.push(format!(
-                        "{}: skipped: not UTF-8 text",
-                        berth_io::shown(&relative)
-                    ));
-                    continue;
-                }
-            },
-            Err(e) => {
-                skipped.push(format!("{}: skipped: {e}", berth_io::shown(&relative)));
-                continue;
-            }
+        let Some(text) = read_text(&path, &relative, skipped) else {
+            continue;
         };
         match kind {
             Kind::Kustomization => {
@@ -233,6 +184,77 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
         named
     });
     Ok(facts)
+}
+
+/// Every file below `root` (`.gitignore` respected, `.git/` skipped); what
+/// cannot be walked is named in `skipped`.
+fn files(root: &Path, skipped: &mut Vec<String>) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for entry in ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .require_git(false)
+        .filter_entry(|e| e.file_name() != ".git")
+        .build()
+    {
+        match entry {
+            Ok(entry) if entry.file_type().is_some_and(|t| t.is_file()) => {
+                paths.push(entry.into_path())
+            }
+            Ok(_) => {}
+            Err(e) => skipped.push(format!("skipped: {}", berth_io::shown(&e.to_string()))),
+        }
+    }
+    paths
+}
+
+/// What a file is to init, by its place and name; `None`: not read.
+fn kind_of(relative: &str, file: &str, charts: &[String]) -> Option<Kind> {
+    let in_chart = charts.iter().find(|dir| {
+        relative.starts_with(&format!("{dir}/")) || (dir.as_str() == "." && !relative.is_empty())
+    });
+    if let Some(dir) = in_chart {
+        let local = relative
+            .strip_prefix(&format!("{dir}/"))
+            .unwrap_or(relative);
+        return match local {
+            "Chart.yaml" => Some(Kind::Chart(dir.clone())),
+            "values.yaml" => Some(Kind::Values(dir.clone())),
+            _ => None, // templates, subcharts, helpers: helm renders them
+        };
+    }
+    if matches!(
+        file,
+        "kustomization.yaml" | "kustomization.yml" | "Kustomization"
+    ) {
+        Some(Kind::Kustomization)
+    } else if file == "Makefile" || file == "GNUmakefile" || file.ends_with(".mk") {
+        Some(Kind::Makefile)
+    } else if (file.ends_with(".yaml") || file.ends_with(".yml")) && relative != "berth.yaml" {
+        Some(Kind::Yaml)
+    } else {
+        None
+    }
+}
+
+/// A file's text (bounded); a file that is not UTF-8 or cannot be read is named
+/// in `skipped`, never dropped silently.
+fn read_text(path: &Path, relative: &str, skipped: &mut Vec<String>) -> Option<String> {
+    match crate::fs_source::read_bounded(path) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(text) => Some(text),
+            Err(_) => {
+                skipped.push(format!(
+                    "{}: skipped: not UTF-8 text",
+                    berth_io::shown(relative)
+                ));
+                None
+            }
+        },
+        Err(e) => {
+            skipped.push(format!("{}: skipped: {e}", berth_io::shown(relative)));
+            None
+        }
+    }
 }
 
 /// Directories whose YAML no project deploys as it is: documentation, tests
