@@ -29,6 +29,11 @@ pub struct Chart {
     pub app_version: Option<String>,
     /// The text of its values.yaml, when it has one.
     pub values: Option<String>,
+    /// `type: library`: it renders nothing itself; the charts that depend on it
+    /// see its values under their dependency's name.
+    pub library: bool,
+    /// `dependencies:` of its Chart.yaml: (name or alias, repository as written).
+    pub dependencies: Vec<(String, String)>,
 }
 
 /// One image found in a chart's values.
@@ -45,8 +50,37 @@ pub(super) struct ValuesImage {
 /// The parts of an image block, in the order `helmValues:` lists them.
 const PARTS: [&str; 4] = ["registry", "repository", "tag", "digest"];
 
-/// Every image in the values of `chart`.
-pub(super) fn images(chart: &Chart, notes: &mut Vec<String>) -> Vec<ValuesImage> {
+/// Every image in the values of `chart` (of a library chart: as the charts
+/// that depend on it see them, under their dependency's name).
+pub(super) fn images(chart: &Chart, all: &[Chart], notes: &mut Vec<String>) -> Vec<ValuesImage> {
+    let prefix = if chart.library {
+        let parent = all.iter().find_map(|p| {
+            p.dependencies.iter().find_map(|(name, repository)| {
+                let rel = repository.strip_prefix("file://")?;
+                (super::normalize(&format!("{}/{rel}", p.dir)) == super::normalize(&chart.dir))
+                    .then(|| name.clone())
+            })
+        });
+        match parent {
+            Some(name) => Some(name),
+            None => return Vec::new(), // no chart renders it: its values reach nothing
+        }
+    } else {
+        None
+    };
+    let mut found = own_images(chart, notes);
+    if let Some(prefix) = prefix {
+        for image in &mut found {
+            for (_, path) in &mut image.helm_values {
+                *path = format!("{prefix}.{path}");
+            }
+        }
+    }
+    found
+}
+
+/// The images of `chart`'s own values.yaml, with paths as it sees them.
+fn own_images(chart: &Chart, notes: &mut Vec<String>) -> Vec<ValuesImage> {
     let Some(text) = &chart.values else {
         return Vec::new();
     };
@@ -90,6 +124,10 @@ pub(super) fn source(chart: &Chart) -> Node {
 }
 
 /// A chart's name as a release name (lowercase letters, digits, `-`; ≤ 53).
+pub(super) fn release_name(name: &str) -> String {
+    release(name)
+}
+
 fn release(name: &str) -> String {
     let mut out: String = name
         .to_ascii_lowercase()
@@ -245,9 +283,10 @@ mod tests {
             name: "c".into(),
             app_version: Some("1.0.0".into()),
             values: Some(values.into()),
+            ..Chart::default()
         };
         let mut notes = Vec::new();
-        let images = images(&chart, &mut notes)
+        let images = images(&chart, &[], &mut notes)
             .into_iter()
             .map(|i| {
                 let paths: Vec<String> = i
@@ -291,6 +330,44 @@ mod tests {
         );
         assert_eq!(notes.len(), 1, "one note per list: {notes:?}");
         assert!(notes[0].starts_with("c/values.yaml:2:"), "{notes:?}");
+    }
+
+    /// llm-d-router's shape: the images live in a library chart's values, which
+    /// the application charts see under their dependency's name (`router.`).
+    #[test]
+    fn a_library_charts_images_are_set_through_the_charts_that_depend_on_it() {
+        let library = Chart {
+            dir: "config/charts/routerlib".into(),
+            name: "router".into(),
+            values: Some(
+                "epp:\n  image: {registry: ghcr.io/llm-d, repository: epp, tag: dev}\n".into(),
+            ),
+            library: true,
+            ..Chart::default()
+        };
+        let app = Chart {
+            dir: "config/charts/standalone".into(),
+            name: "standalone".into(),
+            dependencies: vec![("router".into(), "file://../routerlib".into())],
+            ..Chart::default()
+        };
+        let all = [library.clone(), app];
+        let found = images(&library, &all, &mut Vec::new());
+        let paths: Vec<&str> = found[0]
+            .helm_values
+            .iter()
+            .map(|(_, p)| p.as_str())
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "router.epp.image.registry",
+                "router.epp.image.repository",
+                "router.epp.image.tag"
+            ]
+        );
+        // A library no chart depends on reaches nothing.
+        assert!(images(&library, std::slice::from_ref(&library), &mut Vec::new()).is_empty());
     }
 
     #[test]

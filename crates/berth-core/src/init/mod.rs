@@ -95,7 +95,7 @@ pub fn plan(facts: &Facts) -> Plan {
     let (mut found, placeholders) = images_in_manifests(facts, &mut notes);
     for chart in &facts.charts {
         found.extend(
-            charts::images(chart, &mut notes)
+            charts::images(chart, &facts.charts, &mut notes)
                 .into_iter()
                 .map(|i| Found {
                     reference: i.reference,
@@ -165,25 +165,38 @@ fn add_charts(
     profiles: &mut Option<Node>,
     notes: &mut Vec<String>,
 ) {
-    if facts.charts.is_empty() {
+    // A library chart renders nothing by itself: the charts that depend on it do.
+    let charts: Vec<&Chart> = facts.charts.iter().filter(|c| !c.library).collect();
+    let Some(first) = charts.first() else {
         return;
+    };
+    // Without other manifests the first chart is `manifests:`; with them, or with
+    // several charts (a repository's charts are alternatives, such as a router
+    // with or without a gateway), each chart is a profile of its own.
+    if manifests.is_none() {
+        *manifests = Some(seq([charts::source(first)]));
     }
-    let sources: Vec<Node> = facts.charts.iter().map(charts::source).collect();
-    let list = manifests.get_or_insert_with(|| seq([]));
-    if let Some(items) = list.as_seq_mut() {
-        items.extend(sources.iter().cloned());
-    }
-    if let Some(all) = profiles.as_mut().and_then(Node::as_map_mut) {
-        for (_, profile) in all.iter_mut() {
-            if let Some(items) = profile.as_seq_mut() {
-                items.extend(sources.iter().cloned());
-            }
+    let alone = profiles.is_none()
+        && charts.len() == 1
+        && manifests
+            .as_ref()
+            .and_then(Node::as_seq)
+            .is_some_and(|m| m.len() == 1);
+    if !alone {
+        let all = profiles.get_or_insert_with(|| Node::map(Pos::default()));
+        for chart in &charts {
+            set(
+                all,
+                &charts::release_name(&chart.name),
+                seq([charts::source(chart)]),
+            );
         }
     }
-    let dirs: Vec<&str> = facts.charts.iter().map(|c| c.dir.as_str()).collect();
+    let dirs: Vec<&str> = charts.iter().map(|c| c.dir.as_str()).collect();
     notes.push(format!(
-        "manifests: helm {} (rendered with `helm template`; berth sets the image values each component's `helmValues:` names)",
-        dirs.join(", ")
+        "helm {} (rendered with `helm template`; berth sets the image values each component's `helmValues:` names){}",
+        dirs.join(", "),
+        if alone { "" } else { "; each chart is a profile: berth render --profile NAME" }
     ));
 }
 
@@ -211,8 +224,9 @@ fn manifests_and_profiles(facts: &Facts, notes: &mut Vec<String>) -> (Option<Nod
         .copied()
         .filter(|k| !used.contains(&normalize(&k.dir)))
         .collect();
-    // CRDs alone (`config/crd`) last: the overlay that deploys the workloads first.
-    leaves.sort_by_key(|k| (crds_only(&k.dir), k.dir.clone()));
+    // The overlay that deploys the workloads first: overlays and environments
+    // before the rest, kustomize components after them, CRDs alone (`config/crd`) last.
+    leaves.sort_by_key(|k| (rank(&k.dir), k.dir.clone()));
     let mut manifests: Option<Node> = None;
     let mut profiles: Option<Node> = None;
     let kustomized: Vec<&str> = facts
@@ -621,10 +635,24 @@ fn bundle_input(dir: &str) -> bool {
         .any(|d| dir == *d || dir.ends_with(&format!("/{d}")))
 }
 
-/// A kustomization of CRDs only, by its directory's name (`config/crd`, `crds`).
-fn crds_only(dir: &str) -> bool {
+/// How likely a kustomization is the one a project deploys, by its directory
+/// (lower first): under `overlays/` or `environments/` 0, others 1, under
+/// `components/` 2, CRDs alone (`config/crd`, `crds-gateway-api`) 3.
+fn rank(dir: &str) -> u8 {
     let last = dir.rsplit('/').next().unwrap_or(dir);
-    matches!(last, "crd" | "crds")
+    let parts: Vec<&str> = dir.split('/').collect();
+    if last.contains("crd") {
+        3
+    } else if parts.contains(&"components") {
+        2
+    } else if parts
+        .iter()
+        .any(|p| matches!(*p, "overlays" | "environments"))
+    {
+        0
+    } else {
+        1
+    }
 }
 
 /// `a/./b/../c` → `a/c`, for comparing kustomization paths.
@@ -778,6 +806,40 @@ B9 = $(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)
             "{}",
             plan.yaml
         );
+    }
+
+    /// A repository's charts are alternatives (a router with or without a
+    /// gateway): each is a profile of its own, beside the overlays; a library
+    /// chart is none.
+    #[test]
+    fn charts_are_profiles_beside_the_overlays_and_a_library_is_none() {
+        let chart = |dir: &str, name: &str, library: bool| Chart {
+            dir: dir.into(),
+            name: name.into(),
+            library,
+            ..Chart::default()
+        };
+        let facts = Facts {
+            name: "router".into(),
+            kustomizations: vec![Kustomization {
+                dir: "deploy/environments/dev".into(),
+                resources: vec!["d.yaml".into()],
+                images: Vec::new(),
+            }],
+            charts: vec![
+                chart("charts/gateway", "gateway", false),
+                chart("charts/standalone", "standalone", false),
+                chart("charts/lib", "router", true),
+            ],
+            ..Facts::default()
+        };
+        let plan = plan(&facts);
+        assert!(
+            plan.yaml.contains("manifests:\n- kustomize: deploy/environments/dev\nprofiles:\n  gateway:\n  - helm:\n      chart: charts/gateway\n      release: gateway\n  standalone:\n  - helm:\n      chart: charts/standalone\n      release: standalone\n"),
+            "{}",
+            plan.yaml
+        );
+        assert!(!plan.yaml.contains("charts/lib"), "{}", plan.yaml);
     }
 
     /// #36 item 1: llm-d-router's sidecar: a test overlay bumps `newTag: 0.0.5`,

@@ -340,6 +340,18 @@ fn read_chart_yaml(chart: &mut Chart, text: &str) {
     let field = |k: &str| docs.first()?.get(k)?.as_str().map(str::to_string);
     chart.name = field("name").unwrap_or_default();
     chart.app_version = field("appVersion");
+    chart.library = field("type").as_deref() == Some("library");
+    let dependencies = docs
+        .first()
+        .and_then(|d| d.get("dependencies")?.as_seq().map(<[Node]>::to_vec));
+    for dependency in dependencies.unwrap_or_default() {
+        let text = |k: &str| dependency.get(k).and_then(Node::as_str).map(str::to_string);
+        if let (Some(name), Some(repository)) =
+            (text("alias").or_else(|| text("name")), text("repository"))
+        {
+            chart.dependencies.push((name, repository));
+        }
+    }
 }
 
 fn kustomization(dir: String, text: &str) -> Kustomization {
