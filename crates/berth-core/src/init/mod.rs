@@ -311,7 +311,25 @@ fn images_in_manifests(
         .collect();
     let mut found: Vec<Found> = Vec::new();
     let mut placeholders: Vec<(String, String)> = Vec::new(); // variable, at
-    for (path, text) in &facts.manifests {
+    // With kustomizations, what they build is what the project deploys: YAML
+    // outside every kustomization's directory (regression fixtures, loose
+    // examples) is not read for components.
+    let built: Vec<String> = facts
+        .kustomizations
+        .iter()
+        .filter(|k| !bundle_input(&k.dir))
+        .map(|k| normalize(&k.dir))
+        .collect();
+    let rendered = |path: &str| {
+        built.is_empty() || built.iter().any(|d| d == "." || path.starts_with(&format!("{d}/")))
+    };
+    let outside = facts.manifests.iter().filter(|(p, _)| !rendered(p)).count();
+    if outside > 0 {
+        notes.push(format!(
+            "left out {outside} YAML file(s) that no kustomization's directory holds: components come from what the kustomizations build"
+        ));
+    }
+    for (path, text) in facts.manifests.iter().filter(|(p, _)| rendered(p)) {
         let Ok(docs) = berth_yaml::load_all(text, Limits::default()) else {
             notes.push(format!("{path}: not valid YAML, skipped"));
             continue;

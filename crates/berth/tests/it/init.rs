@@ -78,6 +78,7 @@ fn an_llm_d_shaped_repository_gets_its_makefile_variables_and_overlays() {
     // What it decided and why is the contract: the whole of it.
     insta::assert_snapshot!(said, @r"
     berth init: manifests: kustomize deploy/environments/dev/kgateway (first of 2 overlays no other kustomization uses); the others are profiles: berth render --profile NAME
+    berth init: left out 1 YAML file(s) that no kustomization's directory holds: components come from what the kustomizations build
     berth init: component `epp`: ghcr.io/llm-d/llm-d-router-endpoint-picker:dev (deploy/components/inference-gateway/deployment.yaml:21:16; EPP_IMAGE from Makefile:4; EPP_TAG from Makefile:3)
     berth init: component `vllm-render`: docker.io/vllm/vllm-openai-cpu:v0.21.0 (deploy/components/inference-gateway/deployment.yaml:48:16; VLLM_RENDER_IMAGE from Makefile:9; third-party: not under the project's registry, so IMAGE_REGISTRY leaves it)
     berth init: component `vllm`: ghcr.io/llm-d/llm-d-inference-sim:v0.7.1 (deploy/components/vllm-sim/deployment.yaml:32:16; VLLM_IMAGE from Makefile:8; VLLM_SIMULATOR_TAG from Makefile:7)
