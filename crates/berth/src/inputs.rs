@@ -255,8 +255,17 @@ fn is_kustomization(dir: &Path) -> bool {
 
 /// kubectl's message without its log prefix: `E1201 12:00:00.0 1 run.go:72]
 /// "command failed" err="…"` says only the quoted part to a user.
-fn kubectl_error(stderr: &str) -> String {
+pub fn kubectl_error(stderr: &str) -> String {
     let stderr = stderr.trim();
+    // The multi-line form: `"command failed" err=<` then tab-indented lines, then ` >`.
+    if let Some((_, rest)) = stderr.split_once("\"command failed\" err=<") {
+        let lines: Vec<&str> = rest
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && *l != ">")
+            .collect();
+        return lines.join(" ");
+    }
     match stderr.split_once("\"command failed\" err=\"") {
         Some((_, rest)) if !stderr.contains('\n') => rest
             .strip_suffix('"')
@@ -284,6 +293,11 @@ mod tests {
             "accumulating resources from 'nope.yaml': \"x\""
         );
         assert_eq!(kubectl_error("plain text\n"), "plain text");
+        let multi = "E1204 17:40:14.33 18470 run.go:72] \"command failed\" err=<\n\taccumulating resources: no such host\n\t: exit status 128\n >\n";
+        assert_eq!(
+            kubectl_error(multi),
+            "accumulating resources: no such host : exit status 128"
+        );
         assert_eq!(kubectl_error("two\nlines"), "two\nlines");
     }
 }

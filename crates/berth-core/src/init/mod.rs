@@ -6,9 +6,12 @@
 
 mod charts;
 pub mod check;
+mod manifests;
 pub use crate::make::{make_vars, MakeVar, EXPANSION_LIMIT};
 use crate::make::{Defs, Unexpandable, EXPANSION_DEPTH};
 pub use charts::Chart;
+pub use manifests::candidates;
+use manifests::{add_charts, bundle_input, manifests_and_profiles};
 
 use std::collections::BTreeMap;
 
@@ -39,6 +42,9 @@ pub struct Facts {
     pub charts: Vec<Chart>,
     /// Make variables, in file order.
     pub make_vars: Vec<MakeVar>,
+    /// Candidate kustomizations ([`candidates`]) that did not build: (directory,
+    /// why, in one line).
+    pub unbuildable: Vec<(String, String)>,
 }
 
 /// What `berth init` writes and why.
@@ -158,141 +164,6 @@ pub fn plan(facts: &Facts) -> Plan {
 /// A Makefile variable berth init read: name, expanded value, where it is defined.
 type Defined = (String, String, String);
 
-/// Each chart as a `helm:` source, in `manifests:` and in every profile.
-fn add_charts(
-    facts: &Facts,
-    manifests: &mut Option<Node>,
-    profiles: &mut Option<Node>,
-    notes: &mut Vec<String>,
-) {
-    // A library chart renders nothing by itself: the charts that depend on it do.
-    let charts: Vec<&Chart> = facts.charts.iter().filter(|c| !c.library).collect();
-    let Some(first) = charts.first() else {
-        return;
-    };
-    // Without other manifests the first chart is `manifests:`; with them, or with
-    // several charts (a repository's charts are alternatives, such as a router
-    // with or without a gateway), each chart is a profile of its own.
-    if manifests.is_none() {
-        *manifests = Some(seq([charts::source(first)]));
-    }
-    let alone = profiles.is_none()
-        && charts.len() == 1
-        && manifests
-            .as_ref()
-            .and_then(Node::as_seq)
-            .is_some_and(|m| m.len() == 1);
-    if !alone {
-        let all = profiles.get_or_insert_with(|| Node::map(Pos::default()));
-        for chart in &charts {
-            set(
-                all,
-                &charts::release_name(&chart.name),
-                seq([charts::source(chart)]),
-            );
-        }
-    }
-    let dirs: Vec<&str> = charts.iter().map(|c| c.dir.as_str()).collect();
-    notes.push(format!(
-        "helm {} (rendered with `helm template`; berth sets the image values each component's `helmValues:` names){}",
-        dirs.join(", "),
-        if alone { "" } else { "; each chart is a profile: berth render --profile NAME" }
-    ));
-}
-
-/// `manifests:` (the kustomizations no other one uses, else YAML directories) and,
-/// for several such overlays, `profiles:`.
-fn manifests_and_profiles(facts: &Facts, notes: &mut Vec<String>) -> (Option<Node>, Option<Node>) {
-    // --- manifests: the kustomizations no other one uses, else YAML directories.
-    // operator-sdk's bundle input (`config/manifests`, which builds only after
-    // `make bundle`), its scorecard and CR samples are not what a project deploys.
-    let deployable: Vec<&Kustomization> = facts
-        .kustomizations
-        .iter()
-        .filter(|k| !bundle_input(&k.dir))
-        .collect();
-    let used: Vec<String> = deployable
-        .iter()
-        .flat_map(|k| {
-            k.resources
-                .iter()
-                .map(move |r| normalize(&format!("{}/{r}", k.dir)))
-        })
-        .collect();
-    let mut leaves: Vec<&Kustomization> = deployable
-        .iter()
-        .copied()
-        .filter(|k| !used.contains(&normalize(&k.dir)))
-        .collect();
-    // The overlay that deploys the workloads first: overlays and environments
-    // before the rest, kustomize components after them, CRDs alone (`config/crd`) last.
-    leaves.sort_by_key(|k| (rank(&k.dir), k.dir.clone()));
-    let mut manifests: Option<Node> = None;
-    let mut profiles: Option<Node> = None;
-    let kustomized: Vec<&str> = facts
-        .kustomizations
-        .iter()
-        .map(|k| k.dir.as_str())
-        .collect();
-    match leaves.as_slice() {
-        [] => {
-            let mut dirs: Vec<String> = facts
-                .manifests
-                .iter()
-                .map(|(path, _)| top_dir(path))
-                .filter(|d| !kustomized.iter().any(|k| d.starts_with(k)))
-                .collect();
-            dirs.sort();
-            dirs.dedup();
-            if dirs.is_empty() && facts.charts.is_empty() {
-                notes.push("manifests: none found (no kustomization.yaml, no YAML with apiVersion and kind); add `manifests:` by hand".into());
-            } else {
-                notes.push(format!(
-                    "manifests: {} (the directories that hold Kubernetes YAML)",
-                    dirs.join(", ")
-                ));
-                manifests = Some(seq(dirs.iter().map(|d| text(&format!("{d}/")))));
-            }
-        }
-        [one] => {
-            notes.push(format!(
-                "manifests: kustomize {} (the one kustomization no other uses)",
-                one.dir
-            ));
-            manifests = Some(seq([kustomize(&one.dir)]));
-        }
-        [first, rest @ ..] => {
-            notes.push(format!(
-                "manifests: kustomize {} (first of {} overlays no other kustomization uses); the others are profiles: berth render --profile NAME",
-                first.dir,
-                rest.len() + 1
-            ));
-            manifests = Some(seq([kustomize(&first.dir)]));
-            let mut all = Node::map(Pos::default());
-            let mut names: Vec<String> = Vec::new();
-            for k in &leaves {
-                let mut name = component_name(&k.dir.replace('/', "-"));
-                name = name.replace(['_', '.'], "-");
-                let base = k.dir.rsplit('/').next().unwrap_or(&k.dir);
-                let short = component_name(base);
-                if !names.contains(&short)
-                    && leaves
-                        .iter()
-                        .filter(|o| o.dir.rsplit('/').next() == Some(base))
-                        .count()
-                        == 1
-                {
-                    name = short;
-                }
-                names.push(name.clone());
-                set(&mut all, &name, seq([kustomize(&k.dir)]));
-            }
-            profiles = Some(all);
-        }
-    }
-    (manifests, profiles)
-}
-
 /// The images of every manifest's pods (kustomizations' `images:` applied), and the
 /// `${VAR}` placeholders standing for images, with where each is.
 fn images_in_manifests(
@@ -311,9 +182,9 @@ fn images_in_manifests(
         .collect();
     let mut found: Vec<Found> = Vec::new();
     let mut placeholders: Vec<(String, String)> = Vec::new(); // variable, at
-    // With kustomizations, what they build is what the project deploys: YAML
-    // outside every kustomization's directory (regression fixtures, loose
-    // examples) is not read for components.
+                                                              // With kustomizations, what they build is what the project deploys: YAML
+                                                              // outside every kustomization's directory (regression fixtures, loose
+                                                              // examples) is not read for components.
     let built: Vec<String> = facts
         .kustomizations
         .iter()
@@ -321,7 +192,10 @@ fn images_in_manifests(
         .map(|k| normalize(&k.dir))
         .collect();
     let rendered = |path: &str| {
-        built.is_empty() || built.iter().any(|d| d == "." || path.starts_with(&format!("{d}/")))
+        built.is_empty()
+            || built
+                .iter()
+                .any(|d| d == "." || path.starts_with(&format!("{d}/")))
     };
     let outside = facts.manifests.iter().filter(|(p, _)| !rendered(p)).count();
     if outside > 0 {
@@ -644,35 +518,6 @@ fn read_make_vars(
     out
 }
 
-/// operator-sdk's `config/manifests` (bundle input), `config/scorecard` and
-/// `config/samples`: kustomizations a project does not deploy.
-fn bundle_input(dir: &str) -> bool {
-    let dir = normalize(dir);
-    ["config/manifests", "config/scorecard", "config/samples"]
-        .iter()
-        .any(|d| dir == *d || dir.ends_with(&format!("/{d}")))
-}
-
-/// How likely a kustomization is the one a project deploys, by its directory
-/// (lower first): under `overlays/` or `environments/` 0, others 1, under
-/// `components/` 2, CRDs alone (`config/crd`, `crds-gateway-api`) 3.
-fn rank(dir: &str) -> u8 {
-    let last = dir.rsplit('/').next().unwrap_or(dir);
-    let parts: Vec<&str> = dir.split('/').collect();
-    if last.contains("crd") {
-        3
-    } else if parts.contains(&"components") {
-        2
-    } else if parts
-        .iter()
-        .any(|p| matches!(*p, "overlays" | "environments"))
-    {
-        0
-    } else {
-        1
-    }
-}
-
 /// `a/./b/../c` → `a/c`, for comparing kustomization paths.
 fn normalize(path: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
@@ -686,15 +531,6 @@ fn normalize(path: &str) -> String {
         }
     }
     parts.join("/")
-}
-
-/// The first directory of a relative path (`deploy/a/b.yaml` → `deploy`), or
-/// `.` for a file at the top.
-fn top_dir(path: &str) -> String {
-    match path.split_once('/') {
-        Some((dir, _)) => dir.to_string(),
-        None => ".".to_string(),
-    }
 }
 
 /// A DNS label from a directory name.

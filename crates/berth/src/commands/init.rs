@@ -22,7 +22,9 @@ pub fn check(dir: Option<&Path>, project: Option<&Path>) -> Result<u8> {
     }
     let kept = crate::project_file::load(Some(&target))?;
     let mut skipped = Vec::new();
-    let plan = berth_core::init::plan(&gather(&root, &mut skipped)?);
+    let mut facts = gather(&root, &mut skipped)?;
+    facts.unbuildable = unbuildable(&root, &facts, &mut skipped);
+    let plan = berth_core::init::plan(&facts);
     let proposed = berth_core::project::parse(
         berth_core::project::PROJECT_FILE,
         root.clone(),
@@ -81,7 +83,8 @@ pub fn run(dir: Option<&Path>, project: Option<&Path>) -> Result<u8> {
         );
     }
     let mut skipped = Vec::new();
-    let facts = gather(&root, &mut skipped)?;
+    let mut facts = gather(&root, &mut skipped)?;
+    facts.unbuildable = unbuildable(&root, &facts, &mut skipped);
     let plan = berth_core::init::plan(&facts);
     // What it writes must load: a file init cannot read back is a bug, never output.
     if let Err(e) =
@@ -184,6 +187,67 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
         named
     });
     Ok(facts)
+}
+
+/// How long `kubectl kustomize` may take on one candidate overlay in init.
+const BUILD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The candidate overlays that do not build (`kubectl kustomize`, four at a
+/// time): init leaves them out rather than propose a profile that fails. Without
+/// kubectl nothing is built, and a note says so.
+fn unbuildable(root: &Path, facts: &Facts, notes: &mut Vec<String>) -> Vec<(String, String)> {
+    let dirs: Vec<String> = berth_core::init::candidates(facts)
+        .iter()
+        .map(|k| k.dir.clone())
+        .collect();
+    let build = |dir: &String| -> Option<Result<(), String>> {
+        let mut command = std::process::Command::new("kubectl");
+        command.arg("kustomize").arg(root.join(dir));
+        match berth_io::run(&mut command, b"", BUILD_TIMEOUT, crate::fs_source::MAX_FILE) {
+            Ok(out) if out.status.success() => Some(Ok(())),
+            Ok(out) => {
+                let why = crate::inputs::kubectl_error(&String::from_utf8_lossy(&out.stderr));
+                let offline = ["no such host", "Could not resolve host", "dial tcp"];
+                Some(Err(if offline.iter().any(|o| why.contains(o)) {
+                    "it fetches a remote base, and the network is not reachable".to_string()
+                } else {
+                    let short: String = why.chars().take(200).collect();
+                    berth_io::shown(&short)
+                }))
+            }
+            Err(berth_io::RunError::Spawn(e)) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => Some(Err(e.to_string())),
+        }
+    };
+    let mut results: Vec<(String, Option<Result<(), String>>)> = Vec::new();
+    for chunk in dirs.chunks(4) {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = chunk
+                .iter()
+                .map(|d| (d, scope.spawn(|| build(d))))
+                .collect();
+            for (dir, handle) in handles {
+                let outcome = handle
+                    .join()
+                    .unwrap_or_else(|_| Some(Err("the build thread failed".into())));
+                results.push((dir.clone(), outcome));
+            }
+        });
+    }
+    if results.iter().any(|(_, r)| r.is_none()) {
+        notes.push(
+            "kubectl not found: the overlays were not built; `berth validate` will say which fail"
+                .into(),
+        );
+        return Vec::new();
+    }
+    results
+        .into_iter()
+        .filter_map(|(dir, r)| match r {
+            Some(Err(why)) => Some((dir, why)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Every file below `root` (`.gitignore` respected, `.git/` skipped); what

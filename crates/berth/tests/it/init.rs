@@ -435,3 +435,50 @@ fn init_check_names_drift_between_the_repository_and_berth_yaml() {
         "{listed}"
     );
 }
+
+/// #36 item 1: every candidate overlay is built (`kubectl kustomize`); one that
+/// does not build is left out with its reason, never proposed as a profile.
+#[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
+fn an_overlay_that_does_not_build_is_left_out() {
+    crate::common::require_program(crate::common::Group::Tools, "kubectl");
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "deploy/base/kustomization.yaml",
+        "resources: [app.yaml]\n",
+    );
+    write(
+        dir.path(),
+        "deploy/base/app.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: 'ghcr.io/acme/app:v1'}]\n",
+    );
+    write(
+        dir.path(),
+        "deploy/overlays/dev/kustomization.yaml",
+        "resources: [../../base]\n",
+    );
+    write(
+        dir.path(),
+        "deploy/overlays/broken/kustomization.yaml",
+        "resources: [../../base, missing.yaml]\n",
+    );
+    let out = berth(dir.path()).arg("init").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{said}");
+    let yaml = std::fs::read_to_string(dir.path().join("berth.yaml")).unwrap();
+    assert!(
+        yaml.contains("manifests:\n- kustomize: deploy/overlays/dev\nimages:"),
+        "{yaml}"
+    );
+    assert!(!yaml.contains("broken"), "{yaml}");
+    assert!(
+        said.contains(
+            "berth init: left out kustomization deploy/overlays/broken: it does not build here ("
+        ) && said.contains("missing.yaml"),
+        "{said}"
+    );
+}

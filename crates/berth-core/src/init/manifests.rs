@@ -1,0 +1,199 @@
+//! Which manifests a first berth.yaml renders: the kustomizations no other one
+//! uses (built first by the CLI; those that fail are left out), else the
+//! directories of Kubernetes YAML, and the repository's Helm charts.
+
+use berth_yaml::{Node, Pos};
+
+use super::{
+    charts, component_name, kustomize, normalize, seq, set, text, Chart, Facts, Kustomization,
+};
+
+/// Each chart as a `helm:` source, in `manifests:` and in every profile.
+pub(super) fn add_charts(
+    facts: &Facts,
+    manifests: &mut Option<Node>,
+    profiles: &mut Option<Node>,
+    notes: &mut Vec<String>,
+) {
+    // A library chart renders nothing by itself: the charts that depend on it do.
+    let charts: Vec<&Chart> = facts.charts.iter().filter(|c| !c.library).collect();
+    let Some(first) = charts.first() else {
+        return;
+    };
+    // Without other manifests the first chart is `manifests:`; with them, or with
+    // several charts (a repository's charts are alternatives, such as a router
+    // with or without a gateway), each chart is a profile of its own.
+    if manifests.is_none() {
+        *manifests = Some(seq([charts::source(first)]));
+    }
+    let alone = profiles.is_none()
+        && charts.len() == 1
+        && manifests
+            .as_ref()
+            .and_then(Node::as_seq)
+            .is_some_and(|m| m.len() == 1);
+    if !alone {
+        let all = profiles.get_or_insert_with(|| Node::map(Pos::default()));
+        for chart in &charts {
+            set(
+                all,
+                &charts::release_name(&chart.name),
+                seq([charts::source(chart)]),
+            );
+        }
+    }
+    let dirs: Vec<&str> = charts.iter().map(|c| c.dir.as_str()).collect();
+    notes.push(format!(
+        "helm {} (rendered with `helm template`; berth sets the image values each component's `helmValues:` names){}",
+        dirs.join(", "),
+        if alone { "" } else { "; each chart is a profile: berth render --profile NAME" }
+    ));
+}
+
+/// The kustomizations that could become `manifests:` or a profile: those no
+/// other one uses (leaves), operator-sdk's bundle input (`config/manifests`,
+/// which builds only after `make bundle`), scorecard and CR samples left out,
+/// in the order init proposes them — overlays and environments first, kustomize
+/// components later, CRDs alone (`config/crd`) last. The CLI builds each before
+/// init decides ([`Facts::unbuildable`]).
+pub fn candidates(facts: &Facts) -> Vec<&Kustomization> {
+    let deployable: Vec<&Kustomization> = facts
+        .kustomizations
+        .iter()
+        .filter(|k| !bundle_input(&k.dir))
+        .collect();
+    let used: Vec<String> = deployable
+        .iter()
+        .flat_map(|k| {
+            k.resources
+                .iter()
+                .map(move |r| normalize(&format!("{}/{r}", k.dir)))
+        })
+        .collect();
+    let mut leaves: Vec<&Kustomization> = deployable
+        .iter()
+        .copied()
+        .filter(|k| !used.contains(&normalize(&k.dir)))
+        .collect();
+    leaves.sort_by_key(|k| (rank(&k.dir), k.dir.clone()));
+    leaves
+}
+
+/// `manifests:` (the kustomizations no other one uses, else YAML directories) and,
+/// for several such overlays, `profiles:`.
+pub(super) fn manifests_and_profiles(
+    facts: &Facts,
+    notes: &mut Vec<String>,
+) -> (Option<Node>, Option<Node>) {
+    // --- manifests: the kustomizations no other one uses, else YAML directories;
+    // one that does not build (it needs the network, a generated file) is left out.
+    let mut leaves = candidates(facts);
+    for (dir, why) in &facts.unbuildable {
+        notes.push(format!(
+            "left out kustomization {dir}: it does not build here ({why})"
+        ));
+    }
+    leaves.retain(|k| !facts.unbuildable.iter().any(|(d, _)| *d == k.dir));
+    let mut manifests: Option<Node> = None;
+    let mut profiles: Option<Node> = None;
+    let kustomized: Vec<&str> = facts
+        .kustomizations
+        .iter()
+        .map(|k| k.dir.as_str())
+        .collect();
+    match leaves.as_slice() {
+        [] => {
+            let mut dirs: Vec<String> = facts
+                .manifests
+                .iter()
+                .map(|(path, _)| top_dir(path))
+                .filter(|d| !kustomized.iter().any(|k| d.starts_with(k)))
+                .collect();
+            dirs.sort();
+            dirs.dedup();
+            if dirs.is_empty() && facts.charts.is_empty() {
+                notes.push("manifests: none found (no kustomization.yaml, no YAML with apiVersion and kind); add `manifests:` by hand".into());
+            } else {
+                notes.push(format!(
+                    "manifests: {} (the directories that hold Kubernetes YAML)",
+                    dirs.join(", ")
+                ));
+                manifests = Some(seq(dirs.iter().map(|d| text(&format!("{d}/")))));
+            }
+        }
+        [one] => {
+            notes.push(format!(
+                "manifests: kustomize {} (the one kustomization no other uses)",
+                one.dir
+            ));
+            manifests = Some(seq([kustomize(&one.dir)]));
+        }
+        [first, rest @ ..] => {
+            notes.push(format!(
+                "manifests: kustomize {} (first of {} overlays no other kustomization uses); the others are profiles: berth render --profile NAME",
+                first.dir,
+                rest.len() + 1
+            ));
+            manifests = Some(seq([kustomize(&first.dir)]));
+            let mut all = Node::map(Pos::default());
+            let mut names: Vec<String> = Vec::new();
+            for k in &leaves {
+                let mut name = component_name(&k.dir.replace('/', "-"));
+                name = name.replace(['_', '.'], "-");
+                let base = k.dir.rsplit('/').next().unwrap_or(&k.dir);
+                let short = component_name(base);
+                if !names.contains(&short)
+                    && leaves
+                        .iter()
+                        .filter(|o| o.dir.rsplit('/').next() == Some(base))
+                        .count()
+                        == 1
+                {
+                    name = short;
+                }
+                names.push(name.clone());
+                set(&mut all, &name, seq([kustomize(&k.dir)]));
+            }
+            profiles = Some(all);
+        }
+    }
+    (manifests, profiles)
+}
+
+/// operator-sdk's `config/manifests` (bundle input), `config/scorecard` and
+/// `config/samples`: kustomizations a project does not deploy.
+pub(super) fn bundle_input(dir: &str) -> bool {
+    let dir = normalize(dir);
+    ["config/manifests", "config/scorecard", "config/samples"]
+        .iter()
+        .any(|d| dir == *d || dir.ends_with(&format!("/{d}")))
+}
+
+/// How likely a kustomization is the one a project deploys, by its directory
+/// (lower first): under `overlays/` or `environments/` 0, others 1, under
+/// `components/` 2, CRDs alone (`config/crd`, `crds-gateway-api`) 3.
+fn rank(dir: &str) -> u8 {
+    let last = dir.rsplit('/').next().unwrap_or(dir);
+    let parts: Vec<&str> = dir.split('/').collect();
+    if last.contains("crd") {
+        3
+    } else if parts.contains(&"components") {
+        2
+    } else if parts
+        .iter()
+        .any(|p| matches!(*p, "overlays" | "environments"))
+    {
+        0
+    } else {
+        1
+    }
+}
+
+/// The first directory of a relative path (`deploy/a/b.yaml` → `deploy`), or
+/// `.` for a file at the top.
+fn top_dir(path: &str) -> String {
+    match path.split_once('/') {
+        Some((dir, _)) => dir.to_string(),
+        None => ".".to_string(),
+    }
+}
