@@ -111,8 +111,11 @@ pub(super) fn manifests_and_profiles(
                 .collect();
             dirs.sort();
             dirs.dedup();
-            if dirs.is_empty() && facts.charts.is_empty() {
-                notes.push("manifests: none found (no kustomization.yaml, no YAML with apiVersion and kind); add `manifests:` by hand".into());
+            if dirs.is_empty() {
+                // A chart alone is `manifests:` ([`add_charts`]).
+                if facts.charts.iter().all(|c| c.library) {
+                    notes.push("manifests: none found (no kustomization.yaml, no Helm chart, no YAML with apiVersion and kind); add `manifests:` by hand".into());
+                }
             } else {
                 notes.push(format!(
                     "manifests: {} (the directories that hold Kubernetes YAML)",

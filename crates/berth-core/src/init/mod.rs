@@ -694,6 +694,25 @@ B9 = $(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)
             plan.yaml
         );
         assert!(!plan.yaml.contains("charts/lib"), "{}", plan.yaml);
+        // A chart that is all the repository deploys is `manifests:`, with no profile.
+        let alone = Facts {
+            name: "router".into(),
+            charts: vec![chart("charts/router", "router", false)],
+            ..Facts::default()
+        };
+        let plan = super::plan(&alone);
+        assert!(
+            plan.yaml
+                .contains("manifests:\n- helm:\n    chart: charts/router\n    release: router\n")
+                && !plan.yaml.contains("profiles"),
+            "{}",
+            plan.yaml
+        );
+        assert!(
+            !plan.notes.iter().any(|n| n.starts_with("manifests: none found")),
+            "{:?}",
+            plan.notes
+        );
     }
 
     /// #36 item 1: llm-d-router's sidecar: a test overlay bumps `newTag: 0.0.5`,
