@@ -709,7 +709,10 @@ B9 = $(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)
             plan.yaml
         );
         assert!(
-            !plan.notes.iter().any(|n| n.starts_with("manifests: none found")),
+            !plan
+                .notes
+                .iter()
+                .any(|n| n.starts_with("manifests: none found")),
             "{:?}",
             plan.notes
         );
