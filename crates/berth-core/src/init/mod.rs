@@ -419,10 +419,18 @@ fn components(
                 why.push_str(&format!("; {t} from {at}"));
             }
         }
-        if let Some((_, base, at)) = tag_base {
+        // operator-sdk's IMAGE_TAG_BASE, or a component's own `<X>_IMAGE_TAG_BASE`
+        // (`EPP_IMAGE ?= $(EPP_IMAGE_TAG_BASE):$(EPP_TAG)`): the repository variable.
+        let own_base = variable.map(|(var, _, _)| format!("{var}_TAG_BASE"));
+        let bases = own_base
+            .iter()
+            .filter_map(|name| defined.iter().find(|(n, _, _)| n == name))
+            .chain(tag_base);
+        for (base_var, base, at) in bases {
             if Reference::parse(base).is_ok_and(|b| b.repository().to_string() == *repo) {
-                set(&mut entry, "repositoryEnv", text("IMAGE_TAG_BASE"));
-                why.push_str(&format!("; IMAGE_TAG_BASE from {at}"));
+                set(&mut entry, "repositoryEnv", text(base_var));
+                why.push_str(&format!("; {base_var} from {at}"));
+                break;
             }
         }
         helm_values(all, &mut entry, &mut why);
@@ -488,10 +496,8 @@ fn read_make_vars(
         name.ends_with("_IMAGE")
             || name.ends_with("TAG")
             || name.ends_with("VERSION")
-            || matches!(
-                name,
-                "IMG" | "IMAGE_REGISTRY" | "REGISTRY" | "IMAGE_TAG_BASE"
-            )
+            || name.ends_with("IMAGE_TAG_BASE")
+            || matches!(name, "IMG" | "IMAGE_REGISTRY" | "REGISTRY")
             || placeholders.iter().any(|(p, _)| p == name)
     };
     let mut out: Vec<(String, String, String)> = Vec::new();
@@ -715,6 +721,30 @@ B9 = $(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)
                 .any(|n| n.starts_with("manifests: none found")),
             "{:?}",
             plan.notes
+        );
+    }
+
+    /// #36 item 1: a component's own `<X>_IMAGE_TAG_BASE` is its repository
+    /// variable, so `make … EPP_IMAGE_TAG_BASE=…` under `berth env` is honoured.
+    #[test]
+    fn a_components_own_image_tag_base_is_its_repository_variable() {
+        let facts = Facts {
+            name: "router".into(),
+            manifests: vec![(
+                "deploy/d.yaml".into(),
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: e, image: ghcr.io/llm-d/epp:dev}]\n".into(),
+            )],
+            make_vars: make_vars(
+                "Makefile",
+                "EPP_IMAGE_TAG_BASE ?= ghcr.io/llm-d/epp\nEPP_TAG ?= dev\nEPP_IMAGE ?= $(EPP_IMAGE_TAG_BASE):$(EPP_TAG)\n",
+            ),
+            ..Facts::default()
+        };
+        let plan = plan(&facts);
+        assert!(
+            plan.yaml.contains("  epp:\n    image: ghcr.io/llm-d/epp:dev\n    env: EPP_IMAGE\n    tagEnv: EPP_TAG\n    repositoryEnv: EPP_IMAGE_TAG_BASE\n"),
+            "{}",
+            plan.yaml
         );
     }
 
