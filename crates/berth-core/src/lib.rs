@@ -20,6 +20,8 @@ pub mod resolve;
 pub mod scan;
 pub mod suggest;
 pub mod time;
+pub mod warning;
 
 pub use project::{Component, Manifest, ManifestSource, Project, ProjectError, PullPolicy};
 pub use resolve::{Origin, Overrides, Resolution, ResolveError, ResolvedImage};
+pub use warning::{Code, Warning};

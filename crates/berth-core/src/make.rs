@@ -182,7 +182,7 @@ pub fn includes(text: &str) -> Vec<String> {
 /// berth.yaml gives it. With no variable set, `make` and berth would then build
 /// and deploy different images, and nothing would say so. A value make would
 /// compute (`$(shell …)`) is not judged.
-pub fn disagreements(project: &Project, vars: &[MakeVar]) -> Vec<String> {
+pub fn disagreements(project: &Project, vars: &[MakeVar]) -> Vec<crate::Warning> {
     let defs = Defs::new(vars);
     let mut out = Vec::new();
     let written = |var: &MakeVar| {
@@ -206,19 +206,19 @@ pub fn disagreements(project: &Project, vars: &[MakeVar]) -> Vec<String> {
                 && reference.tag() == c.image.tag()
                 && reference.digest() == c.image.digest();
             if !same {
-                out.push(format!(
-                    "{}: {} gives component `{}` the image `{reference}` by default, but {own} gives it `{}`: with no variable set, make and berth build and deploy different images; make the two defaults agree",
-                    var.at, written(var), c.name, c.image
-                ));
+                out.push(crate::Warning::at(crate::Code::MakefileDefault, var.at.clone(), format_args!(
+                    "{} gives component `{}` the image `{reference}` by default, but {own} gives it `{}`: with no variable set, make and berth build and deploy different images; make the two defaults agree",
+                    written(var), c.name, c.image
+                )));
             }
             continue;
         }
         if let (Some(var), Some(tag)) = (defs.get(&c.tag_env), known(&c.tag_env)) {
             if c.image.tag().is_some_and(|t| t.to_string() != tag) {
-                out.push(format!(
-                    "{}: {} gives component `{}` the tag `{tag}` by default, but {own} gives it `{}`: with no variable set, make and berth build and deploy different images; make the two defaults agree",
-                    var.at, written(var), c.name, c.image
-                ));
+                out.push(crate::Warning::at(crate::Code::MakefileDefault, var.at.clone(), format_args!(
+                    "{} gives component `{}` the tag `{tag}` by default, but {own} gives it `{}`: with no variable set, make and berth build and deploy different images; make the two defaults agree",
+                    written(var), c.name, c.image
+                )));
             }
         }
     }
@@ -308,15 +308,18 @@ mod tests {
         )
         .unwrap();
         let makefile = "IMAGE_REGISTRY ?= ghcr.io/llm-d\nEPP_TAG ?= dev\nEPP_IMAGE ?= $(IMAGE_REGISTRY)/epp:$(EPP_TAG)\nSIDECAR_TAG ?= dev\nSIM_IMAGE = ghcr.io/llm-d/sim:v1\nSHELLED_TAG ?= $(shell git describe)\ninclude hack/tools.mk\n-include $(X).mk\n";
-        let got = disagreements(&project, &make_vars("Makefile", makefile));
+        let got: Vec<String> = disagreements(&project, &make_vars("Makefile", makefile))
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         assert_eq!(
             got,
-            ["Makefile:4: `SIDECAR_TAG ?= dev` gives component `sidecar` the tag `dev` by default, but berth.yaml:4:20 gives it `ghcr.io/llm-d/disagg-sidecar:0.0.5`: with no variable set, make and berth build and deploy different images; make the two defaults agree"]
+            ["Makefile:4: `SIDECAR_TAG ?= dev` gives component `sidecar` the tag `dev` by default, but berth.yaml:4:20 gives it `ghcr.io/llm-d/disagg-sidecar:0.0.5`: with no variable set, make and berth build and deploy different images; make the two defaults agree [makefile-default]"]
         );
         assert_eq!(includes(makefile), ["hack/tools.mk"]);
         let other = make_vars("Makefile", "EPP_IMAGE ?= quay.io/me/epp:dev\n");
         let got = disagreements(&project, &other);
-        assert!(got[0].starts_with("Makefile:1: `EPP_IMAGE ?= quay.io/me/epp:dev` gives component `epp` the image `quay.io/me/epp:dev` by default, but berth.yaml:3:16 gives it `ghcr.io/llm-d/epp:dev`"), "{got:?}");
+        assert!(got[0].text.starts_with("Makefile:1: `EPP_IMAGE ?= quay.io/me/epp:dev` gives component `epp` the image `quay.io/me/epp:dev` by default, but berth.yaml:3:16 gives it `ghcr.io/llm-d/epp:dev`"), "{got:?}");
     }
 
     #[test]

@@ -75,7 +75,7 @@ pub struct Resolution<'p> {
     pub locked_charts: Option<Vec<crate::lock::ChartPin>>,
     /// What the resolution found suspicious but resolved anyway: a variable that
     /// looks like a misspelling of one berth.yaml names (`EPP_TGA`).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<crate::Warning>,
 }
 
 impl<'p> Resolution<'p> {
@@ -135,10 +135,12 @@ pub fn resolve<'p>(
     let present: Vec<&str> = overrides.present.iter().map(String::as_str).collect();
     let read = project.variables();
     for (name, meant) in crate::suggest::misspelt_variables(&read, &present) {
-        resolution.warnings.push(format!(
+        let text = format!(
             "`{name}` is set, but {} reads no variable of that name, so it changes nothing; did you mean `{meant}`?",
             project.file
-        ));
+        );
+        let warning = crate::Warning::about(crate::Code::MisspeltVariable, name, text);
+        resolution.warnings.push(warning);
     }
     Ok(resolution)
 }

@@ -14,6 +14,7 @@ use berth_core::gitops::Engine;
 use berth_core::lock::Lock;
 use berth_core::render::{self, path_warnings, Findings, RenderError, Spec, Workload};
 use berth_core::resolve::{self, Overrides};
+use berth_core::warning::{self, Code, Warning};
 use berth_core::{Project, Resolution};
 
 use crate::cli::ResolveArgs;
@@ -47,9 +48,7 @@ pub fn lock(args: &ResolveArgs, project: &Project) -> Result<Option<Lock>> {
 /// every command (`validate --strict` counts it too).
 pub fn resolve<'p>(project: &'p Project, overrides: Overrides) -> Result<Resolution<'p>> {
     let resolution = resolve::resolve(project, &overrides, &env_var)?;
-    for warning in &resolution.warnings {
-        say!("warning: {warning}");
-    }
+    print_warnings(project, resolution.warnings.clone());
     Ok(resolution)
 }
 
@@ -64,7 +63,7 @@ pub struct Generation {
     /// Generated objects in file order: configs, then CA bundles.
     pub generated: Vec<Generated>,
     /// What the CA bundles warn about (errors under `strict`).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 /// Builds every generated object of the project. For a GitOps engine they carry
@@ -80,7 +79,7 @@ pub fn generate(project: &Project, strict: bool, gitops: Option<Engine>) -> Resu
     let mut warnings = Vec::new();
     for spec in &project.ca_bundles {
         let bundle = ca::build(project, spec, &files, now, strict)?;
-        warnings.extend(bundle.warnings);
+        warnings.extend(bundle.warnings.into_iter().map(certificate));
         generated.push(bundle.generated);
     }
     if let Some(engine) = gitops {
@@ -96,12 +95,12 @@ pub fn generate(project: &Project, strict: bool, gitops: Option<Engine>) -> Resu
 pub struct Rendered {
     /// The manifests and what the render found.
     pub rendered: render::Rendered,
-    /// Everything to warn about, CA bundles' first.
-    pub warnings: Vec<String>,
+    /// Everything to warn about, CA bundles' first (`accept:` not yet applied).
+    pub warnings: Vec<Warning>,
     /// Of `warnings`, those about the sources the render read (a Helm values
     /// file that sets an image berth sets otherwise): `validate` checks each
     /// profile's.
-    pub source_warnings: Vec<String>,
+    pub source_warnings: Vec<Warning>,
 }
 
 /// Renders into memory: every check of `berth render`, nothing written.
@@ -129,7 +128,7 @@ fn run<T>(
     resolution: &Resolution<'_>,
     render: impl FnOnce(&Spec<'_>, &[render::Input]) -> Result<T, RenderError>,
     findings: impl FnOnce(&mut T) -> &mut Findings,
-) -> Result<(T, Vec<String>, Vec<String>)> {
+) -> Result<(T, Vec<Warning>, Vec<Warning>)> {
     let generation = generate(project, settings.strict, settings.gitops(project))?;
     let images = render::image_values(resolution).map_err(|e| anyhow!("{}: {e}", project.file))?;
     let manifests = settings.manifests(project)?;
@@ -161,8 +160,8 @@ fn run<T>(
 pub struct Prepared {
     /// The objects and generated configs.
     pub desired: Desired,
-    /// Render warnings, one line each.
-    pub warnings: Vec<String>,
+    /// Render warnings (`accept:` not yet applied).
+    pub warnings: Vec<Warning>,
     /// The workloads among the objects.
     pub workloads: Vec<Workload>,
 }
@@ -185,10 +184,10 @@ pub fn desired(
     // Applied directly, a placeholder berth does not fill reaches the cluster as
     // written (`berth render` leaves them for envsubst, and says nothing).
     for unfilled in render::unfilled_placeholders(&rendered.objects) {
-        warnings.push(format!(
-            "{}: `{}` is `{}`, a placeholder berth does not fill (it fills only its components' image variables), so it is applied as written; set the value in the manifests, or render and fill it first (`berth render | envsubst | kubectl apply -f -`)",
-            unfilled.object, unfilled.field, unfilled.placeholder
-        ));
+        warnings.push(Warning::at(Code::UnfilledPlaceholder, unfilled.object.clone(), format_args!(
+            "`{}` is `{}`, a placeholder berth does not fill (it fills only its components' image variables), so it is applied as written; set the value in the manifests, or render and fill it first (`berth render | envsubst | kubectl apply -f -`)",
+            unfilled.field, unfilled.placeholder
+        )));
     }
     if rendered.objects.is_empty() {
         bail!(
@@ -208,7 +207,7 @@ pub fn warnings_of(
     findings: &Findings,
     project: &Project,
     resolution: &Resolution<'_>,
-) -> Vec<String> {
+) -> Vec<Warning> {
     let mut out = findings.warnings(project, resolution);
     // Overrides are judged here only when this render is the whole project.
     let whole = project.profiles.is_empty();
@@ -229,10 +228,23 @@ pub fn warnings_of(
     out
 }
 
-/// Prints warnings to stderr, one `warning:` line each.
-pub fn print_warnings(warnings: &[String]) {
-    for warning in warnings {
-        say!("warning: {warning}");
+/// A CA bundle's warning (`FILE: certificate … (in caBundles.NAME)`) as a value.
+fn certificate(text: String) -> Warning {
+    let at = text.split(": ").next().unwrap_or_default().to_string();
+    Warning::about(Code::Certificate, at, text)
+}
+
+/// The warnings berth.yaml's `accept:` does not acknowledge, as lines.
+pub fn shown(project: &Project, warnings: Vec<Warning>) -> Vec<String> {
+    let filtered = warning::accept(&project.accepts, warnings);
+    filtered.shown.iter().map(Warning::to_string).collect()
+}
+
+/// Prints the warnings berth.yaml's `accept:` does not acknowledge to stderr,
+/// one `warning:` line each.
+pub fn print_warnings(project: &Project, warnings: Vec<Warning>) {
+    for line in shown(project, warnings) {
+        say!("warning: {line}");
     }
 }
 

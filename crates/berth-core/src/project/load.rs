@@ -70,6 +70,7 @@ impl Loader<'_> {
             dev: Dev::default(),
             gitops: None,
             audit_exclude: Vec::new(),
+            accepts: Vec::new(),
         };
         for (key, value) in entries {
             match key.as_str().unwrap_or_default() {
@@ -94,6 +95,7 @@ impl Loader<'_> {
                         }
                     }
                 }
+                "accept" => project.accepts = self.accepts(value)?,
                 "gitops" => {
                     let text = self.string(value, "gitops")?;
                     project.gitops = Some(crate::names::Engine::parse(text).map_err(|_| {

@@ -11,6 +11,7 @@ use berth_yaml::{Limits, Node, Pos};
 
 use crate::suggest::{closest, hint};
 
+mod accept;
 mod components;
 mod dev;
 mod generated;
@@ -42,6 +43,7 @@ const TOP_KEYS: &[&str] = &[
     "dev",
     "gitops",
     "audit",
+    "accept",
 ];
 /// The keys of `audit:`.
 pub(super) const AUDIT_KEYS: &[&str] = &["exclude"];
@@ -90,6 +92,8 @@ pub struct Project {
     /// `audit.exclude`: globs (gitignore syntax, relative to the audited
     /// directory) `berth audit` does not search.
     pub audit_exclude: Vec<String>,
+    /// `accept:`: warnings acknowledged at one place each, with the reason.
+    pub accepts: Vec<crate::warning::Accept>,
 }
 
 /// A component as any source declares it (berth.yaml's `images:` or a

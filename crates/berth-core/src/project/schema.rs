@@ -94,9 +94,24 @@ fn top(key: &str) -> Option<Value> {
         }
         "dev" => object("dev", DEV_KEYS, dev, &[]),
         "audit" => object("audit", super::AUDIT_KEYS, audit, &[]),
+        "accept" => {
+            json!({"type": "array", "items": object("accept[]", super::accept::ACCEPT_KEYS, accept, &["warning", "at", "because"]), "description": "Warnings acknowledged, each at one place with the reason; an entry that matches no warning is itself a warning under `berth validate`."})
+        }
         "gitops" => {
             json!({"enum": ["flux", "argocd", "none"], "description": "The GitOps engine that applies the rendered output: generated configs carry its never-prune annotation and berth's labels, and berth removes old generations once nothing uses them."})
         }
+        _ => return None,
+    })
+}
+
+fn accept(key: &str) -> Option<Value> {
+    Some(match key {
+        "warning" => {
+            let codes: Vec<&str> = crate::warning::Code::ALL.iter().map(|c| c.as_str()).collect();
+            json!({"enum": codes, "description": "The warning's code, shown in brackets at the end of its line."})
+        }
+        "at" => text("Where: a file or a directory above it, an object (`Kind/name`), or a variable's name, as the warning names it."),
+        "because" => text("Why the warning is right to ignore, for the next reader."),
         _ => return None,
     })
 }
@@ -264,7 +279,7 @@ fn run_step(key: &str) -> Option<Value> {
 
 /// The sections the loader reads as absent when they are `~` (null), as YAML
 /// writes an empty section: the schema must let editors accept what berth does.
-const NULLABLE: [&str; 11] = [
+const NULLABLE: [&str; 12] = [
     "manifests",
     "images",
     "registry",
@@ -276,6 +291,7 @@ const NULLABLE: [&str; 11] = [
     "caBundles",
     "sync",
     "dev",
+    "accept",
 ];
 
 /// The whole schema.
@@ -350,7 +366,7 @@ mod tests {
             &'static [&'static str],
             fn(&str) -> Option<Value>,
         );
-        let sections: [Section; 16] = [
+        let sections: [Section; 17] = [
             ("top", TOP_KEYS, top),
             ("registry", REGISTRY_KEYS, registry),
             ("tag", TAG_KEYS, tag),
@@ -366,6 +382,7 @@ mod tests {
             ("run", RUN_KEYS, run_step),
             ("dev", DEV_KEYS, dev),
             ("audit", crate::project::AUDIT_KEYS, audit),
+            ("accept", crate::project::accept::ACCEPT_KEYS, accept),
             ("forward", FORWARD_KEYS, forward),
         ];
         for (section, keys, schema) in sections {

@@ -8,6 +8,7 @@ use super::pods::{for_each_container, for_each_pod};
 use crate::project::{ImagePath, PathSegment, Project};
 use crate::resolve::{Origin, Resolution};
 use crate::scan::Scanner;
+use crate::warning::{Code, Warning};
 
 /// A component image spelt where berth does not rewrite it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -164,10 +165,10 @@ pub fn unreached_overrides(
     project: &Project,
     resolution: &Resolution<'_>,
     whole: bool,
-) -> Vec<String> {
+) -> Vec<Warning> {
     let mut out = Vec::new();
     // Shared overrides: (as the source names it, components it moved, any of them rendered).
-    let mut shared_seen: Vec<(String, usize, bool)> = Vec::new();
+    let mut shared_seen: Vec<(String, usize, bool, String)> = Vec::new();
     for (index, resolved) in resolution.images.iter().enumerate() {
         let component = resolved.component;
         if !component.deployed {
@@ -182,27 +183,27 @@ pub fn unreached_overrides(
                 continue;
             }
             let text = origin.to_string();
-            match shared_seen.iter_mut().find(|(t, _, _)| *t == text) {
-                Some((_, moved, rendered)) => {
+            match shared_seen.iter_mut().find(|(t, _, _, _)| *t == text) {
+                Some((_, moved, rendered, _)) => {
                     *moved += 1;
                     *rendered |= !unmatched;
                 }
-                None => shared_seen.push((text, 1, !unmatched)),
+                None => shared_seen.push((text, 1, !unmatched, origin.subject())),
             }
         }
         if let (Some(origin), true) = (own, unmatched && whole) {
-            out.push(format!(
+            out.push(Warning::about(Code::UnreachedOverride, origin.subject(), format!(
                 "{origin} is set for component `{}`, but no image field of the manifests is `{}`, so the override changes nothing: check `images.{}.image` and `match:` in {}, add the field under `imagePaths:` (custom resources, env values), or unset it",
                 component.name, component.image.repository(), component.name, project.file
-            ));
+            )));
         }
     }
-    for (origin, moved, rendered) in shared_seen {
+    for (origin, moved, rendered, subject) in shared_seen {
         if whole && !rendered {
-            out.push(format!(
+            out.push(Warning::about(Code::UnreachedOverride, subject, format!(
                 "{origin} is set, but none of the {moved} component(s) it moves has an image field in the manifests, so it changes nothing: check `images:` and `match:` in {}, or unset it",
                 project.file
-            ));
+            )));
         }
     }
     out
@@ -211,7 +212,7 @@ pub fn unreached_overrides(
 impl super::Findings {
     /// The warnings of one render: manifests that disagree with berth.yaml,
     /// overrides that reach nothing, images berth cannot rewrite, missing keys.
-    pub fn warnings(&self, project: &Project, resolution: &Resolution<'_>) -> Vec<String> {
+    pub fn warnings(&self, project: &Project, resolution: &Resolution<'_>) -> Vec<Warning> {
         let mut out = Vec::new();
         for (at, value) in &self.unparsed_images {
             let hint = match value.strip_prefix('$') {
@@ -222,17 +223,21 @@ impl super::Findings {
                 None => "not an image reference, so no component can match it; fix the value, or render the templating step first",
             };
             let shown: String = value.chars().take(200).collect();
-            out.push(format!("{at}: image `{shown}` is {hint}"));
+            out.push(Warning::at(
+                Code::UnparsedImage,
+                at.clone(),
+                format_args!("image `{shown}` is {hint}"),
+            ));
         }
         for drift in &self.drifted {
             let Some(resolved) = resolution.images.get(drift.component) else {
                 continue;
             };
             let c = resolved.component;
-            out.push(format!(
-                "{}: image `{}` differs from berth.yaml's default for component `{}` (`{}`, {}:{}), and berth writes `{}`: put the tag you want in `images.{}.image` of {} (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest",
-                drift.at, drift.found, c.name, c.image, project.file, c.image_pos, resolved.reference, c.name, project.file
-            ));
+            out.push(Warning::at(Code::Drift, drift.at.clone(), format_args!(
+                "image `{}` differs from berth.yaml's default for component `{}` (`{}`, {}:{}), and berth writes `{}`: put the tag you want in `images.{}.image` of {} (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest",
+                drift.found, c.name, c.image, project.file, c.image_pos, resolved.reference, c.name, project.file
+            )));
         }
         for stray in &self.strays {
             let Some(resolved) = resolution.images.get(stray.component) else {
@@ -241,10 +246,10 @@ impl super::Findings {
             let name = &resolved.component.name;
             let env = &resolved.component.env;
             let fix = stray.fix.clone().unwrap_or_else(|| format!("for an env value or a custom resource's field add it under `imagePaths:`, otherwise have the program take `{env}` from its environment"));
-            out.push(format!(
-                "{}: {} holds `{}`, an image of component `{name}`, where berth does not rewrite it: overrides (`{env}`, the registry) and pins never reach it; {fix}",
-                stray.at, stray.place, stray.text
-            ));
+            out.push(Warning::at(Code::Copy, stray.at.clone(), format_args!(
+                "{} holds `{}`, an image of component `{name}`, where berth does not rewrite it: overrides (`{env}`, the registry) and pins never reach it; {fix}",
+                stray.place, stray.text
+            )));
         }
         for missing in &self.missing_keys {
             let keys = if missing.available.is_empty() {
@@ -252,10 +257,10 @@ impl super::Findings {
             } else {
                 format!("its keys: {}", missing.available.join(", "))
             };
-            out.push(format!(
-                "{}: {} asks `{}` for key `{}`, which it does not have ({keys}); the pod would fail with CreateContainerConfigError: fix the key, or add it to `{}` in {}",
-                missing.at, missing.field, missing.config, missing.key, missing.config, project.file
-            ));
+            out.push(Warning::at(Code::MissingKey, missing.at.clone(), format_args!(
+                "{} asks `{}` for key `{}`, which it does not have ({keys}); the pod would fail with CreateContainerConfigError: fix the key, or add it to `{}` in {}",
+                missing.field, missing.config, missing.key, missing.config, project.file
+            )));
         }
         out
     }
@@ -269,7 +274,7 @@ pub fn path_warnings(
     section: &str,
     entries: &[ImagePath],
     seen: &[(bool, bool)],
-) -> Vec<String> {
+) -> Vec<Warning> {
     let mut out = Vec::new();
     for (entry, &(kind, field)) in entries.iter().zip(seen) {
         let key = entry
@@ -279,15 +284,15 @@ pub fn path_warnings(
             .unwrap_or_default();
         let shown = format!("{{kind: {}, path: {}{key}}}", entry.kind, entry.text);
         if !kind {
-            out.push(format!(
-                "{}:{}: `{section}` entry `{shown}` matches nothing: no object of kind `{}` is in the manifests; check the kind's spelling, or remove the entry",
-                project.file, entry.pos, entry.kind
-            ));
+            out.push(Warning::at(Code::UnusedPath, format!("{}:{}", project.file, entry.pos), format_args!(
+                "`{section}` entry `{shown}` matches nothing: no object of kind `{}` is in the manifests; check the kind's spelling, or remove the entry",
+                entry.kind
+            )));
         } else if !field {
-            out.push(format!(
-                "{}:{}: `{section}` entry `{shown}` matches no field: no `{}` object has `{}`; check the field path against the objects",
-                project.file, entry.pos, entry.kind, entry.text
-            ));
+            out.push(Warning::at(Code::UnusedPath, format!("{}:{}", project.file, entry.pos), format_args!(
+                "`{section}` entry `{shown}` matches no field: no `{}` object has `{}`; check the field path against the objects",
+                entry.kind, entry.text
+            )));
         }
     }
     out

@@ -133,6 +133,18 @@ impl fmt::Display for Origin {
 }
 
 impl Origin {
+    /// What a warning about this setting is at, for `accept:`: the variable's
+    /// name, else the setting as shown (`--tag epp=…`).
+    pub fn subject(&self) -> String {
+        match self {
+            Origin::ImageEnv(var)
+            | Origin::RepositoryEnv(var)
+            | Origin::RegistryEnv(var)
+            | Origin::TagEnv(var) => var.name.clone(),
+            other => other.to_string(),
+        }
+    }
+
     /// The setting as the user wrote it: `` `EPP_TAG=b` (environment) ``, `` `--tag epp=b` ``.
     pub fn assignment(&self, value: &str) -> String {
         // A 100 KB value would push the reason off the message's line.

@@ -21,7 +21,7 @@ fn connected<T>(
     then: impl AsyncFnOnce(&Cluster, &Desired) -> Result<T>,
 ) -> Result<T> {
     let prepared = pipeline::desired(&settings.render, project, resolution)?;
-    pipeline::print_warnings(&prepared.warnings);
+    pipeline::print_warnings(project, prepared.warnings);
     crate::runtime::get()?.block_on(async {
         let cluster = Cluster::connect(&settings.connection).await?;
         then(&cluster, &prepared.desired).await

@@ -81,7 +81,7 @@ pub fn run(push: &Push, project: &Project, resolution: &Resolution<'_>) -> Resul
     let pipeline::Rendered {
         rendered, warnings, ..
     } = pipeline::render(&push.render, project, resolution)?;
-    pipeline::print_warnings(&warnings);
+    pipeline::print_warnings(project, warnings);
     if rendered.objects.is_empty() {
         bail!(
             "nothing to push: {} renders no objects; list them under `manifests:` or pass PATHs",

@@ -15,7 +15,7 @@ const MARKER: &str = ".berth-render";
 
 pub fn run(command: &RenderCommand, project: &Project, resolution: &Resolution<'_>) -> Result<()> {
     let rendered = pipeline::render(&command.render, project, resolution)?;
-    pipeline::print_warnings(&rendered.warnings);
+    pipeline::print_warnings(project, rendered.warnings);
     match &command.out {
         None => print(&rendered.rendered.yaml),
         Some(dir) => write_dir(dir, &rendered.rendered),

@@ -7,6 +7,7 @@
 
 use anyhow::{bail, Result};
 use berth_core::render::{path_warnings, Findings};
+use berth_core::warning::{self, Code, Warning};
 use berth_core::{Project, Resolution};
 
 use crate::pipeline;
@@ -15,10 +16,10 @@ use crate::settings::Render;
 pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) -> Result<()> {
     let mut warnings = Vec::new();
     for (first, second, repository) in project.shared_repositories() {
-        warnings.push(format!(
-            "{}:{}: components `{}` and `{}` both claim repository `{repository}`; `{}` (the first) gets every image there: give one of them a different `image:` or `match:`",
-            project.file, second.image_pos, first.name, second.name, first.name
-        ));
+        warnings.push(Warning::at(Code::SharedRepository, format!("{}:{}", project.file, second.image_pos), format_args!(
+            "components `{}` and `{}` both claim repository `{repository}`; `{}` (the first) gets every image there: give one of them a different `image:` or `match:`",
+            first.name, second.name, first.name
+        )));
     }
     // What to check: the profile asked for; else `manifests:` and every profile.
     let mut sets: Vec<(Option<String>, Render)> = Vec::new();
@@ -37,6 +38,8 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
         }
     }
     warnings.extend(makefile_defaults(project));
+    // Over every set unless `--profile` (or paths) chose one.
+    let whole = settings.profile.is_none() && settings.paths.is_empty();
     // The configs and CA bundles are checked (and warned about) once, whatever renders.
     let generation = pipeline::generate(project, settings.strict, settings.gitops(project))?;
     warnings.extend(generation.warnings);
@@ -59,7 +62,7 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
                 _ => String::new(),
             };
             let shared = rendered.findings.warnings(project, resolution);
-            warnings.extend(shared.into_iter().map(|w| format!("{prefix}{w}")));
+            warnings.extend(shared.into_iter().map(|w| w.prefixed(&prefix)));
             all.push(rendered.findings);
         }
         // `--profile X` of a project with other sets judges what must be used "by
@@ -72,16 +75,34 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
         }
         let renders: Vec<&Findings> = all.iter().collect();
         // Over every set unless `--profile` (or paths) chose one.
-        let whole = settings.profile.is_none() && settings.paths.is_empty();
         warnings.extend(berth_core::render::unreached_overrides(
             &renders, project, resolution, whole,
         ));
     }
-    for warning in &warnings {
+    // The resolution's warnings (a misspelt variable) were said when it was
+    // made; they are matched against `accept:` here too, not said again.
+    let earlier = warning::accept(&project.accepts, resolution.warnings.clone());
+    let filtered = warning::accept(&project.accepts, warnings);
+    let mut printed = filtered.shown;
+    // An acknowledgement outlives its problem only where every warning was made.
+    if whole {
+        let used: Vec<bool> = (filtered.used.iter().zip(&earlier.used))
+            .map(|(a, b)| *a || *b)
+            .collect();
+        printed.extend(warning::stale(&project.accepts, &used));
+    }
+    for warning in &printed {
         say!("warning: {warning}");
     }
-    // The resolution's warnings (a misspelt variable) were said when it was made.
-    let count = warnings.len() + resolution.warnings.len();
+    let accepted = filtered.accepted + earlier.accepted;
+    if accepted > 0 {
+        say!(
+            "note: {accepted} warning{} acknowledged by `accept:` in {}",
+            if accepted == 1 { "" } else { "s" },
+            project.file
+        );
+    }
+    let count = printed.len() + earlier.shown.len();
     if settings.strict && count > 0 {
         bail!(
             "{count} warning{} (errors under --strict)",
@@ -93,7 +114,7 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
 
 /// The Makefile's image defaults compared with berth.yaml's: a default that
 /// disagrees is a warning naming both lines.
-fn makefile_defaults(project: &Project) -> Vec<String> {
+fn makefile_defaults(project: &Project) -> Vec<Warning> {
     berth_core::make::disagreements(project, &crate::project_file::makefile_vars(project))
 }
 
@@ -101,7 +122,7 @@ fn makefile_defaults(project: &Project) -> Vec<String> {
 /// matched, every config used, every path entry reaching a field.
 /// Components that say `deployed: false` although a render runs their image:
 /// the setting is wrong and hides them from validate's checks.
-fn wrongly_undeployed(project: &Project, all: &[Findings]) -> Vec<String> {
+fn wrongly_undeployed(project: &Project, all: &[Findings]) -> Vec<Warning> {
     let in_none = |missing: &dyn Fn(&Findings) -> bool| all.iter().all(missing);
     project
         .components
@@ -112,14 +133,14 @@ fn wrongly_undeployed(project: &Project, all: &[Findings]) -> Vec<String> {
                 && !all.is_empty()
                 && !in_none(&|f| f.unmatched_components.contains(&c.name))
         })
-        .map(|c| format!(
-            "{}:{}: component `{}` says `deployed: false`, but the manifests run its image (`{}`); remove `deployed: false`, so that validate checks it like the others",
-            project.file, c.image_pos, c.name, c.image.repository()
-        ))
+        .map(|c| Warning::at(Code::WronglyUndeployed, format!("{}:{}", project.file, c.image_pos), format_args!(
+            "component `{}` says `deployed: false`, but the manifests run its image (`{}`); remove `deployed: false`, so that validate checks it like the others",
+            c.name, c.image.repository()
+        )))
         .collect()
 }
 
-fn aggregated(project: &Project, all: &[Findings]) -> Vec<String> {
+fn aggregated(project: &Project, all: &[Findings]) -> Vec<Warning> {
     let mut warnings = wrongly_undeployed(project, all);
     let in_none = |missing: &dyn Fn(&Findings) -> bool| all.iter().all(missing);
     for c in &project.components {
@@ -132,10 +153,10 @@ fn aggregated(project: &Project, all: &[Findings]) -> Vec<String> {
             } else {
                 ""
             };
-            warnings.push(format!(
-                "{}:{}: component `{}` (`{}`) matches no image in the manifests{sets}; check its `image:` and `match:`, or the manifests' image fields (`imagePaths:` for custom resources); a component that is built but never deployed takes `deployed: false`",
-                project.file, c.image_pos, c.name, c.image
-            ));
+            warnings.push(Warning::at(Code::UnmatchedComponent, format!("{}:{}", project.file, c.image_pos), format_args!(
+                "component `{}` (`{}`) matches no image in the manifests{sets}; check its `image:` and `match:`, or the manifests' image fields (`imagePaths:` for custom resources); a component that is built but never deployed takes `deployed: false`",
+                c.name, c.image
+            )));
         }
     }
     let names = project
@@ -145,10 +166,9 @@ fn aggregated(project: &Project, all: &[Findings]) -> Vec<String> {
         .chain(project.ca_bundles.iter().map(|b| (&b.name, b.pos)));
     for (name, pos) in names {
         if in_none(&|f| f.unused_configs.contains(name)) {
-            warnings.push(format!(
-                "{}:{pos}: `{name}` is referenced by no object in the manifests, so its generated name reaches nothing; refer to `{name}` from a pod spec (or inject it), list a custom resource's field that names it under `configPaths:`, or remove it",
-                project.file
-            ));
+            warnings.push(Warning::at(Code::UnusedConfig, format!("{}:{pos}", project.file), format_args!(
+                "`{name}` is referenced by no object in the manifests, so its generated name reaches nothing; refer to `{name}` from a pod spec (or inject it), list a custom resource's field that names it under `configPaths:`, or remove it"
+            )));
         }
     }
     let merge = |pick: &dyn Fn(&Findings) -> &Vec<(bool, bool)>, len: usize| -> Vec<(bool, bool)> {

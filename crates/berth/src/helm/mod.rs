@@ -16,7 +16,7 @@ use anyhow::{anyhow, bail, Result};
 use berth_core::lock::ChartPin;
 use berth_core::project::HelmChart;
 use berth_core::render::Input;
-use berth_core::Project;
+use berth_core::{Code, Project, Warning};
 use berth_yaml::{Limits, Node};
 
 use crate::fs_source::MAX_FILE;
@@ -254,7 +254,7 @@ pub fn disagreements(
     project: &Project,
     manifests: &[berth_core::Manifest],
     images: &Node,
-) -> Vec<String> {
+) -> Vec<Warning> {
     let mut wanted = Vec::new();
     flatten(images, "", &mut wanted);
     let mut out = Vec::new();
@@ -298,10 +298,10 @@ pub fn disagreements(
                 } else {
                     format!("{name}:{}", found.pos)
                 };
-                out.push(format!(
-                    "{at}: `{key}` is `{}`, but berth sets it to `{value}` (the image berth.yaml resolves): the values file is overridden; remove the value there, or change berth.yaml",
+                out.push(Warning::at(Code::ValuesOverride, at, format_args!(
+                    "`{key}` is `{}`, but berth sets it to `{value}` (the image berth.yaml resolves): the values file is overridden; remove the value there, or change berth.yaml",
                     berth_io::shown(text)
-                ));
+                )));
             }
         }
     }

@@ -284,9 +284,9 @@ fn validate_warns_about_what_cannot_be_resolved_and_strict_refuses() {
     let warnings = String::from_utf8_lossy(&render.stderr);
     assert_eq!(warnings.lines().count(), 3, "{warnings}");
     insta::assert_snapshot!(warnings, @"
-    warning: app.yaml:7:22 (Pod/p): image `${EPP_IMAGE}` is a placeholder that names no component's variable (`env:`); add the component, or set its `env:` to this variable
-    warning: app.yaml:8:22 (Pod/p): image `BAD REF` is not an image reference, so no component can match it; fix the value, or render the templating step first
-    warning: app.yaml:6:22 (Pod/p): image `ghcr.io/acme/web:v0` differs from berth.yaml's default for component `web` (`ghcr.io/acme/web:v1`, berth.yaml:4:16), and berth writes `ghcr.io/acme/web:v1`: put the tag you want in `images.web.image` of berth.yaml (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest
+    warning: app.yaml:7:22 (Pod/p): image `${EPP_IMAGE}` is a placeholder that names no component's variable (`env:`); add the component, or set its `env:` to this variable [unparsed-image]
+    warning: app.yaml:8:22 (Pod/p): image `BAD REF` is not an image reference, so no component can match it; fix the value, or render the templating step first [unparsed-image]
+    warning: app.yaml:6:22 (Pod/p): image `ghcr.io/acme/web:v0` differs from berth.yaml's default for component `web` (`ghcr.io/acme/web:v1`, berth.yaml:4:16), and berth writes `ghcr.io/acme/web:v1`: put the tag you want in `images.web.image` of berth.yaml (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest [drift]
     ");
     let strict = berth(dir.path())
         .args(["validate", "--strict"])

@@ -209,7 +209,7 @@ fn a_misspelt_variable_is_named_with_the_one_it_meant() {
     );
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        "warning: `EPP_TGA` is set, but berth.yaml reads no variable of that name, so it changes nothing; did you mean `EPP_TAG`?\n"
+        "warning: `EPP_TGA` is set, but berth.yaml reads no variable of that name, so it changes nothing; did you mean `EPP_TAG`? [misspelt-variable]\n"
     );
     std::fs::write(
         dir.path().join("pod.yaml"),
@@ -223,7 +223,7 @@ fn a_misspelt_variable_is_named_with_the_one_it_meant() {
         .unwrap();
     assert_eq!(
         String::from_utf8_lossy(&strict.stderr),
-        "warning: `EP_TAG` is set, but berth.yaml reads no variable of that name, so it changes nothing; did you mean `EPP_TAG`?\nerror: 1 warning (errors under --strict)\n"
+        "warning: `EP_TAG` is set, but berth.yaml reads no variable of that name, so it changes nothing; did you mean `EPP_TAG`? [misspelt-variable]\nerror: 1 warning (errors under --strict)\n"
     );
     assert_eq!(strict.status.code(), Some(1));
 }

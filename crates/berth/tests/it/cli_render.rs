@@ -477,3 +477,7 @@ fn only_overridden_leaves_a_charts_own_tags_unless_an_override_touches_them() {
 /// collisions, profiles (in the same test binary: one link).
 #[path = "cli_render/field_truth.rs"]
 mod field_truth;
+
+/// `accept:`: acknowledged warnings, their codes, stale acknowledgements.
+#[path = "cli_render/accept.rs"]
+mod accept;

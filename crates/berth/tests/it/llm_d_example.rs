@@ -381,7 +381,7 @@ fn a_placeholder_berth_cannot_resolve_is_a_warning_with_its_place() {
         "      - name: coordinator\n        image: ${COORDINATOR_IMAGE}\n      - name: vllm\n",
     );
     std::fs::write(&file, text).unwrap();
-    let warning = "warning: kustomize deploy/environments/dev/kind:99:16 (Deployment/vllm-sim-decode): image `${COORDINATOR_IMAGE}` is a placeholder that names no component's variable (`env:`); add the component, or set its `env:` to this variable\n";
+    let warning = "warning: kustomize deploy/environments/dev/kind:99:16 (Deployment/vllm-sim-decode): image `${COORDINATOR_IMAGE}` is a placeholder that names no component's variable (`env:`); add the component, or set its `env:` to this variable [unparsed-image]\n";
     let render = berth(dir.path()).arg("render").output().unwrap();
     assert!(render.status.success());
     assert_eq!(String::from_utf8_lossy(&render.stderr), warning);

@@ -60,7 +60,7 @@ pub fn snapshot(source: &Source) -> Result<Snapshot> {
                     .iter()
                     .map(|r| (r.component.name.clone(), r.reference.repository().clone()))
                     .collect(),
-                warnings: prepared.warnings,
+                warnings: crate::pipeline::shown(project, prepared.warnings),
             })
         },
     )

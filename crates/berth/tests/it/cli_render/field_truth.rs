@@ -39,11 +39,11 @@ fn a_kustomize_tag_bump_berth_yaml_does_not_know_is_reported_and_strict_refuses(
     write(d, "overlay/kustomization.yaml", "resources: [../base]\nimages:\n- {name: ghcr.io/kubeflow/katib/katib-controller, newTag: v0.20.0}\n");
     let out = berth(d).arg("render").output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    insta::assert_snapshot!(stderr(&out), @"warning: kustomize overlay:9:16 (Deployment/katib-controller; set by overlay/kustomization.yaml:3:59 `newTag: v0.20.0`): image `ghcr.io/kubeflow/katib/katib-controller:v0.20.0` differs from berth.yaml's default for component `controller` (`ghcr.io/kubeflow/katib/katib-controller:v0.19.0`, berth.yaml:4:23), and berth writes `ghcr.io/kubeflow/katib/katib-controller:v0.19.0`: put the tag you want in `images.controller.image` of berth.yaml (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest");
+    insta::assert_snapshot!(stderr(&out), @"warning: kustomize overlay:9:16 (Deployment/katib-controller; set by overlay/kustomization.yaml:3:59 `newTag: v0.20.0`): image `ghcr.io/kubeflow/katib/katib-controller:v0.20.0` differs from berth.yaml's default for component `controller` (`ghcr.io/kubeflow/katib/katib-controller:v0.19.0`, berth.yaml:4:23), and berth writes `ghcr.io/kubeflow/katib/katib-controller:v0.19.0`: put the tag you want in `images.controller.image` of berth.yaml (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest [drift]");
     let strict = berth(d).args(["validate", "--strict"]).output().unwrap();
     assert_eq!(strict.status.code(), Some(1), "{}", stderr(&strict));
     insta::assert_snapshot!(stderr(&strict), @"
-    warning: kustomize overlay:9:16 (Deployment/katib-controller; set by overlay/kustomization.yaml:3:59 `newTag: v0.20.0`): image `ghcr.io/kubeflow/katib/katib-controller:v0.20.0` differs from berth.yaml's default for component `controller` (`ghcr.io/kubeflow/katib/katib-controller:v0.19.0`, berth.yaml:4:23), and berth writes `ghcr.io/kubeflow/katib/katib-controller:v0.19.0`: put the tag you want in `images.controller.image` of berth.yaml (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest
+    warning: kustomize overlay:9:16 (Deployment/katib-controller; set by overlay/kustomization.yaml:3:59 `newTag: v0.20.0`): image `ghcr.io/kubeflow/katib/katib-controller:v0.20.0` differs from berth.yaml's default for component `controller` (`ghcr.io/kubeflow/katib/katib-controller:v0.19.0`, berth.yaml:4:23), and berth writes `ghcr.io/kubeflow/katib/katib-controller:v0.19.0`: put the tag you want in `images.controller.image` of berth.yaml (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest [drift]
     error: 1 warning (errors under --strict)
     ");
     // An override is the user asking: then the manifest's tag is not drift.
@@ -109,11 +109,11 @@ spec:
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     insta::assert_snapshot!(stderr(&out), @r"
-    warning: deploy.yaml:14:14 (ConfigMap/katib-config): data key `config.yaml` holds `ghcr.io/kubeflow/katib/suggestion-hyperopt:v0.19.0`, an image of component `suggestion`, where berth does not rewrite it: overrides (`SUGGESTION_IMAGE`, the registry) and pins never reach it; for an env value or a custom resource's field add it under `imagePaths:`, otherwise have the program take `SUGGESTION_IMAGE` from its environment
-    warning: deploy.yaml:26:52 (Deployment/op): env `RELATED_IMAGE_SUGGESTION` of container `manager` holds `ghcr.io/kubeflow/katib/suggestion-hyperopt:v0.19.0`, an image of component `suggestion`, where berth does not rewrite it: overrides (`SUGGESTION_IMAGE`, the registry) and pins never reach it; for an env value or a custom resource's field add it under `imagePaths:`, otherwise have the program take `SUGGESTION_IMAGE` from its environment
-    warning: berth.yaml:7:5: `imagePaths` entry `{kind: OGXServer, path: spec.server.image}` matches no field: no `OGXServer` object has `spec.server.image`; check the field path against the objects
-    warning: berth.yaml:8:5: `imagePaths` entry `{kind: Nothing, path: spec.image}` matches nothing: no object of kind `Nothing` is in the manifests; check the kind's spelling, or remove the entry
-    warning: berth.yaml:10:5: `configPaths` entry `{kind: OGXServer, path: spec.overrideConfig.nam}` matches no field: no `OGXServer` object has `spec.overrideConfig.nam`; check the field path against the objects
+    warning: deploy.yaml:14:14 (ConfigMap/katib-config): data key `config.yaml` holds `ghcr.io/kubeflow/katib/suggestion-hyperopt:v0.19.0`, an image of component `suggestion`, where berth does not rewrite it: overrides (`SUGGESTION_IMAGE`, the registry) and pins never reach it; for an env value or a custom resource's field add it under `imagePaths:`, otherwise have the program take `SUGGESTION_IMAGE` from its environment [copy]
+    warning: deploy.yaml:26:52 (Deployment/op): env `RELATED_IMAGE_SUGGESTION` of container `manager` holds `ghcr.io/kubeflow/katib/suggestion-hyperopt:v0.19.0`, an image of component `suggestion`, where berth does not rewrite it: overrides (`SUGGESTION_IMAGE`, the registry) and pins never reach it; for an env value or a custom resource's field add it under `imagePaths:`, otherwise have the program take `SUGGESTION_IMAGE` from its environment [copy]
+    warning: berth.yaml:7:5: `imagePaths` entry `{kind: OGXServer, path: spec.server.image}` matches no field: no `OGXServer` object has `spec.server.image`; check the field path against the objects [unused-path]
+    warning: berth.yaml:8:5: `imagePaths` entry `{kind: Nothing, path: spec.image}` matches nothing: no object of kind `Nothing` is in the manifests; check the kind's spelling, or remove the entry [unused-path]
+    warning: berth.yaml:10:5: `configPaths` entry `{kind: OGXServer, path: spec.overrideConfig.nam}` matches no field: no `OGXServer` object has `spec.overrideConfig.nam`; check the field path against the objects [unused-path]
     ");
     // An override of a component no field is: it changes nothing, so it is said.
     let idle = berth(dir.path())
@@ -134,7 +134,7 @@ spec:
         .env("STARTER_IMAGE", "quay.io/me/x:y")
         .output()
         .unwrap();
-    insta::assert_snapshot!(stderr(&idle), @"warning: STARTER_IMAGE (environment) is set for component `starter`, but no image field of the manifests is `docker.io/llamastack/distribution-starter`, so the override changes nothing: check `images.starter.image` and `match:` in berth.yaml, add the field under `imagePaths:` (custom resources, env values), or unset it");
+    insta::assert_snapshot!(stderr(&idle), @"warning: STARTER_IMAGE (environment) is set for component `starter`, but no image field of the manifests is `docker.io/llamastack/distribution-starter`, so the override changes nothing: check `images.starter.image` and `match:` in berth.yaml, add the field under `imagePaths:` (custom resources, env values), or unset it [unreached-override]");
 }
 
 #[test]
@@ -211,10 +211,10 @@ spec:
     );
     let out = berth(dir.path()).arg("validate").output().unwrap();
     insta::assert_snapshot!(stderr(&out), @r"
-    warning: deploy.yaml:15:71 (Pod/p): volumes[].configMap.items[] asks `app` for key `other.yaml`, which it does not have (its keys: config.yaml); the pod would fail with CreateContainerConfigError: fix the key, or add it to `app` in berth.yaml
-    warning: deploy.yaml:10:53 (Pod/p): configMapKeyRef asks `app` for key `conf.yaml`, which it does not have (its keys: config.yaml); the pod would fail with CreateContainerConfigError: fix the key, or add it to `app` in berth.yaml
-    warning: deploy.yaml:21:36 (OGXServer/s): configPaths `key:` asks `app` for key `run.yaml`, which it does not have (its keys: config.yaml); the pod would fail with CreateContainerConfigError: fix the key, or add it to `app` in berth.yaml
-    warning: deploy.yaml:26:26 (OGXServer/s): configPaths `key:` asks `app` for key `ca.crt`, which it does not have (its keys: config.yaml); the pod would fail with CreateContainerConfigError: fix the key, or add it to `app` in berth.yaml
+    warning: deploy.yaml:15:71 (Pod/p): volumes[].configMap.items[] asks `app` for key `other.yaml`, which it does not have (its keys: config.yaml); the pod would fail with CreateContainerConfigError: fix the key, or add it to `app` in berth.yaml [missing-key]
+    warning: deploy.yaml:10:53 (Pod/p): configMapKeyRef asks `app` for key `conf.yaml`, which it does not have (its keys: config.yaml); the pod would fail with CreateContainerConfigError: fix the key, or add it to `app` in berth.yaml [missing-key]
+    warning: deploy.yaml:21:36 (OGXServer/s): configPaths `key:` asks `app` for key `run.yaml`, which it does not have (its keys: config.yaml); the pod would fail with CreateContainerConfigError: fix the key, or add it to `app` in berth.yaml [missing-key]
+    warning: deploy.yaml:26:26 (OGXServer/s): configPaths `key:` asks `app` for key `ca.crt`, which it does not have (its keys: config.yaml); the pod would fail with CreateContainerConfigError: fix the key, or add it to `app` in berth.yaml [missing-key]
     ");
 }
 
@@ -289,7 +289,7 @@ fn profiles_are_alternative_manifest_sets_validated_each_on_its_own() {
         &pod("router", "ghcr.io/llm-d/epp:dev"),
     );
     let missing = berth(dir.path()).args(["validate"]).output().unwrap();
-    insta::assert_snapshot!(stderr(&missing), @"warning: berth.yaml:4:16: component `sim` (`ghcr.io/llm-d/sim:dev`) matches no image in the manifests (in no profile); check its `image:` and `match:`, or the manifests' image fields (`imagePaths:` for custom resources); a component that is built but never deployed takes `deployed: false`");
+    insta::assert_snapshot!(stderr(&missing), @"warning: berth.yaml:4:16: component `sim` (`ghcr.io/llm-d/sim:dev`) matches no image in the manifests (in no profile); check its `image:` and `match:`, or the manifests' image fields (`imagePaths:` for custom resources); a component that is built but never deployed takes `deployed: false` [unmatched-component]");
 }
 
 #[test]
@@ -431,7 +431,7 @@ fn the_kustomize_tag_bump_example_is_reported_until_berth_yaml_agrees() {
         .unwrap();
     assert_eq!(strict.status.code(), Some(1));
     insta::assert_snapshot!(stderr(&strict), @"
-    warning: kustomize overlays/release:16:16 (Deployment/katib-controller; set by overlays/release/kustomization.yaml:5:11 `newTag: v0.20.0`): image `ghcr.io/kubeflow/katib/katib-controller:v0.20.0` differs from berth.yaml's default for component `katib-controller` (`ghcr.io/kubeflow/katib/katib-controller:v0.19.0`, berth.yaml:10:12), and berth writes `ghcr.io/kubeflow/katib/katib-controller:v0.19.0`: put the tag you want in `images.katib-controller.image` of berth.yaml (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest
+    warning: kustomize overlays/release:16:16 (Deployment/katib-controller; set by overlays/release/kustomization.yaml:5:11 `newTag: v0.20.0`): image `ghcr.io/kubeflow/katib/katib-controller:v0.20.0` differs from berth.yaml's default for component `katib-controller` (`ghcr.io/kubeflow/katib/katib-controller:v0.19.0`, berth.yaml:10:12), and berth writes `ghcr.io/kubeflow/katib/katib-controller:v0.19.0`: put the tag you want in `images.katib-controller.image` of berth.yaml (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest [drift]
     error: 1 warning (errors under --strict)
     ");
     let asked = berth(dir.path())
@@ -504,7 +504,7 @@ fn deployed_false_on_a_component_the_manifests_run_is_named() {
     let out = berth(dir.path()).arg("validate").output().unwrap();
     assert_eq!(
         stderr(&out),
-        "warning: berth.yaml:4:16: component `web` says `deployed: false`, but the manifests run its image (`ghcr.io/acme/web`); remove `deployed: false`, so that validate checks it like the others\n"
+        "warning: berth.yaml:4:16: component `web` says `deployed: false`, but the manifests run its image (`ghcr.io/acme/web`); remove `deployed: false`, so that validate checks it like the others [wrongly-undeployed]\n"
     );
     let strict = berth(dir.path())
         .args(["validate", "--strict"])
@@ -647,7 +647,7 @@ fn a_makefile_default_that_disagrees_with_berth_yaml_is_named() {
         .unwrap();
     assert_eq!(
         stderr(&out),
-        "warning: Makefile:2: `SIDECAR_TAG ?= dev` gives component `sidecar` the tag `dev` by default, but berth.yaml:4:20 gives it `ghcr.io/llm-d/disagg-sidecar:0.0.5`: with no variable set, make and berth build and deploy different images; make the two defaults agree\nerror: 1 warning (errors under --strict)\n"
+        "warning: Makefile:2: `SIDECAR_TAG ?= dev` gives component `sidecar` the tag `dev` by default, but berth.yaml:4:20 gives it `ghcr.io/llm-d/disagg-sidecar:0.0.5`: with no variable set, make and berth build and deploy different images; make the two defaults agree [makefile-default]\nerror: 1 warning (errors under --strict)\n"
     );
     write(
         dir.path(),

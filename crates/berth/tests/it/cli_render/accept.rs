@@ -1,0 +1,89 @@
+//! `accept:` acknowledges one warning at one place: silent in every command,
+//! not counted by `validate --strict`, and a warning itself once nothing
+//! matches it any more.
+
+use std::fs;
+
+use super::common::{berth, project};
+
+const POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: c, image: 'ghcr.io/acme/web:v1'}\n";
+const CONFIG: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: images}\ndata:\n  note: 'built from ghcr.io/acme/web:v1'\n";
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn an_acknowledged_warning_is_silent_and_a_stale_acknowledgement_is_a_warning() {
+    let head = "name: x\nmanifests: [deploy/]\nimages:\n  web: {image: 'ghcr.io/acme/web:v1'}\n";
+    let accept = "accept:\n- warning: copy\n  at: ConfigMap/images\n  because: the note records what the release was built from\n";
+    let dir = project(&format!("{head}{accept}"));
+    let d = dir.path();
+    fs::create_dir_all(d.join("deploy")).unwrap();
+    fs::write(d.join("deploy/pod.yaml"), POD).unwrap();
+    fs::write(d.join("deploy/images.yaml"), CONFIG).unwrap();
+
+    // Without the entry the copy is a warning with its code; with it, silence.
+    fs::write(d.join("plain.yaml"), head).unwrap();
+    let plain = berth(d)
+        .args(["--project", "plain.yaml", "render"])
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&plain).contains("(ConfigMap/images): data key `note` holds"),
+        "{}",
+        stderr(&plain)
+    );
+    assert!(
+        stderr(&plain).trim_end().ends_with("[copy]"),
+        "{}",
+        stderr(&plain)
+    );
+    let render = berth(d).arg("render").output().unwrap();
+    assert!(render.status.success());
+    assert_eq!(stderr(&render), "");
+    let strict = berth(d).args(["validate", "--strict"]).output().unwrap();
+    assert!(strict.status.success(), "{}", stderr(&strict));
+    assert_eq!(
+        stderr(&strict),
+        "note: 1 warning acknowledged by `accept:` in berth.yaml\n"
+    );
+
+    // The copy gone, the entry is stale: validate says so (render, one set of
+    // the project's, cannot know).
+    fs::remove_file(d.join("deploy/images.yaml")).unwrap();
+    let stale = berth(d).args(["validate", "--strict"]).output().unwrap();
+    assert_eq!(stale.status.code(), Some(1));
+    assert_eq!(
+        stderr(&stale),
+        "warning: berth.yaml:6:3: `accept: {warning: copy, at: ConfigMap/images}` acknowledges a warning that no longer occurs; remove the entry [stale-accept]\nerror: 1 warning (errors under --strict)\n"
+    );
+    assert_eq!(stderr(&berth(d).arg("render").output().unwrap()), "");
+}
+
+#[test]
+fn an_acceptance_needs_a_known_code_a_place_and_a_reason() {
+    let cases = [
+        (
+            "accept: [{warning: dirft, at: x, because: y}]",
+            "use a code shown in brackets at the end of a warning: drift, copy,",
+        ),
+        ("accept: [{warning: drift, because: y}]", "`at`"),
+        ("accept: [{warning: drift, at: x}]", "`because`"),
+        (
+            "accept: [{warning: drift, at: x, because: y, for: z}]",
+            "`for`",
+        ),
+    ];
+    for (yaml, expected) in cases {
+        let dir = project(&format!("name: x\n{yaml}\n"));
+        let out = berth(dir.path()).arg("validate").output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{yaml}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("berth.yaml:2:"),
+            "{yaml}: {}",
+            stderr(&out)
+        );
+        assert!(stderr(&out).contains(expected), "{yaml}: {}", stderr(&out));
+    }
+}
