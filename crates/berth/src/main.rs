@@ -71,9 +71,9 @@ fn env(cli: &Cli, args: &cli::EnvArgs) -> Result<u8> {
         settings::command_line_variables(&project, command);
     let words = settings::make_words(command);
     if !words.is_empty() {
-        let vars = project_file::makefile_vars(&project);
+        let makefiles = project_file::makefiles(&project);
         let name = &overrides.command_line_name;
-        let shadowed = berth_core::make::shadowed_words(&project, &vars, &words, name);
+        let shadowed = berth_core::make::shadowed_words(&project, &makefiles, &words, name);
         if !shadowed.is_empty() {
             anyhow::bail!("{}", shadowed.join("\n"));
         }

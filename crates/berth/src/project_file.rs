@@ -78,17 +78,17 @@ pub fn load_lock(project: &Project) -> Result<berth_core::lock::Lock> {
     Ok(Lock::parse(&path.display().to_string(), &text)?)
 }
 
-/// The variables of the Makefile make would read in the project's directory
+/// The Makefile make would read in the project's directory
 /// (GNUmakefile, makefile, Makefile: make's order) and of the files it includes
 /// by a literal path, inside the project; a file that cannot be read is left out.
-pub fn makefile_vars(project: &Project) -> Vec<berth_core::make::MakeVar> {
+pub fn makefiles(project: &Project) -> berth_core::make::Makefiles {
     let Some(first) = ["GNUmakefile", "makefile", "Makefile"]
         .into_iter()
         .find(|name| project.dir.join(name).is_file())
     else {
-        return Vec::new();
+        return berth_core::make::Makefiles::default();
     };
-    let mut vars = Vec::new();
+    let mut files = berth_core::make::Makefiles::default();
     // In the order make reads them (an include's `?=` before a later line's).
     let mut queue = std::collections::VecDeque::from([first.to_string()]);
     let mut seen = Vec::new();
@@ -119,7 +119,7 @@ pub fn makefile_vars(project: &Project) -> Vec<berth_core::make::MakeVar> {
                 .into_iter()
                 .filter(|i| !generated(i)),
         );
-        vars.extend(berth_core::make::make_vars(&name, &text));
+        files.add(&name, &text);
     }
-    vars
+    files
 }

@@ -207,7 +207,18 @@ impl Walk<'_> {
     /// A `repository:` block at `path`, when it is one.
     fn block(&mut self, node: &Node, path: &str, in_list: bool) -> Option<ValuesImage> {
         let part = |key: &str| node.get(key).and_then(Node::as_str).map(str::trim);
-        let repository = part("repository").filter(|r| !r.is_empty())?;
+        // `{image: kserve/kserve-controller, tag: ''}` (KServe's charts): `image:`
+        // is the repository when a `tag:` beside it completes it.
+        let untagged =
+            |r: &&str| !r.contains('@') && !r.rsplit('/').next().unwrap_or(r).contains(':');
+        let repo_key = match part("repository") {
+            Some(_) => "repository",
+            None if node.get("tag").is_some() && part("image").filter(untagged).is_some() => {
+                "image"
+            }
+            None => return None,
+        };
+        let repository = part(repo_key).filter(|r| !r.is_empty())?;
         let named = path
             .rsplit('.')
             .next()
@@ -219,11 +230,7 @@ impl Walk<'_> {
             Some(registry) => format!("{}/{repository}", registry.trim_end_matches('/')),
             None => repository.to_string(),
         };
-        let at = format!(
-            "{}:{}",
-            self.file,
-            node.get("repository").unwrap_or(node).pos
-        );
+        let at = format!("{}:{}", self.file, node.get(repo_key).unwrap_or(node).pos);
         let tag = match (
             part("tag").filter(|t| !t.is_empty()),
             &self.chart.app_version,
@@ -242,10 +249,17 @@ impl Walk<'_> {
             text = format!("{text}@{digest}");
         }
         let reference = Reference::parse(&text).ok()?;
+        let key_of = |p: &str| {
+            if p == "repository" {
+                repo_key.to_string()
+            } else {
+                p.to_string()
+            }
+        };
         let helm_values = PARTS
             .iter()
-            .filter(|p| node.get(p).is_some())
-            .map(|p| (*p, join(path, p)))
+            .filter(|p| node.get(&key_of(p)).is_some())
+            .map(|p| (*p, join(path, &key_of(p))))
             .collect();
         Some(ValuesImage {
             reference,
@@ -315,6 +329,11 @@ mod tests {
             ),
             // A whole reference.
             ("sidecar: {image: ghcr.io/a/s:v2}", &["ghcr.io/a/s:v2 [image=sidecar.image]"]),
+            // KServe's: `image:` is the repository when a `tag:` completes it.
+            (
+                "kserve:\n  controller: {image: kserve/kserve-controller, tag: '', imagePullPolicy: Always}",
+                &["docker.io/kserve/kserve-controller:1.0.0 [repository=kserve.controller.image tag=kserve.controller.tag]"],
+            ),
             // A repository that is no image, a bare name, a template: none.
             ("git: {repository: https://github.com/a/b}\nimage: nginx\nother: {image: '{{ .Values.x }}'}", &[]),
             // In a list: found, with no values path.

@@ -70,13 +70,53 @@ pub fn candidates(facts: &Facts) -> Vec<&Kustomization> {
                 .map(move |r| normalize(&format!("{}/{r}", k.dir)))
         })
         .collect();
+    // What the Makefile applies is deployed, whether or not an overlay builds on it.
+    let applied = applied_by_make(facts);
+    let applied_at = |dir: &str| applied.iter().position(|(d, _)| *d == normalize(dir));
     let mut leaves: Vec<&Kustomization> = deployable
         .iter()
         .copied()
-        .filter(|k| !used.contains(&normalize(&k.dir)))
+        .filter(|k| !used.contains(&normalize(&k.dir)) || applied_at(&k.dir).is_some())
         .collect();
-    leaves.sort_by_key(|k| (rank(&k.dir), k.dir.clone()));
+    leaves.sort_by_key(|k| {
+        let crds = rank(&k.dir) == 3;
+        (
+            crds,
+            applied_at(&k.dir).unwrap_or(usize::MAX),
+            rank(&k.dir),
+            k.dir.clone(),
+        )
+    });
     leaves
+}
+
+/// The kustomization directories the Makefiles apply or build, in the order
+/// written, with where: `kubectl apply -k DIR`, `--kustomize DIR`,
+/// `kustomize build DIR`. A directory spelt with a variable is left out.
+pub(super) fn applied_by_make(facts: &Facts) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (file, text) in &facts.make_texts {
+        for (n, line) in text.lines().enumerate() {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            for (i, word) in words.iter().enumerate() {
+                let dir = match *word {
+                    "-k" | "--kustomize" => words.get(i + 1).copied(),
+                    "build" if i > 0 && words[i - 1].ends_with("kustomize") => {
+                        words.get(i + 1).copied()
+                    }
+                    w => w.strip_prefix("--kustomize="),
+                };
+                let Some(dir) = dir.filter(|d| !d.contains('$') && !d.starts_with('-')) else {
+                    continue;
+                };
+                let dir = normalize(dir.trim_end_matches('/'));
+                if !dir.is_empty() && !out.iter().any(|(d, _)| *d == dir) {
+                    out.push((dir, format!("{file}:{}", n + 1)));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// `manifests:` (the kustomizations no other one uses, else YAML directories) and,
@@ -126,16 +166,21 @@ pub(super) fn manifests_and_profiles(
         }
         [one] => {
             notes.push(format!(
-                "manifests: kustomize {} (the one kustomization no other uses)",
-                one.dir
+                "manifests: kustomize {} ({})",
+                one.dir,
+                why_first(facts, &one.dir, "the one kustomization no other uses")
             ));
             manifests = Some(seq([kustomize(&one.dir)]));
         }
         [first, rest @ ..] => {
-            notes.push(format!(
-                "manifests: kustomize {} (first of {} overlays no other kustomization uses); the others are profiles: berth render --profile NAME",
-                first.dir,
+            let why = format!(
+                "first of {} overlays no other kustomization uses",
                 rest.len() + 1
+            );
+            notes.push(format!(
+                "manifests: kustomize {} ({}); the others are profiles: berth render --profile NAME",
+                first.dir,
+                why_first(facts, &first.dir, &why)
             ));
             manifests = Some(seq([kustomize(&first.dir)]));
             let mut all = Node::map(Pos::default());
@@ -163,6 +208,17 @@ pub(super) fn manifests_and_profiles(
     (manifests, profiles)
 }
 
+/// Why `dir` is `manifests:`: the Makefile line that applies it, else `otherwise`.
+fn why_first(facts: &Facts, dir: &str, otherwise: &str) -> String {
+    match applied_by_make(facts)
+        .into_iter()
+        .find(|(d, _)| *d == normalize(dir))
+    {
+        Some((_, at)) => format!("the Makefile applies it, {at}"),
+        None => otherwise.to_string(),
+    }
+}
+
 /// operator-sdk's `config/manifests` (bundle input), `config/scorecard` and
 /// `config/samples`: kustomizations a project does not deploy.
 pub(super) fn bundle_input(dir: &str) -> bool {
@@ -174,11 +230,10 @@ pub(super) fn bundle_input(dir: &str) -> bool {
 
 /// How likely a kustomization is the one a project deploys, by its directory
 /// (lower first): under `overlays/` or `environments/` 0, others 1, under
-/// `components/` 2, CRDs alone (`config/crd`, `crds-gateway-api`) 3.
+/// `components/` 2, CRDs alone (`config/crd`, `config/crd/full`, `crds-gateway-api`) 3.
 fn rank(dir: &str) -> u8 {
-    let last = dir.rsplit('/').next().unwrap_or(dir);
     let parts: Vec<&str> = dir.split('/').collect();
-    if last.contains("crd") {
+    if parts.iter().any(|p| p.contains("crd")) {
         3
     } else if parts.contains(&"components") {
         2

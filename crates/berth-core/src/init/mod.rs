@@ -7,6 +7,7 @@
 mod charts;
 pub mod check;
 mod manifests;
+mod named;
 pub use crate::make::{make_vars, MakeVar, EXPANSION_LIMIT};
 use crate::make::{Defs, Unexpandable, EXPANSION_DEPTH};
 pub use charts::Chart;
@@ -42,6 +43,8 @@ pub struct Facts {
     pub charts: Vec<Chart>,
     /// Make variables, in file order.
     pub make_vars: Vec<MakeVar>,
+    /// The Makefiles' whole text, `(file, text)`: recipes compose images too.
+    pub make_texts: Vec<(String, String)>,
     /// Candidate kustomizations ([`candidates`]) that did not build: (directory,
     /// why, in one line).
     pub unbuildable: Vec<(String, String)>,
@@ -62,6 +65,9 @@ struct Found {
     at: String,
     /// Where a chart's values carry it: `helmValues:` entries (part, path).
     helm_values: Vec<(&'static str, String)>,
+    /// Found in a chart's values (whose empty tags are the appVersion): a
+    /// tag the manifests carry wins over it.
+    in_chart: bool,
 }
 
 /// A component name from a variable (`EPP_IMAGE` → `epp`) or a repository's
@@ -107,6 +113,7 @@ pub fn plan(facts: &Facts) -> Plan {
                     reference: i.reference,
                     at: i.at,
                     helm_values: i.helm_values,
+                    in_chart: true,
                 }),
         );
     }
@@ -119,6 +126,7 @@ pub fn plan(facts: &Facts) -> Plan {
                     reference,
                     at: at.clone(),
                     helm_values: Vec::new(),
+                    in_chart: false,
                 });
             }
         }
@@ -128,9 +136,14 @@ pub fn plan(facts: &Facts) -> Plan {
         .find(|(n, _, _)| n == "IMAGE_REGISTRY" || n == "REGISTRY")
         .map(|(n, v, at)| (n.clone(), v.clone(), at.clone()));
     let project_owner = project_owner(&found, &defined, registry_var.as_ref());
+    let named = crate::make::name_only(&facts.make_vars, &facts.make_texts);
+    let shared_tag = named::tag(&named, &defined);
+    let shared_def = shared_tag
+        .as_ref()
+        .and_then(|(var, _)| defined.iter().find(|(n, _, _)| n == var));
     let images = components(
         facts,
-        &found,
+        (&found, &named, shared_def),
         &defined,
         project_owner.as_deref(),
         &mut notes,
@@ -147,14 +160,21 @@ pub fn plan(facts: &Facts) -> Plan {
     }
     if images.as_map().is_some_and(|m| !m.is_empty()) {
         set(&mut doc, "images", images);
-        let (var, why) = match &registry_var {
-            Some((n, _, at)) => (n.clone(), format!("registry: {n} (from {at}) moves the project's images")),
-            None => ("IMAGE_REGISTRY".to_string(), "registry: IMAGE_REGISTRY moves the project's images (no registry variable in the Makefile)".to_string()),
+        let (var, why) = match (&registry_var, named::registry(&named)) {
+            (Some((n, _, at)), _) => (n.clone(), format!("registry: {n} (from {at}) moves the project's images")),
+            (None, Some(composed)) => composed,
+            (None, None) => ("IMAGE_REGISTRY".to_string(), "registry: IMAGE_REGISTRY moves the project's images (no registry variable in the Makefile)".to_string()),
         };
         let mut registry = Node::map(Pos::default());
         set(&mut registry, "env", text(&var));
         set(&mut doc, "registry", registry);
         notes.push(why);
+        if let Some((var, why)) = shared_tag {
+            let mut tag = Node::map(Pos::default());
+            set(&mut tag, "env", text(&var));
+            set(&mut doc, "tag", tag);
+            notes.push(why);
+        }
     }
     let mut yaml = String::from("# Written by `berth init`; every key is in docs/berth-yaml.md.\n");
     berth_yaml::write_document(&mut yaml, &doc);
@@ -253,6 +273,7 @@ fn images_in_manifests(
                     reference,
                     at,
                     helm_values: Vec::new(),
+                    in_chart: false,
                 });
             }
         }
@@ -316,7 +337,9 @@ fn tag_variable(facts: &Facts, var: &str) -> String {
 /// (the first on a tie); and the note that says which.
 fn default_image(all: &[&Found], variable: Option<&Defined>) -> (String, String) {
     let mut tags: Vec<(String, usize)> = Vec::new();
-    for f in all {
+    // The manifests' tags, when any carry the image; a chart's values only else.
+    let from_manifests = all.iter().any(|f| !f.in_chart);
+    for f in all.iter().filter(|f| !from_manifests || !f.in_chart) {
         let t = f.reference.to_string();
         match tags.iter_mut().find(|(x, _)| *x == t) {
             Some((_, n)) => *n += 1,
@@ -340,6 +363,44 @@ fn default_image(all: &[&Found], variable: Option<&Defined>) -> (String, String)
         }
         None => (carried, String::new()),
     }
+}
+
+/// When the manifests carry one repository under a tag and that tag plus a
+/// suffix (`:latest` and `:latest-gpu`, KServe's runtimes), the plain one: the
+/// component's default, its variants kept by `tagSuffix: true`.
+fn variant_base(all: &[&Found]) -> Option<Reference> {
+    let tags: Vec<String> = all
+        .iter()
+        .filter_map(|f| f.reference.tag().map(|t| t.to_string()))
+        .collect();
+    let base = tags.iter().find(|t| {
+        tags.iter()
+            .any(|other| other.len() > t.len() + 1 && other.starts_with(&format!("{t}-")))
+    })?;
+    all.iter()
+        .find(|f| f.reference.tag().is_some_and(|t| t.to_string() == *base))
+        .map(|f| f.reference.clone())
+}
+
+/// The repository variable of the component of `repo` and where it is defined:
+/// a component's own `<X>_IMAGE_TAG_BASE` (`EPP_IMAGE ?=
+/// $(EPP_IMAGE_TAG_BASE):$(EPP_TAG)`), else operator-sdk's `IMAGE_TAG_BASE`,
+/// when its value is that repository.
+fn repository_env<'d>(
+    variable: Option<&Defined>,
+    defined: &'d [Defined],
+    tag_base: Option<&'d Defined>,
+    repo: &str,
+) -> Option<(&'d str, &'d str)> {
+    let own_base = variable.map(|(var, _, _)| format!("{var}_TAG_BASE"));
+    own_base
+        .iter()
+        .filter_map(|name| defined.iter().find(|(n, _, _)| n == name))
+        .chain(tag_base)
+        .find(|(_, base, _)| {
+            Reference::parse(base).is_ok_and(|b| b.repository().to_string() == *repo)
+        })
+        .map(|(var, _, at)| (var.as_str(), at.as_str()))
 }
 
 /// `helmValues:` from the chart values that carry the component's image, if any.
@@ -367,7 +428,7 @@ fn helm_values(all: &[&Found], entry: &mut Node, why: &mut String) {
 /// variables the Makefile defines for it and a note of why.
 fn components(
     facts: &Facts,
-    found: &[Found],
+    (found, named, shared_tag): (&[Found], &[crate::make::NameOnly], Option<&Defined>),
     defined: &[Defined],
     project_owner: Option<&str>,
     notes: &mut Vec<String>,
@@ -389,9 +450,20 @@ fn components(
             (n.ends_with("_IMAGE") || n == "IMG")
                 && Reference::parse(v).is_ok_and(|r| r.repository().to_string() == *repo)
         });
-        let (image, make_note) = default_image(all, variable);
-        let mut name = match variable {
-            Some((n, _, _)) if n != "IMG" => component_name(n),
+        let (mut image, make_note) = default_image(all, variable);
+        let variant_of = variant_base(all).filter(|_| variable.is_none());
+        if let Some(base) = &variant_of {
+            image = base.to_string();
+        }
+        let by_name = named::of_repository(named, repo).filter(|_| variable.is_none());
+        let mut tag_note = String::new();
+        if let Some((made, note)) = by_name.and_then(|n| named::made_tag(n, shared_tag, &image)) {
+            image = made;
+            tag_note = note;
+        }
+        let mut name = match (variable, by_name) {
+            (Some((n, _, _)), _) if n != "IMG" => component_name(n),
+            (None, Some(n)) => component_name(&n.var),
             _ => component_name(repo.rsplit('/').next().unwrap_or(repo)),
         };
         // Two repositories with one last component: `web`, then `web-2`, `web-3`.
@@ -419,19 +491,20 @@ fn components(
                 why.push_str(&format!("; {t} from {at}"));
             }
         }
-        // operator-sdk's IMAGE_TAG_BASE, or a component's own `<X>_IMAGE_TAG_BASE`
-        // (`EPP_IMAGE ?= $(EPP_IMAGE_TAG_BASE):$(EPP_TAG)`): the repository variable.
-        let own_base = variable.map(|(var, _, _)| format!("{var}_TAG_BASE"));
-        let bases = own_base
-            .iter()
-            .filter_map(|name| defined.iter().find(|(n, _, _)| n == name))
-            .chain(tag_base);
-        for (base_var, base, at) in bases {
-            if Reference::parse(base).is_ok_and(|b| b.repository().to_string() == *repo) {
-                set(&mut entry, "repositoryEnv", text(base_var));
-                why.push_str(&format!("; {base_var} from {at}"));
-                break;
-            }
+        if let Some((base_var, at)) = repository_env(variable, defined, tag_base, repo) {
+            set(&mut entry, "repositoryEnv", text(base_var));
+            why.push_str(&format!("; {base_var} from {at}"));
+        }
+        if let Some(base) = &variant_of {
+            set(&mut entry, "tagSuffix", plain("true"));
+            why.push_str(&format!(
+                "; tags that add a suffix to `{}` are its variants",
+                base.tag().map(|t| t.to_string()).unwrap_or_default()
+            ));
+        }
+        if let Some(n) = by_name {
+            why.push_str(&named::note(n, &format!("{}_IMAGE", n.stem())));
+            why.push_str(&tag_note);
         }
         helm_values(all, &mut entry, &mut why);
         if third_party {

@@ -159,9 +159,12 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
                     .unwrap_or_else(|| ".".into());
                 facts.kustomizations.push(kustomization(dir, &text));
             }
-            Kind::Makefile => facts
-                .make_vars
-                .extend(berth_core::init::make_vars(&relative, &text)),
+            Kind::Makefile => {
+                facts
+                    .make_vars
+                    .extend(berth_core::init::make_vars(&relative, &text));
+                facts.make_texts.push((relative, text));
+            }
             Kind::Yaml if text.contains("apiVersion:") && text.contains("kind:") => {
                 facts.manifests.push((relative, text))
             }
@@ -170,6 +173,7 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
             Kind::Values(dir) => chart(&mut facts.charts, &dir).values = Some(text),
         }
     }
+    included_makefiles(root, &mut facts, skipped);
     if left_out > 0 {
         skipped.push(format!(
             "left out {left_out} YAML file(s) under {}: documentation, tests, samples, released archives and vendored code are not what the project deploys",
@@ -269,6 +273,43 @@ fn files(root: &Path, skipped: &mut Vec<String>) -> Vec<PathBuf> {
         }
     }
     paths
+}
+
+/// The files Makefiles include by a literal path whatever their name (KServe's
+/// `include kserve-images.env`), read as Makefiles too: make reads them, so
+/// their `?=` defaults are the project's. Paths are relative to the including
+/// Makefile's directory (where make runs); only files inside the repository.
+fn included_makefiles(root: &Path, facts: &mut Facts, skipped: &mut Vec<String>) {
+    let mut queue: Vec<String> = Vec::new();
+    let includes_of = |file: &str, text: &str| -> Vec<String> {
+        let dir = Path::new(file).parent().unwrap_or(Path::new(""));
+        berth_core::make::includes(text)
+            .into_iter()
+            .map(|i| dir.join(i).to_string_lossy().into_owned())
+            .collect()
+    };
+    for (file, text) in &facts.make_texts {
+        queue.extend(includes_of(file, text));
+    }
+    let mut read = 0;
+    while let Some(relative) = queue.pop() {
+        if facts.make_texts.iter().any(|(f, _)| *f == relative) || read >= 64 {
+            continue;
+        }
+        let path = root.join(&relative);
+        if !path.is_file() || crate::fs_source::contained(root, &path).is_err() {
+            continue;
+        }
+        read += 1;
+        let Some(text) = read_text(&path, &relative, skipped) else {
+            continue;
+        };
+        queue.extend(includes_of(&relative, &text));
+        facts
+            .make_vars
+            .extend(berth_core::init::make_vars(&relative, &text));
+        facts.make_texts.push((relative, text));
+    }
 }
 
 /// What a file is to init, by its place and name; `None`: not read.

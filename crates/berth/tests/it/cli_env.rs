@@ -93,3 +93,57 @@ fn a_make_word_berth_would_shadow_is_refused() {
         "error: `EPP_IMAGE_TAG_BASE=quay.io/me/epp` (command line of `make`) feeds the Makefile's `EPP_IMAGE ?= $(EPP_IMAGE_TAG_BASE):$(EPP_TAG)` (Makefile:3), but berth sets `EPP_IMAGE` for the command, which wins over `?=`, so the word would change nothing: give the override to berth (`EPP_IMAGE=…`, or `repositoryEnv: EPP_IMAGE_TAG_BASE` on component `epp` in berth.yaml)\n"
     );
 }
+
+/// KServe's shape (#36 item 6): `CONTROLLER_IMG ?= kserve-controller` in an
+/// included file names only the last path component of what make builds
+/// (`${KO_DOCKER_REPO}/${CONTROLLER_IMG}`). Renaming it on make's command line
+/// would build one image while berth deploys another: refused; the same name
+/// disagreeing with berth.yaml is a `validate` warning. With a real GNU make,
+/// `berth env` and make agree on the image when berth's registry variable is
+/// the one make composes with.
+#[test]
+fn a_name_only_make_variable_is_understood() {
+    crate::common::require_program(crate::common::Group::Tools, "make");
+    let dir = project("name: x\nregistry: {env: KO_DOCKER_REPO}\nimages:\n  controller: {image: docker.io/kserve/kserve-controller:latest}\n");
+    let d = dir.path();
+    std::fs::write(
+        d.join("images.env"),
+        "CONTROLLER_IMG ?= kserve-controller\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("Makefile"),
+        "include images.env\nprint:\n\t@echo ${KO_DOCKER_REPO}/${CONTROLLER_IMG} $(CONTROLLER_IMAGE)\n",
+    )
+    .unwrap();
+    let agreed = berth(d)
+        .args(["env", "--", "make", "-s", "print"])
+        .env("KO_DOCKER_REPO", "quay.io/me")
+        .output()
+        .unwrap();
+    assert!(
+        agreed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&agreed.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&agreed.stdout),
+        "quay.io/me/kserve-controller quay.io/me/kserve-controller:latest\n"
+    );
+    let renamed = berth(d)
+        .args(["env", "--", "make", "-s", "print", "CONTROLLER_IMG=ctl"])
+        .output()
+        .unwrap();
+    assert_eq!(renamed.status.code(), Some(1));
+    assert!(renamed.stdout.is_empty(), "make did not run");
+    assert_eq!(
+        String::from_utf8_lossy(&renamed.stderr),
+        "error: `CONTROLLER_IMG=ctl` (command line of `make`) renames the image make builds (`${KO_DOCKER_REPO}/${CONTROLLER_IMG}`), but berth deploys component `controller` as `docker.io/kserve/kserve-controller`, so make and berth would disagree: give berth the whole image (`CONTROLLER_IMAGE=…`), or change `images.controller.image` in berth.yaml\n"
+    );
+    std::fs::write(d.join("images.env"), "CONTROLLER_IMG ?= kserve-ctl\n").unwrap();
+    let validate = berth(d).arg("validate").output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&validate.stderr),
+        "warning: images.env:1: `CONTROLLER_IMG ?= kserve-ctl` names the image make builds (`${KO_DOCKER_REPO}/${CONTROLLER_IMG}`), but component `controller`'s repository is `docker.io/kserve/kserve-controller` (berth.yaml:4:23): make would build and push `…/kserve-ctl` and berth deploy `…/kserve-controller`; make the two names agree [makefile-default]\n"
+    );
+}

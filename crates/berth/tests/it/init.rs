@@ -482,3 +482,90 @@ fn an_overlay_that_does_not_build_is_left_out() {
         "{said}"
     );
 }
+
+/// KServe's shape (#36 items 1 and 6): the image variables live in a file the
+/// Makefile includes by name (`include kserve-images.env`, not a `.mk`); they
+/// are name-only (`CONTROLLER_IMG ?= kserve-controller`), composed with
+/// `${KO_DOCKER_REPO}` and `${TAG}`; the Makefile applies `config/default`,
+/// which an overlay also builds on; a runtime ships `:latest` and `:latest-gpu`.
+#[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
+fn a_kserve_shaped_repository_gets_its_included_name_only_variables() {
+    crate::common::require_program(crate::common::Group::Tools, "kubectl");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "Makefile", "include kserve-images.env\ndeploy:\n\tkubectl apply --server-side=true -k config/default\ndocker-build:\n\tdocker build . -t ${KO_DOCKER_REPO}/${CONTROLLER_IMG}\n\tdocker build . -t ${KO_DOCKER_REPO}/${HF_IMG}:${TAG}\n");
+    write(
+        d,
+        "kserve-images.env",
+        "TAG ?= latest\nCONTROLLER_IMG ?= kserve-controller\nHF_IMG ?= huggingfaceserver\n",
+    );
+    write(
+        d,
+        "config/default/kustomization.yaml",
+        "resources: [manager.yaml, runtimes.yaml]\n",
+    );
+    write(
+        d,
+        "config/overlays/dev/kustomization.yaml",
+        "resources: [../../default]\nnamePrefix: dev-\n",
+    );
+    let pod = |name: &str, image: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers: [{{name: c, image: '{image}'}}]\n")
+    };
+    write(
+        d,
+        "config/default/manager.yaml",
+        &pod("manager", "kserve/kserve-controller:latest"),
+    );
+    write(
+        d,
+        "config/default/runtimes.yaml",
+        &format!(
+            "{}---\n{}",
+            pod("hf", "kserve/huggingfaceserver:latest"),
+            pod("hf-gpu", "kserve/huggingfaceserver:latest-gpu")
+        ),
+    );
+    let out = berth(d).arg("init").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let yaml = std::fs::read_to_string(d.join("berth.yaml")).unwrap();
+    assert!(
+        yaml.contains("manifests:\n- kustomize: config/default\n"),
+        "{yaml}"
+    );
+    assert!(
+        yaml.contains("images:\n  controller:\n    image: docker.io/kserve/kserve-controller:latest\n  hf:\n    image: docker.io/kserve/huggingfaceserver:latest\n    tagSuffix: true\nregistry:\n  env: KO_DOCKER_REPO\ntag:\n  env: TAG\n"),
+        "{yaml}"
+    );
+    let strict = berth(d).args(["validate", "--strict"]).output().unwrap();
+    assert!(
+        strict.status.success(),
+        "{}",
+        String::from_utf8_lossy(&strict.stderr)
+    );
+    // The developer's fork: the registry and the tag move every project image,
+    // the GPU variant keeps its suffix.
+    let out = berth(d)
+        .arg("render")
+        .env("KO_DOCKER_REPO", "quay.io/me")
+        .env("TAG", "fix-1")
+        .output()
+        .unwrap();
+    let rendered = String::from_utf8_lossy(&out.stdout);
+    for image in [
+        "quay.io/me/kserve-controller:fix-1",
+        "quay.io/me/huggingfaceserver:fix-1",
+        "quay.io/me/huggingfaceserver:fix-1-gpu",
+    ] {
+        assert!(rendered.contains(image), "{image}\n{rendered}");
+    }
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}

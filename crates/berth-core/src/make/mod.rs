@@ -10,6 +10,9 @@ use berth_ref::Reference;
 
 use crate::Project;
 
+mod named;
+pub use named::{component_of, composed, name_disagreements, name_only, NameOnly};
+
 /// A `NAME ?= value` (or `:=`, `=`) line of a Makefile.
 #[derive(Debug, Clone)]
 pub struct MakeVar {
@@ -21,6 +24,29 @@ pub struct MakeVar {
     pub at: String,
     /// `?=`: set only when not yet defined (the first such line wins).
     pub conditional: bool,
+}
+
+/// A project's Makefiles as read: every variable definition in the order make
+/// reads them, and each file's whole text (recipes compose images too).
+#[derive(Debug, Clone, Default)]
+pub struct Makefiles {
+    /// The `NAME ?= value` lines.
+    pub vars: Vec<MakeVar>,
+    /// `(file, text)`, in the order read.
+    pub texts: Vec<(String, String)>,
+}
+
+impl Makefiles {
+    /// Reads one more file: its variables and its text.
+    pub fn add(&mut self, file: &str, text: &str) {
+        self.vars.extend(make_vars(file, text));
+        self.texts.push((file.to_string(), text.to_string()));
+    }
+
+    /// Its name-only image variables ([`name_only`]).
+    pub fn name_only(&self) -> Vec<NameOnly> {
+        name_only(&self.vars, &self.texts)
+    }
 }
 
 /// The longest value make expansion may produce; past it a
@@ -182,8 +208,8 @@ pub fn includes(text: &str) -> Vec<String> {
 /// berth.yaml gives it. With no variable set, `make` and berth would then build
 /// and deploy different images, and nothing would say so. A value make would
 /// compute (`$(shell …)`) is not judged.
-pub fn disagreements(project: &Project, vars: &[MakeVar]) -> Vec<crate::Warning> {
-    let defs = Defs::new(vars);
+pub fn disagreements(project: &Project, makefiles: &Makefiles) -> Vec<crate::Warning> {
+    let defs = Defs::new(&makefiles.vars);
     let mut out = Vec::new();
     let written = |var: &MakeVar| {
         let op = if var.conditional { "?=" } else { "=" };
@@ -222,6 +248,7 @@ pub fn disagreements(project: &Project, vars: &[MakeVar]) -> Vec<crate::Warning>
             }
         }
     }
+    out.extend(name_disagreements(project, &makefiles.name_only()));
     out
 }
 
@@ -233,16 +260,26 @@ pub fn disagreements(project: &Project, vars: &[MakeVar]) -> Vec<crate::Warning>
 /// message each, for the caller to refuse the command with.
 pub fn shadowed_words(
     project: &Project,
-    vars: &[MakeVar],
+    makefiles: &Makefiles,
     words: &[(String, String)],
     command_line: &str,
 ) -> Vec<String> {
-    let defs = Defs::new(vars);
+    let defs = Defs::new(&makefiles.vars);
+    let named = makefiles.name_only();
     let read = project.variables();
     let mut out = Vec::new();
     for (name, value) in words {
         if read.contains(&name.as_str()) {
             continue;
+        }
+        // A name-only variable (`CONTROLLER_IMG=x`): make would build `…/x`,
+        // berth deploy the component's own repository.
+        let renamed = named.iter().filter(|n| n.var == *name);
+        for (n, c) in renamed.filter_map(|n| component_of(project, n).map(|c| (n, c))) {
+            out.push(format!(
+                "`{name}={value}` ({command_line}) renames the image make builds ({}), but berth deploys component `{}` as `{}`, so make and berth would disagree: give berth the whole image (`{}=…`), or change `images.{}.image` in {}",
+                composed(n), c.name, c.image.repository(), c.env, c.name, project.file
+            ));
         }
         for c in &project.components {
             let Some(var) = defs.get(&c.env).filter(|v| v.conditional) else {
@@ -299,6 +336,13 @@ impl Defs<'_> {
 mod tests {
     use super::*;
 
+    /// One Makefile, read as the CLI reads a project's.
+    fn files(text: &str) -> Makefiles {
+        let mut files = Makefiles::default();
+        files.add("Makefile", text);
+        files
+    }
+
     #[test]
     fn makefile_defaults_that_disagree_with_berth_yaml_are_named() {
         let project = crate::project::parse(
@@ -308,7 +352,7 @@ mod tests {
         )
         .unwrap();
         let makefile = "IMAGE_REGISTRY ?= ghcr.io/llm-d\nEPP_TAG ?= dev\nEPP_IMAGE ?= $(IMAGE_REGISTRY)/epp:$(EPP_TAG)\nSIDECAR_TAG ?= dev\nSIM_IMAGE = ghcr.io/llm-d/sim:v1\nSHELLED_TAG ?= $(shell git describe)\ninclude hack/tools.mk\n-include $(X).mk\n";
-        let got: Vec<String> = disagreements(&project, &make_vars("Makefile", makefile))
+        let got: Vec<String> = disagreements(&project, &files(makefile))
             .iter()
             .map(ToString::to_string)
             .collect();
@@ -317,8 +361,7 @@ mod tests {
             ["Makefile:4: `SIDECAR_TAG ?= dev` gives component `sidecar` the tag `dev` by default, but berth.yaml:4:20 gives it `ghcr.io/llm-d/disagg-sidecar:0.0.5`: with no variable set, make and berth build and deploy different images; make the two defaults agree [makefile-default]"]
         );
         assert_eq!(includes(makefile), ["hack/tools.mk"]);
-        let other = make_vars("Makefile", "EPP_IMAGE ?= quay.io/me/epp:dev\n");
-        let got = disagreements(&project, &other);
+        let got = disagreements(&project, &files("EPP_IMAGE ?= quay.io/me/epp:dev\n"));
         assert!(got[0].text.starts_with("Makefile:1: `EPP_IMAGE ?= quay.io/me/epp:dev` gives component `epp` the image `quay.io/me/epp:dev` by default, but berth.yaml:3:16 gives it `ghcr.io/llm-d/epp:dev`"), "{got:?}");
     }
 
@@ -330,8 +373,7 @@ mod tests {
             "name: x\nimages:\n  epp: {image: ghcr.io/llm-d/epp:dev}\n",
         )
         .unwrap();
-        let vars = make_vars(
-            "Makefile",
+        let vars = files(
             "BASE = $(EPP_IMAGE_TAG_BASE)\nEPP_IMAGE_TAG_BASE ?= ghcr.io/llm-d/epp\nEPP_IMAGE ?= $(BASE):$(EPP_TAG)\n",
         );
         let word = |n: &str, v: &str| (n.to_string(), v.to_string());
@@ -348,6 +390,24 @@ mod tests {
         assert_eq!(
             got,
             ["`EPP_IMAGE_TAG_BASE=quay.io/me/epp` (command line of `make`) feeds the Makefile's `EPP_IMAGE ?= $(BASE):$(EPP_TAG)` (Makefile:3), but berth sets `EPP_IMAGE` for the command, which wins over `?=`, so the word would change nothing: give the override to berth (`EPP_IMAGE=…`, or `repositoryEnv: EPP_IMAGE_TAG_BASE` on component `epp` in berth.yaml)"]
+        );
+        // KServe's shape: a name-only variable renames what make builds.
+        let named = files("CONTROLLER_IMG ?= kserve-controller\nbuild:\n\tdocker build -t ${KO_DOCKER_REPO}/${CONTROLLER_IMG} .\n");
+        let project = crate::project::parse(
+            "berth.yaml",
+            std::path::PathBuf::from("/p"),
+            "name: x\nimages:\n  controller: {image: docker.io/kserve/kserve-controller:latest}\n",
+        )
+        .unwrap();
+        let got = shadowed_words(
+            &project,
+            &named,
+            &[word("CONTROLLER_IMG", "ctl")],
+            "command line of `make`",
+        );
+        assert_eq!(
+            got,
+            ["`CONTROLLER_IMG=ctl` (command line of `make`) renames the image make builds (`${KO_DOCKER_REPO}/${CONTROLLER_IMG}`), but berth deploys component `controller` as `docker.io/kserve/kserve-controller`, so make and berth would disagree: give berth the whole image (`CONTROLLER_IMAGE=…`), or change `images.controller.image` in berth.yaml"]
         );
     }
 }

@@ -1,0 +1,266 @@
+//! Name-only image variables: KServe's `CONTROLLER_IMG ?= kserve-controller`,
+//! which make composes with a registry variable in recipes and definitions
+//! (`${KO_DOCKER_REPO}/${CONTROLLER_IMG}`, `…:${TAG}`). The variable names only
+//! the repository's last path component, so berth must never read it as a
+//! whole reference; it links the variable to the component whose repository
+//! ends in that name, compares the two, and tells `berth init` which variable
+//! moves the registry and which tag make appends.
+
+use super::{Defs, MakeVar};
+use crate::warning::{Code, Warning};
+use crate::Project;
+
+/// A Makefile variable holding an image's last path component only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameOnly {
+    /// The variable (`CONTROLLER_IMG`).
+    pub var: String,
+    /// Its value (`kserve-controller`).
+    pub name: String,
+    /// Where it is defined (`kserve-images.env:6`).
+    pub at: String,
+    /// The registry variable make puts before it (`KO_DOCKER_REPO`), the one
+    /// most compositions use.
+    pub registry: Option<String>,
+    /// The tag variable make appends (`TAG`), when any composition has one.
+    pub tag: Option<String>,
+}
+
+impl NameOnly {
+    /// The component stem of the variable: `CONTROLLER_IMG` → `CONTROLLER`.
+    pub fn stem(&self) -> &str {
+        ["_IMG", "_IMAGE_NAME", "_IMAGE"]
+            .iter()
+            .find_map(|suffix| self.var.strip_suffix(suffix))
+            .unwrap_or(&self.var)
+    }
+}
+
+/// The name-only image variables of `vars` (make's kept definitions), with
+/// how `texts` (the Makefiles' whole text, as `(file, text)`) compose them.
+pub fn name_only(vars: &[MakeVar], texts: &[(String, String)]) -> Vec<NameOnly> {
+    let defs = Defs::new(vars);
+    let mut out: Vec<NameOnly> = Vec::new();
+    for var in vars {
+        let image_var = ["_IMG", "_IMAGE_NAME", "_IMAGE"]
+            .iter()
+            .any(|s| var.name.ends_with(s));
+        if !image_var
+            || !defs
+                .get(&var.name)
+                .is_some_and(|kept| std::ptr::eq(kept, var))
+        {
+            continue;
+        }
+        let Some(Ok(value)) = defs.value(&var.name) else {
+            continue;
+        };
+        if !is_bare_name(&value) {
+            continue;
+        }
+        let (registry, tag) = composition(&var.name, texts);
+        out.push(NameOnly {
+            var: var.name.clone(),
+            name: value,
+            at: var.at.clone(),
+            registry,
+            tag,
+        });
+    }
+    out
+}
+
+/// A repository's last path component as written alone: lowercase letters,
+/// digits, `.`, `_`, `-`; no `/`, `:` or `$`.
+fn is_bare_name(value: &str) -> bool {
+    !value.is_empty()
+        && value.len() <= 128
+        && value
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphanumeric())
+        && value.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-')
+        })
+}
+
+/// How make composes `var`: the registry variable before `/$(var)` most often
+/// (the first on a tie), and the tag variable after `$(var):`, if any.
+fn composition(var: &str, texts: &[(String, String)]) -> (Option<String>, Option<String>) {
+    let mut registries: Vec<(String, usize)> = Vec::new();
+    let mut tag = None;
+    for (_, text) in texts {
+        for spelled in [format!("$({var})"), format!("${{{var}}}")] {
+            let mut from = 0;
+            while let Some(found) = text[from..].find(&spelled) {
+                let start = from + found;
+                let end = start + spelled.len();
+                if let Some(registry) = text[..start].strip_suffix('/').and_then(last_reference) {
+                    match registries.iter_mut().find(|(r, _)| *r == registry) {
+                        Some((_, n)) => *n += 1,
+                        None => registries.push((registry, 1)),
+                    }
+                }
+                if tag.is_none() {
+                    tag = text[end..].strip_prefix(':').and_then(first_reference);
+                }
+                from = end;
+            }
+        }
+    }
+    let registry = registries
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, (_, n))| (*n, std::cmp::Reverse(*i)))
+        .map(|(_, (r, _))| r.clone());
+    (registry, tag)
+}
+
+/// The variable `$(NAME)`/`${NAME}` that `text` ends with.
+fn last_reference(text: &str) -> Option<String> {
+    let close = text.chars().last()?;
+    let open = match close {
+        ')' => "$(",
+        '}' => "${",
+        _ => return None,
+    };
+    let start = text.rfind(open)?;
+    let name = &text[start + 2..text.len() - 1];
+    super::is_make_name(name).then(|| name.to_string())
+}
+
+/// The variable `$(NAME)`/`${NAME}` that `text` starts with.
+fn first_reference(text: &str) -> Option<String> {
+    let close = match text.get(..2)? {
+        "$(" => ')',
+        "${" => '}',
+        _ => return None,
+    };
+    let end = text.find(close)?;
+    let name = &text[2..end];
+    super::is_make_name(name).then(|| name.to_string())
+}
+
+/// Where a name-only variable's default is not the last path component of the
+/// component it names (`CONTROLLER_IMG` ↔ the component whose `env:` is
+/// `CONTROLLER_IMAGE`): make would build and push one image, berth deploy
+/// another.
+pub fn name_disagreements(project: &Project, named: &[NameOnly]) -> Vec<Warning> {
+    let mut out = Vec::new();
+    for n in named {
+        let Some(c) = component_of(project, n) else {
+            continue;
+        };
+        let repository = c.image.repository().to_string();
+        let last = repository.rsplit('/').next().unwrap_or(&repository);
+        if last != n.name {
+            let composed = composed(n);
+            out.push(Warning::at(Code::MakefileDefault, n.at.clone(), format_args!(
+                "`{} ?= {}` names the image make builds ({composed}), but component `{}`'s repository is `{repository}` ({}:{}): make would build and push `…/{}` and berth deploy `…/{last}`; make the two names agree",
+                n.var, n.name, c.name, project.file, c.image_pos, n.name
+            )));
+        }
+    }
+    out
+}
+
+/// The component a name-only variable stands for: the one whose `env:` is
+/// `<STEM>_IMAGE`, else whose repository ends in the variable's value.
+pub fn component_of<'p>(project: &'p Project, n: &NameOnly) -> Option<&'p crate::Component> {
+    let env = format!("{}_IMAGE", n.stem());
+    project
+        .components
+        .iter()
+        .find(|c| c.env == env && c.env != n.var)
+        .or_else(|| {
+            project.components.iter().find(|c| {
+                c.image.repository().to_string().rsplit('/').next() == Some(n.name.as_str())
+            })
+        })
+}
+
+/// How make spells the image: `${KO_DOCKER_REPO}/${CONTROLLER_IMG}:${TAG}`.
+pub fn composed(n: &NameOnly) -> String {
+    let registry = n
+        .registry
+        .as_ref()
+        .map(|r| format!("${{{r}}}/"))
+        .unwrap_or_default();
+    let tag = n
+        .tag
+        .as_ref()
+        .map(|t| format!(":${{{t}}}"))
+        .unwrap_or_default();
+    format!("`{registry}${{{}}}{tag}`", n.var)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::make::make_vars;
+
+    const IMAGES: &str = "TAG ?= latest\nCONTROLLER_IMG ?= kserve-controller\nAGENT_IMG ?= agent\nGRPC_IMG ?= custom-model-grpc\nGRPC_IMG_TAG ?= ${KO_DOCKER_REPO}/${GRPC_IMG}:${TAG}\nFULL_IMG ?= quay.io/x/y:v1\nBASE_IMG ?= $(shell cat base)\n";
+    const MAKEFILE: &str = "include kserve-images.env\ndocker-build:\n\t${ENGINE} build . -t ${KO_DOCKER_REPO}/${CONTROLLER_IMG}\n\tdocker push $(KO_DOCKER_REPO)/$(CONTROLLER_IMG)\n\tdocker push other/$(AGENT_IMG)\n";
+
+    fn texts() -> Vec<(String, String)> {
+        vec![
+            ("kserve-images.env".into(), IMAGES.into()),
+            ("Makefile".into(), MAKEFILE.into()),
+        ]
+    }
+
+    #[test]
+    fn bare_names_are_found_with_their_registry_and_tag_variables() {
+        let vars = make_vars("kserve-images.env", IMAGES);
+        let got = name_only(&vars, &texts());
+        let table: Vec<(&str, &str, Option<&str>, Option<&str>)> = got
+            .iter()
+            .map(|n| {
+                (
+                    n.var.as_str(),
+                    n.name.as_str(),
+                    n.registry.as_deref(),
+                    n.tag.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            table,
+            [
+                (
+                    "CONTROLLER_IMG",
+                    "kserve-controller",
+                    Some("KO_DOCKER_REPO"),
+                    None
+                ),
+                ("AGENT_IMG", "agent", None, None),
+                (
+                    "GRPC_IMG",
+                    "custom-model-grpc",
+                    Some("KO_DOCKER_REPO"),
+                    Some("TAG")
+                ),
+            ]
+        );
+        assert_eq!(got[0].stem(), "CONTROLLER");
+        assert_eq!(composed(&got[2]), "`${KO_DOCKER_REPO}/${GRPC_IMG}:${TAG}`");
+    }
+
+    #[test]
+    fn a_name_that_is_not_the_components_repository_is_a_makefile_default_warning() {
+        let project = crate::project::parse(
+            "berth.yaml",
+            std::path::PathBuf::from("/p"),
+            "name: x\nimages:\n  controller: {image: docker.io/kserve/kserve-controller:latest}\n  agent: {image: docker.io/kserve/kserve-agent:latest}\n",
+        )
+        .unwrap();
+        let vars = make_vars("kserve-images.env", IMAGES);
+        let got = name_disagreements(&project, &name_only(&vars, &texts()));
+        let lines: Vec<String> = got.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            ["kserve-images.env:3: `AGENT_IMG ?= agent` names the image make builds (`${AGENT_IMG}`), but component `agent`'s repository is `docker.io/kserve/kserve-agent` (berth.yaml:4:18): make would build and push `…/agent` and berth deploy `…/kserve-agent`; make the two names agree [makefile-default]"]
+        );
+    }
+}
