@@ -80,9 +80,11 @@ pub fn candidates(facts: &Facts) -> Vec<&Kustomization> {
         .collect();
     leaves.sort_by_key(|k| {
         let crds = rank(&k.dir) == 3;
+        let applied = applied_at(&k.dir).unwrap_or(usize::MAX);
         (
             crds,
-            applied_at(&k.dir).unwrap_or(usize::MAX),
+            applied,
+            for_development(&k.dir),
             rank(&k.dir),
             k.dir.clone(),
         )
@@ -226,6 +228,31 @@ pub(super) fn bundle_input(dir: &str) -> bool {
     ["config/manifests", "config/scorecard", "config/samples"]
         .iter()
         .any(|d| dir == *d || dir.ends_with(&format!("/{d}")))
+}
+
+/// Whether a kustomization is for development or tests by its directory's
+/// name (`env/dev`, `overlays/test`, `kind`): a release overlay comes first,
+/// and its tags are the defaults (KFP's `env/plain` says `2.16.0` where
+/// `env/dev` says `master`).
+fn for_development(dir: &str) -> bool {
+    const DEVELOPMENT: &[&str] = &[
+        "dev",
+        "development",
+        "test",
+        "tests",
+        "e2e",
+        "kind",
+        "local",
+        "ci",
+        "debug",
+        "staging",
+    ];
+    dir.split('/').any(|part| {
+        DEVELOPMENT.contains(&part)
+            || part
+                .split(['-', '_'])
+                .any(|word| DEVELOPMENT.contains(&word))
+    })
 }
 
 /// How likely a kustomization is the one a project deploys, by its directory

@@ -48,6 +48,11 @@ pub struct Facts {
     /// Candidate kustomizations ([`candidates`]) that did not build: (directory,
     /// why, in one line).
     pub unbuildable: Vec<(String, String)>,
+    /// What the candidates that built rendered (`kubectl kustomize`), as
+    /// `(directory, YAML)` in candidate order, when they were built: images
+    /// only in files none renders are no components, and the tags come from
+    /// the first output that runs the image.
+    pub built: Option<Vec<(String, String)>>,
 }
 
 /// What `berth init` writes and why.
@@ -223,62 +228,118 @@ fn images_in_manifests(
             "left out {outside} YAML file(s) that no kustomization's directory holds: components come from what the kustomizations build"
         ));
     }
+    // What the candidate overlays built (when kubectl could build them): an image
+    // only in a file none of them renders (an unused patch) is no component.
+    let built = facts.built.as_deref().map(built_references);
+    let mut unbuilt: Vec<String> = Vec::new();
     for (path, text) in facts.manifests.iter().filter(|(p, _)| rendered(p)) {
-        let Ok(docs) = berth_yaml::load_all(text, Limits::default()) else {
+        if berth_yaml::load_all(text, Limits::default()).is_err() {
             notes.push(format!("{path}: not valid YAML, skipped"));
             continue;
-        };
-        for mut doc in docs {
-            let kind = doc
-                .get("kind")
-                .and_then(Node::as_str)
-                .unwrap_or_default()
-                .to_string();
-            let mut images: Vec<(String, String)> = Vec::new();
-            crate::render::pods::for_each_pod(&mut doc, &kind, &mut |mut pod| {
-                if let Some(spec) = pod.spec() {
-                    crate::render::pods::for_each_container(spec, &mut |container| {
-                        if let Some(image) = container.get("image") {
-                            if let Some(text) = image.as_str() {
-                                images.push((text.to_string(), format!("{path}:{}", image.pos)));
-                            }
-                        }
-                    });
-                }
-            });
-            for (text, at) in images {
-                if let Some(var) = text.strip_prefix("${").and_then(|t| t.strip_suffix('}')) {
-                    placeholders.push((var.to_string(), at));
-                    continue;
-                }
-                let Ok(mut reference) = Reference::parse(&text) else {
-                    continue;
-                };
-                // kustomize's images: rewrite the name the manifest uses.
-                let bare = text.split([':', '@']).next().unwrap_or(&text).to_string();
-                if let Some((new_name, new_tag)) = renamed.get(&bare) {
-                    let rewritten = format!(
-                        "{}:{}",
-                        new_name.clone().unwrap_or(bare.clone()),
-                        new_tag
-                            .clone()
-                            .or(reference.tag().map(|t| t.to_string()))
-                            .unwrap_or_else(|| "latest".into())
-                    );
-                    if let Ok(r) = Reference::parse(&rewritten) {
-                        reference = r;
-                    }
-                }
-                found.push(Found {
-                    reference,
-                    at,
-                    helm_values: Vec::new(),
-                    in_chart: false,
-                });
+        }
+        let images = pod_images(text, path);
+        for (text, at) in images {
+            if let Some(var) = text.strip_prefix("${").and_then(|t| t.strip_suffix('}')) {
+                placeholders.push((var.to_string(), at));
+                continue;
             }
+            let Ok(mut reference) = Reference::parse(&text) else {
+                continue;
+            };
+            // kustomize's images: rewrite the name the manifest uses.
+            let bare = text.split([':', '@']).next().unwrap_or(&text).to_string();
+            if let Some((new_name, new_tag)) = renamed.get(&bare) {
+                let rewritten = format!(
+                    "{}:{}",
+                    new_name.clone().unwrap_or(bare.clone()),
+                    new_tag
+                        .clone()
+                        .or(reference.tag().map(|t| t.to_string()))
+                        .unwrap_or_else(|| "latest".into())
+                );
+                if let Ok(r) = Reference::parse(&rewritten) {
+                    reference = r;
+                }
+            }
+            if let Some(built) = &built {
+                match built.get(&reference.repository().to_string()) {
+                    None => {
+                        unbuilt.push(at);
+                        continue;
+                    }
+                    // The tag the build gives it (a `newTag` of the overlay),
+                    // unless the build carries this one too (a variant).
+                    Some(refs) if !refs.contains(&reference) => reference = refs[0].clone(),
+                    Some(_) => {}
+                }
+            }
+            found.push(Found {
+                reference,
+                at,
+                helm_values: Vec::new(),
+                in_chart: false,
+            });
         }
     }
+    if !unbuilt.is_empty() {
+        notes.push(format!(
+            "left out {} image(s) no kustomization builds (an unused patch, a loose file): {}",
+            unbuilt.len(),
+            unbuilt.join(", ")
+        ));
+    }
     (found, placeholders)
+}
+
+/// The images the built kustomizations run, by repository: each repository's
+/// references from the first output that has it (the outputs come in
+/// candidate order, `manifests:` first), so a tag the main overlay sets wins
+/// over a development overlay's.
+fn built_references(outputs: &[(String, String)]) -> BTreeMap<String, Vec<Reference>> {
+    let mut out: BTreeMap<String, Vec<Reference>> = BTreeMap::new();
+    for (_, yaml) in outputs {
+        let mut here: BTreeMap<String, Vec<Reference>> = BTreeMap::new();
+        for (image, _) in pod_images(yaml, "") {
+            if let Ok(r) = Reference::parse(&image) {
+                let refs = here.entry(r.repository().to_string()).or_default();
+                if !refs.contains(&r) {
+                    refs.push(r);
+                }
+            }
+        }
+        for (repo, refs) in here {
+            out.entry(repo).or_insert(refs);
+        }
+    }
+    out
+}
+
+/// The image fields of the pods in a YAML text, with `path:line:column`; a
+/// text that is not YAML has none.
+fn pod_images(text: &str, path: &str) -> Vec<(String, String)> {
+    let Ok(docs) = berth_yaml::load_all(text, Limits::default()) else {
+        return Vec::new();
+    };
+    let mut images: Vec<(String, String)> = Vec::new();
+    for mut doc in docs {
+        let kind = doc
+            .get("kind")
+            .and_then(Node::as_str)
+            .unwrap_or_default()
+            .to_string();
+        crate::render::pods::for_each_pod(&mut doc, &kind, &mut |mut pod| {
+            if let Some(spec) = pod.spec() {
+                crate::render::pods::for_each_container(spec, &mut |container| {
+                    if let Some(image) = container.get("image") {
+                        if let Some(text) = image.as_str() {
+                            images.push((text.to_string(), format!("{path}:{}", image.pos)));
+                        }
+                    }
+                });
+            }
+        });
+    }
+    images
 }
 
 /// The project's registry: IMAGE_REGISTRY's value, else the owner of IMAGE_TAG_BASE or
@@ -704,7 +765,8 @@ B9 = $(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)
             ..Facts::default()
         };
         let plan = plan(&facts);
-        assert!(plan.yaml.contains("name: katib\nmanifests:\n- kustomize: overlays/dev\nprofiles:\n  dev:\n  - kustomize: overlays/dev\n  release:\n  - kustomize: overlays/release\n"), "{}", plan.yaml);
+        // The release overlay first: its tags are the defaults, not the dev one's.
+        assert!(plan.yaml.contains("name: katib\nmanifests:\n- kustomize: overlays/release\nprofiles:\n  release:\n  - kustomize: overlays/release\n  dev:\n  - kustomize: overlays/dev\n"), "{}", plan.yaml);
     }
 
     /// #36 item 1: an operator-sdk layout: `config/manifests` (bundle input) is

@@ -23,7 +23,7 @@ pub fn check(dir: Option<&Path>, project: Option<&Path>) -> Result<u8> {
     let kept = crate::project_file::load(Some(&target))?;
     let mut skipped = Vec::new();
     let mut facts = gather(&root, &mut skipped)?;
-    facts.unbuildable = unbuildable(&root, &facts, &mut skipped);
+    facts.unbuildable = unbuildable(&root, &mut facts, &mut skipped);
     let plan = berth_core::init::plan(&facts);
     let proposed = berth_core::project::parse(
         berth_core::project::PROJECT_FILE,
@@ -84,7 +84,7 @@ pub fn run(dir: Option<&Path>, project: Option<&Path>) -> Result<u8> {
     }
     let mut skipped = Vec::new();
     let mut facts = gather(&root, &mut skipped)?;
-    facts.unbuildable = unbuildable(&root, &facts, &mut skipped);
+    facts.unbuildable = unbuildable(&root, &mut facts, &mut skipped);
     let plan = berth_core::init::plan(&facts);
     // What it writes must load: a file init cannot read back is a bug, never output.
     if let Err(e) =
@@ -199,16 +199,18 @@ const BUILD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 /// The candidate overlays that do not build (`kubectl kustomize`, four at a
 /// time): init leaves them out rather than propose a profile that fails. Without
 /// kubectl nothing is built, and a note says so.
-fn unbuildable(root: &Path, facts: &Facts, notes: &mut Vec<String>) -> Vec<(String, String)> {
+fn unbuildable(root: &Path, facts: &mut Facts, notes: &mut Vec<String>) -> Vec<(String, String)> {
     let dirs: Vec<String> = berth_core::init::candidates(facts)
         .iter()
         .map(|k| k.dir.clone())
         .collect();
-    let build = |dir: &String| -> Option<Result<(), String>> {
+    let build = |dir: &String| -> Option<Result<String, String>> {
         let mut command = std::process::Command::new("kubectl");
         command.arg("kustomize").arg(root.join(dir));
         match berth_io::run(&mut command, b"", BUILD_TIMEOUT, crate::fs_source::MAX_FILE) {
-            Ok(out) if out.status.success() => Some(Ok(())),
+            Ok(out) if out.status.success() => {
+                Some(Ok(String::from_utf8_lossy(&out.stdout).into_owned()))
+            }
             Ok(out) => {
                 let why = crate::inputs::kubectl_error(&String::from_utf8_lossy(&out.stderr));
                 let offline = ["no such host", "Could not resolve host", "dial tcp"];
@@ -223,7 +225,7 @@ fn unbuildable(root: &Path, facts: &Facts, notes: &mut Vec<String>) -> Vec<(Stri
             Err(e) => Some(Err(e.to_string())),
         }
     };
-    let mut results: Vec<(String, Option<Result<(), String>>)> = Vec::new();
+    let mut results: Vec<(String, Option<Result<String, String>>)> = Vec::new();
     for chunk in dirs.chunks(4) {
         std::thread::scope(|scope| {
             let handles: Vec<_> = chunk
@@ -245,13 +247,20 @@ fn unbuildable(root: &Path, facts: &Facts, notes: &mut Vec<String>) -> Vec<(Stri
         );
         return Vec::new();
     }
-    results
-        .into_iter()
-        .filter_map(|(dir, r)| match r {
-            Some(Err(why)) => Some((dir, why)),
-            _ => None,
-        })
-        .collect()
+    let mut failed = Vec::new();
+    let mut built = Vec::new();
+    for (dir, result) in results {
+        match result {
+            Some(Ok(yaml)) => built.push((dir, yaml)),
+            Some(Err(why)) => failed.push((dir, why)),
+            None => {}
+        }
+    }
+    // An image only an overlay that failed holds is in no proposed set either.
+    if !built.is_empty() {
+        facts.built = Some(built);
+    }
+    failed
 }
 
 /// Every file below `root` (`.gitignore` respected, `.git/` skipped); what

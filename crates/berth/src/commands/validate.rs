@@ -143,8 +143,19 @@ fn wrongly_undeployed(project: &Project, all: &[Findings]) -> Vec<Warning> {
 fn aggregated(project: &Project, all: &[Findings]) -> Vec<Warning> {
     let mut warnings = wrongly_undeployed(project, all);
     let in_none = |missing: &dyn Fn(&Findings) -> bool| all.iter().all(missing);
+    // A chart reaches a component through its values (`helmValues:`) whether or
+    // not its defaults render the image (an optional proxy, a feature off by
+    // default): that is no mistake of berth.yaml's.
+    let charted = |c: &berth_core::Component| {
+        !c.helm_values.is_empty()
+            && project
+                .manifests
+                .iter()
+                .chain(project.profiles.iter().flat_map(|p| &p.manifests))
+                .any(|m| matches!(m.source, berth_core::ManifestSource::Helm(_)))
+    };
     for c in &project.components {
-        if !c.deployed || c.same_as.is_some() && c.repositories.is_empty() {
+        if !c.deployed || c.same_as.is_some() && c.repositories.is_empty() || charted(c) {
             continue;
         }
         if in_none(&|f| f.unmatched_components.contains(&c.name)) {

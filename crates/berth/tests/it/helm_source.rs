@@ -379,6 +379,43 @@ fn a_warning_about_chart_output_names_the_values_file_that_set_the_image() {
     );
 }
 
+/// A component the chart reaches through its values (`helmValues:`) but leaves
+/// out by default (an optional proxy) is no "matches no image" mistake: with
+/// the option on, the chart renders berth's image.
+#[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
+fn a_component_the_chart_leaves_off_by_default_is_not_unmatched() {
+    let dir = project("  proxy:\n    image: docker.io/envoyproxy/envoy:v1.33\n    helmValues: {image: proxy.image}\n    registry: false\n");
+    let template = "{{- if .Values.proxy.enabled }}\napiVersion: v1\nkind: Pod\nmetadata: {name: proxy}\nspec:\n  containers: [{name: envoy, image: '{{ .Values.proxy.image }}'}]\n{{- end }}\n";
+    let chart = dir.path().join("charts/router");
+    std::fs::write(chart.join("templates/proxy.yaml"), template).unwrap();
+    let values = std::fs::read_to_string(chart.join("values.yaml")).unwrap();
+    std::fs::write(
+        chart.join("values.yaml"),
+        format!("{values}proxy:\n  enabled: false\n  image: docker.io/envoyproxy/envoy:v1.30\n"),
+    )
+    .unwrap();
+    let out = berth(dir.path(), &["validate", "--strict"], &[]);
+    assert!(out.status.success(), "{}", common::transcript(&out));
+    let yaml = std::fs::read_to_string(dir.path().join("berth.yaml")).unwrap();
+    std::fs::write(
+        dir.path().join("berth.yaml"),
+        yaml.replace(
+            "release: router\n",
+            "release: router\n      set: {proxy: {enabled: true}}\n",
+        ),
+    )
+    .unwrap();
+    let rendered = text(&berth(dir.path(), &["render"], &[]));
+    assert!(
+        rendered.contains("docker.io/envoyproxy/envoy:v1.33"),
+        "{rendered}"
+    );
+}
+
 #[test]
 #[cfg_attr(
     not(feature = "test-plane"),

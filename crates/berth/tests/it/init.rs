@@ -569,3 +569,61 @@ fn a_kserve_shaped_repository_gets_its_included_name_only_variables() {
     }
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
+
+/// KFP's shape (#36 item 1): the release overlay and the base's `newTag:
+/// 2.16.0` give the default, not a dev overlay's `newTag: master` (a release
+/// overlay ranks before one named for development, and tags come from what the
+/// first overlay builds); a patch no kustomization lists holds an image that is
+/// no component.
+#[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
+fn a_kfp_shaped_repository_takes_the_release_tag_and_ignores_unused_patches() {
+    crate::common::require_program(crate::common::Group::Tools, "kubectl");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let deployment = |image: &str| {
+        format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: ml-pipeline}}\nspec:\n  selector: {{matchLabels: {{app: p}}}}\n  template:\n    metadata: {{labels: {{app: p}}}}\n    spec:\n      containers:\n      - {{name: api, image: '{image}'}}\n")
+    };
+    write(d, "base/kustomization.yaml", "resources: [api.yaml]\nimages:\n- {name: ghcr.io/kubeflow/kfp-api-server, newTag: 2.16.0}\n");
+    write(
+        d,
+        "base/api.yaml",
+        &deployment("ghcr.io/kubeflow/kfp-api-server"),
+    );
+    write(
+        d,
+        "base/proxy-patch.yaml",
+        &deployment("gcr.io/kubebuilder/kube-rbac-proxy:v0.15.0"),
+    );
+    write(d, "env/dev/kustomization.yaml", "resources: [../../base]\nimages:\n- {name: ghcr.io/kubeflow/kfp-api-server, newTag: master}\n");
+    write(
+        d,
+        "env/plain/kustomization.yaml",
+        "resources: [../../base]\n",
+    );
+    let out = berth(d).arg("init").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    let yaml = std::fs::read_to_string(d.join("berth.yaml")).unwrap();
+    assert!(
+        yaml.contains("manifests:\n- kustomize: env/plain\nprofiles:\n  plain:\n  - kustomize: env/plain\n  dev:\n  - kustomize: env/dev\nimages:\n  kfp-api-server:\n    image: ghcr.io/kubeflow/kfp-api-server:2.16.0\nregistry:\n"),
+        "{yaml}"
+    );
+    assert!(
+        said.contains("left out 1 image(s) no kustomization builds (an unused patch, a loose file): base/proxy-patch.yaml:10:"),
+        "{said}"
+    );
+    let strict = berth(d)
+        .args(["validate", "--strict", "--profile", "plain"])
+        .env("IMAGE_REGISTRY", "quay.io/me")
+        .output()
+        .unwrap();
+    assert!(
+        strict.status.success(),
+        "{}",
+        String::from_utf8_lossy(&strict.stderr)
+    );
+}
