@@ -12,6 +12,7 @@ pub mod init;
 pub mod kinds;
 pub mod lock;
 pub mod make;
+pub mod mirror;
 pub mod names;
 pub mod project;
 pub mod redact;

@@ -43,6 +43,8 @@ pub enum Code {
     UnfilledPlaceholder,
     /// An `accept:` entry that matched no warning.
     StaleAccept,
+    /// A mirrored image without a digest, reached by tag.
+    TagMirror,
 }
 
 impl Code {
@@ -64,6 +66,7 @@ impl Code {
         Code::Certificate,
         Code::UnfilledPlaceholder,
         Code::StaleAccept,
+        Code::TagMirror,
     ];
 
     /// The code as written in a warning and in `accept:`.
@@ -85,6 +88,7 @@ impl Code {
             Code::Certificate => "certificate",
             Code::UnfilledPlaceholder => "unfilled-placeholder",
             Code::StaleAccept => "stale-accept",
+            Code::TagMirror => "tag-mirror",
         }
     }
 

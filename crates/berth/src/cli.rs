@@ -154,6 +154,20 @@ pub enum Command {
     /// Example: `berth promote --locked --to quay.io/team/prod`.
     #[command(mut_arg("platform", |a| a.hide(true)))]
     Promote(PromoteArgs),
+    /// Copy every image to a mirror registry and write the configuration that makes
+    /// clusters pull from it: OpenShift, containerd, CRI-O and podman.
+    ///
+    /// `berth mirror --to mirror.corp:5000/mirror --out mirror/` copies each resolved
+    /// image as `promote` does, keeping its path below the prefix
+    /// (`ghcr.io/llm-d/epp` → `mirror.corp:5000/mirror/llm-d/epp`, digests unchanged), then
+    /// writes into DIR: `openshift/imagedigestmirrorset.yaml` (one object per component,
+    /// named from its content), `openshift/imagetagmirrorset.yaml` (components without a
+    /// digest), `containerd/certs.d/<host>/hosts.toml` and
+    /// `registries.conf.d/50-<project>.conf`. The same lock gives the same bytes.
+    ///
+    /// Example: `berth pin && berth mirror --locked --to mirror.corp:5000/mirror --out mirror/`.
+    #[command(mut_arg("platform", |a| a.hide(true)))]
+    Mirror(MirrorArgs),
     /// Push the rendered manifests as a Flux OCI artifact: `berth push oci://HOST/REPO:TAG`.
     ///
     /// Renders as `berth render` does (generated configs carry Flux's never-prune annotation

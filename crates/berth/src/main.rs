@@ -17,6 +17,7 @@ mod fs_source;
 mod helm;
 mod inputs;
 mod kustomize_origin;
+mod out_dir;
 mod output;
 mod pipeline;
 mod project_file;
@@ -84,7 +85,7 @@ fn env(cli: &Cli, args: &cli::EnvArgs) -> Result<u8> {
 
 /// Runs the command: one arm per command, each a few lines that turn its flags
 /// into settings and call it. Longer than 100 lines because it is the one place
-/// that lists all 21 commands; splitting it would scatter that list.
+/// that lists all 22 commands; splitting it would scatter that list.
 fn run(cli: &Cli) -> Result<u8> {
     match &cli.command {
         Command::Ref(args) => Ok(if commands::ref_cmd::run(&args.into())? {
@@ -106,6 +107,12 @@ fn run(cli: &Cli) -> Result<u8> {
             let promote = settings::Promote::resolve(args)?;
             with_resolution(cli, &args.resolve, |_, resolution| {
                 commands::promote::run(&promote, resolution).map(|()| 0)
+            })
+        }
+        Command::Mirror(args) => {
+            let mirror = settings::Mirror::resolve(args)?;
+            with_resolution(cli, &args.resolve, |project, resolution| {
+                commands::mirror::run(&mirror, project, resolution).map(|()| 0)
             })
         }
         Command::Pin(args) if args.resolve.locked => {

@@ -7,7 +7,7 @@ use crate::warning::{Accept, Code};
 pub(super) const ACCEPT_KEYS: &[&str] = &["warning", "at", "because"];
 
 /// What an unknown code is told: the codes (a test keeps the list whole).
-pub(super) const CODES_HELP: &str = "use a code shown in brackets at the end of a warning: drift, copy, unparsed-image, missing-key, unused-path, unreached-override, misspelt-variable, makefile-default, values-override, shared-repository, unmatched-component, unused-config, wrongly-undeployed, certificate, unfilled-placeholder, stale-accept";
+pub(super) const CODES_HELP: &str = "use a code shown in brackets at the end of a warning: drift, copy, unparsed-image, missing-key, unused-path, unreached-override, misspelt-variable, makefile-default, values-override, shared-repository, unmatched-component, unused-config, wrongly-undeployed, certificate, unfilled-placeholder, stale-accept, tag-mirror";
 
 impl Loader<'_> {
     /// `accept: [{warning: CODE, at: PLACE, because: TEXT}]`: all three required,

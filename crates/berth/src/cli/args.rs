@@ -420,6 +420,48 @@ pub struct PromoteArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct MirrorArgs {
+    #[command(flatten)]
+    pub resolve: ResolveArgs,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+    /// The mirror's prefix: each image keeps its path below it.
+    #[arg(long, value_name = "PREFIX")]
+    pub to: String,
+    /// The directory the configurations are written to (replaced whole; berth's own
+    /// earlier output only).
+    #[arg(long, value_name = "DIR")]
+    pub out: std::path::PathBuf,
+    /// Write the configurations only: the images were copied another way.
+    #[arg(long)]
+    pub no_copy: bool,
+    /// Leave out third-party images (`registry: false` components).
+    #[arg(long)]
+    pub project_only: bool,
+    /// OpenShift's `mirrorSourcePolicy` on every entry (default: OpenShift's,
+    /// AllowContactingSource).
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub mirror_source_policy: Option<SourcePolicyChoice>,
+    /// containerd: do not verify the mirror's TLS certificate (`skip_verify = true`).
+    #[arg(long)]
+    pub containerd_skip_verify: bool,
+    /// containerd: the CA file (a path on the node) that signs the mirror's certificate.
+    #[arg(long, value_name = "PATH")]
+    pub containerd_ca: Option<String>,
+}
+
+/// OpenShift's `mirrorSourcePolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SourcePolicyChoice {
+    /// Fall back to the source when the mirror does not answer.
+    #[value(name = "AllowContactingSource")]
+    AllowContactingSource,
+    /// Never contact the source (a disconnected cluster).
+    #[value(name = "NeverContactSource")]
+    NeverContactSource,
+}
+
+#[derive(Debug, Args)]
 pub struct PinArgs {
     #[command(flatten)]
     pub resolve: ResolveArgs,
@@ -518,6 +560,11 @@ pub enum ImagesFormat {
     Yaml,
     /// An aligned table for people.
     Table,
+    /// One reference per line, each image once: for skopeo sync, hauler, zarf.
+    List,
+    /// oc-mirror's `ImageSetConfiguration` (v2alpha1) with every image under
+    /// `mirror.additionalImages`.
+    Imageset,
 }
 
 #[derive(Debug, Args)]

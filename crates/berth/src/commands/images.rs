@@ -31,6 +31,21 @@ pub fn run(args: &Images, resolution: &Resolution<'_>) -> Result<()> {
             berth_yaml::write_document(&mut s, &berth_yaml::json::from_json(&structured(images)));
             s
         }
+        ImagesFormat::List => distinct(images).iter().map(|r| format!("{r}\n")).collect(),
+        ImagesFormat::Imageset => {
+            let additional: Vec<serde_json::Value> = distinct(images)
+                .iter()
+                .map(|r| json!({"name": r}))
+                .collect();
+            let config = json!({
+                "kind": "ImageSetConfiguration",
+                "apiVersion": "mirror.openshift.io/v2alpha1",
+                "mirror": {"additionalImages": additional},
+            });
+            let mut s = String::new();
+            berth_yaml::write_document(&mut s, &berth_yaml::json::from_json(&config));
+            s
+        }
         ImagesFormat::Table => {
             let mut rows = vec![vec![
                 "COMPONENT".into(),
@@ -57,12 +72,28 @@ pub fn run(args: &Images, resolution: &Resolution<'_>) -> Result<()> {
     print(&text)?;
     let machine = matches!(
         format,
-        ImagesFormat::Env | ImagesFormat::Shell | ImagesFormat::Make
+        ImagesFormat::Env
+            | ImagesFormat::Shell
+            | ImagesFormat::Make
+            | ImagesFormat::List
+            | ImagesFormat::Imageset
     );
     if args.explain && machine {
         say!("{}", explain(images).trim_end_matches('\n'));
     }
     Ok(())
+}
+
+/// Every resolved reference once, in file order (a `sameAs` component's copy once).
+fn distinct(images: &[ResolvedImage<'_>]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for image in images {
+        let reference = image.reference.to_string();
+        if !out.contains(&reference) {
+            out.push(reference);
+        }
+    }
+    out
 }
 
 /// Single quotes for POSIX shells; a `'` inside becomes `'\''`.

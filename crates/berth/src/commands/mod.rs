@@ -9,6 +9,7 @@ pub mod env;
 pub mod gc;
 pub mod images;
 pub mod init;
+pub mod mirror;
 pub mod pin;
 pub mod promote;
 pub mod push;

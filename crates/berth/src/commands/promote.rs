@@ -8,11 +8,11 @@ use std::time::Instant;
 use anyhow::{anyhow, Result};
 use berth_core::Resolution;
 use berth_ref::{Reference, RegistryPrefix};
-use berth_registry::{copy_image, DockerConfig, Progress, Quiet, Registry, Stats};
+use berth_registry::{copy_image, DockerConfig, Progress, Quiet, Stats};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::output::print;
-use crate::settings::Promote;
+use crate::settings::{Promote, Registry};
 
 /// (component, source, destination) for every image.
 fn plan(
@@ -43,9 +43,21 @@ pub fn run(args: &Promote, resolution: &Resolution<'_>) -> Result<()> {
             .collect();
         return print(&text);
     }
+    copy_all(&args.registry, &copies, "promoted", &args.to)
+}
+
+/// Copies each `(component, source, target)` in turn, digests preserved and
+/// blobs already there not sent again, then says what it did on stderr
+/// (`VERB N image(s) to TO in …`). `berth promote` and `berth mirror` copy here.
+pub fn copy_all(
+    settings: &Registry,
+    copies: &[(String, Reference, Reference)],
+    verb: &str,
+    to: &str,
+) -> Result<()> {
     let started = Instant::now();
-    let registry = Arc::new(Registry::new(
-        args.registry.options.clone(),
+    let registry = Arc::new(berth_registry::Registry::new(
+        settings.options.clone(),
         DockerConfig::load()?,
     )?);
     let stats = Arc::new(Stats::default());
@@ -55,7 +67,7 @@ pub fn run(args: &Promote, resolution: &Resolution<'_>) -> Result<()> {
         Arc::new(Quiet)
     };
     let runtime = crate::runtime::get()?;
-    for (component, source, target) in &copies {
+    for (component, source, target) in copies {
         runtime
             .block_on(copy_image(
                 Arc::clone(&registry),
@@ -68,9 +80,8 @@ pub fn run(args: &Promote, resolution: &Resolution<'_>) -> Result<()> {
     }
     let mb = |n: u64| n as f64 / 1e6;
     say!(
-        "promoted {} image(s) to {} in {:.2} s: {} blob(s) sent ({:.1} MB), {} already there ({:.1} MB), {} mounted ({:.1} MB), {} manifest(s)",
+        "{verb} {} image(s) to {to} in {:.2} s: {} blob(s) sent ({:.1} MB), {} already there ({:.1} MB), {} mounted ({:.1} MB), {} manifest(s)",
         copies.len(),
-        args.to,
         started.elapsed().as_secs_f64(),
         stats.blobs_sent.load(Ordering::Relaxed),
         mb(stats.bytes_sent.load(Ordering::Relaxed)),

@@ -40,7 +40,7 @@ fn stdout_of(args: &[&str]) -> String {
 }
 
 /// Every command, in `berth --help`'s order (checked against it below).
-pub const ALL_COMMANDS: [&str; 21] = [
+pub const ALL_COMMANDS: [&str; 22] = [
     "init",
     "ref",
     "images",
@@ -50,6 +50,7 @@ pub const ALL_COMMANDS: [&str; 21] = [
     "validate",
     "pin",
     "promote",
+    "mirror",
     "push",
     "sync",
     "dev",
@@ -65,7 +66,7 @@ pub const ALL_COMMANDS: [&str; 21] = [
 ];
 
 /// The commands that do the work (not completions, schema, man, version).
-const COMMANDS: &[&str] = ALL_COMMANDS.split_at(17).0;
+const COMMANDS: &[&str] = ALL_COMMANDS.split_at(18).0;
 
 #[test]
 fn the_command_list_is_berths_own() {

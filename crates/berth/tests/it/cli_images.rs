@@ -20,7 +20,9 @@ registry:
 #[test]
 fn every_output_format() {
     let dir = project(PROJECT);
-    for format in ["env", "shell", "make", "json", "yaml", "table"] {
+    for format in [
+        "env", "shell", "make", "json", "yaml", "table", "list", "imageset",
+    ] {
         let out = berth(dir.path())
             .args(["images", "--output", format])
             .env("API_VERSION", "v2")

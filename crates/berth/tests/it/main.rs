@@ -28,6 +28,7 @@ mod helm_chart;
 mod helm_source;
 mod init;
 mod llm_d_example;
+mod mirror;
 mod ogx_example;
 mod pin;
 mod promote;

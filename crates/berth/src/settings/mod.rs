@@ -18,6 +18,9 @@ use berth_registry::Platform;
 
 use crate::cli;
 
+mod mirror;
+pub use mirror::Mirror;
+
 /// How the CLI's flags are named in the core's messages.
 fn source_names() -> SourceNames {
     SourceNames {

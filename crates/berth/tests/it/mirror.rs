@@ -1,0 +1,278 @@
+//! `berth mirror` against real consumers: two real registries (the source and
+//! the mirror), podman pulling through the generated registries.conf, and a
+//! containerd started here pulling through the generated `hosts.toml` — each
+//! with the source registry stopped, so the configuration is what made the
+//! pull work (without it, the same pull fails).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common;
+
+use common::podman::Podman;
+use common::registry::TestRegistry;
+use common::{berth, project};
+
+/// A project whose one component is an image podman built and pushed to
+/// `source`; returns the project, the source repository and its digest.
+fn pushed(podman: &Podman, source: &TestRegistry) -> (tempfile::TempDir, String, String) {
+    podman.image("localhost/epp", &["sh", "true"]);
+    let repository = format!("{}/llm-d/epp", source.host);
+    podman.run(&[
+        "push",
+        "--tls-verify=false",
+        "localhost/epp",
+        &format!("docker://{repository}:v1"),
+    ]);
+    let dir = project(&format!(
+        "name: shop\nimages:\n  epp: {{image: '{repository}:v1'}}\n"
+    ));
+    let out = berth(dir.path())
+        .args(["pin", "--insecure-registry", &source.host])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::transcript(&out));
+    let lock = std::fs::read_to_string(dir.path().join("berth.lock")).unwrap();
+    let digest = lock
+        .split_whitespace()
+        .find(|w| w.starts_with("sha256:"))
+        .expect("a digest in berth.lock")
+        .trim_matches(['\'', '"'])
+        .to_string();
+    (dir, repository, digest)
+}
+
+/// A pushed and mirrored image: podman, both registries, the project.
+struct Mirrored {
+    podman: Podman,
+    source: TestRegistry,
+    target: TestRegistry,
+    dir: tempfile::TempDir,
+    repository: String,
+    digest: String,
+}
+
+/// Pushes an image to a source registry, pins it and mirrors it to another.
+fn mirrored() -> Mirrored {
+    let podman = Podman::start();
+    let source = TestRegistry::start(None);
+    let target = TestRegistry::start(None);
+    let (dir, repository, digest) = pushed(&podman, &source);
+    let out = mirror(dir.path(), &source, &target);
+    assert!(out.status.success(), "{}", common::transcript(&out));
+    Mirrored {
+        podman,
+        source,
+        target,
+        dir,
+        repository,
+        digest,
+    }
+}
+
+fn mirror(dir: &Path, source: &TestRegistry, to: &TestRegistry) -> std::process::Output {
+    berth(dir)
+        .args(["mirror", "--locked", "--to", &format!("{}/mirror", to.host)])
+        .args(["--out", "mirror", "--insecure-registry", &source.host])
+        .args(["--insecure-registry", &to.host])
+        .output()
+        .unwrap()
+}
+
+fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for entry in walk(dir) {
+        let bytes = std::fs::read(&entry).unwrap();
+        out.push((
+            entry.strip_prefix(dir).unwrap().display().to_string(),
+            bytes,
+        ));
+    }
+    out.sort();
+    out
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+#[cfg_attr(
+    not(all(feature = "test-registry", feature = "test-podman")),
+    ignore = "needs test-registry, test-podman (run scripts/test)"
+)]
+fn podman_pulls_from_the_mirror_with_the_source_stopped() {
+    let Mirrored {
+        podman,
+        source,
+        target,
+        dir,
+        repository,
+        digest,
+    } = mirrored();
+    let written = tree(&dir.path().join("mirror"));
+    let names: Vec<&str> = written.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            ".berth-mirror".to_string(),
+            format!("containerd/certs.d/{}/hosts.toml", source.host),
+            "openshift/imagedigestmirrorset.yaml".to_string(),
+            "registries.conf.d/50-shop.conf".to_string(),
+        ]
+    );
+    // The same lock, the same bytes (and the copy finds every blob in place).
+    let again = mirror(dir.path(), &source, &target);
+    assert!(again.status.success(), "{}", common::transcript(&again));
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("0 blob(s) sent"),
+        "{}",
+        common::transcript(&again)
+    );
+    assert_eq!(tree(&dir.path().join("mirror")), written);
+
+    drop(source);
+    podman.run(&["rmi", "--all", "--force"]);
+    let by_digest = format!("{repository}@{digest}");
+    let conf = dir.path().join("mirror/registries.conf.d/50-shop.conf");
+    let without = podman
+        .cmd()
+        .env("CONTAINERS_REGISTRIES_CONF", dir.path().join("none.conf"))
+        .args(["pull", "--tls-verify=false", &by_digest])
+        .output()
+        .unwrap();
+    assert!(
+        !without.status.success(),
+        "the source is stopped: without the mirror configuration the pull must fail"
+    );
+    let with = podman
+        .cmd()
+        .env("CONTAINERS_REGISTRIES_CONF", &conf)
+        .args(["pull", &by_digest])
+        .output()
+        .unwrap();
+    assert!(with.status.success(), "{}", common::transcript(&with));
+    let id = podman.run(&["image", "inspect", "--format", "{{.Digest}}", &by_digest]);
+    assert_eq!(id.trim(), digest);
+}
+
+/// containerd, started here as root with its own root, state and socket and the
+/// native snapshotter (no CRI plugin), stopped on drop.
+struct Containerd {
+    child: Child,
+    dir: tempfile::TempDir,
+}
+
+impl Containerd {
+    fn start() -> Containerd {
+        common::require_program(common::Group::Podman, "containerd");
+        common::require_program(common::Group::Podman, "ctr");
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(
+            d.join("config.toml"),
+            format!(
+                "version = 2\nroot = \"{0}/root\"\nstate = \"{0}/state\"\ndisabled_plugins = [\"io.containerd.grpc.v1.cri\"]\n[grpc]\n  address = \"{0}/containerd.sock\"\n",
+                d.display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new("containerd")
+            .arg("--config")
+            .arg(d.join("config.toml"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(d.join("containerd.log")).unwrap())
+            .spawn()
+            .unwrap();
+        let containerd = Containerd { child, dir };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let version = containerd.ctr().arg("version").output().unwrap();
+            if version.status.success() {
+                return containerd;
+            }
+            if Instant::now() > deadline {
+                let log = std::fs::read_to_string(containerd.dir.path().join("containerd.log"))
+                    .unwrap_or_default();
+                panic!(
+                    "containerd did not start within 30 s: {}\n{log}",
+                    String::from_utf8_lossy(&version.stderr)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn ctr(&self) -> Command {
+        let mut command = Command::new("ctr");
+        command
+            .arg("--address")
+            .arg(self.dir.path().join("containerd.sock"))
+            .args(["--namespace", "berth-test", "--timeout", "60s"]);
+        command
+    }
+}
+
+impl Drop for Containerd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(all(feature = "test-registry", feature = "test-podman")),
+    ignore = "needs test-registry, test-podman (run scripts/test)"
+)]
+fn containerd_pulls_from_the_mirror_with_the_source_stopped() {
+    // The mirror registry (`_target`) serves the pull; the source is stopped.
+    let Mirrored {
+        podman: _podman,
+        source,
+        target: _target,
+        dir,
+        repository,
+        digest,
+    } = mirrored();
+    drop(source);
+    let containerd = Containerd::start();
+    let by_digest = format!("{repository}@{digest}");
+    let pull = |hosts: &Path| {
+        containerd
+            .ctr()
+            .args(["images", "pull", "--snapshotter", "native", "--hosts-dir"])
+            .arg(hosts)
+            .arg(&by_digest)
+            .output()
+            .unwrap()
+    };
+    let without = pull(&dir.path().join("no-hosts"));
+    assert!(
+        !without.status.success(),
+        "the source is stopped: without hosts.toml the pull must fail"
+    );
+    let with = pull(&dir.path().join("mirror/containerd/certs.d"));
+    assert!(with.status.success(), "{}", common::transcript(&with));
+    let listed = containerd
+        .ctr()
+        .args(["images", "ls", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains(&by_digest),
+        "{}",
+        common::transcript(&listed)
+    );
+}
