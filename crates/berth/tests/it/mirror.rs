@@ -276,3 +276,102 @@ fn containerd_pulls_from_the_mirror_with_the_source_stopped() {
         common::transcript(&listed)
     );
 }
+
+/// The CRDs of `scripts/testenv crds` (openshift/api), applied to the plane
+/// once and Established.
+fn openshift_crds(plane: &common::testenv::Plane) {
+    let out = Command::new(common::repo_root().join("scripts/testenv"))
+        .arg("crds")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::transcript(&out));
+    let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let applied = plane.kubectl(&["apply", "--server-side", "-f", &dir]);
+    assert!(applied.status.success(), "{}", common::transcript(&applied));
+    for crd in [
+        "imagedigestmirrorsets.config.openshift.io",
+        "imagetagmirrorsets.config.openshift.io",
+    ] {
+        // A CRD created a moment ago may have no status yet ("accessor error"): ask again.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let wait = plane.kubectl(&[
+                "wait",
+                "--for=condition=Established",
+                &format!("crd/{crd}"),
+                "--timeout=30s",
+            ]);
+            if wait.status.success() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{}", common::transcript(&wait));
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+/// #37: the ImageDigestMirrorSet and ImageTagMirrorSet objects pass the real
+/// CRDs' server-side validation (openshift/api's schemas on the test plane),
+/// and the check is real: an object the schema refuses fails it.
+#[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
+fn the_mirror_sets_pass_openshifts_own_crd_validation() {
+    let plane = common::testenv::plane();
+    openshift_crds(plane);
+    let digest = "sha256:8b1d5b5c1e4f7f2d3a0c9e6b5a4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d";
+    let dir = project(&format!(
+        "name: shop\nimages:\n  epp: {{image: 'ghcr.io/llm-d/epp:v1@{digest}'}}\n  sidecar: {{image: 'quay.io/a/b/sidecar:v1@{digest}'}}\n  db: {{image: 'mysql:8.0', registry: false}}\n"
+    ));
+    let out = berth(dir.path())
+        .args([
+            "mirror",
+            "--no-copy",
+            "--to",
+            "mirror.corp:5000/mirror",
+            "--out",
+            "mirror",
+        ])
+        .args(["--mirror-source-policy", "NeverContactSource"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::transcript(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("[tag-mirror]"),
+        "{}",
+        common::transcript(&out)
+    );
+    let openshift = dir.path().join("mirror/openshift");
+    let dry = plane.kubectl(&[
+        "apply",
+        "--dry-run=server",
+        "-f",
+        &openshift.display().to_string(),
+    ]);
+    assert!(dry.status.success(), "{}", common::transcript(&dry));
+    let applied = String::from_utf8_lossy(&dry.stdout);
+    assert_eq!(applied.matches("(server dry run)").count(), 3, "{applied}");
+    // The schema is enforced: a policy it does not know is refused.
+    let bad = std::fs::read_to_string(openshift.join("imagedigestmirrorset.yaml"))
+        .unwrap()
+        .replace("NeverContactSource", "SometimesContactSource");
+    std::fs::write(dir.path().join("bad.yaml"), bad).unwrap();
+    let refused = plane.kubectl(&[
+        "apply",
+        "--dry-run=server",
+        "-f",
+        &dir.path().join("bad.yaml").display().to_string(),
+    ]);
+    assert!(
+        !refused.status.success(),
+        "{}",
+        common::transcript(&refused)
+    );
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("mirrorSourcePolicy"),
+        "{}",
+        common::transcript(&refused)
+    );
+}
