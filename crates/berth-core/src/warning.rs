@@ -45,6 +45,8 @@ pub enum Code {
     StaleAccept,
     /// A mirrored image without a digest, reached by tag.
     TagMirror,
+    /// An operator's related images disagree with berth's answer.
+    RelatedImage,
 }
 
 impl Code {
@@ -67,6 +69,7 @@ impl Code {
         Code::UnfilledPlaceholder,
         Code::StaleAccept,
         Code::TagMirror,
+        Code::RelatedImage,
     ];
 
     /// The code as written in a warning and in `accept:`.
@@ -89,6 +92,7 @@ impl Code {
             Code::UnfilledPlaceholder => "unfilled-placeholder",
             Code::StaleAccept => "stale-accept",
             Code::TagMirror => "tag-mirror",
+            Code::RelatedImage => "related-image",
         }
     }
 

@@ -13,6 +13,7 @@ macro_rules! say {
 
 mod cli;
 mod commands;
+mod copy;
 mod fs_source;
 mod helm;
 mod inputs;

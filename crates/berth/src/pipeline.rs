@@ -213,6 +213,9 @@ pub fn warnings_of(
     let whole = project.profiles.is_empty();
     let unreached = render::unreached_overrides(&[findings], project, resolution, whole);
     out.extend(unreached);
+    if whole {
+        out.extend(render::operator_missing(&[findings]));
+    }
     out.extend(path_warnings(
         project,
         "imagePaths",

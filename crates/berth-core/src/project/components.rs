@@ -20,6 +20,7 @@ pub(super) const COMPONENT_KEYS: &[&str] = &[
     "sameAs",
     "deployed",
     "tagSuffix",
+    "relatedImage",
 ];
 pub(super) const TAG_KEYS: &[&str] = &["env"];
 
@@ -146,6 +147,7 @@ impl Loader<'_> {
                 "match" => matches = self.repositories(v, &key)?,
                 "helmValues" => component.helm_values = self.helm_values(v, &key)?,
                 "tagSuffix" => component.tag_suffix = self.bool(v, &key)?,
+                "relatedImage" => component.related_image = self.related_image(v, &key, name)?,
                 _ => {}
             }
         }

@@ -71,6 +71,7 @@ impl Loader<'_> {
             gitops: None,
             audit_exclude: Vec::new(),
             accepts: Vec::new(),
+            operator: None,
         };
         for (key, value) in entries {
             match key.as_str().unwrap_or_default() {
@@ -96,6 +97,7 @@ impl Loader<'_> {
                     }
                 }
                 "accept" => project.accepts = self.accepts(value)?,
+                "operator" => project.operator = Some(self.operator(value)?),
                 "gitops" => {
                     let text = self.string(value, "gitops")?;
                     project.gitops = Some(crate::names::Engine::parse(text).map_err(|_| {

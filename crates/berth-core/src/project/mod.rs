@@ -44,12 +44,26 @@ const TOP_KEYS: &[&str] = &[
     "gitops",
     "audit",
     "accept",
+    "operator",
 ];
 /// The keys of `audit:`.
 pub(super) const AUDIT_KEYS: &[&str] = &["exclude"];
 const REGISTRY_KEYS: &[&str] = &["env"];
 const IMAGE_PATH_KEYS: &[&str] = &["kind", "apiVersion", "path"];
 const CONFIG_PATH_KEYS: &[&str] = &["kind", "apiVersion", "path", "key"];
+
+/// `operator:` of berth.yaml: the container that gets `RELATED_IMAGE_*`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Operator {
+    /// The workload's kind (`Deployment`).
+    pub kind: String,
+    /// The workload's name.
+    pub name: String,
+    /// The container's name.
+    pub container: String,
+    /// Where `operator:` is written (`berth.yaml:12:3`).
+    pub at: String,
+}
 
 /// A loaded, validated `berth.yaml`.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,6 +108,8 @@ pub struct Project {
     pub audit_exclude: Vec<String>,
     /// `accept:`: warnings acknowledged at one place each, with the reason.
     pub accepts: Vec<crate::warning::Accept>,
+    /// `operator:`: the container that gets the `RELATED_IMAGE_*` variables.
+    pub operator: Option<Operator>,
 }
 
 /// A component as any source declares it (berth.yaml's `images:` or a
@@ -146,6 +162,11 @@ pub struct Component {
     /// resolved tag plus the suffix (`v0.17.0-gpu`), so one component owns a
     /// repository's variants.
     pub tag_suffix: bool,
+    /// `relatedImage: true|NAME`: an image an operator pulls at run time, by
+    /// this name (the component's when `true`): `render` sets
+    /// `RELATED_IMAGE_<NAME>` on `operator:`'s container and fills a
+    /// ClusterServiceVersion's `spec.relatedImages`.
+    pub related_image: Option<String>,
 }
 
 impl Component {
@@ -164,6 +185,7 @@ impl Component {
             same_as: None,
             helm_values: Vec::new(),
             tag_suffix: false,
+            related_image: None,
         }
     }
 }

@@ -94,12 +94,28 @@ fn top(key: &str) -> Option<Value> {
         }
         "dev" => object("dev", DEV_KEYS, dev, &[]),
         "audit" => object("audit", super::AUDIT_KEYS, audit, &[]),
+        "operator" => object(
+            "operator",
+            super::accept::OPERATOR_KEYS,
+            operator,
+            &["workload", "container"],
+        ),
         "accept" => {
             json!({"type": "array", "items": object("accept[]", super::accept::ACCEPT_KEYS, accept, &["warning", "at", "because"]), "description": "Warnings acknowledged, each at one place with the reason; an entry that matches no warning is itself a warning under `berth validate`."})
         }
         "gitops" => {
             json!({"enum": ["flux", "argocd", "none"], "description": "The GitOps engine that applies the rendered output: generated configs carry its never-prune annotation and berth's labels, and berth removes old generations once nothing uses them."})
         }
+        _ => return None,
+    })
+}
+
+fn operator(key: &str) -> Option<Value> {
+    Some(match key {
+        "workload" => {
+            json!({"type": "string", "pattern": "^[^/]+/[^/]+$", "description": "The operator's workload, `Kind/name` (`Deployment/ogx-operator-controller-manager`)."})
+        }
+        "container" => text("The container that gets the `RELATED_IMAGE_*` variables."),
         _ => return None,
     })
 }
@@ -154,6 +170,9 @@ fn component(key: &str) -> Option<Value> {
         "tag" => boolean("false: the shared `tag.env` variable does not apply (the default with `registry: false`)."),
         "sameAs" => text("Another component whose resolved image is this one's default."),
         "deployed" => boolean("false: built and pushed, never in the manifests."),
+        "relatedImage" => {
+            json!({"oneOf": [{"type": "boolean"}, {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,63}$"}], "description": "An image an operator pulls at run time: `true` (by the component's name) or a name; `render` sets `RELATED_IMAGE_<NAME>` on `operator:`'s container and fills a ClusterServiceVersion's `spec.relatedImages`."})
+        }
         "tagSuffix" => boolean("true: a manifest's tag that is the default tag plus a suffix (`latest-gpu` for `latest`) is a variant, rewritten to the resolved tag plus that suffix (`v0.17.0-gpu`)."),
         "helmValues" => object("images.NAME.helmValues", super::helm::HELM_VALUE_KEYS, helm_value, &[]),
         _ => return None,
@@ -366,7 +385,7 @@ mod tests {
             &'static [&'static str],
             fn(&str) -> Option<Value>,
         );
-        let sections: [Section; 17] = [
+        let sections: [Section; 18] = [
             ("top", TOP_KEYS, top),
             ("registry", REGISTRY_KEYS, registry),
             ("tag", TAG_KEYS, tag),
@@ -383,6 +402,7 @@ mod tests {
             ("dev", DEV_KEYS, dev),
             ("audit", crate::project::AUDIT_KEYS, audit),
             ("accept", crate::project::accept::ACCEPT_KEYS, accept),
+            ("operator", crate::project::accept::OPERATOR_KEYS, operator),
             ("forward", FORWARD_KEYS, forward),
         ];
         for (section, keys, schema) in sections {

@@ -209,6 +209,19 @@ pub fn unreached_overrides(
     out
 }
 
+/// `operator:` found in none of the renders `all`: a warning once.
+pub fn operator_missing(all: &[&super::Findings]) -> Option<Warning> {
+    if all.is_empty() || all.iter().any(|f| f.operator_missing.is_none()) {
+        return None;
+    }
+    let finding = all[0].operator_missing.as_ref()?;
+    Some(Warning::at(
+        Code::RelatedImage,
+        finding.at.clone(),
+        &finding.problem,
+    ))
+}
+
 impl super::Findings {
     /// The warnings of one render: manifests that disagree with berth.yaml,
     /// overrides that reach nothing, images berth cannot rewrite, missing keys.
@@ -250,6 +263,13 @@ impl super::Findings {
                 "{} holds `{}`, an image of component `{name}`, where berth does not rewrite it: overrides (`{env}`, the registry) and pins never reach it; {fix}",
                 stray.place, stray.text
             )));
+        }
+        for finding in &self.related {
+            out.push(Warning::at(
+                Code::RelatedImage,
+                finding.at.clone(),
+                &finding.problem,
+            ));
         }
         for missing in &self.missing_keys {
             let keys = if missing.available.is_empty() {

@@ -13,6 +13,7 @@ mod input;
 mod placeholders;
 pub mod pods;
 mod refs;
+pub mod related;
 mod spec;
 mod workloads;
 
@@ -24,7 +25,7 @@ use crate::configs::Generated;
 use crate::resolve::Resolution;
 use crate::suggest::hint;
 use documents::expand_list;
-pub use findings::{path_warnings, unreached_overrides, Stray};
+pub use findings::{operator_missing, path_warnings, unreached_overrides, Stray};
 pub use helm::{image_values, HelmValuesError};
 pub use images::ImageRewriter;
 pub use inject::CaInjector;
@@ -86,6 +87,11 @@ pub struct Findings {
     pub image_paths_seen: Vec<(bool, bool)>,
     /// The same per `configPaths` entry.
     pub config_paths_seen: Vec<(bool, bool)>,
+    /// Related images the manifests disagree with or that name no component.
+    pub related: Vec<related::RelatedFinding>,
+    /// `operator:`'s container was in no object (judged over every manifest
+    /// set, like an unmatched component: a profile may leave the operator out).
+    pub operator_missing: Option<related::RelatedFinding>,
 }
 
 /// An image field whose tag or digest differs from berth.yaml's default.
@@ -312,6 +318,8 @@ impl Findings {
             missing_keys: t.missing_keys,
             image_paths_seen: t.image_paths_seen,
             config_paths_seen: t.config_paths_seen,
+            related: t.related,
+            operator_missing: t.operator_missing,
         }
     }
 }
@@ -352,6 +360,8 @@ struct Transformed {
     missing_keys: Vec<MissingKeyFinding>,
     image_paths_seen: Vec<(bool, bool)>,
     config_paths_seen: Vec<(bool, bool)>,
+    related: Vec<related::RelatedFinding>,
+    operator_missing: Option<related::RelatedFinding>,
 }
 
 /// Each input object transformed (images, pull policies, CA injection, config
@@ -418,10 +428,10 @@ impl Seen {
 }
 
 /// The one pass over every object of every input, each object checked,
-/// rewritten (images, CA bundles, config references), its findings gathered and
-/// handed to `each` before the next is read. A little over 100 lines: each step
-/// is one call, and splitting the per-object closure would thread its seven
-/// accumulators through another signature.
+/// rewritten (images, related images, CA bundles, config references), its
+/// findings gathered and handed to `each` before the next is read.
+/// Longer than 100 lines (about 120): each step is one call, and splitting the
+/// per-object closure would thread its eight accumulators through another signature.
 fn transform(
     spec: &Spec<'_>,
     inputs: &[Input],
@@ -434,6 +444,8 @@ fn transform(
         spec.only_overridden,
     );
     let injector = CaInjector::new(&spec.ca_bundles, spec.resolution);
+    let mut related = related::RelatedImages::new(spec.operator, spec.resolution);
+    let mut related_findings = Vec::new();
     let mut configs = ConfigRewriter::new(spec.generated);
     let scanner = component_scanner(spec.resolution);
     let mut matched = 0;
@@ -463,6 +475,7 @@ fn transform(
                         .into_iter()
                         .map(|(p, v)| (at(p), v)),
                 );
+                related.apply(&mut object, &kind, &object_name, &at, &mut related_findings);
                 drifted.extend(rewriter.take_drift().into_iter().map(|d| DriftFinding {
                     at: at(d.pos),
                     found: d.found,
@@ -472,7 +485,8 @@ fn transform(
                     &scanner,
                     &mut object,
                     &kind,
-                    &|pos| rewriter.rewrote_path_field(pos),
+                    // What berth rewrote, or wrote itself (no source position).
+                    &|pos| rewriter.rewrote_path_field(pos) || pos == Pos::default(),
                     &at,
                     input.values_set.then_some(spec.resolution),
                     &mut strays,
@@ -508,6 +522,15 @@ fn transform(
             Ok(())
         })?;
     }
+    let mut operator_missing = None;
+    if let (Some(operator), false, false) =
+        (spec.operator, related.is_empty(), related.operator_seen)
+    {
+        operator_missing = Some(related::RelatedFinding {
+            at: operator.at.clone(),
+            problem: format!("`operator:` names container `{}` of {}/{}, which no object of the manifests has, so no `RELATED_IMAGE_*` variable was set: check the workload's kind, name and container", operator.container, operator.kind, operator.name),
+        });
+    }
     let mut config_paths_seen = configs.paths_seen.clone();
     config_paths_seen.resize(spec.config_paths.len(), (false, false));
     // One namespace for every namespaced object: the spec.generated configs' too.
@@ -525,6 +548,8 @@ fn transform(
         missing_keys,
         image_paths_seen: rewriter.paths_seen(),
         config_paths_seen,
+        related: related_findings,
+        operator_missing,
     })
 }
 
@@ -634,3 +659,7 @@ fn emit(out: &mut Rendered, object: Node, api_version: String, kind: String) {
 #[cfg(test)]
 #[path = "tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod related_tests;

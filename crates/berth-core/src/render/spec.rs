@@ -58,6 +58,8 @@ pub struct Spec<'a> {
     pub only_overridden: bool,
     /// Limits applied to every input document.
     pub limits: Limits,
+    /// The container that gets the related images' `RELATED_IMAGE_*` variables.
+    pub operator: Option<&'a crate::project::Operator>,
 }
 
 impl<'a> Spec<'a> {
@@ -87,6 +89,7 @@ impl<'a> Spec<'a> {
             config_paths: &[],
             only_overridden: false,
             limits: Limits::default(),
+            operator: None,
         }
     }
 
@@ -127,6 +130,7 @@ impl<'a> Spec<'a> {
             config_paths: &project.config_paths,
             only_overridden: options.only_overridden,
             limits: options.limits,
+            operator: project.operator.as_ref(),
             ..Spec::new(
                 project.file.clone(),
                 resolution,

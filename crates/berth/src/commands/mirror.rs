@@ -47,7 +47,7 @@ pub fn run(args: &Mirror, project: &Project, resolution: &Resolution<'_>) -> Res
                 (e.component.clone(), e.source.clone(), target)
             })
             .collect();
-        crate::commands::promote::copy_all(&args.registry, &copies, "mirrored", args.to.as_str())?;
+        crate::copy::copy_all(&args.registry, &copies, "mirrored", args.to.as_str())?;
     }
     let bytes: Vec<(String, &[u8])> = files
         .iter()

@@ -78,9 +78,31 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
         warnings.extend(berth_core::render::unreached_overrides(
             &renders, project, resolution, whole,
         ));
+        if whole || !other_sets {
+            warnings.extend(berth_core::render::operator_missing(&renders));
+        }
     }
-    // The resolution's warnings (a misspelt variable) were said when it was
-    // made; they are matched against `accept:` here too, not said again.
+    let count = report(project, resolution, warnings, whole);
+    if settings.strict && count > 0 {
+        bail!(
+            "{count} warning{} (errors under --strict)",
+            if count == 1 { "" } else { "s" }
+        );
+    }
+    Ok(())
+}
+
+/// Prints the warnings `accept:` does not acknowledge (and, when `whole`, the
+/// acknowledgements that matched nothing) and a note of how many it did;
+/// returns how many count against `--strict`. The resolution's warnings (a
+/// misspelt variable) were said when it was made: they are matched against
+/// `accept:` and counted here, not said again.
+fn report(
+    project: &Project,
+    resolution: &Resolution<'_>,
+    warnings: Vec<Warning>,
+    whole: bool,
+) -> usize {
     let earlier = warning::accept(&project.accepts, resolution.warnings.clone());
     let filtered = warning::accept(&project.accepts, warnings);
     let mut printed = filtered.shown;
@@ -102,14 +124,7 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
             project.file
         );
     }
-    let count = printed.len() + earlier.shown.len();
-    if settings.strict && count > 0 {
-        bail!(
-            "{count} warning{} (errors under --strict)",
-            if count == 1 { "" } else { "s" }
-        );
-    }
-    Ok(())
+    printed.len() + earlier.shown.len()
 }
 
 /// The Makefile's image defaults compared with berth.yaml's: a default that
@@ -155,7 +170,10 @@ fn aggregated(project: &Project, all: &[Findings]) -> Vec<Warning> {
                 .any(|m| matches!(m.source, berth_core::ManifestSource::Helm(_)))
     };
     for c in &project.components {
-        if !c.deployed || c.same_as.is_some() && c.repositories.is_empty() || charted(c) {
+        // A related image reaches the cluster through the operator's environment.
+        let related = c.related_image.is_some();
+        if !c.deployed || c.same_as.is_some() && c.repositories.is_empty() || charted(c) || related
+        {
             continue;
         }
         if in_none(&|f| f.unmatched_components.contains(&c.name)) {

@@ -481,3 +481,7 @@ mod field_truth;
 /// `accept:`: acknowledged warnings, their codes, stale acknowledgements.
 #[path = "cli_render/accept.rs"]
 mod accept;
+
+/// `relatedImage:` and `operator:`: RELATED_IMAGE_* env and a CSV's relatedImages.
+#[path = "cli_render/related.rs"]
+mod related;
