@@ -15,33 +15,44 @@ use common::podman::Podman;
 use common::registry::TestRegistry;
 use common::{berth, project};
 
-/// A project whose one component is an image podman built and pushed to
-/// `source`; returns the project, the source repository and its digest.
-fn pushed(podman: &Podman, source: &TestRegistry) -> (tempfile::TempDir, String, String) {
-    podman.image("localhost/epp", &["sh", "true"]);
-    let repository = format!("{}/llm-d/epp", source.host);
-    podman.run(&[
-        "push",
-        "--tls-verify=false",
-        "localhost/epp",
-        &format!("docker://{repository}:v1"),
-    ]);
-    let dir = project(&format!(
-        "name: shop\nimages:\n  epp: {{image: '{repository}:v1'}}\n"
-    ));
+/// A project of two images podman built and pushed to `source`, one nested
+/// below the other's path (`llm-d/epp` and `llm-d/epp/sidecar`, the layout
+/// oc-mirror once broke on), pinned; returns the project and each image by
+/// digest as berth.lock pins it.
+fn pushed(podman: &Podman, source: &TestRegistry) -> (tempfile::TempDir, Vec<String>) {
+    let mut yaml = String::from("name: shop\nimages:\n");
+    for (component, path, applets) in [
+        ("epp", "llm-d/epp", &["sh", "true"][..]),
+        ("sidecar", "llm-d/epp/sidecar", &["sh", "true", "echo"][..]),
+    ] {
+        let local = format!("localhost/{component}");
+        podman.image(&local, applets);
+        let repository = format!("{}/{path}", source.host);
+        podman.run(&[
+            "push",
+            "--tls-verify=false",
+            &local,
+            &format!("docker://{repository}:v1"),
+        ]);
+        yaml.push_str(&format!("  {component}: {{image: '{repository}:v1'}}\n"));
+    }
+    let dir = project(&yaml);
     let out = berth(dir.path())
         .args(["pin", "--insecure-registry", &source.host])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", common::transcript(&out));
-    let lock = std::fs::read_to_string(dir.path().join("berth.lock")).unwrap();
-    let digest = lock
-        .split_whitespace()
-        .find(|w| w.starts_with("sha256:"))
-        .expect("a digest in berth.lock")
-        .trim_matches(['\'', '"'])
-        .to_string();
-    (dir, repository, digest)
+    let list = berth(dir.path())
+        .args(["images", "--locked", "--output", "list"])
+        .output()
+        .unwrap();
+    assert!(list.status.success(), "{}", common::transcript(&list));
+    // `repo:v1@sha256:…` → `repo@sha256:…`: pulled by digest alone.
+    let images = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .map(|l| l.replace(":v1@", "@"))
+        .collect();
+    (dir, images)
 }
 
 /// A pushed and mirrored image: podman, both registries, the project.
@@ -50,8 +61,8 @@ struct Mirrored {
     source: TestRegistry,
     target: TestRegistry,
     dir: tempfile::TempDir,
-    repository: String,
-    digest: String,
+    /// Each image by digest.
+    images: Vec<String>,
 }
 
 /// Pushes an image to a source registry, pins it and mirrors it to another.
@@ -59,7 +70,7 @@ fn mirrored() -> Mirrored {
     let podman = Podman::start();
     let source = TestRegistry::start(None);
     let target = TestRegistry::start(None);
-    let (dir, repository, digest) = pushed(&podman, &source);
+    let (dir, images) = pushed(&podman, &source);
     let out = mirror(dir.path(), &source, &target);
     assert!(out.status.success(), "{}", common::transcript(&out));
     Mirrored {
@@ -67,8 +78,7 @@ fn mirrored() -> Mirrored {
         source,
         target,
         dir,
-        repository,
-        digest,
+        images,
     }
 }
 
@@ -118,8 +128,7 @@ fn podman_pulls_from_the_mirror_with_the_source_stopped() {
         source,
         target,
         dir,
-        repository,
-        digest,
+        images,
     } = mirrored();
     let written = tree(&dir.path().join("mirror"));
     let names: Vec<&str> = written.iter().map(|(n, _)| n.as_str()).collect();
@@ -142,29 +151,66 @@ fn podman_pulls_from_the_mirror_with_the_source_stopped() {
     );
     assert_eq!(tree(&dir.path().join("mirror")), written);
 
+    // Another component: one more object, the others' bytes unchanged.
+    let sets = |dir: &Path| {
+        std::fs::read_to_string(dir.join("mirror/openshift/imagedigestmirrorset.yaml")).unwrap()
+    };
+    let before = sets(dir.path());
+    let yaml = std::fs::read_to_string(dir.path().join("berth.yaml")).unwrap();
+    let digest = images[0].rsplit('@').next().unwrap();
+    std::fs::write(
+        dir.path().join("berth.yaml"),
+        format!("{yaml}  extra: {{image: 'ghcr.io/llm-d/extra:v1@{digest}'}}\n"),
+    )
+    .unwrap();
+    let more = berth(dir.path())
+        .args([
+            "mirror",
+            "--locked",
+            "--no-copy",
+            "--to",
+            &format!("{}/mirror", target.host),
+        ])
+        .args(["--out", "mirror", "--insecure-registry", &source.host])
+        .args(["--insecure-registry", &target.host])
+        .output()
+        .unwrap();
+    assert!(more.status.success(), "{}", common::transcript(&more));
+    let after = sets(dir.path());
+    let objects = |text: &str| -> Vec<String> { text.split("---\n").map(str::to_string).collect() };
+    assert_eq!(objects(&after).len(), objects(&before).len() + 1);
+    for object in objects(&before) {
+        assert!(objects(&after).contains(&object), "changed: {object}");
+    }
+
     drop(source);
     podman.run(&["rmi", "--all", "--force"]);
-    let by_digest = format!("{repository}@{digest}");
     let conf = dir.path().join("mirror/registries.conf.d/50-shop.conf");
-    let without = podman
-        .cmd()
-        .env("CONTAINERS_REGISTRIES_CONF", dir.path().join("none.conf"))
-        .args(["pull", "--tls-verify=false", &by_digest])
-        .output()
-        .unwrap();
-    assert!(
-        !without.status.success(),
-        "the source is stopped: without the mirror configuration the pull must fail"
-    );
-    let with = podman
-        .cmd()
-        .env("CONTAINERS_REGISTRIES_CONF", &conf)
-        .args(["pull", &by_digest])
-        .output()
-        .unwrap();
-    assert!(with.status.success(), "{}", common::transcript(&with));
-    let id = podman.run(&["image", "inspect", "--format", "{{.Digest}}", &by_digest]);
-    assert_eq!(id.trim(), digest);
+    for by_digest in &images {
+        let without = podman
+            .cmd()
+            .env("CONTAINERS_REGISTRIES_CONF", dir.path().join("none.conf"))
+            .args(["pull", "--tls-verify=false", by_digest])
+            .output()
+            .unwrap();
+        assert!(
+            !without.status.success(),
+            "the source is stopped: without the mirror configuration the pull must fail"
+        );
+        let with = podman
+            .cmd()
+            .env("CONTAINERS_REGISTRIES_CONF", &conf)
+            .args(["pull", by_digest])
+            .output()
+            .unwrap();
+        assert!(
+            with.status.success(),
+            "{by_digest}: {}",
+            common::transcript(&with)
+        );
+        let id = podman.run(&["image", "inspect", "--format", "{{.Digest}}", by_digest]);
+        assert_eq!(Some(id.trim()), by_digest.rsplit('@').next());
+    }
 }
 
 /// containerd, started here as root with its own root, state and socket and the
@@ -243,38 +289,44 @@ fn containerd_pulls_from_the_mirror_with_the_source_stopped() {
         source,
         target: _target,
         dir,
-        repository,
-        digest,
+        images,
     } = mirrored();
     drop(source);
     let containerd = Containerd::start();
-    let by_digest = format!("{repository}@{digest}");
-    let pull = |hosts: &Path| {
-        containerd
-            .ctr()
-            .args(["images", "pull", "--snapshotter", "native", "--hosts-dir"])
-            .arg(hosts)
-            .arg(&by_digest)
-            .output()
-            .unwrap()
-    };
-    let without = pull(&dir.path().join("no-hosts"));
-    assert!(
-        !without.status.success(),
-        "the source is stopped: without hosts.toml the pull must fail"
-    );
-    let with = pull(&dir.path().join("mirror/containerd/certs.d"));
-    assert!(with.status.success(), "{}", common::transcript(&with));
+    for by_digest in &images {
+        let pull = |hosts: &Path| {
+            containerd
+                .ctr()
+                .args(["images", "pull", "--snapshotter", "native", "--hosts-dir"])
+                .arg(hosts)
+                .arg(by_digest)
+                .output()
+                .unwrap()
+        };
+        let without = pull(&dir.path().join("no-hosts"));
+        assert!(
+            !without.status.success(),
+            "the source is stopped: without hosts.toml the pull must fail"
+        );
+        let with = pull(&dir.path().join("mirror/containerd/certs.d"));
+        assert!(
+            with.status.success(),
+            "{by_digest}: {}",
+            common::transcript(&with)
+        );
+    }
     let listed = containerd
         .ctr()
         .args(["images", "ls", "--quiet"])
         .output()
         .unwrap();
-    assert!(
-        String::from_utf8_lossy(&listed.stdout).contains(&by_digest),
-        "{}",
-        common::transcript(&listed)
-    );
+    for by_digest in &images {
+        assert!(
+            String::from_utf8_lossy(&listed.stdout).contains(by_digest.as_str()),
+            "{}",
+            common::transcript(&listed)
+        );
+    }
 }
 
 /// The CRDs of `scripts/testenv crds` (openshift/api), applied to the plane
@@ -328,6 +380,7 @@ fn the_mirror_sets_pass_openshifts_own_crd_validation() {
     let out = berth(dir.path())
         .args([
             "mirror",
+            "--locked",
             "--no-copy",
             "--to",
             "mirror.corp:5000/mirror",
