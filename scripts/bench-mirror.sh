@@ -31,32 +31,13 @@ files=$(find "$work/config/out" -type f | wc -l)
 echo "configuration for 500 components: $(python3 -c "print(f'{$config_s*1000:.1f}')") ms (median of 10, $files files, peak RSS $config_kib KiB)"
 
 # --- 2. mirroring against skopeo copy per image
-start_registry() {  # prints host:port; logs every request to $work/log-PORT
-  local port; port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  printf 'version: 0.1\nlog: {level: info, accesslog: {disabled: false}}\nstorage: {filesystem: {rootdirectory: %s/data-%s}}\nhttp: {addr: "127.0.0.1:%s"}\n' "$work" "$port" "$port" > "$work/config-$port.yml"
-  docker-registry serve "$work/config-$port.yml" > "$work/log-$port" 2>&1 &
-  echo $! >> "$work/pids"
-  for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/v2/" >/dev/null && break; sleep 0.05; done
-  echo "127.0.0.1:$port"
-}
+. scripts/bench-registry.sh
 requests() { grep -c '"GET \|"HEAD \|"PUT \|"POST \|"PATCH \|"DELETE ' "$work/log-${1#*:}" || true; }
 src=$(start_registry)
 mkdir -p "$work/mirror"
 printf "name: bench\nimages:\n" > "$work/mirror/berth.yaml"
 for n in $(seq 1 "$images"); do
-  layout=$work/layout$n; mkdir -p "$layout/blobs/sha256"
-  blob() { local d; d=$(sha256sum "$1" | cut -d' ' -f1); mv "$1" "$layout/blobs/sha256/$d"; echo "$d $(stat -c %s "$layout/blobs/sha256/$d")"; }
-  descriptors=(); diffs=()
-  for i in $(seq 1 "$layers"); do
-    head -c "$((mb * 1000000))" /dev/urandom > "$work/layer"
-    read -r d s < <(blob "$work/layer")
-    descriptors+=("{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar\",\"digest\":\"sha256:$d\",\"size\":$s}"); diffs+=("\"sha256:$d\"")
-  done
-  printf '{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[%s]}}' "$(IFS=,; echo "${diffs[*]}")" > "$work/config.json"; read -r c cs < <(blob "$work/config.json")
-  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[%s]}' "$c" "$cs" "$(IFS=,; echo "${descriptors[*]}")" > "$work/manifest.json"; read -r m ms < <(blob "$work/manifest.json")
-  printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"annotations":{"org.opencontainers.image.ref.name":"t"}}]}' "$m" "$ms" > "$layout/index.json"
-  echo '{"imageLayoutVersion":"1.0.0"}' > "$layout/oci-layout"
-  skopeo copy --quiet --insecure-policy --dest-tls-verify=false "oci:$layout:t" "docker://$src/team/app$n:v1"
+  push_random_image "$src/team/app$n:v1" "$layers" "$mb"
   printf "  app%s: {image: '%s/team/app%s:v1'}\n" "$n" "$src" "$n" >> "$work/mirror/berth.yaml"
 done
 (cd "$work/mirror" && "$berth" pin --insecure-registry "$src" 2>/dev/null)

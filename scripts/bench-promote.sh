@@ -11,29 +11,9 @@ berth=$PWD/target/release/berth
 work=$(mktemp -d)
 # Registries start in $(...) subshells, so their PIDs go to a file the trap reads.
 trap 'xargs -r kill < "$work/pids" 2>/dev/null; rm -rf "$work"' EXIT
-start_registry() {  # prints host:port
-  local port; port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  printf 'version: 0.1\nlog: {level: error}\nstorage: {filesystem: {rootdirectory: %s/data-%s}}\nhttp: {addr: "127.0.0.1:%s"}\n' "$work" "$port" "$port" > "$work/config-$port.yml"
-  docker-registry serve "$work/config-$port.yml" >/dev/null 2>&1 &
-  echo $! >> "$work/pids"
-  for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/v2/" >/dev/null && break; sleep 0.05; done
-  echo "127.0.0.1:$port"
-}
+. scripts/bench-registry.sh
 src=$(start_registry)
-
-layout=$work/layout; mkdir -p "$layout/blobs/sha256"
-blob() { local d; d=$(sha256sum "$1" | cut -d' ' -f1); mv "$1" "$layout/blobs/sha256/$d"; echo "$d $(stat -c %s "$layout/blobs/sha256/$d")"; }
-descriptors=(); diffs=()
-for i in $(seq 1 "$layers"); do
-  head -c "$((mb * 1000000))" /dev/urandom > "$work/layer$i"
-  read -r d s < <(blob "$work/layer$i")
-  descriptors+=("{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar\",\"digest\":\"sha256:$d\",\"size\":$s}"); diffs+=("\"sha256:$d\"")
-done
-printf '{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[%s]}}' "$(IFS=,; echo "${diffs[*]}")" > "$work/config.json"; read -r c cs < <(blob "$work/config.json")
-printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[%s]}' "$c" "$cs" "$(IFS=,; echo "${descriptors[*]}")" > "$work/manifest.json"; read -r m ms < <(blob "$work/manifest.json")
-printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"annotations":{"org.opencontainers.image.ref.name":"t"}}]}' "$m" "$ms" > "$layout/index.json"
-echo '{"imageLayoutVersion":"1.0.0"}' > "$layout/oci-layout"
-skopeo copy --quiet --insecure-policy --dest-tls-verify=false "oci:$layout:t" "docker://$src/team/app:v1"
+push_random_image "$src/team/app:v1" "$layers" "$mb"
 printf "name: bench\nimages:\n  app: {image: '%s/team/app:v1'}\n" "$src" > "$work/berth.yaml"
 
 # A fresh destination registry for every copy, so that neither tool can mount blobs
