@@ -72,3 +72,39 @@ pub fn is_config_key(key: &str) -> bool {
         && key != "."
         && !key.starts_with("..")
 }
+
+/// The runtimes `caBundles.X.inject.runtimes` names, and the variables each
+/// reads a CA bundle from (all set to the bundle's path in the container):
+/// OpenSSL and Go read `SSL_CERT_FILE` (which replaces their default store);
+/// Python's `requests` reads `REQUESTS_CA_BUNDLE` (it ignores `SSL_CERT_FILE`),
+/// `httpx` and `ssl` read `SSL_CERT_FILE`; Node adds `NODE_EXTRA_CA_CERTS` to its
+/// own roots; curl reads `CURL_CA_BUNDLE`.
+pub const RUNTIMES: &[(&str, &[&str])] = &[
+    ("openssl", &["SSL_CERT_FILE"]),
+    ("python", &["REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"]),
+    ("node", &["NODE_EXTRA_CA_CERTS"]),
+    ("go", &["SSL_CERT_FILE"]),
+    ("curl", &["CURL_CA_BUNDLE"]),
+];
+
+/// The variables a client reads *instead of* its default store: a bundle set
+/// through one of them must carry the public roots too (`defaults:`), or the
+/// client can no longer reach public endpoints.
+pub const REPLACING_VARIABLES: &[&str] = &["SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"];
+
+/// The variables of `runtimes`, each once, in [`RUNTIMES`]' order.
+pub fn runtime_variables<'a>(runtimes: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let chosen: Vec<&str> = runtimes.into_iter().collect();
+    let mut out: Vec<String> = Vec::new();
+    for (runtime, variables) in RUNTIMES {
+        if !chosen.contains(runtime) {
+            continue;
+        }
+        for variable in *variables {
+            if !out.iter().any(|v| v == variable) {
+                out.push((*variable).to_string());
+            }
+        }
+    }
+    out
+}

@@ -47,6 +47,10 @@ pub enum Code {
     TagMirror,
     /// An operator's related images disagree with berth's answer.
     RelatedImage,
+    /// A container already sets a CA bundle's variable otherwise.
+    TrustVariable,
+    /// A bundle without public roots replaces a client's default store.
+    PublicRoots,
 }
 
 impl Code {
@@ -70,6 +74,8 @@ impl Code {
         Code::StaleAccept,
         Code::TagMirror,
         Code::RelatedImage,
+        Code::TrustVariable,
+        Code::PublicRoots,
     ];
 
     /// The code as written in a warning and in `accept:`.
@@ -93,6 +99,8 @@ impl Code {
             Code::StaleAccept => "stale-accept",
             Code::TagMirror => "tag-mirror",
             Code::RelatedImage => "related-image",
+            Code::TrustVariable => "trust-variable",
+            Code::PublicRoots => "public-roots",
         }
     }
 

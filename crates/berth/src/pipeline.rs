@@ -77,8 +77,15 @@ pub fn generate(project: &Project, strict: bool, gitops: Option<Engine>) -> Resu
         // A clock before 1970 is not a reason to refuse a render; expiry checks then see 0.
         .unwrap_or(0);
     let mut warnings = Vec::new();
+    let system = project
+        .ca_bundles
+        .iter()
+        .any(|b| b.defaults.is_some())
+        .then(system_store)
+        .transpose()?
+        .flatten();
     for spec in &project.ca_bundles {
-        let bundle = ca::build(project, spec, &files, now, strict)?;
+        let bundle = ca::build(project, spec, &files, now, strict, system.as_ref())?;
         warnings.extend(bundle.warnings.into_iter().map(certificate));
         generated.push(bundle.generated);
     }
@@ -89,6 +96,25 @@ pub fn generate(project: &Project, strict: bool, gitops: Option<Engine>) -> Resu
         generated,
         warnings,
     })
+}
+
+/// The public roots `defaults: system` adds: `BERTH_SYSTEM_CA_BUNDLE`, else
+/// Debian's store; `None` when there is none (the bundle's error says how to
+/// get one). Read bounded, as every file berth reads.
+fn system_store() -> Result<Option<ca::SystemStore>> {
+    let path = berth_io::env::var_os("BERTH_SYSTEM_CA_BUNDLE")
+        .filter(|p| !p.is_empty())
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from("/etc/ssl/certs/ca-certificates.crt"));
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let bytes = crate::fs_source::read_bounded(&path)
+        .map_err(|e| anyhow!("cannot read the system CA store {}: {e}", path.display()))?;
+    Ok(Some(ca::SystemStore {
+        shown: path.display().to_string(),
+        bytes,
+    }))
 }
 
 /// One render as text (for `render`, `validate`, `push`, `sync`).

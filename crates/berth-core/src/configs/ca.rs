@@ -390,14 +390,26 @@ fn check_block(
     Ok((subject, validity.not_after.timestamp()))
 }
 
+/// The public roots of the machine that renders, read by the caller (the core
+/// reads no files outside the project): where they came from and the PEM.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SystemStore {
+    /// The file, for messages (`/etc/ssl/certs/ca-certificates.crt`).
+    pub shown: String,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+}
+
 /// Builds one of the project's bundles at time `now` (seconds since the Unix
-/// epoch), reading its sources through `files`.
+/// epoch), reading its sources through `files`; a bundle with `defaults:
+/// system` adds `system`'s certificates (an error when the caller found none).
 pub fn build(
     project: &Project,
     spec: &CaBundleSpec,
     files: &dyn FileSource,
     now: i64,
     strict: bool,
+    system: Option<&SystemStore>,
 ) -> Result<CaBundle, CaError> {
     let limit = |problem: String| CaError::Limit {
         file: project.file.clone(),
@@ -424,6 +436,23 @@ pub fn build(
             )));
         }
         sources.push((shown, bytes));
+    }
+    if spec.defaults.is_some() {
+        let store = system.ok_or_else(|| CaError::Read {
+            file: project.file.clone(),
+            pos: spec.pos,
+            bundle: spec.name.clone(),
+            path: "the system store".into(),
+            reason: "`defaults: system` needs this machine's public roots, and none was found at /etc/ssl/certs/ca-certificates.crt; install Debian's ca-certificates, or set BERTH_SYSTEM_CA_BUNDLE to the PEM file of the roots to add".into(),
+        })?;
+        total += store.bytes.len();
+        if total > MAX_BUNDLE_BYTES {
+            return Err(limit(format!(
+                "the sources and the system store hold more than {} MB of PEM",
+                MAX_BUNDLE_BYTES >> 20
+            )));
+        }
+        sources.push((store.shown.clone(), store.bytes.clone()));
     }
     let shape = BundleShape {
         name: spec.name.clone(),

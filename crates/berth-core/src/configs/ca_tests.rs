@@ -41,7 +41,7 @@ fn build_with(
     )
     .unwrap();
     let table = Table::new(files);
-    build(&p, &p.ca_bundles[0], &table, NOW, strict)
+    build(&p, &p.ca_bundles[0], &table, NOW, strict, None)
 }
 
 #[test]
@@ -251,7 +251,7 @@ fn a_bundle_with_hash_false_keeps_its_name_and_carries_labels() {
     )
     .unwrap();
     let table = Table::new(vec![("a.pem", good)]);
-    let bundle = build(&p, &p.ca_bundles[0], &table, NOW, false).unwrap();
+    let bundle = build(&p, &p.ca_bundles[0], &table, NOW, false, None).unwrap();
     assert_eq!(bundle.generated.name, "corp");
     assert!(
         !bundle.generated.immutable,

@@ -16,8 +16,25 @@ pub(super) const CONFIG_KEYS: &[&str] = &[
     "labels",
     "annotations",
 ];
-pub(super) const CA_KEYS: &[&str] = &["sources", "key", "inject", "hash", "labels", "annotations"];
-pub(super) const INJECT_KEYS: &[&str] = &["components", "containers", "mountPath", "env"];
+pub(super) const CA_KEYS: &[&str] = &[
+    "sources",
+    "key",
+    "inject",
+    "hash",
+    "labels",
+    "annotations",
+    "defaults",
+];
+pub(super) const INJECT_KEYS: &[&str] =
+    &["components", "containers", "mountPath", "env", "runtimes"];
+
+/// `caBundles.X.defaults`: the public roots added to the bundle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Defaults {
+    /// The store of the machine that renders (Debian's
+    /// `/etc/ssl/certs/ca-certificates.crt`, or `BERTH_SYSTEM_CA_BUNDLE`).
+    System,
+}
 
 /// A value with the position it was written at, for messages about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,6 +105,8 @@ pub struct CaBundleSpec {
     pub pos: Pos,
     /// `sources:`: PEM files or directories.
     pub sources: Vec<Spanned<String>>,
+    /// `defaults:`: the public roots added, when asked.
+    pub defaults: Option<Defaults>,
 }
 
 /// berth.yaml's bundle reads as what any source says of it.
@@ -261,6 +280,7 @@ impl Loader<'_> {
                 },
                 pos: key.pos,
                 sources: Vec::new(),
+                defaults: None,
             };
             for (k, v) in self.fields(value, &context, CA_KEYS)? {
                 let field = format!("{context}.{}", k.as_str().unwrap_or_default());
@@ -282,6 +302,13 @@ impl Loader<'_> {
                     "hash" => spec.hash = self.bool(v, &field)?,
                     "labels" => spec.labels = self.metadata_map(v, &field, true)?,
                     "annotations" => spec.annotations = self.metadata_map(v, &field, false)?,
+                    "defaults" => {
+                        let text = self.string(v, &field)?;
+                        if text != "system" {
+                            return Err(self.invalid(v, &field, text, "use `system`: the public roots of the machine that renders (Debian's /etc/ssl/certs/ca-certificates.crt, or the file BERTH_SYSTEM_CA_BUNDLE names)"));
+                        }
+                        spec.defaults = Some(Defaults::System);
+                    }
                     _ => {}
                 }
             }
@@ -370,8 +397,10 @@ impl Loader<'_> {
             components: Vec::new(),
             containers: Vec::new(),
             mount_path: String::new(),
-            env: vec![crate::names::DEFAULT_ENV.into()],
+            env: Vec::new(),
         };
+        let mut named_env: Option<Vec<String>> = None;
+        let mut runtimes: Option<Vec<String>> = None;
         for (k, v) in self.fields(node, context, INJECT_KEYS)? {
             let field = format!("{context}.{}", k.as_str().unwrap_or_default());
             match k.as_str().unwrap_or_default() {
@@ -396,14 +425,48 @@ impl Loader<'_> {
                     inject.mount_path = path.to_string();
                 }
                 "env" => {
-                    inject.env = Vec::new();
+                    named_env = Some(Vec::new());
                     for item in self.list(v, &field, "a list of variable names")? {
-                        inject.env.push(self.variable(item, &field)?);
+                        named_env
+                            .get_or_insert_with(Vec::new)
+                            .push(self.variable(item, &field)?);
                     }
+                }
+                "runtimes" => {
+                    let mut chosen = Vec::new();
+                    for item in self.strings(v, &field)? {
+                        if !crate::names::RUNTIMES.iter().any(|(r, _)| *r == item.value) {
+                            return Err(self.invalid(
+                                v,
+                                &field,
+                                &item.value,
+                                "a runtime is one of openssl, python, node, go, curl",
+                            ));
+                        }
+                        chosen.push(item.value);
+                    }
+                    runtimes = Some(chosen);
                 }
                 _ => {}
             }
         }
+        // `env:` and `runtimes:` add up; with neither, every runtime's variables.
+        inject.env = match (named_env, runtimes) {
+            (None, None) => {
+                crate::names::runtime_variables(crate::names::RUNTIMES.iter().map(|(r, _)| *r))
+            }
+            (env, runtimes) => {
+                let mut all = env.unwrap_or_default();
+                for variable in
+                    crate::names::runtime_variables(runtimes.iter().flatten().map(String::as_str))
+                {
+                    if !all.contains(&variable) {
+                        all.push(variable);
+                    }
+                }
+                all
+            }
+        };
         self.needs_one(
             inject.components.is_empty() && inject.containers.is_empty(),
             node.pos,

@@ -264,6 +264,9 @@ impl super::Findings {
                 stray.place, stray.text
             )));
         }
+        for (at, problem) in &self.trust {
+            out.push(Warning::at(Code::TrustVariable, at.clone(), problem));
+        }
         for finding in &self.related {
             out.push(Warning::at(
                 Code::RelatedImage,

@@ -50,8 +50,15 @@ impl<'a> CaInjector<'a> {
         CaInjector { rules }
     }
 
-    /// Injects into every pod of `object`.
-    pub fn inject(&self, object: &mut Node, kind: &str) {
+    /// Injects into every pod of `object`; a variable a container already sets
+    /// to something else is kept, and said in `out` as `(where, what)`.
+    pub fn inject(
+        &self,
+        object: &mut Node,
+        kind: &str,
+        at: &dyn Fn(Pos) -> String,
+        out: &mut Vec<(String, String)>,
+    ) {
         if self.rules.is_empty() {
             return;
         }
@@ -64,7 +71,12 @@ impl<'a> CaInjector<'a> {
                         continue;
                     };
                     for container in containers.iter_mut().filter(|c| rule.chooses(c)) {
-                        rule.mount(container);
+                        for (pos, variable, found) in rule.mount(container) {
+                            out.push((at(pos), format!(
+                                "`{variable}` is already `{found}` in this container, so berth leaves it and CA bundle `{}` does not reach the runtime that reads it: remove the variable from the manifest (berth sets it to `{}`), or leave the runtime out of `inject.runtimes`",
+                                rule.bundle.name, rule.inject.mount_path
+                            )));
+                        }
                         injected = true;
                     }
                 }
@@ -94,7 +106,9 @@ impl Rule<'_> {
         by_name || by_image
     }
 
-    fn mount(&self, container: &mut Node) {
+    /// Mounts the bundle and sets its variables; returns the variables the
+    /// container already set otherwise (kept): `(where, name, its value)`.
+    fn mount(&self, container: &mut Node) -> Vec<(Pos, String, String)> {
         let mount = map(vec![
             ("name", string(&self.bundle.name)),
             ("mountPath", string(&self.inject.mount_path)),
@@ -102,13 +116,32 @@ impl Rule<'_> {
             ("readOnly", plain("true")),
         ]);
         upsert_by_name(container, "volumeMounts", &self.bundle.name, mount);
+        let mut kept = Vec::new();
         for var in &self.inject.env {
+            let existing = container
+                .get("env")
+                .and_then(Node::as_seq)
+                .and_then(|items| {
+                    items
+                        .iter()
+                        .find(|i| i.get("name").and_then(Node::as_str) == Some(var.as_str()))
+                });
+            if let Some(item) = existing {
+                let value = item.get("value").and_then(Node::as_str);
+                if value != Some(self.inject.mount_path.as_str()) {
+                    let found =
+                        value.map_or_else(|| "set from `valueFrom`".to_string(), str::to_string);
+                    kept.push((item.pos, var.clone(), found));
+                    continue;
+                }
+            }
             let entry = map(vec![
                 ("name", string(var)),
                 ("value", string(&self.inject.mount_path)),
             ]);
             upsert_by_name(container, "env", var, entry);
         }
+        kept
     }
 }
 

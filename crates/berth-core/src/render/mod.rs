@@ -92,6 +92,8 @@ pub struct Findings {
     /// `operator:`'s container was in no object (judged over every manifest
     /// set, like an unmatched component: a profile may leave the operator out).
     pub operator_missing: Option<related::RelatedFinding>,
+    /// `(where, what)`: a CA bundle's variable a container already set otherwise.
+    pub trust: Vec<(String, String)>,
 }
 
 /// An image field whose tag or digest differs from berth.yaml's default.
@@ -320,6 +322,7 @@ impl Findings {
             config_paths_seen: t.config_paths_seen,
             related: t.related,
             operator_missing: t.operator_missing,
+            trust: t.trust,
         }
     }
 }
@@ -362,6 +365,7 @@ struct Transformed {
     config_paths_seen: Vec<(bool, bool)>,
     related: Vec<related::RelatedFinding>,
     operator_missing: Option<related::RelatedFinding>,
+    trust: Vec<(String, String)>,
 }
 
 /// Each input object transformed (images, pull policies, CA injection, config
@@ -446,6 +450,7 @@ fn transform(
     let injector = CaInjector::new(&spec.ca_bundles, spec.resolution);
     let mut related = related::RelatedImages::new(spec.operator, spec.resolution);
     let mut related_findings = Vec::new();
+    let mut trust = Vec::new();
     let mut configs = ConfigRewriter::new(spec.generated);
     let scanner = component_scanner(spec.resolution);
     let mut matched = 0;
@@ -491,7 +496,7 @@ fn transform(
                     input.values_set.then_some(spec.resolution),
                     &mut strays,
                 );
-                injector.inject(&mut object, &kind);
+                injector.inject(&mut object, &kind, &at, &mut trust);
                 let namespace = metadata_text(&object, "namespace").map(str::to_string);
                 configs.rewrite(&mut object, &kind, namespace.as_deref());
                 configs.rewrite_paths(
@@ -550,6 +555,7 @@ fn transform(
         config_paths_seen,
         related: related_findings,
         operator_missing,
+        trust,
     })
 }
 

@@ -38,6 +38,7 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
         }
     }
     warnings.extend(makefile_defaults(project));
+    warnings.extend(public_roots(project));
     // Over every set unless `--profile` (or paths) chose one.
     let whole = settings.profile.is_none() && settings.paths.is_empty();
     // The configs and CA bundles are checked (and warned about) once, whatever renders.
@@ -125,6 +126,36 @@ fn report(
         );
     }
     printed.len() + earlier.shown.len()
+}
+
+/// CA bundles without public roots injected through a variable that replaces
+/// a client's default store (`SSL_CERT_FILE`, `REQUESTS_CA_BUNDLE`,
+/// `CURL_CA_BUNDLE`): those clients could then reach only the bundle's CAs.
+fn public_roots(project: &Project) -> Vec<Warning> {
+    let mut out = Vec::new();
+    for bundle in &project.ca_bundles {
+        let Some(inject) = &bundle.inject else {
+            continue;
+        };
+        if bundle.defaults.is_some() {
+            continue;
+        }
+        let replacing: Vec<String> = inject
+            .env
+            .iter()
+            .filter(|v| berth_core::names::REPLACING_VARIABLES.contains(&v.as_str()))
+            .map(|v| format!("`{v}`"))
+            .collect();
+        if replacing.is_empty() {
+            continue;
+        }
+        out.push(Warning::at(Code::PublicRoots, format!("{}:{}", project.file, bundle.pos), format_args!(
+            "CA bundle `{}` holds only its own certificates, and {} replace the client's default store with it, so those clients can no longer reach public endpoints: add `defaults: system` (the public roots), or inject only Node's additive `NODE_EXTRA_CA_CERTS` (`runtimes: [node]`)",
+            bundle.name,
+            replacing.join(", ")
+        )));
+    }
+    out
 }
 
 /// The Makefile's image defaults compared with berth.yaml's: a default that

@@ -98,7 +98,8 @@ fn bundles_are_injected_into_the_chosen_containers() {
         .trim_start_matches("  name: ");
     let deployment = docs[1];
     // The epp container matched by component (after its registry moved), helper by name; other untouched.
-    assert!(deployment.contains("- name: epp\n        image: quay.io/me/epp:dev\n        env:\n        - name: SSL_CERT_FILE\n          value: /etc/ssl/certs/berth/ca-bundle.crt\n        - name: REQUESTS_CA_BUNDLE\n          value: /etc/ssl/certs/berth/ca-bundle.crt\n        volumeMounts:\n        - name: trusted-ca\n          mountPath: /etc/ssl/certs/berth/ca-bundle.crt\n          subPath: ca-bundle.crt\n          readOnly: true\n"), "{deployment}");
+    // The container's own SSL_CERT_FILE is kept (#38: never a silent overwrite), and said.
+    assert!(deployment.contains("- name: epp\n        image: quay.io/me/epp:dev\n        env:\n        - name: SSL_CERT_FILE\n          value: /old/path\n        - name: REQUESTS_CA_BUNDLE\n          value: /etc/ssl/certs/berth/ca-bundle.crt\n        volumeMounts:\n        - name: trusted-ca\n          mountPath: /etc/ssl/certs/berth/ca-bundle.crt\n          subPath: ca-bundle.crt\n          readOnly: true\n"), "{deployment}");
     assert!(
         deployment.contains("- name: helper\n        image: busybox\n        volumeMounts:"),
         "{deployment}"
@@ -107,6 +108,11 @@ fn bundles_are_injected_into_the_chosen_containers() {
     assert!(
         deployment.contains(&format!("configMap:\n          name: {name}\n")),
         "{deployment}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("app.yaml:11:15 (Deployment/epp): `SSL_CERT_FILE` is already `/old/path` in this container, so berth leaves it"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
     // Rendering again gives the same bytes (injection is idempotent and ordered).
     let again = berth(dir.path())
@@ -126,7 +132,12 @@ fn expired_certificates_warn_and_fail_under_strict() {
     assert!(out.stdout.is_empty(), "validate prints nothing on stdout");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.starts_with("warning: certs/old.pem: certificate `CN=Old CA` is expired on"),
+        stderr.contains("\nwarning: certs/old.pem: certificate `CN=Old CA` is expired on"),
+        "{stderr}"
+    );
+    // A bundle of private CAs alone, replacing the default store, is named (#38 item 3).
+    assert!(
+        stderr.starts_with("warning: berth.yaml:6:3: CA bundle `trusted-ca` holds only its own certificates, and `SSL_CERT_FILE`, `REQUESTS_CA_BUNDLE` replace the client's default store"),
         "{stderr}"
     );
     let out = berth(dir.path())

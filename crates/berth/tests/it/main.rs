@@ -35,3 +35,4 @@ mod promote;
 mod render_kustomize_parity;
 mod sync;
 mod sync_kube;
+mod trust_clients;

@@ -1,0 +1,238 @@
+//! #38: one `caBundles` declaration, and real clients in the container's place
+//! trust both a private CA and the public roots (`defaults: system`) — Python
+//! `requests` and the standard library, Node's `fetch`, Go's `net/http` and
+//! curl. Each client runs as a local process with exactly the files and
+//! environment `berth render` gives the container (its mount paths mapped
+//! below a temporary root), against two TLS servers on 127.0.0.1: one signed
+//! by the project's CA, one by a stand-in "public" CA that only the store
+//! `defaults: system` reads (`BERTH_SYSTEM_CA_BUNDLE`) holds. Without berth's
+//! environment each client refuses the project's server, so the environment
+//! is what made it work. (Java needs the PKCS#12 truststore, not built yet.)
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+
+use crate::common::{self, berth, project, registry::free_port, require_program, Group};
+
+/// A CA: its PEM and what signs with it.
+struct Ca {
+    pem: String,
+    issuer: Issuer<'static, KeyPair>,
+}
+
+fn ca(name: &str) -> Ca {
+    let mut params = CertificateParams::new(vec![]).unwrap();
+    params.distinguished_name.push(DnType::CommonName, name);
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let key = KeyPair::generate().unwrap();
+    let pem = params.self_signed(&key).unwrap().pem();
+    Ca {
+        pem,
+        issuer: Issuer::new(params, key),
+    }
+}
+
+/// A TLS server (Python's http.server) for 127.0.0.1 signed by `ca`, answering `ok`.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn server(dir: &Path, name: &str, ca: &Ca) -> Server {
+    let params = CertificateParams::new(vec!["127.0.0.1".into(), "localhost".into()]).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let cert = params.signed_by(&key, &ca.issuer).unwrap();
+    let (cert_file, key_file) = (
+        dir.join(format!("{name}.crt")),
+        dir.join(format!("{name}.key")),
+    );
+    std::fs::write(&cert_file, cert.pem()).unwrap();
+    std::fs::write(&key_file, key.serialize_pem()).unwrap();
+    let port = free_port();
+    let script = format!(
+        "import http.server, ssl\nclass H(http.server.BaseHTTPRequestHandler):\n    def do_GET(self):\n        self.send_response(200); self.send_header('Content-Length', '2'); self.end_headers(); self.wfile.write(b'ok')\n    def log_message(self, *a): pass\ns = http.server.ThreadingHTTPServer(('127.0.0.1', {port}), H)\nc = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); c.load_cert_chain('{}', '{}')\ns.socket = c.wrap_socket(s.socket, server_side=True)\ns.serve_forever()\n",
+        cert_file.display(),
+        key_file.display()
+    );
+    let child = Command::new("python3")
+        .args(["-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the {name} server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Server {
+        child,
+        url: format!("https://127.0.0.1:{port}/"),
+    }
+}
+
+/// The bundle's PEM and the container's CA variables, from berth's render.
+fn rendered(dir: &Path, store: &Path) -> (String, Vec<(String, String)>) {
+    let out = berth(dir)
+        .arg("render")
+        .env("BERTH_SYSTEM_CA_BUNDLE", store)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::transcript(&out));
+    let yaml = String::from_utf8_lossy(&out.stdout).into_owned();
+    let docs = berth_yaml::load_all(&yaml, berth_yaml::Limits::default()).unwrap();
+    let bundle = docs
+        .iter()
+        .find(|d| d.get("kind").and_then(|k| k.as_str()) == Some("ConfigMap"))
+        .and_then(|d| d.get("data"))
+        .and_then(|d| d.get("ca-bundle.crt"))
+        .and_then(|v| v.as_str())
+        .expect("the bundle ConfigMap")
+        .to_string();
+    let env = docs
+        .iter()
+        .find(|d| d.get("kind").and_then(|k| k.as_str()) == Some("Deployment"))
+        .and_then(|d| {
+            d.get("spec")?
+                .get("template")?
+                .get("spec")?
+                .get("containers")?
+                .as_seq()?
+                .first()?
+                .get("env")?
+                .as_seq()
+                .map(<[_]>::to_vec)
+        })
+        .expect("the container's env")
+        .iter()
+        .map(|e| {
+            let text = |k: &str| {
+                e.get(k)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            (text("name"), text("value"))
+        })
+        .collect();
+    (bundle, env)
+}
+
+/// A client: its name and the command that fetches `url` (exit 0 on HTTP 200).
+fn clients(go_program: &Path) -> Vec<(&'static str, Vec<String>)> {
+    let python = |code: &str| vec!["python3".to_string(), "-c".into(), code.into()];
+    vec![
+        ("python requests", python("import requests, sys; requests.get(sys.argv[1], timeout=10).raise_for_status()")),
+        ("python urllib", python("import urllib.request, sys; urllib.request.urlopen(sys.argv[1], timeout=10).read()")),
+        ("node fetch", vec!["node".into(), "-e".into(), "fetch(process.argv[1]).then(r => { if (!r.ok) process.exit(1) }).catch(e => { console.error(e.cause || e); process.exit(1) })".into()]),
+        ("go net/http", vec![go_program.display().to_string()]),
+        ("curl", vec!["curl".into(), "-fsS".into(), "--max-time".into(), "10".into()]),
+    ]
+}
+
+/// Runs `command URL` with only PATH, HOME and `env`.
+fn fetch(command: &[String], url: &str, env: &[(String, String)], home: &Path) -> Output {
+    let mut cmd = Command::new(&command[0]);
+    // `python3 -c CODE URL` and `node -e CODE URL`: the URL is the first argument.
+    cmd.args(&command[1..]).arg(url);
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        // A user's PYTHONPATH or SSL variables would change what is proven.
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    cmd.output().unwrap()
+}
+
+fn go_client(dir: &Path) -> PathBuf {
+    let src = dir.join("goclient");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("go.mod"), "module goclient\n\ngo 1.21\n").unwrap();
+    std::fs::write(
+        src.join("main.go"),
+        "package main\n\nimport (\n\t\"fmt\"\n\t\"net/http\"\n\t\"os\"\n)\n\nfunc main() {\n\tr, err := http.Get(os.Args[1])\n\tif err != nil {\n\t\tfmt.Fprintln(os.Stderr, err)\n\t\tos.Exit(1)\n\t}\n\tif r.StatusCode != 200 {\n\t\tos.Exit(1)\n\t}\n}\n",
+    )
+    .unwrap();
+    let out = Command::new("go")
+        .args(["build", "-o", "goclient", "."])
+        .current_dir(&src)
+        .env("CGO_ENABLED", "0")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::transcript(&out));
+    src.join("goclient")
+}
+
+#[test]
+#[cfg_attr(
+    not(all(feature = "test-tools", feature = "test-plane")),
+    ignore = "needs test-tools, test-plane (run scripts/test)"
+)]
+fn every_client_in_the_pod_trusts_the_project_ca_and_the_public_roots() {
+    for program in ["python3", "node", "curl"] {
+        require_program(Group::Tools, program);
+    }
+    require_program(Group::Plane, "go");
+    let project_ca = ca("Corp Root");
+    let public_ca = ca("Stand-in Public Root");
+    let dir = project(
+        "name: shop\nmanifests: [app.yaml]\nimages:\n  app: {image: 'ghcr.io/acme/app:v1'}\ncaBundles:\n  corp-ca:\n    sources: [certs/corp.pem]\n    defaults: system\n    inject: {components: [app]}\n",
+    );
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("certs")).unwrap();
+    std::fs::write(d.join("certs/corp.pem"), &project_ca.pem).unwrap();
+    std::fs::write(d.join("app.yaml"), "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: app}\nspec:\n  template:\n    spec:\n      containers: [{name: app, image: 'ghcr.io/acme/app:v1'}]\n").unwrap();
+    // The machine's public roots, as `defaults: system` reads them here.
+    let store = d.join("system-roots.pem");
+    std::fs::write(&store, &public_ca.pem).unwrap();
+    let servers = tempfile::tempdir().unwrap();
+    let private = server(servers.path(), "private", &project_ca);
+    let public = server(servers.path(), "public", &public_ca);
+
+    let (bundle, env) = rendered(d, &store);
+    assert_eq!(bundle.matches("BEGIN CERTIFICATE").count(), 2, "{bundle}");
+    let names: Vec<&str> = env.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "SSL_CERT_FILE",
+            "REQUESTS_CA_BUNDLE",
+            "NODE_EXTRA_CA_CERTS",
+            "CURL_CA_BUNDLE"
+        ]
+    );
+    // The container's files below a temporary root: the mount path, mapped.
+    let root = tempfile::tempdir().unwrap();
+    let mapped: Vec<(String, String)> = env
+        .iter()
+        .map(|(name, path)| {
+            let file = root.path().join(path.trim_start_matches('/'));
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(&file, &bundle).unwrap();
+            (name.clone(), file.display().to_string())
+        })
+        .collect();
+    let go = go_client(servers.path());
+    for (client, command) in clients(&go) {
+        for (which, url) in [("private", &private.url), ("public", &public.url)] {
+            let out = fetch(&command, url, &mapped, root.path());
+            assert!(
+                out.status.success(),
+                "{client} with berth's environment, {which} server: {}",
+                common::transcript(&out)
+            );
+        }
+        let without = fetch(&command, &private.url, &[], root.path());
+        assert!(!without.status.success(), "{client} without berth's environment reached the private server: the test proves nothing");
+    }
+}
