@@ -380,7 +380,6 @@ fn the_mirror_sets_pass_openshifts_own_crd_validation() {
     let out = berth(dir.path())
         .args([
             "mirror",
-            "--locked",
             "--no-copy",
             "--to",
             "mirror.corp:5000/mirror",
