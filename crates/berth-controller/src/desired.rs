@@ -302,6 +302,7 @@ fn bundle_specs(berth: &Berth) -> Vec<BundleSpec> {
                     } else {
                         i.env.clone()
                     },
+                    truststore: None,
                 }),
                 key,
                 hash: true,
@@ -527,6 +528,7 @@ fn build_bundles(
             name: name.clone(),
             key: spec.key.clone().unwrap_or_else(|| ca::DEFAULT_KEY.into()),
             hash: true,
+            formats: ca::Formats::default(),
         };
         let bundle = ca::from_pem(&shape, &pem, now, true).map_err(|e| {
             let reason = match &e {

@@ -135,7 +135,25 @@ pub struct BundleShape {
     pub key: String,
     /// Whether the name carries the content hash.
     pub hash: bool,
+    /// The Java truststores written beside the PEM (`binaryData`).
+    pub formats: Formats,
 }
+
+/// `caBundles.X.formats` beyond PEM: Java truststores of the same certificates,
+/// `truststore.p12` and `truststore.jks` in the ConfigMap's `binaryData`, with
+/// the password [`super::truststore::DEFAULT_PASSWORD`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Formats {
+    /// PKCS#12 (`truststore.p12`; the JDK's default type since 9).
+    pub pkcs12: bool,
+    /// JKS (`truststore.jks`), for older JDKs and tools that ask for it.
+    pub jks: bool,
+}
+
+/// The data key of the PKCS#12 truststore.
+pub const PKCS12_KEY: &str = "truststore.p12";
+/// The data key of the JKS truststore.
+pub const JKS_KEY: &str = "truststore.jks";
 
 /// Says in words what is wrong with a certificate's DER content, instead of the
 /// parser's internal error (`NomError(Eof)`).
@@ -285,11 +303,23 @@ pub fn from_pem(
 fn generated_bundle(shape: &BundleShape, certificates: &[Certificate]) -> Generated {
     let pem = encode_pem(certificates);
     let data = vec![(shape.key.clone(), pem)];
+    let ders: Vec<Vec<u8>> = certificates.iter().map(|c| c.der.clone()).collect();
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let password = super::truststore::DEFAULT_PASSWORD;
+    let mut binary_data = Vec::new();
+    if shape.formats.jks {
+        let store = super::truststore::jks(&ders, password);
+        binary_data.push((JKS_KEY.to_string(), b64.encode(store)));
+    }
+    if shape.formats.pkcs12 {
+        let store = super::truststore::pkcs12(&ders, password);
+        binary_data.push((PKCS12_KEY.to_string(), b64.encode(store)));
+    }
     let content_sha256 = hash::content_sha256(&hash::HashInput {
         kind: "ConfigMap",
         secret_type: None,
         data: &data,
-        binary_data: &[],
+        binary_data: &binary_data,
     });
     let name = if shape.hash {
         format!("{}-{}", shape.name, hash::suffix(&content_sha256))
@@ -302,7 +332,7 @@ fn generated_bundle(shape: &BundleShape, certificates: &[Certificate]) -> Genera
         kind: ConfigKind::ConfigMap,
         secret_type: None,
         data,
-        binary_data: Vec::new(),
+        binary_data,
         immutable: shape.hash,
         hashed: shape.hash,
         content_sha256,
@@ -458,6 +488,7 @@ pub fn build(
         name: spec.name.clone(),
         key: spec.key.clone(),
         hash: spec.hash,
+        formats: spec.formats,
     };
     let mut bundle = from_pem(&shape, &sources, now, strict).map_err(|e| match e {
         PemError::Content {

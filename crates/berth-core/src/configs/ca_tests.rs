@@ -196,6 +196,7 @@ fn bundles_from_bytes_name_their_sources_and_the_first_expiry() {
         name: "trusted-ca".into(),
         key: "ca-bundle.crt".into(),
         hash: true,
+        formats: Default::default(),
     };
     let sources = vec![
         (

@@ -10,6 +10,7 @@ pub mod ca;
 pub mod hash;
 pub mod schema;
 mod sources;
+pub mod truststore;
 
 use std::path::{Path, PathBuf};
 

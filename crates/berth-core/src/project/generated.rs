@@ -24,6 +24,7 @@ pub(super) const CA_KEYS: &[&str] = &[
     "labels",
     "annotations",
     "defaults",
+    "formats",
 ];
 pub(super) const INJECT_KEYS: &[&str] =
     &["components", "containers", "mountPath", "env", "runtimes"];
@@ -107,6 +108,8 @@ pub struct CaBundleSpec {
     pub sources: Vec<Spanned<String>>,
     /// `defaults:`: the public roots added, when asked.
     pub defaults: Option<Defaults>,
+    /// `formats:` beyond PEM (PKCS#12 also when the `java` runtime is injected).
+    pub formats: crate::configs::ca::Formats,
 }
 
 /// berth.yaml's bundle reads as what any source says of it.
@@ -134,6 +137,9 @@ pub struct Inject {
     pub mount_path: String,
     /// Variables set to `mount_path` (default `SSL_CERT_FILE`).
     pub env: Vec<String>,
+    /// The `java` runtime: where the PKCS#12 truststore is mounted, for
+    /// `JAVA_TOOL_OPTIONS` (appended to, never replaced).
+    pub truststore: Option<String>,
 }
 
 /// Kubernetes object names: lowercase DNS subdomain; room is left for the suffix.
@@ -281,6 +287,7 @@ impl Loader<'_> {
                 pos: key.pos,
                 sources: Vec::new(),
                 defaults: None,
+                formats: crate::configs::ca::Formats::default(),
             };
             for (k, v) in self.fields(value, &context, CA_KEYS)? {
                 let field = format!("{context}.{}", k.as_str().unwrap_or_default());
@@ -302,6 +309,23 @@ impl Loader<'_> {
                     "hash" => spec.hash = self.bool(v, &field)?,
                     "labels" => spec.labels = self.metadata_map(v, &field, true)?,
                     "annotations" => spec.annotations = self.metadata_map(v, &field, false)?,
+                    "formats" => {
+                        for item in self.strings(v, &field)? {
+                            match item.value.as_str() {
+                                "pem" => {}
+                                "pkcs12" => spec.formats.pkcs12 = true,
+                                "jks" => spec.formats.jks = true,
+                                other => {
+                                    return Err(self.invalid(
+                                        v,
+                                        &field,
+                                        other,
+                                        "a format is pem, pkcs12 or jks",
+                                    ))
+                                }
+                            }
+                        }
+                    }
                     "defaults" => {
                         let text = self.string(v, &field)?;
                         if text != "system" {
@@ -316,11 +340,19 @@ impl Loader<'_> {
                 return Err(self.missing(key.pos, "sources", format!("CA bundle `{}`", spec.name)));
             }
             let bundle = &mut spec.spec;
+            let mut java = false;
             if let Some(inject) = &mut bundle.inject {
                 if inject.mount_path.is_empty() {
                     inject.mount_path = crate::names::default_mount_path(&bundle.name, &bundle.key);
                 }
+                if inject.truststore.is_some() {
+                    // Beside the PEM file: the same directory, the PKCS#12 store's key.
+                    let dir = inject.mount_path.rsplit_once('/').map_or("", |(d, _)| d);
+                    inject.truststore = Some(format!("{dir}/{}", crate::configs::ca::PKCS12_KEY));
+                    java = true;
+                }
             }
+            spec.formats.pkcs12 |= java;
             out.push(spec);
         }
         Ok(out)
@@ -398,6 +430,7 @@ impl Loader<'_> {
             containers: Vec::new(),
             mount_path: String::new(),
             env: Vec::new(),
+            truststore: None,
         };
         let mut named_env: Option<Vec<String>> = None;
         let mut runtimes: Option<Vec<String>> = None;
@@ -435,12 +468,14 @@ impl Loader<'_> {
                 "runtimes" => {
                     let mut chosen = Vec::new();
                     for item in self.strings(v, &field)? {
-                        if !crate::names::RUNTIMES.iter().any(|(r, _)| *r == item.value) {
+                        if item.value != "java"
+                            && !crate::names::RUNTIMES.iter().any(|(r, _)| *r == item.value)
+                        {
                             return Err(self.invalid(
                                 v,
                                 &field,
                                 &item.value,
-                                "a runtime is one of openssl, python, node, go, curl",
+                                "a runtime is one of openssl, python, node, go, curl, java",
                             ));
                         }
                         chosen.push(item.value);
@@ -451,22 +486,7 @@ impl Loader<'_> {
             }
         }
         // `env:` and `runtimes:` add up; with neither, every runtime's variables.
-        inject.env = match (named_env, runtimes) {
-            (None, None) => {
-                crate::names::runtime_variables(crate::names::RUNTIMES.iter().map(|(r, _)| *r))
-            }
-            (env, runtimes) => {
-                let mut all = env.unwrap_or_default();
-                for variable in
-                    crate::names::runtime_variables(runtimes.iter().flatten().map(String::as_str))
-                {
-                    if !all.contains(&variable) {
-                        all.push(variable);
-                    }
-                }
-                all
-            }
-        };
+        (inject.env, inject.truststore) = runtime_variables(named_env, runtimes);
         self.needs_one(
             inject.components.is_empty() && inject.containers.is_empty(),
             node.pos,
@@ -545,4 +565,35 @@ fn qualified_name_problem(key: &str) -> Option<&'static str> {
     (!ok).then_some(
         "a key is `[prefix/]name`: a name of at most 63 letters, digits, `-`, `_` and `.` that starts and ends with a letter or digit, after an optional lowercase DNS prefix",
     )
+}
+
+/// The variables `inject.env:` and `inject.runtimes:` ask for (they add up;
+/// with neither, every runtime's), and whether the `java` runtime is among
+/// them (its truststore path is set once `mountPath` is known).
+fn runtime_variables(
+    named_env: Option<Vec<String>>,
+    runtimes: Option<Vec<String>>,
+) -> (Vec<String>, Option<String>) {
+    // Java reads a truststore, not a variable naming a PEM file.
+    let java = match (&named_env, &runtimes) {
+        (None, None) => true,
+        (_, Some(chosen)) => chosen.iter().any(|r| r == "java"),
+        (Some(_), None) => false,
+    };
+    let env = match (named_env, runtimes) {
+        (None, None) => {
+            crate::names::runtime_variables(crate::names::RUNTIMES.iter().map(|(r, _)| *r))
+        }
+        (env, runtimes) => {
+            let mut all = env.unwrap_or_default();
+            let chosen = runtimes.iter().flatten().map(String::as_str);
+            for variable in crate::names::runtime_variables(chosen) {
+                if !all.contains(&variable) {
+                    all.push(variable);
+                }
+            }
+            all
+        }
+    };
+    (env, java.then(String::new))
 }

@@ -241,6 +241,9 @@ fn ca_bundle(key: &str) -> Option<Value> {
         "hash" => boolean("Append the content hash to the name (default true)."),
         "labels" => string_map("Labels of the generated object."),
         "annotations" => string_map("Annotations of the generated object."),
+        "formats" => {
+            json!({"type": "array", "items": {"enum": ["pem", "pkcs12", "jks"]}, "description": "Java truststores written beside the PEM, in binaryData: truststore.p12 and truststore.jks (password `changeit`); PKCS#12 is added when the `java` runtime is injected."})
+        }
         "defaults" => {
             json!({"enum": ["system"], "description": "Add the public roots: `system` = the store of the machine that renders (Debian's /etc/ssl/certs/ca-certificates.crt, or BERTH_SYSTEM_CA_BUNDLE)."})
         }
@@ -254,7 +257,7 @@ fn inject(key: &str) -> Option<Value> {
         "containers" => texts("Containers, by name, that get the bundle."),
         "mountPath" => text("Where the bundle is mounted."),
         "env" => texts("Variables set to the bundle's path, beside the runtimes' (with neither `env:` nor `runtimes:`, every runtime's)."),
-        "runtimes" => json!({"type": "array", "items": {"enum": ["openssl", "python", "node", "go", "curl"]}, "description": "Runtimes whose variables point at the bundle: openssl and go SSL_CERT_FILE, python REQUESTS_CA_BUNDLE and SSL_CERT_FILE, node NODE_EXTRA_CA_CERTS, curl CURL_CA_BUNDLE (default: all)."}),
+        "runtimes" => json!({"type": "array", "items": {"enum": ["openssl", "python", "node", "go", "curl", "java"]}, "description": "Runtimes whose variables point at the bundle: openssl and go SSL_CERT_FILE, python REQUESTS_CA_BUNDLE and SSL_CERT_FILE, node NODE_EXTRA_CA_CERTS, curl CURL_CA_BUNDLE, java a PKCS#12 truststore through JAVA_TOOL_OPTIONS (default: all)."}),
         _ => return None,
     })
 }

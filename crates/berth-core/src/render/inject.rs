@@ -72,10 +72,12 @@ impl<'a> CaInjector<'a> {
                     };
                     for container in containers.iter_mut().filter(|c| rule.chooses(c)) {
                         for (pos, variable, found) in rule.mount(container) {
-                            out.push((at(pos), format!(
-                                "`{variable}` is already `{found}` in this container, so berth leaves it and CA bundle `{}` does not reach the runtime that reads it: remove the variable from the manifest (berth sets it to `{}`), or leave the runtime out of `inject.runtimes`",
-                                rule.bundle.name, rule.inject.mount_path
-                            )));
+                            let problem = if variable == JAVA_OPTIONS {
+                                format!("`{variable}` is `{found}` in this container, which names another truststore, so berth leaves it and Java does not trust CA bundle `{}`: remove its `-Djavax.net.ssl.trustStore…` options (berth appends its own), or leave `java` out of `inject.runtimes`", rule.bundle.name)
+                            } else {
+                                format!("`{variable}` is already `{found}` in this container, so berth leaves it and CA bundle `{}` does not reach the runtime that reads it: remove the variable from the manifest (berth sets it to `{}`), or leave the runtime out of `inject.runtimes`", rule.bundle.name, rule.inject.mount_path)
+                            };
+                            out.push((at(pos), problem));
                         }
                         injected = true;
                     }
@@ -118,14 +120,7 @@ impl Rule<'_> {
         upsert_by_name(container, "volumeMounts", &self.bundle.name, mount);
         let mut kept = Vec::new();
         for var in &self.inject.env {
-            let existing = container
-                .get("env")
-                .and_then(Node::as_seq)
-                .and_then(|items| {
-                    items
-                        .iter()
-                        .find(|i| i.get("name").and_then(Node::as_str) == Some(var.as_str()))
-                });
+            let existing = env_entry(container, var);
             if let Some(item) = existing {
                 let value = item.get("value").and_then(Node::as_str);
                 if value != Some(self.inject.mount_path.as_str()) {
@@ -141,12 +136,71 @@ impl Rule<'_> {
             ]);
             upsert_by_name(container, "env", var, entry);
         }
+        if let Some(truststore) = &self.inject.truststore {
+            kept.extend(self.java(container, truststore));
+        }
         kept
+    }
+
+    /// The `java` runtime: the PKCS#12 truststore mounted beside the PEM file,
+    /// and `JAVA_TOOL_OPTIONS` pointed at it — appended to the container's own
+    /// options, never replacing them; options that name another truststore are
+    /// kept and said.
+    fn java(&self, container: &mut Node, truststore: &str) -> Vec<(Pos, String, String)> {
+        let mount = map(vec![
+            ("name", string(&self.bundle.name)),
+            ("mountPath", string(truststore)),
+            ("subPath", string(crate::configs::ca::PKCS12_KEY)),
+            ("readOnly", plain("true")),
+        ]);
+        upsert_by(container, "volumeMounts", "mountPath", truststore, mount);
+        let ours = format!(
+            "-Djavax.net.ssl.trustStore={truststore} -Djavax.net.ssl.trustStoreType=PKCS12 -Djavax.net.ssl.trustStorePassword={}",
+            crate::configs::truststore::DEFAULT_PASSWORD
+        );
+        let existing = env_entry(container, JAVA_OPTIONS);
+        let value = match existing {
+            None => ours,
+            Some(item) => match item.get("value").and_then(Node::as_str) {
+                Some(v) if v.contains(&ours) => return Vec::new(),
+                Some(v) if v.contains("-Djavax.net.ssl.trustStore=") => {
+                    return vec![(item.pos, JAVA_OPTIONS.into(), v.to_string())]
+                }
+                Some(v) if !v.trim().is_empty() => format!("{} {ours}", v.trim_end()),
+                Some(_) => ours,
+                None => {
+                    return vec![(item.pos, JAVA_OPTIONS.into(), "set from `valueFrom`".into())]
+                }
+            },
+        };
+        let entry = map(vec![
+            ("name", string(JAVA_OPTIONS)),
+            ("value", string(&value)),
+        ]);
+        upsert_by_name(container, "env", JAVA_OPTIONS, entry);
+        Vec::new()
     }
 }
 
+/// The container's `env` entry named `name`.
+fn env_entry<'n>(container: &'n Node, name: &str) -> Option<&'n Node> {
+    container
+        .get("env")
+        .and_then(Node::as_seq)?
+        .iter()
+        .find(|i| i.get("name").and_then(Node::as_str) == Some(name))
+}
+
+/// The variable every JVM reads options from at start.
+const JAVA_OPTIONS: &str = "JAVA_TOOL_OPTIONS";
+
 /// Replaces the item of `holder[list]` whose `name` is `name`, or appends `item`.
 fn upsert_by_name(holder: &mut Node, list: &str, name: &str, item: Node) {
+    upsert_by(holder, list, "name", name, item);
+}
+
+/// Replaces the item of `holder[list]` whose `key` is `value`, or appends `item`.
+fn upsert_by(holder: &mut Node, list: &str, key: &str, value: &str, item: Node) {
     let Some(slot) = holder.entry(list, || Node::seq(Pos::default())) else {
         return;
     };
@@ -158,7 +212,7 @@ fn upsert_by_name(holder: &mut Node, list: &str, name: &str, item: Node) {
     };
     match items
         .iter_mut()
-        .find(|i| i.get("name").and_then(Node::as_str) == Some(name))
+        .find(|i| i.get(key).and_then(Node::as_str) == Some(value))
     {
         Some(existing) => *existing = item,
         None => items.push(item),

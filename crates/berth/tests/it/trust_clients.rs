@@ -7,7 +7,9 @@
 //! by the project's CA, one by a stand-in "public" CA that only the store
 //! `defaults: system` reads (`BERTH_SYSTEM_CA_BUNDLE`) holds. Without berth's
 //! environment each client refuses the project's server, so the environment
-//! is what made it work. (Java needs the PKCS#12 truststore, not built yet.)
+//! is what made it work. Java 17's `HttpClient` reads the PKCS#12 truststore
+//! berth writes through `JAVA_TOOL_OPTIONS`, and `keytool -list` opens both
+//! the PKCS#12 and the JKS store.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 use std::path::{Path, PathBuf};
@@ -82,8 +84,15 @@ fn server(dir: &Path, name: &str, ca: &Ca) -> Server {
     }
 }
 
-/// The bundle's PEM and the container's CA variables, from berth's render.
-fn rendered(dir: &Path, store: &Path) -> (String, Vec<(String, String)>) {
+/// What berth renders for the container: the bundle ConfigMap's data and
+/// binaryData (decoded), and the container's variables.
+struct Rendered {
+    files: Vec<(String, Vec<u8>)>,
+    env: Vec<(String, String)>,
+    mounts: Vec<(String, String)>,
+}
+
+fn rendered(dir: &Path, store: &Path) -> Rendered {
     let out = berth(dir)
         .arg("render")
         .env("BERTH_SYSTEM_CA_BUNDLE", store)
@@ -92,15 +101,30 @@ fn rendered(dir: &Path, store: &Path) -> (String, Vec<(String, String)>) {
     assert!(out.status.success(), "{}", common::transcript(&out));
     let yaml = String::from_utf8_lossy(&out.stdout).into_owned();
     let docs = berth_yaml::load_all(&yaml, berth_yaml::Limits::default()).unwrap();
-    let bundle = docs
+    use base64::Engine as _;
+    let config = docs
         .iter()
         .find(|d| d.get("kind").and_then(|k| k.as_str()) == Some("ConfigMap"))
-        .and_then(|d| d.get("data"))
-        .and_then(|d| d.get("ca-bundle.crt"))
-        .and_then(|v| v.as_str())
-        .expect("the bundle ConfigMap")
-        .to_string();
-    let env = docs
+        .expect("the bundle ConfigMap");
+    let mut files = Vec::new();
+    for (section, binary) in [("data", false), ("binaryData", true)] {
+        for (key, value) in config
+            .get(section)
+            .and_then(|d| d.as_map())
+            .unwrap_or_default()
+        {
+            let text = value.as_str().unwrap_or_default();
+            let bytes = if binary {
+                base64::engine::general_purpose::STANDARD
+                    .decode(text)
+                    .unwrap()
+            } else {
+                text.as_bytes().to_vec()
+            };
+            files.push((key.as_str().unwrap_or_default().to_string(), bytes));
+        }
+    }
+    let container = docs
         .iter()
         .find(|d| d.get("kind").and_then(|k| k.as_str()) == Some("Deployment"))
         .and_then(|d| {
@@ -109,28 +133,36 @@ fn rendered(dir: &Path, store: &Path) -> (String, Vec<(String, String)>) {
                 .get("spec")?
                 .get("containers")?
                 .as_seq()?
-                .first()?
-                .get("env")?
-                .as_seq()
-                .map(<[_]>::to_vec)
+                .first()
+                .cloned()
         })
-        .expect("the container's env")
-        .iter()
-        .map(|e| {
-            let text = |k: &str| {
-                e.get(k)
-                    .and_then(|v| v.as_str())
-                    .unwrap_or_default()
-                    .to_string()
-            };
-            (text("name"), text("value"))
-        })
-        .collect();
-    (bundle, env)
+        .expect("the container");
+    let pairs = |list: &str, a: &str, b: &str| -> Vec<(String, String)> {
+        container
+            .get(list)
+            .and_then(|l| l.as_seq())
+            .unwrap_or_default()
+            .iter()
+            .map(|e| {
+                let text = |k: &str| {
+                    e.get(k)
+                        .and_then(|v| v.as_str())
+                        .unwrap_or_default()
+                        .to_string()
+                };
+                (text(a), text(b))
+            })
+            .collect()
+    };
+    Rendered {
+        files,
+        env: pairs("env", "name", "value"),
+        mounts: pairs("volumeMounts", "mountPath", "subPath"),
+    }
 }
 
 /// A client: its name and the command that fetches `url` (exit 0 on HTTP 200).
-fn clients(go_program: &Path) -> Vec<(&'static str, Vec<String>)> {
+fn clients(go_program: &Path, java_program: &Path) -> Vec<(&'static str, Vec<String>)> {
     let python = |code: &str| vec!["python3".to_string(), "-c".into(), code.into()];
     vec![
         ("python requests", python("import requests, sys; requests.get(sys.argv[1], timeout=10).raise_for_status()")),
@@ -138,6 +170,7 @@ fn clients(go_program: &Path) -> Vec<(&'static str, Vec<String>)> {
         ("node fetch", vec!["node".into(), "-e".into(), "fetch(process.argv[1]).then(r => { if (!r.ok) process.exit(1) }).catch(e => { console.error(e.cause || e); process.exit(1) })".into()]),
         ("go net/http", vec![go_program.display().to_string()]),
         ("curl", vec!["curl".into(), "-fsS".into(), "--max-time".into(), "10".into()]),
+        ("java HttpClient", vec!["java".into(), java_program.display().to_string()]),
     ]
 }
 
@@ -152,6 +185,17 @@ fn fetch(command: &[String], url: &str, env: &[(String, String)], home: &Path) -
         // A user's PYTHONPATH or SSL variables would change what is proven.
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     cmd.output().unwrap()
+}
+
+/// A Java 17 single-file program: `java Fetch.java URL` (exit 0 on HTTP 200).
+fn java_client(dir: &Path) -> PathBuf {
+    let file = dir.join("Fetch.java");
+    std::fs::write(
+        &file,
+        "import java.net.URI;\nimport java.net.http.*;\n\npublic class Fetch {\n    public static void main(String[] args) throws Exception {\n        HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(args[0])).build(), HttpResponse.BodyHandlers.ofString());\n        System.exit(r.statusCode() == 200 ? 0 : 1);\n    }\n}\n",
+    )
+    .unwrap();
+    file
 }
 
 fn go_client(dir: &Path) -> PathBuf {
@@ -179,14 +223,14 @@ fn go_client(dir: &Path) -> PathBuf {
     ignore = "needs test-tools, test-plane (run scripts/test)"
 )]
 fn every_client_in_the_pod_trusts_the_project_ca_and_the_public_roots() {
-    for program in ["python3", "node", "curl"] {
+    for program in ["python3", "node", "curl", "java", "keytool"] {
         require_program(Group::Tools, program);
     }
     require_program(Group::Plane, "go");
     let project_ca = ca("Corp Root");
     let public_ca = ca("Stand-in Public Root");
     let dir = project(
-        "name: shop\nmanifests: [app.yaml]\nimages:\n  app: {image: 'ghcr.io/acme/app:v1'}\ncaBundles:\n  corp-ca:\n    sources: [certs/corp.pem]\n    defaults: system\n    inject: {components: [app]}\n",
+        "name: shop\nmanifests: [app.yaml]\nimages:\n  app: {image: 'ghcr.io/acme/app:v1'}\ncaBundles:\n  corp-ca:\n    sources: [certs/corp.pem]\n    defaults: system\n    formats: [pem, pkcs12, jks]\n    inject: {components: [app]}\n",
     );
     let d = dir.path();
     std::fs::create_dir_all(d.join("certs")).unwrap();
@@ -199,31 +243,91 @@ fn every_client_in_the_pod_trusts_the_project_ca_and_the_public_roots() {
     let private = server(servers.path(), "private", &project_ca);
     let public = server(servers.path(), "public", &public_ca);
 
-    let (bundle, env) = rendered(d, &store);
+    let rendered = rendered(d, &store);
+    let bundle = String::from_utf8_lossy(
+        &rendered
+            .files
+            .iter()
+            .find(|(k, _)| k == "ca-bundle.crt")
+            .unwrap()
+            .1,
+    )
+    .into_owned();
     assert_eq!(bundle.matches("BEGIN CERTIFICATE").count(), 2, "{bundle}");
-    let names: Vec<&str> = env.iter().map(|(n, _)| n.as_str()).collect();
+    let names: Vec<&str> = rendered.env.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
         [
             "SSL_CERT_FILE",
             "REQUESTS_CA_BUNDLE",
             "NODE_EXTRA_CA_CERTS",
-            "CURL_CA_BUNDLE"
+            "CURL_CA_BUNDLE",
+            "JAVA_TOOL_OPTIONS"
         ]
     );
-    // The container's files below a temporary root: the mount path, mapped.
+    // The container's files below a temporary root: each mount path, mapped.
     let root = tempfile::tempdir().unwrap();
-    let mapped: Vec<(String, String)> = env
+    let place = |path: &str| root.path().join(path.trim_start_matches('/'));
+    for (mount_path, key) in &rendered.mounts {
+        let (_, bytes) = rendered
+            .files
+            .iter()
+            .find(|(k, _)| k == key)
+            .expect("a mounted key");
+        let file = place(mount_path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, bytes).unwrap();
+    }
+    let mapped: Vec<(String, String)> = rendered
+        .env
         .iter()
-        .map(|(name, path)| {
-            let file = root.path().join(path.trim_start_matches('/'));
-            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-            std::fs::write(&file, &bundle).unwrap();
-            (name.clone(), file.display().to_string())
+        .map(|(name, value)| {
+            let value = value
+                .split(' ')
+                .map(|word| match word.split_once('=') {
+                    Some((flag, path)) if path.starts_with('/') => {
+                        format!("{flag}={}", place(path).display())
+                    }
+                    _ if word.starts_with('/') => place(word).display().to_string(),
+                    _ => word.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+            (name.clone(), value)
         })
         .collect();
+    // keytool opens both Java stores berth wrote (changeit, the JDK's default).
+    for (key, kind) in [("truststore.p12", "PKCS12"), ("truststore.jks", "JKS")] {
+        let file = servers.path().join(key);
+        std::fs::write(
+            &file,
+            &rendered.files.iter().find(|(k, _)| k == key).unwrap().1,
+        )
+        .unwrap();
+        let list = Command::new("keytool")
+            .args([
+                "-list",
+                "-storetype",
+                kind,
+                "-storepass",
+                "changeit",
+                "-keystore",
+            ])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            list.status.success(),
+            "keytool -list {key}: {}",
+            common::transcript(&list)
+        );
+        let text = String::from_utf8_lossy(&list.stdout);
+        assert!(text.contains("contains 2 entries"), "{key}: {text}");
+        assert!(text.contains("trustedCertEntry"), "{key}: {text}");
+    }
+    let java = java_client(servers.path());
     let go = go_client(servers.path());
-    for (client, command) in clients(&go) {
+    for (client, command) in clients(&go, &java) {
         for (which, url) in [("private", &private.url), ("public", &public.url)] {
             let out = fetch(&command, url, &mapped, root.path());
             assert!(
