@@ -150,6 +150,9 @@ pub struct Formats {
     pub jks: bool,
 }
 
+/// How the roots of `defaults: mozilla` are named in messages.
+const MOZILLA: &str = "Mozilla's roots (webpki-root-certs)";
+
 /// The data key of the PKCS#12 truststore.
 pub const PKCS12_KEY: &str = "truststore.p12";
 /// The data key of the JKS truststore.
@@ -467,7 +470,18 @@ pub fn build(
         }
         sources.push((shown, bytes));
     }
-    if spec.defaults.is_some() {
+    if spec.defaults == Some(crate::project::Defaults::Mozilla) {
+        let ders = webpki_root_certs::TLS_SERVER_ROOT_CERTS
+            .iter()
+            .map(|c| Certificate {
+                subject: String::new(),
+                fingerprint: String::new(),
+                der: c.to_vec(),
+            });
+        let pem = encode_pem(&ders.collect::<Vec<_>>());
+        sources.push((MOZILLA.to_string(), pem.into_bytes()));
+    }
+    if spec.defaults == Some(crate::project::Defaults::System) {
         let store = system.ok_or_else(|| CaError::Read {
             file: project.file.clone(),
             pos: spec.pos,

@@ -263,3 +263,37 @@ fn a_bundle_with_hash_false_keeps_its_name_and_carries_labels() {
         [("ogx.io/watch".to_string(), "true".to_string())]
     );
 }
+
+/// `defaults:` adds the public roots: Mozilla's (built in, the same everywhere,
+/// every one current at `NOW`, so `--strict` passes) or the machine's store the
+/// caller read; `system` without a store is an error that says how to get one.
+#[test]
+fn defaults_add_the_public_roots() {
+    let (corp, _) = cert("Corp Root", (2024, 1, 1), (2030, 1, 1));
+    let bundle = |defaults: &str, system: Option<&SystemStore>| {
+        let p = project::parse(
+            "berth.yaml",
+            PathBuf::from("/p"),
+            &format!(
+                "name: t\ncaBundles:\n  corp: {{sources: [corp.pem], defaults: {defaults}}}\n"
+            ),
+        )
+        .unwrap();
+        let table = Table::new(vec![("corp.pem", corp.clone())]);
+        build(&p, &p.ca_bundles[0], &table, NOW, true, system)
+    };
+    let mozilla = bundle("mozilla", None).unwrap();
+    assert!(mozilla.certificates > 100, "{}", mozilla.certificates);
+    assert_eq!(
+        mozilla.certificates,
+        webpki_root_certs::TLS_SERVER_ROOT_CERTS.len() + 1
+    );
+    let (public, _) = cert("Stand-in Public Root", (2024, 1, 1), (2030, 1, 1));
+    let store = SystemStore {
+        shown: "/etc/ssl/certs/ca-certificates.crt".into(),
+        bytes: public.into_bytes(),
+    };
+    assert_eq!(bundle("system", Some(&store)).unwrap().certificates, 2);
+    let missing = bundle("system", None).unwrap_err().to_string();
+    assert!(missing.contains("BERTH_SYSTEM_CA_BUNDLE"), "{missing}");
+}

@@ -35,6 +35,9 @@ pub enum Defaults {
     /// The store of the machine that renders (Debian's
     /// `/etc/ssl/certs/ca-certificates.crt`, or `BERTH_SYSTEM_CA_BUNDLE`).
     System,
+    /// Mozilla's root program, as the `webpki-root-certs` crate berth is built
+    /// with carries it: the same on every machine, updated with berth.
+    Mozilla,
 }
 
 /// A value with the position it was written at, for messages about it.
@@ -328,10 +331,11 @@ impl Loader<'_> {
                     }
                     "defaults" => {
                         let text = self.string(v, &field)?;
-                        if text != "system" {
-                            return Err(self.invalid(v, &field, text, "use `system`: the public roots of the machine that renders (Debian's /etc/ssl/certs/ca-certificates.crt, or the file BERTH_SYSTEM_CA_BUNDLE names)"));
-                        }
-                        spec.defaults = Some(Defaults::System);
+                        spec.defaults = Some(match text {
+                            "system" => Defaults::System,
+                            "mozilla" => Defaults::Mozilla,
+                            _ => return Err(self.invalid(v, &field, text, "use `system` (the public roots of the machine that renders: Debian's /etc/ssl/certs/ca-certificates.crt, or the file BERTH_SYSTEM_CA_BUNDLE names) or `mozilla` (Mozilla's roots as berth is built with them, the same on every machine)")),
+                        });
                     }
                     _ => {}
                 }

@@ -20,7 +20,7 @@ mod load;
 pub mod schema;
 mod sync;
 pub use dev::{Dev, Forward};
-pub use generated::{BundleSpec, CaBundleSpec, ConfigSpec, Inject, Spanned};
+pub use generated::{BundleSpec, CaBundleSpec, ConfigSpec, Defaults, Inject, Spanned};
 pub use helm::{HelmChart, HelmPart};
 pub use sync::{RunStep, SyncPath, SyncRule, SyncTarget};
 

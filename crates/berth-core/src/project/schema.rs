@@ -245,7 +245,7 @@ fn ca_bundle(key: &str) -> Option<Value> {
             json!({"type": "array", "items": {"enum": ["pem", "pkcs12", "jks"]}, "description": "Java truststores written beside the PEM, in binaryData: truststore.p12 and truststore.jks (password `changeit`); PKCS#12 is added when the `java` runtime is injected."})
         }
         "defaults" => {
-            json!({"enum": ["system"], "description": "Add the public roots: `system` = the store of the machine that renders (Debian's /etc/ssl/certs/ca-certificates.crt, or BERTH_SYSTEM_CA_BUNDLE)."})
+            json!({"enum": ["system", "mozilla"], "description": "Add the public roots: `system` = the store of the machine that renders (Debian's /etc/ssl/certs/ca-certificates.crt, or BERTH_SYSTEM_CA_BUNDLE); `mozilla` = Mozilla's roots as berth is built with them (the webpki-root-certs crate), the same on every machine."})
         }
         _ => return None,
     })
