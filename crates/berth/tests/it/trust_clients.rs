@@ -1,7 +1,7 @@
 //! #38: one `caBundles` declaration, and real clients in the container's place
 //! trust both a private CA and the public roots (`defaults: system`) — Python
-//! `requests` and the standard library, Node's `fetch`, Go's `net/http` and
-//! curl. Each client runs as a local process with exactly the files and
+//! `requests`, `httpx` and the standard library, Node's `fetch`, Go's
+//! `net/http`, curl and Java 17's `HttpClient`. Each client runs as a local process with exactly the files and
 //! environment `berth render` gives the container (its mount paths mapped
 //! below a temporary root), against two TLS servers on 127.0.0.1: one signed
 //! by the project's CA, one by a stand-in "public" CA that only the store
@@ -167,6 +167,7 @@ fn clients(go_program: &Path, java_program: &Path) -> Vec<(&'static str, Vec<Str
     vec![
         ("python requests", python("import requests, sys; requests.get(sys.argv[1], timeout=10).raise_for_status()")),
         ("python urllib", python("import urllib.request, sys; urllib.request.urlopen(sys.argv[1], timeout=10).read()")),
+        ("python httpx", python("import httpx, sys; httpx.get(sys.argv[1], timeout=10).raise_for_status()")),
         ("node fetch", vec!["node".into(), "-e".into(), "fetch(process.argv[1]).then(r => { if (!r.ok) process.exit(1) }).catch(e => { console.error(e.cause || e); process.exit(1) })".into()]),
         ("go net/http", vec![go_program.display().to_string()]),
         ("curl", vec!["curl".into(), "-fsS".into(), "--max-time".into(), "10".into()]),
