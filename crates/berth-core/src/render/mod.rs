@@ -669,3 +669,7 @@ mod tests;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod related_tests;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod inject_tests;
