@@ -51,6 +51,8 @@ pub enum Code {
     TrustVariable,
     /// A bundle without public roots replaces a client's default store.
     PublicRoots,
+    /// A CA bundle's cluster source that this command could not read.
+    ClusterSource,
 }
 
 impl Code {
@@ -76,6 +78,7 @@ impl Code {
         Code::RelatedImage,
         Code::TrustVariable,
         Code::PublicRoots,
+        Code::ClusterSource,
     ];
 
     /// The code as written in a warning and in `accept:`.
@@ -101,6 +104,7 @@ impl Code {
             Code::RelatedImage => "related-image",
             Code::TrustVariable => "trust-variable",
             Code::PublicRoots => "public-roots",
+            Code::ClusterSource => "cluster-source",
         }
     }
 

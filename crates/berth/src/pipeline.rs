@@ -68,7 +68,12 @@ pub struct Generation {
 
 /// Builds every generated object of the project. For a GitOps engine they carry
 /// its never-prune annotations and berth's labels.
-pub fn generate(project: &Project, strict: bool, gitops: Option<Engine>) -> Result<Generation> {
+pub fn generate(
+    project: &Project,
+    strict: bool,
+    gitops: Option<Engine>,
+    cluster: Option<&[ca::ClusterPem]>,
+) -> Result<Generation> {
     let files = Fs { root: &project.dir };
     let mut generated = configs::generate_all(project, &files)?;
     let now = std::time::SystemTime::now()
@@ -85,7 +90,16 @@ pub fn generate(project: &Project, strict: bool, gitops: Option<Engine>) -> Resu
         .transpose()?
         .flatten();
     for spec in &project.ca_bundles {
-        let bundle = ca::build(project, spec, &files, now, strict, system.as_ref())?;
+        if cluster.is_none() {
+            for source in &spec.cluster_sources {
+                warnings.push(Warning::at(Code::ClusterSource, format!("{}:{}", project.file, source.pos), format_args!(
+                    "CA bundle `{}` reads configMap `{}` (key `{}`) from the cluster, which `berth apply` and `berth diff` do; this command reaches no cluster and renders the bundle without it",
+                    spec.name, source.config_map, source.key
+                )));
+            }
+        }
+        let read = cluster.unwrap_or_default();
+        let bundle = ca::build(project, spec, &files, now, strict, system.as_ref(), read)?;
         warnings.extend(bundle.warnings.into_iter().map(certificate));
         generated.push(bundle.generated);
     }
@@ -135,10 +149,14 @@ pub fn render(
     project: &Project,
     resolution: &Resolution<'_>,
 ) -> Result<Rendered> {
-    let (rendered, warnings, source_warnings) =
-        run(settings, project, resolution, render::render, |r| {
-            &mut r.findings
-        })?;
+    let (rendered, warnings, source_warnings) = run(
+        settings,
+        project,
+        resolution,
+        render::render,
+        |r| &mut r.findings,
+        None,
+    )?;
     Ok(Rendered {
         rendered,
         warnings,
@@ -154,8 +172,9 @@ fn run<T>(
     resolution: &Resolution<'_>,
     render: impl FnOnce(&Spec<'_>, &[render::Input]) -> Result<T, RenderError>,
     findings: impl FnOnce(&mut T) -> &mut Findings,
+    cluster: Option<&[ca::ClusterPem]>,
 ) -> Result<(T, Vec<Warning>, Vec<Warning>)> {
-    let generation = generate(project, settings.strict, settings.gitops(project))?;
+    let generation = generate(project, settings.strict, settings.gitops(project), cluster)?;
     let images = render::image_values(resolution).map_err(|e| anyhow!("{}: {e}", project.file))?;
     let manifests = settings.manifests(project)?;
     let helm = crate::helm::Given {
@@ -197,16 +216,21 @@ pub fn desired(
     settings: &Render,
     project: &Project,
     resolution: &Resolution<'_>,
+    cluster: Option<&[ca::ClusterPem]>,
 ) -> Result<Prepared> {
     let to_desired = |spec: &Spec<'_>, inputs: &[render::Input]| {
         let rendered = render::render_objects(spec, inputs)?;
         let desired = Desired::from_rendered(&project.name, &rendered.objects, spec.generated);
         Ok((rendered, desired))
     };
-    let ((rendered, desired), mut warnings, _) =
-        run(settings, project, resolution, to_desired, |(r, _)| {
-            &mut r.findings
-        })?;
+    let ((rendered, desired), mut warnings, _) = run(
+        settings,
+        project,
+        resolution,
+        to_desired,
+        |(r, _)| &mut r.findings,
+        cluster,
+    )?;
     // Applied directly, a placeholder berth does not fill reaches the cluster as
     // written (`berth render` leaves them for envsubst, and says nothing).
     for unfilled in render::unfilled_placeholders(&rendered.objects) {

@@ -423,6 +423,17 @@ fn check_block(
     Ok((subject, validity.not_after.timestamp()))
 }
 
+/// A cluster source's PEM as the caller read it (`None`: not read — no cluster).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterPem {
+    /// The ConfigMap.
+    pub config_map: String,
+    /// The key.
+    pub key: String,
+    /// Its value.
+    pub pem: String,
+}
+
 /// The public roots of the machine that renders, read by the caller (the core
 /// reads no files outside the project): where they came from and the PEM.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -443,6 +454,7 @@ pub fn build(
     now: i64,
     strict: bool,
     system: Option<&SystemStore>,
+    cluster: &[ClusterPem],
 ) -> Result<CaBundle, CaError> {
     let limit = |problem: String| CaError::Limit {
         file: project.file.clone(),
@@ -469,6 +481,18 @@ pub fn build(
             )));
         }
         sources.push((shown, bytes));
+    }
+    // Cluster sources the caller read (apply, diff); a render without a cluster
+    // has none and says so itself.
+    for source in &spec.cluster_sources {
+        if let Some(read) = cluster
+            .iter()
+            .find(|c| c.config_map == source.config_map && c.key == source.key)
+        {
+            total += read.pem.len();
+            let shown = format!("configMap {} (key {})", read.config_map, read.key);
+            sources.push((shown, read.pem.clone().into_bytes()));
+        }
     }
     if spec.defaults == Some(crate::project::Defaults::Mozilla) {
         let ders = webpki_root_certs::TLS_SERVER_ROOT_CERTS

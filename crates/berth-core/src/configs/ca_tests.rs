@@ -41,7 +41,7 @@ fn build_with(
     )
     .unwrap();
     let table = Table::new(files);
-    build(&p, &p.ca_bundles[0], &table, NOW, strict, None)
+    build(&p, &p.ca_bundles[0], &table, NOW, strict, None, &[])
 }
 
 #[test]
@@ -252,7 +252,7 @@ fn a_bundle_with_hash_false_keeps_its_name_and_carries_labels() {
     )
     .unwrap();
     let table = Table::new(vec![("a.pem", good)]);
-    let bundle = build(&p, &p.ca_bundles[0], &table, NOW, false, None).unwrap();
+    let bundle = build(&p, &p.ca_bundles[0], &table, NOW, false, None, &[]).unwrap();
     assert_eq!(bundle.generated.name, "corp");
     assert!(
         !bundle.generated.immutable,
@@ -280,7 +280,7 @@ fn defaults_add_the_public_roots() {
         )
         .unwrap();
         let table = Table::new(vec![("corp.pem", corp.clone())]);
-        build(&p, &p.ca_bundles[0], &table, NOW, true, system)
+        build(&p, &p.ca_bundles[0], &table, NOW, true, system, &[])
     };
     let mozilla = bundle("mozilla", None).unwrap();
     assert!(mozilla.certificates > 100, "{}", mozilla.certificates);

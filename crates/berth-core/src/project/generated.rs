@@ -113,6 +113,20 @@ pub struct CaBundleSpec {
     pub defaults: Option<Defaults>,
     /// `formats:` beyond PEM (PKCS#12 also when the `java` runtime is injected).
     pub formats: crate::configs::ca::Formats,
+    /// `sources:` entries `{configMap: NAME, key: KEY}`: read from the cluster
+    /// (the workloads' namespace) by the commands that reach one.
+    pub cluster_sources: Vec<ClusterSource>,
+}
+
+/// A CA bundle source in the cluster: a ConfigMap's key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterSource {
+    /// The ConfigMap.
+    pub config_map: String,
+    /// Its key holding PEM.
+    pub key: String,
+    /// Where the entry is written.
+    pub pos: Pos,
 }
 
 /// berth.yaml's bundle reads as what any source says of it.
@@ -182,6 +196,57 @@ impl Loader<'_> {
                 })
             })
             .collect()
+    }
+
+    /// A CA bundle's `sources:`: files and directories as strings, cluster
+    /// ConfigMaps as `{configMap: NAME, key: KEY}`.
+    fn ca_sources(
+        &self,
+        node: &Node,
+        key: &str,
+    ) -> Result<(Vec<Spanned<String>>, Vec<ClusterSource>), ProjectError> {
+        let mut files = Vec::new();
+        let mut cluster = Vec::new();
+        for item in self.list(
+            node,
+            key,
+            "a list of files, directories and {configMap, key}",
+        )? {
+            if item.as_map().is_none() {
+                let value = self.string(item, key)?.to_string();
+                files.push(Spanned {
+                    value,
+                    pos: item.pos,
+                });
+                continue;
+            }
+            let mut name = None;
+            let mut data_key = None;
+            for (k, v) in self.fields(item, key, &["configMap", "key"])? {
+                match k.as_str().unwrap_or_default() {
+                    "configMap" => name = Some(self.string(v, key)?.to_string()),
+                    "key" => data_key = Some(self.string(v, key)?.to_string()),
+                    _ => {}
+                }
+            }
+            let config_map =
+                name.ok_or_else(|| self.missing(item.pos, "configMap", format!("`{key}` entry")))?;
+            let data_key = data_key.ok_or_else(|| {
+                self.missing(
+                    item.pos,
+                    "key",
+                    format!(
+                        "`{key}` entry (the ConfigMap's key holding PEM, e.g. `ca-bundle.crt`)"
+                    ),
+                )
+            })?;
+            cluster.push(ClusterSource {
+                config_map,
+                key: data_key,
+                pos: item.pos,
+            });
+        }
+        Ok((files, cluster))
     }
 
     fn entry_name(&self, key: &Node, section: &str, max: usize) -> Result<String, ProjectError> {
@@ -291,11 +356,14 @@ impl Loader<'_> {
                 sources: Vec::new(),
                 defaults: None,
                 formats: crate::configs::ca::Formats::default(),
+                cluster_sources: Vec::new(),
             };
             for (k, v) in self.fields(value, &context, CA_KEYS)? {
                 let field = format!("{context}.{}", k.as_str().unwrap_or_default());
                 match k.as_str().unwrap_or_default() {
-                    "sources" => spec.sources = self.strings(v, &field)?,
+                    "sources" => {
+                        (spec.sources, spec.cluster_sources) = self.ca_sources(v, &field)?
+                    }
                     "key" => {
                         let key = self.string(v, &field)?;
                         if !crate::names::is_config_key(key) {
@@ -340,7 +408,7 @@ impl Loader<'_> {
                     _ => {}
                 }
             }
-            if spec.sources.is_empty() {
+            if spec.sources.is_empty() && spec.cluster_sources.is_empty() {
                 return Err(self.missing(key.pos, "sources", format!("CA bundle `{}`", spec.name)));
             }
             let bundle = &mut spec.spec;

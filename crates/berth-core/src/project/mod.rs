@@ -20,7 +20,9 @@ mod load;
 pub mod schema;
 mod sync;
 pub use dev::{Dev, Forward};
-pub use generated::{BundleSpec, CaBundleSpec, ConfigSpec, Defaults, Inject, Spanned};
+pub use generated::{
+    BundleSpec, CaBundleSpec, ClusterSource, ConfigSpec, Defaults, Inject, Spanned,
+};
 pub use helm::{HelmChart, HelmPart};
 pub use sync::{RunStep, SyncPath, SyncRule, SyncTarget};
 

@@ -235,7 +235,9 @@ fn config(key: &str) -> Option<Value> {
 
 fn ca_bundle(key: &str) -> Option<Value> {
     Some(match key {
-        "sources" => texts("PEM files and directories."),
+        "sources" => {
+            json!({"type": "array", "items": {"oneOf": [{"type": "string"}, {"type": "object", "properties": {"configMap": {"type": "string"}, "key": {"type": "string"}}, "required": ["configMap", "key"], "additionalProperties": false}]}, "description": "PEM files and directories, and `{configMap: NAME, key: KEY}` read from the cluster by apply and diff."})
+        }
         "key" => text("The key of the bundle in the ConfigMap (default ca.crt)."),
         "inject" => object("caBundles.NAME.inject", INJECT_KEYS, inject, &[]),
         "hash" => boolean("Append the content hash to the name (default true)."),

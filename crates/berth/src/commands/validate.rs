@@ -42,7 +42,7 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
     // Over every set unless `--profile` (or paths) chose one.
     let whole = settings.profile.is_none() && settings.paths.is_empty();
     // The configs and CA bundles are checked (and warned about) once, whatever renders.
-    let generation = pipeline::generate(project, settings.strict, settings.gitops(project))?;
+    let generation = pipeline::generate(project, settings.strict, settings.gitops(project), None)?;
     warnings.extend(generation.warnings);
     if !sets.is_empty() {
         let mut all: Vec<Findings> = Vec::new();

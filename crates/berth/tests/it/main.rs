@@ -36,3 +36,4 @@ mod render_kustomize_parity;
 mod sync;
 mod sync_kube;
 mod trust_clients;
+mod trust_rotation;

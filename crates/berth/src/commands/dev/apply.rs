@@ -50,7 +50,7 @@ pub fn snapshot(source: &Source) -> Result<Snapshot> {
         source.project.as_deref(),
         &source.resolve,
         |project, resolution| {
-            let prepared = crate::pipeline::desired(&source.render, project, resolution)?;
+            let prepared = crate::pipeline::desired(&source.render, project, resolution, None)?;
             Ok(Snapshot {
                 project: project.clone(),
                 desired: prepared.desired,
