@@ -87,3 +87,50 @@ fn an_acceptance_needs_a_known_code_a_place_and_a_reason() {
         assert!(stderr(&out).contains(expected), "{yaml}: {}", stderr(&out));
     }
 }
+
+/// The keys this release added refuse a bad value with its place and the fix,
+/// exit 1 and nothing rendered.
+#[test]
+fn new_keys_refuse_bad_values_with_their_place_and_fix() {
+    let image = "images:\n  app: {image: 'ghcr.io/a/app:v1'}\n";
+    let bundle = |extra: &str| format!("{image}caBundles:\n  corp:\n    {extra}\n");
+    let cases = [
+        (
+            format!("operator: {{workload: ogx, container: manager}}\n{image}"),
+            "write the workload as `Kind/name`",
+        ),
+        (
+            format!("operator: {{workload: Deployment/x}}\n{image}"),
+            "`container`",
+        ),
+        (
+            "images:\n  app: {image: 'ghcr.io/a/app:v1', relatedImage: 'no spaces'}\n".to_string(),
+            "`RELATED_IMAGE_`",
+        ),
+        (
+            bundle("sources: [c.pem]\n    formats: [pem, pfx]"),
+            "a format is pem, pkcs12 or jks",
+        ),
+        (
+            bundle("sources: [c.pem]\n    defaults: debian"),
+            "use `system`",
+        ),
+        (
+            bundle("sources: [c.pem]\n    inject: {components: [app], runtimes: [ruby]}"),
+            "a runtime is one of openssl, python, node, go, curl, java",
+        ),
+        (bundle("sources: [{configMap: corp-ca}]"), "`key`"),
+    ];
+    for (yaml, expected) in cases {
+        let dir = project(&format!("name: x\n{yaml}"));
+        let out = berth(dir.path()).arg("render").output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{yaml}: {}", stderr(&out));
+        assert!(out.stdout.is_empty(), "{yaml}: nothing rendered");
+        assert!(
+            stderr(&out).contains("berth.yaml:"),
+            "{yaml}: {}",
+            stderr(&out)
+        );
+        assert!(stderr(&out).contains(expected), "{yaml}: {}", stderr(&out));
+    }
+}
