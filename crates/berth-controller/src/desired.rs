@@ -303,6 +303,7 @@ fn bundle_specs(berth: &Berth) -> Vec<BundleSpec> {
                         i.env.clone()
                     },
                     truststore: None,
+                    cert_dir: None,
                 }),
                 key,
                 hash: true,

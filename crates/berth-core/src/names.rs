@@ -80,7 +80,7 @@ pub fn is_config_key(key: &str) -> bool {
 /// `httpx` and `ssl` read `SSL_CERT_FILE`; Node adds `NODE_EXTRA_CA_CERTS` to its
 /// own roots; curl reads `CURL_CA_BUNDLE`.
 pub const RUNTIMES: &[(&str, &[&str])] = &[
-    ("openssl", &["SSL_CERT_FILE"]),
+    ("openssl", &["SSL_CERT_FILE", "SSL_CERT_DIR"]),
     ("python", &["REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"]),
     ("node", &["NODE_EXTRA_CA_CERTS"]),
     ("go", &["SSL_CERT_FILE"]),
@@ -90,7 +90,16 @@ pub const RUNTIMES: &[(&str, &[&str])] = &[
 /// The variables a client reads *instead of* its default store: a bundle set
 /// through one of them must carry the public roots too (`defaults:`), or the
 /// client can no longer reach public endpoints.
-pub const REPLACING_VARIABLES: &[&str] = &["SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"];
+pub const REPLACING_VARIABLES: &[&str] = &[
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+];
+
+/// The variable OpenSSL reads a hashed directory from: set to the directory
+/// form of a bundle, never to its PEM file.
+pub const CERT_DIR_VARIABLE: &str = "SSL_CERT_DIR";
 
 /// The variables of `runtimes`, each once, in [`RUNTIMES`]' order.
 pub fn runtime_variables<'a>(runtimes: impl IntoIterator<Item = &'a str>) -> Vec<String> {

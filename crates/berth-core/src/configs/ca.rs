@@ -148,6 +148,10 @@ pub struct Formats {
     pub pkcs12: bool,
     /// JKS (`truststore.jks`), for older JDKs and tools that ask for it.
     pub jks: bool,
+    /// OpenSSL's hashed directory (one PEM file per certificate named as
+    /// `openssl rehash` names it, `HHHHHHHH.N`), for `SSL_CERT_DIR`: written
+    /// when the `openssl` runtime is injected.
+    pub dir: bool,
 }
 
 /// How the roots of `defaults: mozilla` are named in messages.
@@ -292,6 +296,14 @@ pub fn from_pem(
     let mut certificates: Vec<Certificate> = by_fingerprint.into_values().collect();
     certificates.sort_by(|a, b| (&a.subject, &a.fingerprint).cmp(&(&b.subject, &b.fingerprint)));
     let generated = generated_bundle(shape, &certificates);
+    let size = stored_size(&generated);
+    if size > super::MAX_OBJECT_DATA {
+        return Err(PemError::Limit(format!(
+            "its ConfigMap would hold {size} bytes (the PEM file{}), more than the 1 MiB the API server stores in one object; split the certificates into several bundles{}",
+            stored_parts(shape.formats),
+            if shape.formats == Formats::default() { "" } else { ", or leave out forms no container reads (`formats:`; `inject.runtimes` without `openssl` needs no hashed directory, without `java` no PKCS#12 store)" }
+        )));
+    }
     Ok(CaBundle {
         generated,
         certificates: certificates.len(),
@@ -305,7 +317,20 @@ pub fn from_pem(
 /// kustomize's content hash when `shape.hash` says so.
 fn generated_bundle(shape: &BundleShape, certificates: &[Certificate]) -> Generated {
     let pem = encode_pem(certificates);
-    let data = vec![(shape.key.clone(), pem)];
+    let mut data = vec![(shape.key.clone(), pem)];
+    if shape.formats.dir {
+        let ders: Vec<&[u8]> = certificates.iter().map(|c| c.der.as_slice()).collect();
+        let mut hashed: Vec<(String, String)> = super::rehash::file_names(&ders)
+            .into_iter()
+            .zip(certificates)
+            // Every certificate here was parsed when it was read: each has a name.
+            .filter_map(|(name, c)| Some((name?, encode_pem(std::slice::from_ref(c)))))
+            .collect();
+        // A key that is already the bundle's own stays the bundle's.
+        hashed.retain(|(name, _)| *name != shape.key);
+        data.extend(hashed);
+        data.sort();
+    }
     let ders: Vec<Vec<u8>> = certificates.iter().map(|c| c.der.clone()).collect();
     let b64 = base64::engine::general_purpose::STANDARD;
     let password = super::truststore::DEFAULT_PASSWORD;
@@ -342,6 +367,30 @@ fn generated_bundle(shape: &BundleShape, certificates: &[Certificate]) -> Genera
         labels: Vec::new(),
         annotations: Vec::new(),
     }
+}
+
+/// The bytes of a ConfigMap's data as the API server counts them: keys, text
+/// values, and binary values decoded.
+fn stored_size(generated: &Generated) -> usize {
+    let text: usize = generated.data.iter().map(|(k, v)| k.len() + v.len()).sum();
+    let binary: usize = (generated.binary_data.iter())
+        .map(|(k, v)| k.len() + v.len() / 4 * 3)
+        .sum();
+    text + binary
+}
+
+/// What a bundle's ConfigMap holds besides the PEM file, for messages.
+fn stored_parts(formats: Formats) -> String {
+    let parts = [
+        (formats.dir, ", the hashed directory"),
+        (formats.pkcs12, ", the PKCS#12 store"),
+        (formats.jks, ", the JKS store"),
+    ];
+    parts
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, s)| *s)
+        .collect()
 }
 
 /// One PEM block of source `shown` (the `index`th): a current X.509 certificate, or

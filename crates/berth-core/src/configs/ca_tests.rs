@@ -167,10 +167,21 @@ fn keys_garbage_and_limits_are_errors() {
 
 #[test]
 fn more_than_a_thousand_certificates_is_an_error() {
-    // One key signs them all: generating 1,001 keys would only slow the test down.
+    let pem = many(MAX_CERTIFICATES + 1);
+    let err = build_with("[a.pem]", vec![("a.pem", pem)], false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("more than 1000 distinct certificates"),
+        "{err}"
+    );
+}
+
+/// `n` certificates signed by one key (generating `n` keys would only slow the test).
+fn many(n: usize) -> String {
     let key = KeyPair::generate().unwrap();
     let mut pem = String::new();
-    for i in 0..=MAX_CERTIFICATES {
+    for i in 0..n {
         let mut params = CertificateParams::new(vec![]).unwrap();
         params
             .distinguished_name
@@ -179,13 +190,74 @@ fn more_than_a_thousand_certificates_is_an_error() {
         params.not_after = date_time_ymd(2030, 1, 1);
         pem.push_str(&params.self_signed(&key).unwrap().pem());
     }
-    let err = build_with("[a.pem]", vec![("a.pem", pem)], false)
+    pem
+}
+
+#[test]
+fn a_bundle_the_api_server_would_refuse_is_an_error_that_names_its_parts() {
+    let shape = |formats| BundleShape {
+        name: "corp".into(),
+        key: DEFAULT_KEY.into(),
+        hash: true,
+        formats,
+    };
+    let sources = vec![("certs/".to_string(), many(900).into_bytes())];
+    // The PEM alone fits; with the hashed directory and both stores it does not.
+    let pem_only = from_pem(&shape(Formats::default()), &sources, NOW, false).unwrap();
+    assert_eq!(pem_only.certificates, 900);
+    let all = Formats {
+        pkcs12: true,
+        jks: true,
+        dir: true,
+    };
+    let err = from_pem(&shape(all), &sources, NOW, false)
         .unwrap_err()
         .to_string();
-    assert!(
-        err.contains("more than 1000 distinct certificates"),
-        "{err}"
-    );
+    for part in [
+        "more than the 1 MiB",
+        "the PEM file, the hashed directory, the PKCS#12 store, the JKS store",
+        "without `openssl` needs no hashed directory",
+    ] {
+        assert!(err.contains(part), "{part}: {err}");
+    }
+}
+
+#[test]
+fn the_hashed_directory_holds_each_certificate_under_its_openssl_name() {
+    let (a, _) = cert("alpha", (2024, 1, 1), (2031, 1, 1));
+    let (b, _) = cert("Beta", (2024, 1, 1), (2031, 1, 1));
+    let shape = BundleShape {
+        name: "corp".into(),
+        key: DEFAULT_KEY.into(),
+        hash: true,
+        formats: Formats {
+            dir: true,
+            ..Formats::default()
+        },
+    };
+    let sources = vec![("a".to_string(), format!("{a}{b}").into_bytes())];
+    let bundle = from_pem(&shape, &sources, NOW, false).unwrap();
+    let keys: Vec<&str> = bundle
+        .generated
+        .data
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .collect();
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    assert!(keys.windows(2).all(|w| w[0] < w[1]), "sorted: {keys:?}");
+    for (key, value) in &bundle.generated.data {
+        if key == DEFAULT_KEY {
+            continue;
+        }
+        let der = Pem::iter_from_buffer(value.as_bytes())
+            .next()
+            .unwrap()
+            .unwrap()
+            .contents;
+        let hash = crate::configs::rehash::subject_hash(&der).unwrap();
+        assert_eq!(*key, format!("{hash:08x}.0"));
+        assert_eq!(value.matches("BEGIN CERTIFICATE").count(), 1);
+    }
 }
 
 #[test]

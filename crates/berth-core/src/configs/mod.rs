@@ -8,6 +8,7 @@
 
 pub mod ca;
 pub mod hash;
+pub mod rehash;
 pub mod schema;
 mod sources;
 pub mod truststore;

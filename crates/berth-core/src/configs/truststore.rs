@@ -20,8 +20,8 @@ pub const DEFAULT_PASSWORD: &str = "changeit";
 /// The MAC's key-derivation iterations (the JDK's default for PKCS#12).
 const MAC_ITERATIONS: u32 = 10_000;
 
-/// A DER TLV.
-fn tlv(tag: u8, content: &[u8]) -> Vec<u8> {
+/// A DER TLV (a one-byte tag; shared with [`super::rehash`]).
+pub(super) fn tlv(tag: u8, content: &[u8]) -> Vec<u8> {
     let mut out = vec![tag];
     let len = content.len();
     if len < 0x80 {

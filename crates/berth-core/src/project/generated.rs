@@ -157,6 +157,59 @@ pub struct Inject {
     /// The `java` runtime: where the PKCS#12 truststore is mounted, for
     /// `JAVA_TOOL_OPTIONS` (appended to, never replaced).
     pub truststore: Option<String>,
+    /// The `openssl` runtime (or `SSL_CERT_DIR` in `env:`): where the hashed
+    /// directory is mounted, for `SSL_CERT_DIR`.
+    pub cert_dir: Option<String>,
+}
+
+impl Inject {
+    /// An injection of `components` and `containers` as `env:` and `runtimes:`
+    /// ask (`None`: not written), its paths beside `mount_path` (the default
+    /// one when `None`), and the formats the bundle then needs.
+    pub fn new(
+        bundle: &str,
+        key: &str,
+        components: Vec<String>,
+        containers: Vec<String>,
+        mount_path: Option<String>,
+        named_env: Option<Vec<String>>,
+        runtimes: Option<Vec<String>>,
+    ) -> (Inject, crate::configs::ca::Formats) {
+        let mount_path =
+            mount_path.unwrap_or_else(|| crate::names::default_mount_path(bundle, key));
+        let (mut env, java) = runtime_variables(named_env, runtimes);
+        let dir = env.iter().any(|v| v == crate::names::CERT_DIR_VARIABLE);
+        env.retain(|v| v != crate::names::CERT_DIR_VARIABLE);
+        // Beside the PEM file: the same directory.
+        let beside = mount_path
+            .rsplit_once('/')
+            .map_or("", |(d, _)| d)
+            .to_string();
+        let inject = Inject {
+            components,
+            containers,
+            env,
+            truststore: java.then(|| format!("{beside}/{}", crate::configs::ca::PKCS12_KEY)),
+            cert_dir: dir.then(|| format!("{beside}/certs")),
+            mount_path,
+        };
+        let formats = crate::configs::ca::Formats {
+            pkcs12: java,
+            jks: false,
+            dir,
+        };
+        (inject, formats)
+    }
+}
+
+/// `inject:` as written; made an [`Inject`] once the bundle's key is known.
+#[derive(Default)]
+struct InjectEntry {
+    components: Vec<String>,
+    containers: Vec<String>,
+    mount_path: Option<String>,
+    named_env: Option<Vec<String>>,
+    runtimes: Option<Vec<String>>,
 }
 
 /// Kubernetes object names: lowercase DNS subdomain; room is left for the suffix.
@@ -358,6 +411,7 @@ impl Loader<'_> {
                 formats: crate::configs::ca::Formats::default(),
                 cluster_sources: Vec::new(),
             };
+            let mut entry = None;
             for (k, v) in self.fields(value, &context, CA_KEYS)? {
                 let field = format!("{context}.{}", k.as_str().unwrap_or_default());
                 match k.as_str().unwrap_or_default() {
@@ -376,7 +430,7 @@ impl Loader<'_> {
                         }
                         spec.key = key.to_string();
                     }
-                    "inject" => spec.inject = Some(self.inject(v, &field, components)?),
+                    "inject" => entry = Some(self.inject(v, &field, components)?),
                     "hash" => spec.hash = self.bool(v, &field)?,
                     "labels" => spec.labels = self.metadata_map(v, &field, true)?,
                     "annotations" => spec.annotations = self.metadata_map(v, &field, false)?,
@@ -411,20 +465,21 @@ impl Loader<'_> {
             if spec.sources.is_empty() && spec.cluster_sources.is_empty() {
                 return Err(self.missing(key.pos, "sources", format!("CA bundle `{}`", spec.name)));
             }
-            let bundle = &mut spec.spec;
-            let mut java = false;
-            if let Some(inject) = &mut bundle.inject {
-                if inject.mount_path.is_empty() {
-                    inject.mount_path = crate::names::default_mount_path(&bundle.name, &bundle.key);
-                }
-                if inject.truststore.is_some() {
-                    // Beside the PEM file: the same directory, the PKCS#12 store's key.
-                    let dir = inject.mount_path.rsplit_once('/').map_or("", |(d, _)| d);
-                    inject.truststore = Some(format!("{dir}/{}", crate::configs::ca::PKCS12_KEY));
-                    java = true;
-                }
+            if let Some(entry) = entry {
+                // `env:` and `runtimes:` add up; with neither, every runtime's variables.
+                let (inject, needs) = Inject::new(
+                    &spec.name,
+                    &spec.key,
+                    entry.components,
+                    entry.containers,
+                    entry.mount_path,
+                    entry.named_env,
+                    entry.runtimes,
+                );
+                spec.inject = Some(inject);
+                spec.formats.pkcs12 |= needs.pkcs12;
+                spec.formats.dir |= needs.dir;
             }
-            spec.formats.pkcs12 |= java;
             out.push(spec);
         }
         Ok(out)
@@ -496,16 +551,8 @@ impl Loader<'_> {
         node: &Node,
         context: &str,
         components: &[String],
-    ) -> Result<Inject, ProjectError> {
-        let mut inject = Inject {
-            components: Vec::new(),
-            containers: Vec::new(),
-            mount_path: String::new(),
-            env: Vec::new(),
-            truststore: None,
-        };
-        let mut named_env: Option<Vec<String>> = None;
-        let mut runtimes: Option<Vec<String>> = None;
+    ) -> Result<InjectEntry, ProjectError> {
+        let mut inject = InjectEntry::default();
         for (k, v) in self.fields(node, context, INJECT_KEYS)? {
             let field = format!("{context}.{}", k.as_str().unwrap_or_default());
             match k.as_str().unwrap_or_default() {
@@ -527,15 +574,14 @@ impl Loader<'_> {
                     if !path.starts_with('/') || path.ends_with('/') {
                         return Err(self.invalid(v, &field, path, "an absolute file path in the container, e.g. `/etc/ssl/certs/berth/ca-bundle.crt`"));
                     }
-                    inject.mount_path = path.to_string();
+                    inject.mount_path = Some(path.to_string());
                 }
                 "env" => {
-                    named_env = Some(Vec::new());
+                    let mut named = Vec::new();
                     for item in self.list(v, &field, "a list of variable names")? {
-                        named_env
-                            .get_or_insert_with(Vec::new)
-                            .push(self.variable(item, &field)?);
+                        named.push(self.variable(item, &field)?);
                     }
+                    inject.named_env = Some(named);
                 }
                 "runtimes" => {
                     let mut chosen = Vec::new();
@@ -552,13 +598,11 @@ impl Loader<'_> {
                         }
                         chosen.push(item.value);
                     }
-                    runtimes = Some(chosen);
+                    inject.runtimes = Some(chosen);
                 }
                 _ => {}
             }
         }
-        // `env:` and `runtimes:` add up; with neither, every runtime's variables.
-        (inject.env, inject.truststore) = runtime_variables(named_env, runtimes);
         self.needs_one(
             inject.components.is_empty() && inject.containers.is_empty(),
             node.pos,
@@ -640,12 +684,11 @@ fn qualified_name_problem(key: &str) -> Option<&'static str> {
 }
 
 /// The variables `inject.env:` and `inject.runtimes:` ask for (they add up;
-/// with neither, every runtime's), and whether the `java` runtime is among
-/// them (its truststore path is set once `mountPath` is known).
+/// with neither, every runtime's), and whether the `java` runtime is among them.
 fn runtime_variables(
     named_env: Option<Vec<String>>,
     runtimes: Option<Vec<String>>,
-) -> (Vec<String>, Option<String>) {
+) -> (Vec<String>, bool) {
     // Java reads a truststore, not a variable naming a PEM file.
     let java = match (&named_env, &runtimes) {
         (None, None) => true,
@@ -667,5 +710,5 @@ fn runtime_variables(
             all
         }
     };
-    (env, java.then(String::new))
+    (env, java)
 }

@@ -75,7 +75,11 @@ impl<'a> CaInjector<'a> {
                             let problem = if variable == JAVA_OPTIONS {
                                 format!("`{variable}` is `{found}` in this container, which names another truststore, so berth leaves it and Java does not trust CA bundle `{}`: remove its `-Djavax.net.ssl.trustStore…` options (berth appends its own), or leave `java` out of `inject.runtimes`", rule.bundle.name)
                             } else {
-                                format!("`{variable}` is already `{found}` in this container, so berth leaves it and CA bundle `{}` does not reach the runtime that reads it: remove the variable from the manifest (berth sets it to `{}`), or leave the runtime out of `inject.runtimes`", rule.bundle.name, rule.inject.mount_path)
+                                let ours = match &rule.inject.cert_dir {
+                                    Some(dir) if variable == crate::names::CERT_DIR_VARIABLE => dir,
+                                    _ => &rule.inject.mount_path,
+                                };
+                                format!("`{variable}` is already `{found}` in this container, so berth leaves it and CA bundle `{}` does not reach the runtime that reads it: remove the variable from the manifest (berth sets it to `{ours}`), or leave the runtime out of `inject.runtimes`", rule.bundle.name)
                             };
                             out.push((at(pos), problem));
                         }
@@ -120,21 +124,19 @@ impl Rule<'_> {
         upsert_by_name(container, "volumeMounts", &self.bundle.name, mount);
         let mut kept = Vec::new();
         for var in &self.inject.env {
-            let existing = env_entry(container, var);
-            if let Some(item) = existing {
-                let value = item.get("value").and_then(Node::as_str);
-                if value != Some(self.inject.mount_path.as_str()) {
-                    let found =
-                        value.map_or_else(|| "set from `valueFrom`".to_string(), str::to_string);
-                    kept.push((item.pos, var.clone(), found));
-                    continue;
-                }
-            }
-            let entry = map(vec![
-                ("name", string(var)),
-                ("value", string(&self.inject.mount_path)),
+            kept.extend(set_variable(container, var, &self.inject.mount_path));
+        }
+        if let Some(dir) = &self.inject.cert_dir {
+            // The whole ConfigMap as a directory: OpenSSL reads only the
+            // `HHHHHHHH.N` files, Go every PEM file in it.
+            let mount = map(vec![
+                ("name", string(&self.bundle.name)),
+                ("mountPath", string(dir)),
+                ("readOnly", plain("true")),
             ]);
-            upsert_by_name(container, "env", var, entry);
+            upsert_by(container, "volumeMounts", "mountPath", dir, mount);
+            let variable = crate::names::CERT_DIR_VARIABLE;
+            kept.extend(set_variable(container, variable, dir));
         }
         if let Some(truststore) = &self.inject.truststore {
             kept.extend(self.java(container, truststore));
@@ -180,6 +182,25 @@ impl Rule<'_> {
         upsert_by_name(container, "env", JAVA_OPTIONS, entry);
         Vec::new()
     }
+}
+
+/// Sets `variable` to `value` in the container, unless it is already set to
+/// something else: then it is kept and returned as `(where, name, its value)`.
+fn set_variable(
+    container: &mut Node,
+    variable: &str,
+    value: &str,
+) -> Option<(Pos, String, String)> {
+    if let Some(item) = env_entry(container, variable) {
+        let found = item.get("value").and_then(Node::as_str);
+        if found != Some(value) {
+            let found = found.map_or_else(|| "set from `valueFrom`".to_string(), str::to_string);
+            return Some((item.pos, variable.to_string(), found));
+        }
+    }
+    let entry = map(vec![("name", string(variable)), ("value", string(value))]);
+    upsert_by_name(container, "env", variable, entry);
+    None
 }
 
 /// The container's `env` entry named `name`.

@@ -263,6 +263,7 @@ fn every_client_in_the_pod_trusts_the_project_ca_and_the_public_roots() {
             "REQUESTS_CA_BUNDLE",
             "NODE_EXTRA_CA_CERTS",
             "CURL_CA_BUNDLE",
+            "SSL_CERT_DIR",
             "JAVA_TOOL_OPTIONS"
         ]
     );
@@ -270,6 +271,15 @@ fn every_client_in_the_pod_trusts_the_project_ca_and_the_public_roots() {
     let root = tempfile::tempdir().unwrap();
     let place = |path: &str| root.path().join(path.trim_start_matches('/'));
     for (mount_path, key) in &rendered.mounts {
+        if key.is_empty() {
+            // The whole ConfigMap as a directory (the hashed one, for SSL_CERT_DIR).
+            let dir = place(mount_path);
+            std::fs::create_dir_all(&dir).unwrap();
+            for (key, bytes) in &rendered.files {
+                std::fs::write(dir.join(key), bytes).unwrap();
+            }
+            continue;
+        }
         let (_, bytes) = rendered
             .files
             .iter()
@@ -339,5 +349,80 @@ fn every_client_in_the_pod_trusts_the_project_ca_and_the_public_roots() {
         }
         let without = fetch(&command, &private.url, &[], root.path());
         assert!(!without.status.success(), "{client} without berth's environment reached the private server: the test proves nothing");
+    }
+    // OpenSSL's hashed directory alone: OpenSSL finds each CA only by the file
+    // name it computes, so this passes only when berth names them as it does.
+    let dir_only: Vec<(String, String)> = mapped
+        .iter()
+        .filter(|(name, _)| name == "SSL_CERT_DIR")
+        .cloned()
+        .collect();
+    assert_eq!(dir_only.len(), 1, "{mapped:?}");
+    let (_, urllib) = clients(&go, &java)
+        .into_iter()
+        .find(|(name, _)| *name == "python urllib")
+        .unwrap();
+    for (which, url) in [("private", &private.url), ("public", &public.url)] {
+        let out = fetch(&urllib, url, &dir_only, root.path());
+        assert!(
+            out.status.success(),
+            "python urllib with only SSL_CERT_DIR, {which} server: {}",
+            common::transcript(&out)
+        );
+    }
+}
+
+/// Subjects OpenSSL canonicalises (case, inner and outer spaces, string types,
+/// a multi-valued RDN): berth's hashed names are `openssl x509 -subject_hash`.
+#[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
+fn hashed_directory_names_are_openssls() {
+    use rcgen::{CertificateParams, DistinguishedName, DnType, DnValue, KeyPair};
+    require_program(Group::Tools, "openssl");
+    let subjects: Vec<Vec<(DnType, DnValue)>> = vec![
+        vec![(DnType::CommonName, DnValue::Utf8String("Corp Root".into()))],
+        vec![
+            (
+                DnType::CountryName,
+                DnValue::PrintableString("DE".try_into().unwrap()),
+            ),
+            (
+                DnType::OrganizationName,
+                DnValue::Utf8String("  ACME   Gmbh\t ".into()),
+            ),
+            (DnType::CommonName, DnValue::Utf8String("Müller CA".into())),
+        ],
+        vec![(
+            DnType::CommonName,
+            DnValue::BmpString("Bmp Name".try_into().unwrap()),
+        )],
+        vec![(
+            DnType::CommonName,
+            DnValue::Ia5String("MiXeD.Case".try_into().unwrap()),
+        )],
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (index, subject) in subjects.into_iter().enumerate() {
+        let mut params = CertificateParams::default();
+        let mut name = DistinguishedName::new();
+        for (kind, value) in subject {
+            name.push(kind, value);
+        }
+        params.distinguished_name = name;
+        let cert = params.self_signed(&KeyPair::generate().unwrap()).unwrap();
+        let file = dir.path().join(format!("{index}.pem"));
+        std::fs::write(&file, cert.pem()).unwrap();
+        let out = Command::new("openssl")
+            .args(["x509", "-noout", "-subject_hash", "-in"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", common::transcript(&out));
+        let openssl = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let ours = berth_core::configs::rehash::subject_hash(cert.der()).unwrap();
+        assert_eq!(format!("{ours:08x}"), openssl, "subject {index}");
     }
 }
