@@ -89,4 +89,35 @@ pub(crate) struct Context {
     pub(crate) recorder: Recorder,
     /// Failed attempts in a row of each `Berth`, for the error policy's back-off.
     pub(crate) failures: Mutex<HashMap<ObjectRef<Berth>, u32>>,
+    /// The ClusterTrustBundles, when the controller reads them.
+    pub(crate) trust_bundles: TrustBundles,
+}
+
+/// Whether the controller reads ClusterTrustBundles, and what it has of them.
+pub(crate) enum TrustBundles {
+    /// Not asked to (`--cluster-trust-bundles` not given).
+    Off,
+    /// Asked to, but the cluster serves no version of the API.
+    NotServed,
+    /// Watched: the objects as they are now.
+    Watched(Store<kube::api::DynamicObject>),
+}
+
+impl TrustBundles {
+    /// The objects, or why there are none to read.
+    pub(crate) fn objects(
+        &self,
+    ) -> Result<Vec<berth_core::configs::trust_bundles::TrustBundle>, &'static str> {
+        use berth_core::configs::trust_bundles::{TrustBundle, NOT_SERVED};
+        match self {
+            TrustBundles::Off => Err("this controller does not read ClusterTrustBundles; run it with `--cluster-trust-bundles` (the chart's `clusterTrustBundles.read: true`, which grants get, list and watch on them), or use a `configMap` source"),
+            TrustBundles::NotServed => Err(NOT_SERVED),
+            TrustBundles::Watched(store) => Ok(store
+                .state()
+                .iter()
+                // A DynamicObject always serializes; an empty object reads as no bundle.
+                .map(|o| TrustBundle::from_json(&serde_json::to_value(&**o).unwrap_or_default()))
+                .collect()),
+        }
+    }
 }

@@ -7,8 +7,9 @@
 use std::collections::BTreeMap;
 
 use berth_core::cluster::Desired;
-use berth_core::configs::{self, ca, schema::Checker, ConfigKind, ConfigShape, Generated};
-use berth_core::project::{BundleSpec, Component, ComponentSpec, Inject};
+use berth_core::configs::trust_bundles::TrustBundle;
+use berth_core::configs::{self, schema::Checker, ConfigKind, ConfigShape, Generated};
+use berth_core::project::{Component, ComponentSpec};
 use berth_core::render::{self, Definition, Input, Spec};
 use berth_core::resolve::{self, Overrides};
 use berth_core::PullPolicy;
@@ -279,41 +280,6 @@ fn components(berth: &Berth) -> Result<Vec<Component>, Problem> {
     Ok(components)
 }
 
-/// The CA bundles of `spec.caBundles` with their injection rules (their
-/// sources are read apart, from the cluster).
-fn bundle_specs(berth: &Berth) -> Vec<BundleSpec> {
-    berth
-        .spec
-        .ca_bundles
-        .iter()
-        .map(|(bundle, spec)| {
-            let key = spec.key.clone().unwrap_or_else(|| ca::DEFAULT_KEY.into());
-            BundleSpec {
-                name: bundle.clone(),
-                inject: spec.inject.as_ref().map(|i| Inject {
-                    components: i.components.clone(),
-                    containers: i.containers.clone(),
-                    mount_path: i
-                        .mount_path
-                        .clone()
-                        .unwrap_or_else(|| ca::default_mount_path(bundle, &key)),
-                    env: if i.env.is_empty() {
-                        vec![ca::DEFAULT_ENV.into()]
-                    } else {
-                        i.env.clone()
-                    },
-                    truststore: None,
-                    cert_dir: None,
-                }),
-                key,
-                hash: true,
-                labels: Vec::new(),
-                annotations: Vec::new(),
-            }
-        })
-        .collect()
-}
-
 /// The bytes of `reference` in `sources`, or why they are missing.
 fn read<'s>(
     sources: &'s Sources,
@@ -491,71 +457,6 @@ fn check_schema(
 
 pub(crate) use berth_core::time::rfc3339;
 
-fn build_bundles(
-    berth: &Berth,
-    sources: &Sources,
-    now: i64,
-) -> Result<(Vec<Generated>, Vec<BundleStatus>), Problem> {
-    let mut generated = Vec::new();
-    let mut status = Vec::new();
-    for (name, spec) in &berth.spec.ca_bundles {
-        let field = format!("spec.caBundles.{name}");
-        let mut pem = Vec::new();
-        for (i, source) in spec.sources.iter().enumerate() {
-            match (&source.config_map, &source.inline) {
-                (Some(r), None) => pem.push((
-                    format!("configMap/{} key {}", r.name, r.key),
-                    read(
-                        sources,
-                        SourceKind::ConfigMap,
-                        r,
-                        &format!("{field}.sources[{i}].configMap"),
-                    )?
-                    .to_vec(),
-                )),
-                (None, Some(text)) => pem.push((
-                    format!("{field}.sources[{i}].inline"),
-                    text.clone().into_bytes(),
-                )),
-                _ => {
-                    return Err(problem(
-                        Reason::InvalidSpec,
-                        format!("{field}.sources[{i}]: set exactly one of inline, configMap"),
-                    ))
-                }
-            }
-        }
-        let shape = ca::BundleShape {
-            name: name.clone(),
-            key: spec.key.clone().unwrap_or_else(|| ca::DEFAULT_KEY.into()),
-            hash: true,
-            formats: ca::Formats::default(),
-        };
-        let bundle = ca::from_pem(&shape, &pem, now, true).map_err(|e| {
-            let reason = match &e {
-                ca::PemError::Content {
-                    fault: ca::PemFault::PrivateKey,
-                    ..
-                } => Reason::PrivateKeyInSource,
-                ca::PemError::Content {
-                    fault: ca::PemFault::Expired | ca::PemFault::NotYetValid,
-                    ..
-                } => Reason::ExpiredCertificate,
-                _ => Reason::InvalidCertificate,
-            };
-            problem(reason, format!("{field}: {e}"))
-        })?;
-        status.push(BundleStatus {
-            name: name.clone(),
-            certificates: bundle.certificates as u32,
-            object: bundle.generated.name.clone(),
-            first_expiry: bundle.first_expiry.map(rfc3339),
-        });
-        generated.push(bundle.generated);
-    }
-    Ok((generated, status))
-}
-
 /// What `berth` wants in `namespace` at time `now` (seconds since the epoch),
 /// from the sources read for it. Certificates that are expired or not yet valid
 /// are problems here (a controller has no one to warn).
@@ -563,10 +464,11 @@ pub fn plan(
     berth: &Berth,
     namespace: &str,
     sources: &Sources,
+    trust: Option<&[TrustBundle]>,
     pins: &Pins,
     now: i64,
 ) -> Result<Plan, Problem> {
-    parse(berth, namespace)?.plan(berth, sources, pins, now)
+    parse(berth, namespace)?.plan(berth, sources, trust, pins, now)
 }
 
 impl Parsed {
@@ -575,6 +477,7 @@ impl Parsed {
         &self,
         berth: &Berth,
         sources: &Sources,
+        trust: Option<&[TrustBundle]>,
         pins: &Pins,
         now: i64,
     ) -> Result<Plan, Problem> {
@@ -601,7 +504,7 @@ impl Parsed {
             image.reference = image.reference.with_digest(digest.clone());
         }
         let (mut generated, configs) = generate_configs(berth, sources)?;
-        let (bundles, ca_bundles) = build_bundles(berth, sources, now)?;
+        let (bundles, ca_bundles) = build_bundles(berth, sources, trust, now)?;
         generated.extend(bundles);
         let workloads = workloads(berth, namespace)?;
         let bundle_specs = bundle_specs(berth);
@@ -653,6 +556,11 @@ impl Parsed {
         })
     }
 }
+
+#[path = "bundles.rs"]
+mod bundles;
+pub(crate) use bundles::trust_bundle_source;
+use bundles::{build_bundles, bundle_specs};
 
 #[cfg(test)]
 #[path = "desired_tests.rs"]

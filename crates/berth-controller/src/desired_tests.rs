@@ -104,7 +104,7 @@ fn a_config_from_a_configmap_becomes_a_hashed_object_the_workload_uses() {
         "my-run-yaml",
         &[("run.yaml", b"version: 3\n")],
     )]);
-    let again = super::plan(&b, "team-a", &changed, &Pins::new(), NOW).unwrap();
+    let again = super::plan(&b, "team-a", &changed, None, &Pins::new(), NOW).unwrap();
     assert_ne!(again.configs[0].object, plan.configs[0].object);
 }
 
@@ -218,7 +218,7 @@ fn ca_bundles_merge_sources_inject_and_refuse_keys() {
         "/etc/ssl/certs/berth/trusted-ca/ca-bundle.crt"
     );
     // The same sources after the certificates' notAfter (2030-01-01).
-    let later = super::plan(&b, "team-a", &s, &Pins::new(), 1_900_000_000).unwrap_err();
+    let later = super::plan(&b, "team-a", &s, None, &Pins::new(), 1_900_000_000).unwrap_err();
     assert_eq!(later.reason, Reason::ExpiredCertificate);
     assert!(
         later.message.contains("expired on") && later.message.contains("replace it"),
@@ -229,7 +229,7 @@ fn ca_bundles_merge_sources_inject_and_refuse_keys() {
         "trusted-ca-bundle",
         &[("ca-bundle.crt", format!("{platform}{key}").as_bytes())],
     )]);
-    let err = super::plan(&b, "team-a", &with_key, &Pins::new(), NOW).unwrap_err();
+    let err = super::plan(&b, "team-a", &with_key, None, &Pins::new(), NOW).unwrap_err();
     assert_eq!(err.reason, Reason::PrivateKeyInSource);
     assert!(
         !err.message.contains("PRIVATE KEY-----\nMI"),
@@ -266,7 +266,7 @@ fn workloads_stay_in_the_namespace_and_are_workloads() {
 
 /// `plan` with no pins (most tests pin nothing).
 fn plan(b: &Berth, namespace: &str, s: &Sources, now: i64) -> Result<Plan, Problem> {
-    super::plan(b, namespace, s, &Pins::new(), now)
+    super::plan(b, namespace, s, None, &Pins::new(), now)
 }
 
 #[test]
@@ -295,7 +295,7 @@ fn pinned_components_get_a_digest_recorded_in_status_until_the_image_changes() {
         Reason::PinFailed
     );
     let pins: Pins = [("server".to_string(), Digest::parse(&digest).unwrap())].into();
-    let planned = super::plan(&b, "team-a", &Sources::new(), &pins, NOW).unwrap();
+    let planned = super::plan(&b, "team-a", &Sources::new(), None, &pins, NOW).unwrap();
     let pinned = format!("docker.io/llamastack/distribution-starter:0.2.1@{digest}");
     assert_eq!(planned.images[0].image, pinned);
     let container = &planned.desired.objects[1]["spec"]["template"]["spec"]["containers"][0];
@@ -342,4 +342,70 @@ fn own_appends_the_berth_and_keeps_the_users_owner_references() {
         json!([theirs, owner])
     );
     assert_eq!(objects[1]["metadata"]["ownerReferences"], json!([owner]));
+}
+
+#[test]
+fn trust_bundle_sources_read_the_watched_objects_and_every_runtime_is_injected() {
+    use berth_core::configs::trust_bundles::TrustBundle;
+    let mut params = rcgen::CertificateParams::new(vec![]).unwrap();
+    params.not_before = rcgen::date_time_ymd(2024, 1, 1);
+    params.not_after = rcgen::date_time_ymd(2030, 1, 1);
+    let pem = params
+        .self_signed(&rcgen::KeyPair::generate().unwrap())
+        .unwrap()
+        .pem();
+    let b = berth(json!({
+        "workloads": [deployment()],
+        "caBundles": {"corp": {
+            "sources": [{"clusterTrustBundle": {"signerName": "x.io/corp", "labelSelector": {"matchLabels": {"tier": "corp"}}}}],
+            "inject": {"containers": ["server"]}}},
+    }));
+    let bundle = |name: &str, tier: &str| TrustBundle {
+        name: name.into(),
+        signer_name: "x.io/corp".into(),
+        labels: [("tier".to_string(), tier.to_string())].into(),
+        pem: pem.clone(),
+    };
+    let watched = [bundle("x.io:corp:a", "corp")];
+    let planned = super::plan(
+        &b,
+        "team-a",
+        &Sources::new(),
+        Some(&watched),
+        &Pins::new(),
+        NOW,
+    )
+    .unwrap();
+    assert_eq!(planned.ca_bundles[0].certificates, 1);
+    let container = &planned.desired.objects[1]["spec"]["template"]["spec"]["containers"][0];
+    let env: Vec<&str> = (container["env"].as_array().unwrap().iter())
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        env,
+        [
+            "SSL_CERT_FILE",
+            "REQUESTS_CA_BUNDLE",
+            "NODE_EXTRA_CA_CERTS",
+            "CURL_CA_BUNDLE",
+            "SSL_CERT_DIR",
+            "JAVA_TOOL_OPTIONS"
+        ]
+    );
+    // Only the signer's other labels: missing, and said so.
+    let other = [bundle("x.io:corp:b", "other")];
+    let err = super::plan(
+        &b,
+        "team-a",
+        &Sources::new(),
+        Some(&other),
+        &Pins::new(),
+        NOW,
+    )
+    .unwrap_err();
+    assert_eq!(err.reason, Reason::SourceMissing);
+    assert!(
+        err.message.contains("sources[0].clusterTrustBundle: no clusterTrustBundle of signer `x.io/corp` labelled tier=corp exists"),
+        "{err}"
+    );
 }

@@ -272,16 +272,34 @@ async fn plan_for(
     // Rendering is CPU work (schemas, certificates, large workloads): off the
     // async workers, which also renew the Lease and serve /readyz. The runtime is
     // multi-threaded (`berth controller` builds it), as block_in_place needs.
-    tokio::task::block_in_place(|| parsed.plan(berth, sources, &pins, now)).map_err(|problem| {
-        // A source that exists carries the label, so its edits arrive by watch; one
-        // that does not exist yet has no label to be watched by: look again soon.
-        let after = if problem.reason == Reason::SourceMissing {
-            10
-        } else {
-            300
-        };
-        (problem, after)
-    })
+    let reads_trust_bundles = (berth.spec.ca_bundles.values())
+        .flat_map(|b| &b.sources)
+        .any(|s| s.cluster_trust_bundle.is_some());
+    let trust = match reads_trust_bundles {
+        false => None,
+        true => Some(context.trust_bundles.objects().map_err(|why| {
+            let problem = Problem {
+                reason: Reason::SourceMissing,
+                message: format!(
+                    "spec.caBundles: a clusterTrustBundle source cannot be read: {why}"
+                ),
+            };
+            (problem, 300)
+        })?),
+    };
+    let trust = trust.as_deref();
+    tokio::task::block_in_place(|| parsed.plan(berth, sources, trust, &pins, now)).map_err(
+        |problem| {
+            // A source that exists carries the label, so its edits arrive by watch; one
+            // that does not exist yet has no label to be watched by: look again soon.
+            let after = if problem.reason == Reason::SourceMissing {
+                10
+            } else {
+                300
+            };
+            (problem, after)
+        },
+    )
 }
 
 /// The digests of the components with `pin: true`: recorded in status for the same

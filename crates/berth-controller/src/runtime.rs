@@ -24,6 +24,7 @@ use futures_util::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{ApiResource, DynamicObject};
 use kube::core::PartialObjectMeta;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::Store;
@@ -31,7 +32,7 @@ use kube::runtime::{watcher, Controller, PredicateConfig, WatchStreamExt};
 use kube::{Client, Resource, ResourceExt};
 
 use crate::caches::{Memories, SourceData, Watched};
-use crate::context::{Context, Error};
+use crate::context::{Context, Error, TrustBundles};
 use crate::desired::SourceKind;
 use crate::lease::{self, Candidate, Election};
 use crate::reconcile::{error_policy, reconcile};
@@ -69,6 +70,9 @@ pub struct Settings {
     /// objects and making their requests at once overload the API server (504s)
     /// and the controller's memory; a bound keeps both proportional to it.
     pub concurrency: u16,
+    /// Read and watch ClusterTrustBundles (cluster-scoped: get, list and watch
+    /// on them), for `clusterTrustBundle` CA sources.
+    pub cluster_trust_bundles: bool,
 }
 
 /// How long in-flight reconciles may take to finish after SIGTERM or SIGINT:
@@ -120,7 +124,11 @@ pub async fn run(client: Client, settings: Settings, shutdown: Shutdown) -> Resu
         recorder: Recorder::new(client.clone(), reporter(&settings)),
     }
     .run(shutdown.clone());
-    let controller = controller(&client, &settings, &metrics, &shutdown)?;
+    let trust = match settings.cluster_trust_bundles {
+        true => trust_bundle_api(&client).await,
+        false => None,
+    };
+    let controller = controller(&client, &settings, &metrics, &shutdown, trust)?;
     // Both end on the signal; the controller after its graceful drain, which
     // kube-runtime holds until the Berth cache has synced — forever against an
     // API server that refuses or never answers. So the drain has a bound, and
@@ -209,6 +217,7 @@ fn controller(
     settings: &Settings,
     metrics: &Arc<Metrics>,
     shutdown: &Shutdown,
+    trust: Option<ApiResource>,
 ) -> Result<impl std::future::Future<Output = ()>, Error> {
     let ns = &settings.namespace;
     let owned = || watcher::Config::default().labels(CONTROLLED);
@@ -240,6 +249,8 @@ fn controller(
     let (secrets, secret_events) = metadata::<Secret>(client, ns, owned());
     let (source_maps, source_map_events) = metadata::<ConfigMap>(client, ns, sources());
     let (source_secrets, source_secret_events) = metadata::<Secret>(client, ns, sources());
+    let (controller, trust_bundles) =
+        watch_trust_bundles(controller, client, settings, trust, &store);
     let context = Arc::new(Context {
         client: client.clone(),
         cluster: Cluster::new(client.clone(), "default", settings.server.as_str()),
@@ -264,6 +275,7 @@ fn controller(
         )?,
         recorder: Recorder::new(client.clone(), reporter),
         failures: std::sync::Mutex::default(),
+        trust_bundles,
     });
     let throttle = Arc::new(crate::logged::Throttle::default());
     let run = controller
@@ -291,6 +303,84 @@ fn controller(
         .run(reconcile, error_policy, context)
         .for_each(move |outcome| log_outcome(outcome, Arc::clone(&throttle)));
     Ok(run)
+}
+
+/// The newest served version of the ClusterTrustBundle API (`None`, and a
+/// warning, when the cluster serves none: Berths that name one say so).
+async fn trust_bundle_api(client: &Client) -> Option<ApiResource> {
+    use berth_core::configs::trust_bundles::{KIND, VERSIONS};
+    for version in VERSIONS {
+        let (group, version) = version.split_once('/').unwrap_or_default();
+        let gvk = kube::api::GroupVersionKind::gvk(group, version, KIND);
+        if let Ok((resource, _)) = kube::discovery::pinned_kind(client, &gvk).await {
+            tracing::info!(version, "watching ClusterTrustBundles");
+            return Some(resource);
+        }
+    }
+    tracing::warn!("--cluster-trust-bundles: the cluster serves no ClusterTrustBundle API (certificates.k8s.io); Berths that name one are Degraded");
+    None
+}
+
+/// With `--cluster-trust-bundles` and a served API, the controller also
+/// watches ClusterTrustBundles and reconciles the Berths a change reaches.
+fn watch_trust_bundles(
+    controller: Controller<Berth>,
+    client: &Client,
+    settings: &Settings,
+    trust: Option<ApiResource>,
+    berths: &Store<Berth>,
+) -> (Controller<Berth>, TrustBundles) {
+    match (settings.cluster_trust_bundles, trust) {
+        (false, _) => (controller, TrustBundles::Off),
+        (true, None) => (controller, TrustBundles::NotServed),
+        (true, Some(resource)) => {
+            let (store, events) = trust_bundle_watch(client, resource.clone());
+            let berths = berths.clone();
+            let mapper = move |o: DynamicObject| trust_bundle_users(&berths, &o);
+            let controller = controller.watches_stream_with(events, mapper, resource);
+            (controller, TrustBundles::Watched(store))
+        }
+    }
+}
+
+/// A watch of every ClusterTrustBundle (whole objects: their PEM is what is
+/// read; they are few and small), kept in a store.
+#[allow(clippy::type_complexity)]
+fn trust_bundle_watch(
+    client: &Client,
+    resource: ApiResource,
+) -> (
+    Store<DynamicObject>,
+    impl futures_util::Stream<Item = Result<DynamicObject, watcher::Error>> + Send + 'static,
+) {
+    let writer = kube::runtime::reflector::store::Writer::new(resource.clone());
+    let store = writer.as_reader();
+    let api = kube::Api::<DynamicObject>::all_with(client.clone(), &resource);
+    let stream = watcher(api, watcher::Config::default())
+        .reflect(writer)
+        .touched_objects();
+    (store, stream)
+}
+
+/// The Berths whose CA sources read this ClusterTrustBundle (a scan of the
+/// Berths: trust bundles change rarely).
+fn trust_bundle_users(
+    berths: &Store<Berth>,
+    object: &DynamicObject,
+) -> Vec<kube::runtime::reflector::ObjectRef<Berth>> {
+    use berth_core::configs::trust_bundles::TrustBundle;
+    // A DynamicObject always serializes; an empty object matches nothing.
+    let bundle = TrustBundle::from_json(&serde_json::to_value(object).unwrap_or_default());
+    let reads = |berth: &Berth| {
+        (berth.spec.ca_bundles.values())
+            .flat_map(|b| &b.sources)
+            .filter_map(|s| s.cluster_trust_bundle.as_ref())
+            .any(|r| crate::desired::trust_bundle_source(r).reads(&bundle))
+    };
+    (berths.state().iter())
+        .filter(|b| reads(b))
+        .map(|b| kube::runtime::reflector::ObjectRef::from_obj(&**b))
+        .collect()
 }
 
 /// Logs `caches synced` (and moves the phase metric) once the Berth store has its

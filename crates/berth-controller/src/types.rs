@@ -162,15 +162,78 @@ pub struct CaBundleSpec {
     /// The key in the generated ConfigMap (default `ca-bundle.crt`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
+    /// Public roots added to the bundle, so a variable that replaces a
+    /// client's default store does not cut it off from public endpoints:
+    /// `mozilla`, Mozilla's root program as berth is built with it. (berth.yaml's
+    /// `system` reads the store of the machine that renders; a controller's
+    /// image is no machine of yours.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub defaults: Option<DefaultRoots>,
+    /// Forms written beside the PEM file: `pkcs12` (also whenever the `java`
+    /// runtime is injected) and `jks`, in `binaryData`, password `changeit`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub formats: Vec<CaFormat>,
     /// Containers that should trust it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inject: Option<InjectSpec>,
 }
 
+/// `defaults:` of a CA bundle.
+#[derive(schemars::JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum DefaultRoots {
+    /// Mozilla's root program (the `webpki-root-certs` crate berth is built with).
+    Mozilla,
+}
+
+/// A form of a CA bundle.
+#[derive(schemars::JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CaFormat {
+    /// The PEM file (always written).
+    Pem,
+    /// A PKCS#12 truststore, `truststore.p12`.
+    Pkcs12,
+    /// A JKS truststore, `truststore.jks`.
+    Jks,
+}
+
+/// A runtime whose variables `inject` sets (berth.yaml's `inject.runtimes`).
+#[derive(schemars::JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Runtime {
+    /// `SSL_CERT_FILE`, and `SSL_CERT_DIR` for the hashed directory.
+    Openssl,
+    /// `REQUESTS_CA_BUNDLE` and `SSL_CERT_FILE`.
+    Python,
+    /// `NODE_EXTRA_CA_CERTS`.
+    Node,
+    /// `SSL_CERT_FILE`.
+    Go,
+    /// `CURL_CA_BUNDLE`.
+    Curl,
+    /// A PKCS#12 truststore through `JAVA_TOOL_OPTIONS` (appended to).
+    Java,
+}
+
+impl Runtime {
+    /// Its name, as in berth.yaml.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Runtime::Openssl => "openssl",
+            Runtime::Python => "python",
+            Runtime::Node => "node",
+            Runtime::Go => "go",
+            Runtime::Curl => "curl",
+            Runtime::Java => "java",
+        }
+    }
+}
+
 /// One source of certificates: exactly one of these.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("has(self.inline) != has(self.configMap)").message("set exactly one of inline, configMap"))]
+#[x_kube(validation = kube::core::Rule::new("(has(self.inline) ? 1 : 0) + (has(self.configMap) ? 1 : 0) + (has(self.clusterTrustBundle) ? 1 : 0) == 1").message("set exactly one of inline, configMap, clusterTrustBundle"))]
 pub struct CaSource {
     /// A key of a ConfigMap in the same namespace (a platform-injected bundle).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -179,6 +242,36 @@ pub struct CaSource {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1048576))]
     pub inline: Option<String>,
+    /// Kubernetes `ClusterTrustBundle`s (certificates.k8s.io, cluster-scoped),
+    /// as the kubelet's projection names them; read only when the controller
+    /// runs with `--cluster-trust-bundles` (the chart's `clusterTrustBundles.read`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_trust_bundle: Option<TrustBundleRef>,
+}
+
+/// ClusterTrustBundles: one by `name`, or a signer's by `signerName` and labels.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = kube::core::Rule::new("has(self.name) != has(self.signerName) && !(has(self.name) && has(self.labelSelector))").message("set name, or signerName (with an optional labelSelector)"))]
+pub struct TrustBundleRef {
+    /// One ClusterTrustBundle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Every ClusterTrustBundle of this signer (`spec.signerName`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signer_name: Option<String>,
+    /// Of the signer's, those with these labels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<MatchLabels>,
+}
+
+/// A label selector of exact labels.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct MatchLabels {
+    /// Labels an object must carry, with these values.
+    #[serde(default)]
+    pub match_labels: BTreeMap<String, String>,
 }
 
 /// Which containers trust a bundle, and how.
@@ -194,9 +287,13 @@ pub struct InjectSpec {
     /// Where the bundle is mounted (default `/etc/ssl/certs/berth/<bundle>/<key>`, as in berth.yaml).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mount_path: Option<String>,
-    /// Variables set to the mount path (default `SSL_CERT_FILE`).
+    /// Variables set to the mount path, beside the runtimes'.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<String>,
+    /// Runtimes whose variables point at the bundle (with neither `env` nor
+    /// `runtimes`: all of them, as in berth.yaml).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtimes: Option<Vec<Runtime>>,
 }
 
 /// What the controller last did and saw.

@@ -25,6 +25,7 @@ mod project_file;
 mod runtime;
 mod settings;
 mod text_stream;
+mod trust_sources;
 
 use std::process::ExitCode;
 

@@ -93,8 +93,8 @@ pub fn generate(
         if cluster.is_none() {
             for source in &spec.cluster_sources {
                 warnings.push(Warning::at(Code::ClusterSource, format!("{}:{}", project.file, source.pos), format_args!(
-                    "CA bundle `{}` reads configMap `{}` (key `{}`) from the cluster, which `berth apply` and `berth diff` do; this command reaches no cluster and renders the bundle without it",
-                    spec.name, source.config_map, source.key
+                    "CA bundle `{}` reads {} from the cluster, which `berth apply`, `berth diff` and `berth dev` do; this command reaches no cluster and renders the bundle without it",
+                    spec.name, source.from.describe()
                 )));
             }
         }

@@ -472,14 +472,13 @@ fn check_block(
     Ok((subject, validity.not_after.timestamp()))
 }
 
-/// A cluster source's PEM as the caller read it (`None`: not read — no cluster).
+/// A cluster source's PEM as the caller read it (ConfigMaps and
+/// ClusterTrustBundles; several of a signer's are concatenated by name).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterPem {
-    /// The ConfigMap.
-    pub config_map: String,
-    /// The key.
-    pub key: String,
-    /// Its value.
+    /// What was read.
+    pub from: crate::project::ClusterObject,
+    /// Its PEM.
     pub pem: String,
 }
 
@@ -534,25 +533,13 @@ pub fn build(
     // Cluster sources the caller read (apply, diff); a render without a cluster
     // has none and says so itself.
     for source in &spec.cluster_sources {
-        if let Some(read) = cluster
-            .iter()
-            .find(|c| c.config_map == source.config_map && c.key == source.key)
-        {
+        if let Some(read) = cluster.iter().find(|c| c.from == source.from) {
             total += read.pem.len();
-            let shown = format!("configMap {} (key {})", read.config_map, read.key);
-            sources.push((shown, read.pem.clone().into_bytes()));
+            sources.push((read.from.describe(), read.pem.clone().into_bytes()));
         }
     }
     if spec.defaults == Some(crate::project::Defaults::Mozilla) {
-        let ders = webpki_root_certs::TLS_SERVER_ROOT_CERTS
-            .iter()
-            .map(|c| Certificate {
-                subject: String::new(),
-                fingerprint: String::new(),
-                der: c.to_vec(),
-            });
-        let pem = encode_pem(&ders.collect::<Vec<_>>());
-        sources.push((MOZILLA.to_string(), pem.into_bytes()));
+        sources.push(mozilla_roots());
     }
     if spec.defaults == Some(crate::project::Defaults::System) {
         let store = system.ok_or_else(|| CaError::Read {
@@ -595,6 +582,20 @@ pub fn build(
     bundle.generated.labels = spec.labels.clone();
     bundle.generated.annotations = spec.annotations.clone();
     Ok(bundle)
+}
+
+/// `defaults: mozilla`: Mozilla's root program as berth is built with it, as
+/// a source named for messages.
+pub fn mozilla_roots() -> (String, Vec<u8>) {
+    let ders = webpki_root_certs::TLS_SERVER_ROOT_CERTS
+        .iter()
+        .map(|c| Certificate {
+            subject: String::new(),
+            fingerprint: String::new(),
+            der: c.to_vec(),
+        });
+    let pem = encode_pem(&ders.collect::<Vec<_>>());
+    (MOZILLA.to_string(), pem.into_bytes())
 }
 
 /// The files of a bundle's sources, in order: named files as given, directory entries sorted.

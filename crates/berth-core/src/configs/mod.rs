@@ -11,6 +11,7 @@ pub mod hash;
 pub mod rehash;
 pub mod schema;
 mod sources;
+pub mod trust_bundles;
 pub mod truststore;
 
 use std::path::{Path, PathBuf};

@@ -19,12 +19,12 @@ mod helm;
 mod load;
 pub mod schema;
 mod sync;
+mod trust;
 pub use dev::{Dev, Forward};
-pub use generated::{
-    BundleSpec, CaBundleSpec, ClusterSource, ConfigSpec, Defaults, Inject, Spanned,
-};
+pub use generated::{BundleSpec, ConfigSpec, Spanned};
 pub use helm::{HelmChart, HelmPart};
 pub use sync::{RunStep, SyncPath, SyncRule, SyncTarget};
+pub use trust::{CaBundleSpec, ClusterObject, ClusterSource, Defaults, Inject};
 
 /// Name of the project file.
 pub const PROJECT_FILE: &str = "berth.yaml";

@@ -236,7 +236,13 @@ fn config(key: &str) -> Option<Value> {
 fn ca_bundle(key: &str) -> Option<Value> {
     Some(match key {
         "sources" => {
-            json!({"type": "array", "items": {"oneOf": [{"type": "string"}, {"type": "object", "properties": {"configMap": {"type": "string"}, "key": {"type": "string"}}, "required": ["configMap", "key"], "additionalProperties": false}]}, "description": "PEM files and directories, and `{configMap: NAME, key: KEY}` read from the cluster by apply and diff."})
+            let labels = json!({"type": "object", "properties": {"matchLabels": {"type": "object", "additionalProperties": {"type": "string"}}}, "additionalProperties": false});
+            let trust_bundle = json!({"type": "object", "properties": {"name": {"type": "string"}, "signerName": {"type": "string"}, "labelSelector": labels}, "additionalProperties": false});
+            json!({"type": "array", "items": {"oneOf": [
+                {"type": "string"},
+                {"type": "object", "properties": {"configMap": {"type": "string"}, "key": {"type": "string"}}, "required": ["configMap", "key"], "additionalProperties": false},
+                {"type": "object", "properties": {"clusterTrustBundle": trust_bundle}, "required": ["clusterTrustBundle"], "additionalProperties": false}
+            ]}, "description": "PEM files and directories; `{configMap: NAME, key: KEY}` and `{clusterTrustBundle: {name} | {signerName, labelSelector}}` read from the cluster by apply, diff and dev."})
         }
         "key" => text("The key of the bundle in the ConfigMap (default ca.crt)."),
         "inject" => object("caBundles.NAME.inject", INJECT_KEYS, inject, &[]),

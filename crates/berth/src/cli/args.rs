@@ -79,6 +79,11 @@ pub struct ControllerArgs {
     /// template or ReplicaSet with replicas in their namespace uses them (as `berth gc`).
     #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     pub gitops_keep: u32,
+    /// Read and watch Kubernetes ClusterTrustBundles (cluster-scoped) for CA bundle sources
+    /// `clusterTrustBundle:`; needs get, list and watch on `clustertrustbundles`
+    /// (certificates.k8s.io). Without it, a Berth naming one is Degraded and says how to enable it.
+    #[arg(long)]
+    pub cluster_trust_bundles: bool,
     /// How log lines are written (stderr, one per line, with a timestamp; `RUST_LOG`
     /// sets the level, default `info`).
     #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text)]

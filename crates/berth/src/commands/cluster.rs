@@ -20,11 +20,7 @@ fn connected<T>(
     resolution: &Resolution<'_>,
     then: impl AsyncFnOnce(&Cluster, &Desired) -> Result<T>,
 ) -> Result<T> {
-    let has_cluster_sources = project
-        .ca_bundles
-        .iter()
-        .any(|b| !b.cluster_sources.is_empty());
-    if !has_cluster_sources {
+    if !crate::trust_sources::any(project) {
         let prepared = pipeline::desired(&settings.render, project, resolution, None)?;
         pipeline::print_warnings(project, prepared.warnings);
         return crate::runtime::get()?.block_on(async {
@@ -32,61 +28,15 @@ fn connected<T>(
             then(&cluster, &prepared.desired).await
         });
     }
-    // A CA bundle reads ConfigMaps of the cluster: connect first, read them,
+    // A CA bundle reads the cluster: connect first, read them,
     // then render with what was read (its hash covers it: a rotation rolls).
     crate::runtime::get()?.block_on(async {
         let cluster = Cluster::connect(&settings.connection).await?;
-        let read = cluster_sources(&cluster, project).await?;
+        let read = crate::trust_sources::read(&cluster, project).await?;
         let prepared = pipeline::desired(&settings.render, project, resolution, Some(&read))?;
         pipeline::print_warnings(project, prepared.warnings);
         then(&cluster, &prepared.desired).await
     })
-}
-
-/// The PEM of every CA bundle's `{configMap, key}` source, from the cluster's
-/// namespace; a ConfigMap or key that is missing is an error naming both.
-async fn cluster_sources(
-    cluster: &Cluster,
-    project: &Project,
-) -> Result<Vec<berth_core::configs::ca::ClusterPem>> {
-    let mut out: Vec<berth_core::configs::ca::ClusterPem> = Vec::new();
-    for bundle in &project.ca_bundles {
-        for source in &bundle.cluster_sources {
-            let object = berth_kube::ObjectRef {
-                api_version: "v1".into(),
-                kind: "ConfigMap".into(),
-                name: source.config_map.clone(),
-                namespace: Some(cluster.namespace.clone()),
-            };
-            let found = cluster.get(&object).await?.ok_or_else(|| {
-                anyhow::anyhow!(
-                    "{}:{}: caBundles.{}: configMap `{}` is not in namespace `{}`; create it, or name the namespace with --namespace",
-                    project.file, source.pos, bundle.name, source.config_map, cluster.namespace
-                )
-            })?;
-            let pem = found
-                .get("data")
-                .and_then(|d| d.get(&source.key))
-                .and_then(|v| v.as_str())
-                .ok_or_else(|| {
-                    anyhow::anyhow!(
-                        "{}:{}: caBundles.{}: configMap `{}` in namespace `{}` has no key `{}`",
-                        project.file,
-                        source.pos,
-                        bundle.name,
-                        source.config_map,
-                        cluster.namespace,
-                        source.key
-                    )
-                })?;
-            out.push(berth_core::configs::ca::ClusterPem {
-                config_map: source.config_map.clone(),
-                key: source.key.clone(),
-                pem: pem.to_string(),
-            });
-        }
-    }
-    Ok(out)
 }
 
 /// Shows progress: a live line on a terminal, plain lines otherwise.

@@ -65,6 +65,7 @@ pub fn run(args: &ControllerArgs) -> Result<u8> {
                 docker_config: berth_registry::DockerConfig::load()?,
                 gitops_keep: args.gitops_keep as usize,
                 concurrency: args.concurrency,
+                cluster_trust_bundles: args.cluster_trust_bundles,
             },
             shutdown,
         )

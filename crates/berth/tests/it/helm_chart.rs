@@ -218,6 +218,42 @@ fn the_chart_lints_renders_as_snapshotted_and_carries_the_binarys_crd() {
         Value::Array(chart_rules),
         "deploy/controller/rbac-namespace.yaml and the chart's Role (plus the Lease) agree"
     );
+
+    // ClusterTrustBundles: off by default; on, a read-only ClusterRole for them
+    // alone (a one-namespace install too) and the controller's flag.
+    let trust = documents(&run(
+        &helm,
+        &[
+            "template",
+            "b",
+            chart,
+            "-n",
+            "berth-system",
+            "--set",
+            "watchNamespace=team-a",
+            "--set",
+            "clusterTrustBundles.read=true",
+        ],
+        None,
+    ));
+    let rules = |objects: &[Value]| -> Vec<Value> {
+        (objects.iter())
+            .filter(|o| o["kind"] == "ClusterRole")
+            .map(|o| o["rules"].clone())
+            .collect()
+    };
+    assert_eq!(
+        rules(&trust),
+        [
+            serde_json::json!([{"apiGroups": ["certificates.k8s.io"], "resources": ["clustertrustbundles"], "verbs": ["get", "list", "watch"]}])
+        ]
+    );
+    let args = |objects: &[Value]| -> String {
+        let deployment = objects.iter().find(|o| o["kind"] == "Deployment").unwrap();
+        deployment["spec"]["template"]["spec"]["containers"][0]["args"].to_string()
+    };
+    assert!(args(&trust).contains("--cluster-trust-bundles"));
+    assert!(!args(&one).contains("--cluster-trust-bundles") && rules(&one).is_empty());
 }
 
 #[test]

@@ -36,4 +36,5 @@ mod render_kustomize_parity;
 mod sync;
 mod sync_kube;
 mod trust_clients;
+mod trust_controller;
 mod trust_rotation;

@@ -161,6 +161,51 @@ fn rendered(dir: &Path, store: &Path) -> Rendered {
     }
 }
 
+/// The container's files below a temporary root (each mount path, mapped)
+/// and its variables with their paths mapped the same way.
+fn materialize(rendered: &Rendered) -> (tempfile::TempDir, Vec<(String, String)>) {
+    let root = tempfile::tempdir().unwrap();
+    let place = |path: &str| root.path().join(path.trim_start_matches('/'));
+    for (mount_path, key) in &rendered.mounts {
+        if key.is_empty() {
+            // The whole ConfigMap as a directory (the hashed one, for SSL_CERT_DIR).
+            let dir = place(mount_path);
+            std::fs::create_dir_all(&dir).unwrap();
+            for (key, bytes) in &rendered.files {
+                std::fs::write(dir.join(key), bytes).unwrap();
+            }
+            continue;
+        }
+        let (_, bytes) = rendered
+            .files
+            .iter()
+            .find(|(k, _)| k == key)
+            .expect("a mounted key");
+        let file = place(mount_path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, bytes).unwrap();
+    }
+    let mapped: Vec<(String, String)> = rendered
+        .env
+        .iter()
+        .map(|(name, value)| {
+            let value = value
+                .split(' ')
+                .map(|word| match word.split_once('=') {
+                    Some((flag, path)) if path.starts_with('/') => {
+                        format!("{flag}={}", place(path).display())
+                    }
+                    _ if word.starts_with('/') => place(word).display().to_string(),
+                    _ => word.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+            (name.clone(), value)
+        })
+        .collect();
+    (root, mapped)
+}
+
 /// A client: its name and the command that fetches `url` (exit 0 on HTTP 200).
 fn clients(go_program: &Path, java_program: &Path) -> Vec<(&'static str, Vec<String>)> {
     let python = |code: &str| vec!["python3".to_string(), "-c".into(), code.into()];
@@ -267,46 +312,7 @@ fn every_client_in_the_pod_trusts_the_project_ca_and_the_public_roots() {
             "JAVA_TOOL_OPTIONS"
         ]
     );
-    // The container's files below a temporary root: each mount path, mapped.
-    let root = tempfile::tempdir().unwrap();
-    let place = |path: &str| root.path().join(path.trim_start_matches('/'));
-    for (mount_path, key) in &rendered.mounts {
-        if key.is_empty() {
-            // The whole ConfigMap as a directory (the hashed one, for SSL_CERT_DIR).
-            let dir = place(mount_path);
-            std::fs::create_dir_all(&dir).unwrap();
-            for (key, bytes) in &rendered.files {
-                std::fs::write(dir.join(key), bytes).unwrap();
-            }
-            continue;
-        }
-        let (_, bytes) = rendered
-            .files
-            .iter()
-            .find(|(k, _)| k == key)
-            .expect("a mounted key");
-        let file = place(mount_path);
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(&file, bytes).unwrap();
-    }
-    let mapped: Vec<(String, String)> = rendered
-        .env
-        .iter()
-        .map(|(name, value)| {
-            let value = value
-                .split(' ')
-                .map(|word| match word.split_once('=') {
-                    Some((flag, path)) if path.starts_with('/') => {
-                        format!("{flag}={}", place(path).display())
-                    }
-                    _ if word.starts_with('/') => place(word).display().to_string(),
-                    _ => word.to_string(),
-                })
-                .collect::<Vec<_>>()
-                .join(" ");
-            (name.clone(), value)
-        })
-        .collect();
+    let (root, mapped) = materialize(&rendered);
     // keytool opens both Java stores berth wrote (changeit, the JDK's default).
     for (key, kind) in [("truststore.p12", "PKCS12"), ("truststore.jks", "JKS")] {
         let file = servers.path().join(key);
@@ -368,6 +374,35 @@ fn every_client_in_the_pod_trusts_the_project_ca_and_the_public_roots() {
             out.status.success(),
             "python urllib with only SSL_CERT_DIR, {which} server: {}",
             common::transcript(&out)
+        );
+    }
+
+    // The rotation: the project's CA replaced by a new one. The bundle gets a
+    // new name (the workloads roll), and every client trusts the new CA's
+    // server, and no longer the old one's, with the new files and variables.
+    let rotated_ca = ca("Corp Root 2");
+    std::fs::write(d.join("certs/corp.pem"), &rotated_ca.pem).unwrap();
+    let rotated_server = server(servers.path(), "rotated", &rotated_ca);
+    let rotated = crate::trust_clients::rendered(d, &store);
+    let (rotated_root, rotated_env) = materialize(&rotated);
+    // New content, so a new content-addressed name: the workloads roll.
+    assert_ne!(rotated.files, rendered.files, "a rotated CA is new content");
+    for (client, command) in clients(&go, &java) {
+        let out = fetch(
+            &command,
+            &rotated_server.url,
+            &rotated_env,
+            rotated_root.path(),
+        );
+        assert!(
+            out.status.success(),
+            "{client} after the rotation: {}",
+            common::transcript(&out)
+        );
+        let old = fetch(&command, &private.url, &rotated_env, rotated_root.path());
+        assert!(
+            !old.status.success(),
+            "{client} still trusts the rotated-out CA"
         );
     }
 }

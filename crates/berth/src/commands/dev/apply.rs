@@ -44,13 +44,23 @@ pub struct Snapshot {
     pub warnings: Vec<String>,
 }
 
-/// Loads berth.yaml, resolves and renders (blocking: files, maybe `kubectl kustomize`).
-pub fn snapshot(source: &Source) -> Result<Snapshot> {
+/// Loads berth.yaml, resolves and renders (blocking: files, maybe `kubectl
+/// kustomize`; on a blocking thread of the runtime, which reads the CA
+/// bundles' cluster sources first, as `berth apply` does, on every render: a
+/// rotated CA rolls the workloads on the next edit).
+pub fn snapshot(source: &Source, cluster: &Cluster) -> Result<Snapshot> {
     crate::pipeline::resolved(
         source.project.as_deref(),
         &source.resolve,
         |project, resolution| {
-            let prepared = crate::pipeline::desired(&source.render, project, resolution, None)?;
+            let read = if crate::trust_sources::any(project) {
+                let reading = crate::trust_sources::read(cluster, project);
+                Some(tokio::runtime::Handle::current().block_on(reading)?)
+            } else {
+                None
+            };
+            let prepared =
+                crate::pipeline::desired(&source.render, project, resolution, read.as_deref())?;
             Ok(Snapshot {
                 project: project.clone(),
                 desired: prepared.desired,
@@ -115,7 +125,8 @@ impl ApplyTask {
                     asked = false;
                     requests.borrow_and_update();
                     let source = Arc::clone(&self.source);
-                    match tokio::task::spawn_blocking(move || snapshot(&source)).await {
+                    let cluster = Arc::clone(&self.cluster);
+                    match tokio::task::spawn_blocking(move || snapshot(&source, &cluster)).await {
                         Ok(result) => result,
                         Err(e) => Err(anyhow::anyhow!("the render stopped: {e}")),
                     }

@@ -196,7 +196,7 @@ async fn session(
     let streams = Arc::new(Cluster::connect(&settings.streams).await?);
     let source = Arc::new(source);
 
-    let first = first_render(&source).await?;
+    let first = first_render(&source, &cluster).await?;
     if let (true, Err(e)) = (settings.once, &first) {
         // An event like every other failure (`--output json` readers see it),
         // said once: the error's causes are in its message.
@@ -286,9 +286,12 @@ async fn session(
 
 /// The first render, before anything starts: its project and resolution seed
 /// the rest. Rendering blocks (kustomize, files), so it runs off the runtime.
-async fn first_render(source: &Arc<Source>) -> Result<Result<apply::Snapshot>> {
-    let source = Arc::clone(source);
-    tokio::task::spawn_blocking(move || apply::snapshot(&source))
+async fn first_render(
+    source: &Arc<Source>,
+    cluster: &Arc<Cluster>,
+) -> Result<Result<apply::Snapshot>> {
+    let (source, cluster) = (Arc::clone(source), Arc::clone(cluster));
+    tokio::task::spawn_blocking(move || apply::snapshot(&source, &cluster))
         .await
         .map_err(|e| anyhow!("the render stopped: {e}"))
 }

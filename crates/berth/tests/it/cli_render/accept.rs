@@ -120,6 +120,18 @@ fn new_keys_refuse_bad_values_with_their_place_and_fix() {
             "a runtime is one of openssl, python, node, go, curl, java",
         ),
         (bundle("sources: [{configMap: corp-ca}]"), "`key`"),
+        (
+            bundle("sources: [{clusterTrustBundle: {name: a, signerName: x.io/y}}]"),
+            "`{name, signerName}`: name one ClusterTrustBundle with `name:`, or a signer's",
+        ),
+        (
+            bundle("sources: [{clusterTrustBundle: {name: a, labelSelector: {matchLabels: {a: b}}}}]"),
+            "or a signer's with `signerName:` (and, optionally, `labelSelector",
+        ),
+        (
+            bundle("sources: [{clusterTrustBundle: {signerName: x.io/y, labelSelector: {matchExpressions: []}}}]"),
+            "matchExpressions",
+        ),
     ];
     for (yaml, expected) in cases {
         let dir = project(&format!("name: x\n{yaml}"));
