@@ -3,6 +3,7 @@
 //! ConfigMap, with the injection rules berth.yaml's bundles have.
 
 use berth_core::configs::trust_bundles::{self, TrustBundle};
+use berth_core::configs::truststore::Password;
 use berth_core::configs::{ca, Generated};
 use berth_core::project::{BundleSpec, ClusterObject, Inject};
 
@@ -28,6 +29,7 @@ fn bundle_spec(bundle: &str, spec: &crate::types::CaBundleSpec) -> (BundleSpec, 
         jks: spec.formats.contains(&crate::types::CaFormat::Jks),
         dir: false,
     };
+    let password = (spec.password.as_ref()).map(|r| (r.name.clone(), r.key.clone()));
     let inject = spec.inject.as_ref().map(|i| {
         let named_env = (!i.env.is_empty()).then(|| i.env.clone());
         let runtimes =
@@ -43,7 +45,7 @@ fn bundle_spec(bundle: &str, spec: &crate::types::CaBundleSpec) -> (BundleSpec, 
         );
         formats.pkcs12 |= needs.pkcs12;
         formats.dir |= needs.dir;
-        inject
+        Inject { password, ..inject }
     });
     let spec = BundleSpec {
         name: bundle.to_string(),
@@ -115,6 +117,28 @@ pub(crate) fn trust_bundle_source(r: &crate::types::TrustBundleRef) -> ClusterOb
     }
 }
 
+/// The Java stores' password from the Secret `password` names (`None`:
+/// the default); its value is never in a message.
+fn password(
+    field: &str,
+    spec: &crate::types::CaBundleSpec,
+    sources: &Sources,
+) -> Result<Option<Password>, Problem> {
+    let Some(r) = &spec.password else {
+        return Ok(None);
+    };
+    let field = format!("{field}.password");
+    let bytes = read(sources, SourceKind::Secret, r, &field)?;
+    let password = Password::new(bytes).map_err(|why| {
+        let message = format!(
+            "{field}: the value of secret `{}` key `{}` cannot be a truststore password: {why}",
+            r.name, r.key
+        );
+        problem(Reason::InvalidSpec, message)
+    })?;
+    Ok(Some(password))
+}
+
 pub(super) fn build_bundles(
     berth: &Berth,
     sources: &Sources,
@@ -139,6 +163,7 @@ pub(super) fn build_bundles(
             key: bundle_spec.key,
             hash: true,
             formats,
+            password: password(&field, spec, sources)?,
         };
         let bundle = ca::from_pem(&shape, &pem, now, true).map_err(|e| {
             let reason = match &e {

@@ -56,6 +56,9 @@ pub fn sources_named(berth: &Berth) -> Vec<(SourceKind, String)> {
         }
     }
     for bundle in berth.spec.ca_bundles.values() {
+        if let Some(r) = &bundle.password {
+            out.push((SourceKind::Secret, r.name.clone()));
+        }
         for source in &bundle.sources {
             if let Some(r) = &source.config_map {
                 out.push((SourceKind::ConfigMap, r.name.clone()));

@@ -344,16 +344,21 @@ fn own_appends_the_berth_and_keeps_the_users_owner_references() {
     assert_eq!(objects[1]["metadata"]["ownerReferences"], json!([owner]));
 }
 
-#[test]
-fn trust_bundle_sources_read_the_watched_objects_and_every_runtime_is_injected() {
-    use berth_core::configs::trust_bundles::TrustBundle;
+/// A certificate valid at `NOW`.
+fn current_pem() -> String {
     let mut params = rcgen::CertificateParams::new(vec![]).unwrap();
     params.not_before = rcgen::date_time_ymd(2024, 1, 1);
     params.not_after = rcgen::date_time_ymd(2030, 1, 1);
-    let pem = params
+    params
         .self_signed(&rcgen::KeyPair::generate().unwrap())
         .unwrap()
-        .pem();
+        .pem()
+}
+
+#[test]
+fn trust_bundle_sources_read_the_watched_objects_and_every_runtime_is_injected() {
+    use berth_core::configs::trust_bundles::TrustBundle;
+    let pem = current_pem();
     let b = berth(json!({
         "workloads": [deployment()],
         "caBundles": {"corp": {
@@ -408,4 +413,42 @@ fn trust_bundle_sources_read_the_watched_objects_and_every_runtime_is_injected()
         err.message.contains("sources[0].clusterTrustBundle: no clusterTrustBundle of signer `x.io/corp` labelled tier=corp exists"),
         "{err}"
     );
+}
+
+#[test]
+fn a_secret_password_locks_the_java_stores_and_reaches_the_jvm_by_reference() {
+    let pem = current_pem();
+    let b = berth(json!({
+        "workloads": [deployment()],
+        "caBundles": {"corp": {
+            "sources": [{"inline": pem}],
+            "password": {"name": "store-password", "key": "password"},
+            "inject": {"containers": ["server"], "runtimes": ["java"]}}},
+    }));
+    assert!(sources_named(&b).contains(&(SourceKind::Secret, "store-password".into())));
+    let with =
+        |value: &[u8]| sources(&[(SourceKind::Secret, "store-password", &[("password", value)])]);
+    let planned = plan(&b, "team-a", &with(b"Not-changeit-42"), NOW).unwrap();
+    let container = &planned.desired.objects[1]["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(
+        container["env"][0],
+        json!({"name": "BERTH_TRUSTSTORE_PASSWORD_CORP", "valueFrom": {"secretKeyRef": {"name": "store-password", "key": "password"}}})
+    );
+    let options = container["env"][1]["value"].as_str().unwrap();
+    assert!(
+        options.ends_with("-Djavax.net.ssl.trustStorePassword=$(BERTH_TRUSTSTORE_PASSWORD_CORP)"),
+        "{options}"
+    );
+    assert!(!planned
+        .desired
+        .objects
+        .iter()
+        .any(|o| o.to_string().contains("Not-changeit-42")));
+    let err = plan(&b, "team-a", &with(b"Hidden-Value\n"), NOW).unwrap_err();
+    assert_eq!(err.reason, Reason::InvalidSpec);
+    assert!(
+        err.message.contains("spec.caBundles.corp.password") && err.message.contains("newline"),
+        "{err}"
+    );
+    assert!(!err.message.contains("Hidden-Value"), "{err}");
 }

@@ -173,6 +173,11 @@ pub struct CaBundleSpec {
     /// runtime is injected) and `jks`, in `binaryData`, password `changeit`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub formats: Vec<CaFormat>,
+    /// The Java stores' password: a key of a Secret in the same namespace
+    /// (default `changeit`). The JVM reads it through a variable from that
+    /// Secret; the workload never holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<KeyRef>,
     /// Containers that should trust it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inject: Option<InjectSpec>,

@@ -98,8 +98,12 @@ pub fn generate(
                 )));
             }
         }
-        let read = cluster.unwrap_or_default();
-        let bundle = ca::build(project, spec, &files, now, strict, system.as_ref(), read)?;
+        let supplied = ca::Supplied {
+            system: system.as_ref(),
+            cluster: cluster.unwrap_or_default(),
+            configs: &generated,
+        };
+        let bundle = ca::build(project, spec, &files, now, strict, &supplied)?;
         warnings.extend(bundle.warnings.into_iter().map(certificate));
         generated.push(bundle.generated);
     }

@@ -68,6 +68,18 @@ pub enum CaError {
         /// The bundle.
         bundle: String,
     },
+    /// `password:` names no usable Secret value (the value is never shown).
+    #[error("{file}:{pos}: caBundles.{bundle}.password: {problem}")]
+    Password {
+        /// The project file.
+        file: String,
+        /// Where `password:` is.
+        pos: Pos,
+        /// The bundle.
+        bundle: String,
+        /// What is wrong, and how to fix it.
+        problem: String,
+    },
     /// A limit was exceeded.
     #[error("{file}:{pos}: caBundles.{bundle}: {problem}")]
     Limit {
@@ -137,6 +149,8 @@ pub struct BundleShape {
     pub hash: bool,
     /// The Java truststores written beside the PEM (`binaryData`).
     pub formats: Formats,
+    /// Their password (`None`: [`super::truststore::DEFAULT_PASSWORD`]).
+    pub password: Option<super::truststore::Password>,
 }
 
 /// `caBundles.X.formats` beyond PEM: Java truststores of the same certificates,
@@ -333,7 +347,10 @@ fn generated_bundle(shape: &BundleShape, certificates: &[Certificate]) -> Genera
     }
     let ders: Vec<Vec<u8>> = certificates.iter().map(|c| c.der.clone()).collect();
     let b64 = base64::engine::general_purpose::STANDARD;
-    let password = super::truststore::DEFAULT_PASSWORD;
+    let password = (shape.password.as_ref()).map_or(
+        super::truststore::DEFAULT_PASSWORD,
+        super::truststore::Password::expose,
+    );
     let mut binary_data = Vec::new();
     if shape.formats.jks {
         let store = super::truststore::jks(&ders, password);
@@ -472,25 +489,9 @@ fn check_block(
     Ok((subject, validity.not_after.timestamp()))
 }
 
-/// A cluster source's PEM as the caller read it (ConfigMaps and
-/// ClusterTrustBundles; several of a signer's are concatenated by name).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClusterPem {
-    /// What was read.
-    pub from: crate::project::ClusterObject,
-    /// Its PEM.
-    pub pem: String,
-}
-
-/// The public roots of the machine that renders, read by the caller (the core
-/// reads no files outside the project): where they came from and the PEM.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SystemStore {
-    /// The file, for messages (`/etc/ssl/certs/ca-certificates.crt`).
-    pub shown: String,
-    /// Its bytes.
-    pub bytes: Vec<u8>,
-}
+#[path = "ca_supplied.rs"]
+mod supplied;
+pub use supplied::{ClusterPem, Supplied, SystemStore};
 
 /// Builds one of the project's bundles at time `now` (seconds since the Unix
 /// epoch), reading its sources through `files`; a bundle with `defaults:
@@ -501,9 +502,10 @@ pub fn build(
     files: &dyn FileSource,
     now: i64,
     strict: bool,
-    system: Option<&SystemStore>,
-    cluster: &[ClusterPem],
+    supplied: &Supplied<'_>,
 ) -> Result<CaBundle, CaError> {
+    let (system, cluster) = (supplied.system, supplied.cluster);
+    let password = super::truststore::password(project, spec, supplied.configs)?;
     let limit = |problem: String| CaError::Limit {
         file: project.file.clone(),
         pos: spec.pos,
@@ -563,6 +565,7 @@ pub fn build(
         key: spec.key.clone(),
         hash: spec.hash,
         formats: spec.formats,
+        password,
     };
     let mut bundle = from_pem(&shape, &sources, now, strict).map_err(|e| match e {
         PemError::Content {

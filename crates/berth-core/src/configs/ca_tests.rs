@@ -29,6 +29,15 @@ fn truncated(pem: &str) -> String {
     format!("-----BEGIN CERTIFICATE-----\n{b64}\n-----END CERTIFICATE-----\n")
 }
 
+/// What the caller supplies: `system`, and no cluster or configs.
+fn supplied(system: Option<&SystemStore>) -> Supplied<'_> {
+    Supplied {
+        system,
+        cluster: &[],
+        configs: &[],
+    }
+}
+
 fn build_with(
     sources: &str,
     files: Vec<(&str, String)>,
@@ -41,7 +50,7 @@ fn build_with(
     )
     .unwrap();
     let table = Table::new(files);
-    build(&p, &p.ca_bundles[0], &table, NOW, strict, None, &[])
+    build(&p, &p.ca_bundles[0], &table, NOW, strict, &supplied(None))
 }
 
 #[test]
@@ -200,6 +209,7 @@ fn a_bundle_the_api_server_would_refuse_is_an_error_that_names_its_parts() {
         key: DEFAULT_KEY.into(),
         hash: true,
         formats,
+        password: None,
     };
     let sources = vec![("certs/".to_string(), many(900).into_bytes())];
     // The PEM alone fits; with the hashed directory and both stores it does not.
@@ -234,6 +244,7 @@ fn the_hashed_directory_holds_each_certificate_under_its_openssl_name() {
             dir: true,
             ..Formats::default()
         },
+        password: None,
     };
     let sources = vec![("a".to_string(), format!("{a}{b}").into_bytes())];
     let bundle = from_pem(&shape, &sources, NOW, false).unwrap();
@@ -269,6 +280,7 @@ fn bundles_from_bytes_name_their_sources_and_the_first_expiry() {
         key: "ca-bundle.crt".into(),
         hash: true,
         formats: Default::default(),
+        password: None,
     };
     let sources = vec![
         (
@@ -324,7 +336,7 @@ fn a_bundle_with_hash_false_keeps_its_name_and_carries_labels() {
     )
     .unwrap();
     let table = Table::new(vec![("a.pem", good)]);
-    let bundle = build(&p, &p.ca_bundles[0], &table, NOW, false, None, &[]).unwrap();
+    let bundle = build(&p, &p.ca_bundles[0], &table, NOW, false, &supplied(None)).unwrap();
     assert_eq!(bundle.generated.name, "corp");
     assert!(
         !bundle.generated.immutable,
@@ -352,7 +364,7 @@ fn defaults_add_the_public_roots() {
         )
         .unwrap();
         let table = Table::new(vec![("corp.pem", corp.clone())]);
-        build(&p, &p.ca_bundles[0], &table, NOW, true, system, &[])
+        build(&p, &p.ca_bundles[0], &table, NOW, true, &supplied(system))
     };
     let mozilla = bundle("mozilla", None).unwrap();
     assert!(mozilla.certificates > 100, "{}", mozilla.certificates);

@@ -17,6 +17,94 @@ use sha2::{Digest as _, Sha256};
 /// the password guards integrity, not secrecy.
 pub const DEFAULT_PASSWORD: &str = "changeit";
 
+/// A Java store's password, read from a Secret config: shown nowhere (its
+/// `Debug` is `***`), and text that `JAVA_TOOL_OPTIONS` carries intact.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Password(String);
+
+impl std::fmt::Debug for Password {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Password(***)")
+    }
+}
+
+impl Password {
+    /// The password of these bytes, or what is wrong with them (never them).
+    pub fn new(bytes: &[u8]) -> Result<Password, &'static str> {
+        let text = std::str::from_utf8(bytes).map_err(|_| "it is not UTF-8 text")?;
+        if text.is_empty() {
+            return Err("it is empty");
+        }
+        if text.ends_with('\n') {
+            return Err("it ends with a newline (a file written by `echo`; write it with `printf`), which the JVM would read as part of it");
+        }
+        // JAVA_TOOL_OPTIONS is split at white space; quotes would be read as options' syntax.
+        if text
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == '"' || c == '\'')
+        {
+            return Err("it holds white space, a control character or a quote, which JAVA_TOOL_OPTIONS cannot carry");
+        }
+        Ok(Password(text.to_string()))
+    }
+
+    /// The text, for the stores' keys.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The password `caBundles.X.password: {config, key}` names: the value of a
+/// `secret: true` config's key, checked (`None` without `password:`).
+pub fn password(
+    project: &crate::project::Project,
+    spec: &crate::project::CaBundleSpec,
+    configs: &[super::Generated],
+) -> Result<Option<Password>, super::ca::CaError> {
+    let Some(named) = &spec.password else {
+        return Ok(None);
+    };
+    let fail = |problem: String| super::ca::CaError::Password {
+        file: project.file.clone(),
+        pos: named.pos,
+        bundle: spec.name.clone(),
+        problem,
+    };
+    let (config, key) = (&named.config, &named.key);
+    if !spec.formats.pkcs12 && !spec.formats.jks {
+        return Err(fail("it is the Java stores' password, and this bundle writes none: add `formats: [pkcs12]` or `jks`, or the `java` runtime".into()));
+    }
+    let declared = (project.configs.iter()).find(|c| c.name == *config);
+    let declared = declared.ok_or_else(|| {
+        fail(format!(
+            "no config `{config}`; declare it under `configs:` with `secret: true`"
+        ))
+    })?;
+    if !declared.secret {
+        return Err(fail(format!("config `{config}` is a ConfigMap; a password belongs in a Secret: add `secret: true` to it")));
+    }
+    let generated = configs.iter().find(|g| g.base_name == *config);
+    let data = generated.map(|g| g.data.as_slice()).unwrap_or_default();
+    let Some((_, value)) = data.iter().find(|(k, _)| k == key) else {
+        let keys: Vec<&str> = data.iter().map(|(k, _)| k.as_str()).collect();
+        return Err(fail(format!(
+            "config `{config}` has no key `{key}` (it has: {})",
+            keys.join(", ")
+        )));
+    };
+    use base64::Engine as _;
+    // A Secret's data is base64 of its bytes, as berth wrote it.
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(value)
+        .unwrap_or_default();
+    let password = Password::new(&bytes).map_err(|why| {
+        fail(format!(
+            "the value of config `{config}` key `{key}` cannot be a truststore password: {why}"
+        ))
+    })?;
+    Ok(Some(password))
+}
+
 /// The MAC's key-derivation iterations (the JDK's default for PKCS#12).
 const MAC_ITERATIONS: u32 = 10_000;
 
@@ -208,6 +296,25 @@ pub fn jks(certificates: &[Vec<u8>], password: &str) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_password_is_text_the_jvm_options_carry_and_is_never_shown() {
+        let cases: &[(&[u8], Option<&str>)] = &[
+            (b"Not-changeit-42", None),
+            (b"", Some("empty")),
+            (b"secret\n", Some("newline")),
+            (b"two words", Some("white space")),
+            (b"quo\"te", Some("quote")),
+            (b"\xff\xfe", Some("UTF-8")),
+        ];
+        for (bytes, problem) in cases {
+            match (Password::new(bytes), problem) {
+                (Ok(p), None) => assert_eq!(format!("{p:?}"), "Password(***)"),
+                (Err(why), Some(problem)) => assert!(why.contains(problem), "{why}"),
+                (got, want) => panic!("{bytes:?}: {got:?}, wanted {want:?}"),
+            }
+        }
+    }
 
     #[test]
     fn der_lengths_and_object_identifiers_are_encoded_as_x690_says() {

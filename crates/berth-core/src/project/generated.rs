@@ -27,6 +27,7 @@ pub(super) const CA_KEYS: &[&str] = &[
     "annotations",
     "defaults",
     "formats",
+    "password",
 ];
 pub(super) const INJECT_KEYS: &[&str] =
     &["components", "containers", "mountPath", "env", "runtimes"];

@@ -24,7 +24,7 @@ pub use dev::{Dev, Forward};
 pub use generated::{BundleSpec, ConfigSpec, Spanned};
 pub use helm::{HelmChart, HelmPart};
 pub use sync::{RunStep, SyncPath, SyncRule, SyncTarget};
-pub use trust::{CaBundleSpec, ClusterObject, ClusterSource, Defaults, Inject};
+pub use trust::{CaBundleSpec, ClusterObject, ClusterSource, Defaults, Inject, PasswordRef};
 
 /// Name of the project file.
 pub const PROJECT_FILE: &str = "berth.yaml";

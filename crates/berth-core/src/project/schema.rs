@@ -250,7 +250,10 @@ fn ca_bundle(key: &str) -> Option<Value> {
         "labels" => string_map("Labels of the generated object."),
         "annotations" => string_map("Annotations of the generated object."),
         "formats" => {
-            json!({"type": "array", "items": {"enum": ["pem", "pkcs12", "jks"]}, "description": "Java truststores written beside the PEM, in binaryData: truststore.p12 and truststore.jks (password `changeit`); PKCS#12 is added when the `java` runtime is injected."})
+            json!({"type": "array", "items": {"enum": ["pem", "pkcs12", "jks"]}, "description": "Java truststores written beside the PEM, in binaryData: truststore.p12 and truststore.jks (password `changeit`, or `password:`); PKCS#12 is added when the `java` runtime is injected."})
+        }
+        "password" => {
+            json!({"type": "object", "properties": {"config": {"type": "string"}, "key": {"type": "string"}}, "required": ["config", "key"], "additionalProperties": false, "description": "The Java stores' password: a key of a `secret: true` config. The JVM reads it through a variable from that Secret; the manifest never holds it (default `changeit`)."})
         }
         "defaults" => {
             json!({"enum": ["system", "mozilla"], "description": "Add the public roots: `system` = the store of the machine that renders (Debian's /etc/ssl/certs/ca-certificates.crt, or BERTH_SYSTEM_CA_BUNDLE); `mozilla` = Mozilla's roots as berth is built with them (the webpki-root-certs crate), the same on every machine."})

@@ -35,6 +35,19 @@ pub struct CaBundleSpec {
     /// `sources:` entries `{configMap: NAME, key: KEY}`: read from the cluster
     /// (the workloads' namespace) by the commands that reach one.
     pub cluster_sources: Vec<ClusterSource>,
+    /// `password: {config, key}`: the Java stores' password, a Secret config's key.
+    pub password: Option<PasswordRef>,
+}
+
+/// A key of one of the project's Secret configs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PasswordRef {
+    /// The config (`secret: true`).
+    pub config: String,
+    /// Its key.
+    pub key: String,
+    /// Where `password:` is written.
+    pub pos: Pos,
 }
 
 /// A CA bundle source in the cluster, and where it is written.
@@ -131,6 +144,9 @@ pub struct Inject {
     /// The `openssl` runtime (or `SSL_CERT_DIR` in `env:`): where the hashed
     /// directory is mounted, for `SSL_CERT_DIR`.
     pub cert_dir: Option<String>,
+    /// The Java stores' password as `(Secret config, key)`: given to the JVM
+    /// through a variable from the Secret (`None`: the default, `changeit`).
+    pub password: Option<(String, String)>,
 }
 
 impl Inject {
@@ -162,6 +178,7 @@ impl Inject {
             env,
             truststore: java.then(|| format!("{beside}/{}", crate::configs::ca::PKCS12_KEY)),
             cert_dir: dir.then(|| format!("{beside}/certs")),
+            password: None,
             mount_path,
         };
         let formats = crate::configs::ca::Formats {
@@ -284,6 +301,52 @@ impl Loader<'_> {
         }
     }
 
+    /// `formats: [pem, pkcs12, jks]`, added to `formats`.
+    fn formats(
+        &self,
+        v: &Node,
+        field: &str,
+        formats: &mut crate::configs::ca::Formats,
+    ) -> Result<(), ProjectError> {
+        for item in self.strings(v, field)? {
+            match item.value.as_str() {
+                "pem" => {}
+                "pkcs12" => formats.pkcs12 = true,
+                "jks" => formats.jks = true,
+                other => {
+                    return Err(self.invalid(v, field, other, "a format is pem, pkcs12 or jks"))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `password: {config: NAME, key: KEY}`.
+    fn password(&self, v: &Node, field: &str) -> Result<PasswordRef, ProjectError> {
+        let fields = self.fields(v, field, &["config", "key"])?;
+        let text = |name: &'static str| -> Result<String, ProjectError> {
+            let (_, value) = (fields.iter())
+                .find(|(k, _)| k.as_str() == Some(name))
+                .ok_or_else(|| self.missing(v.pos, name, format!("`{field}` (a key of a `secret: true` config: `{{config: NAME, key: KEY}}`)")))?;
+            Ok(self.string(value, field)?.to_string())
+        };
+        Ok(PasswordRef {
+            config: text("config")?,
+            key: text("key")?,
+            pos: v.pos,
+        })
+    }
+
+    /// `defaults: system|mozilla`.
+    fn defaults(&self, v: &Node, field: &str) -> Result<Defaults, ProjectError> {
+        let text = self.string(v, field)?;
+        Ok(match text {
+            "system" => Defaults::System,
+            "mozilla" => Defaults::Mozilla,
+            _ => return Err(self.invalid(v, field, text, "use `system` (the public roots of the machine that renders: Debian's /etc/ssl/certs/ca-certificates.crt, or the file BERTH_SYSTEM_CA_BUNDLE names) or `mozilla` (Mozilla's roots as berth is built with them, the same on every machine)")),
+        })
+    }
+
     pub(super) fn ca_bundles(
         &self,
         node: &Node,
@@ -307,6 +370,7 @@ impl Loader<'_> {
                 defaults: None,
                 formats: crate::configs::ca::Formats::default(),
                 cluster_sources: Vec::new(),
+                password: None,
             };
             let mut entry = None;
             for (k, v) in self.fields(value, &context, CA_KEYS)? {
@@ -331,31 +395,9 @@ impl Loader<'_> {
                     "hash" => spec.hash = self.bool(v, &field)?,
                     "labels" => spec.labels = self.metadata_map(v, &field, true)?,
                     "annotations" => spec.annotations = self.metadata_map(v, &field, false)?,
-                    "formats" => {
-                        for item in self.strings(v, &field)? {
-                            match item.value.as_str() {
-                                "pem" => {}
-                                "pkcs12" => spec.formats.pkcs12 = true,
-                                "jks" => spec.formats.jks = true,
-                                other => {
-                                    return Err(self.invalid(
-                                        v,
-                                        &field,
-                                        other,
-                                        "a format is pem, pkcs12 or jks",
-                                    ))
-                                }
-                            }
-                        }
-                    }
-                    "defaults" => {
-                        let text = self.string(v, &field)?;
-                        spec.defaults = Some(match text {
-                            "system" => Defaults::System,
-                            "mozilla" => Defaults::Mozilla,
-                            _ => return Err(self.invalid(v, &field, text, "use `system` (the public roots of the machine that renders: Debian's /etc/ssl/certs/ca-certificates.crt, or the file BERTH_SYSTEM_CA_BUNDLE names) or `mozilla` (Mozilla's roots as berth is built with them, the same on every machine)")),
-                        });
-                    }
+                    "formats" => self.formats(v, &field, &mut spec.formats)?,
+                    "password" => spec.password = Some(self.password(v, &field)?),
+                    "defaults" => spec.defaults = Some(self.defaults(v, &field)?),
                     _ => {}
                 }
             }
@@ -374,6 +416,9 @@ impl Loader<'_> {
                     entry.runtimes,
                 );
                 spec.inject = Some(inject);
+                if let (Some(inject), Some(named)) = (&mut spec.spec.inject, &spec.password) {
+                    inject.password = Some((named.config.clone(), named.key.clone()));
+                }
                 spec.formats.pkcs12 |= needs.pkcs12;
                 spec.formats.dir |= needs.dir;
             }

@@ -156,9 +156,15 @@ impl Rule<'_> {
             ("readOnly", plain("true")),
         ]);
         upsert_by(container, "volumeMounts", "mountPath", truststore, mount);
+        // A password from a Secret reaches the JVM through a variable the
+        // options reference (`$(NAME)`, which Kubernetes expands from the
+        // variables before it): never written into the manifest.
+        let password = match &self.inject.password {
+            Some(_) => format!("$({})", self.password_variable()),
+            None => crate::configs::truststore::DEFAULT_PASSWORD.to_string(),
+        };
         let ours = format!(
-            "-Djavax.net.ssl.trustStore={truststore} -Djavax.net.ssl.trustStoreType=PKCS12 -Djavax.net.ssl.trustStorePassword={}",
-            crate::configs::truststore::DEFAULT_PASSWORD
+            "-Djavax.net.ssl.trustStore={truststore} -Djavax.net.ssl.trustStoreType=PKCS12 -Djavax.net.ssl.trustStorePassword={password}"
         );
         let existing = env_entry(container, JAVA_OPTIONS);
         let value = match existing {
@@ -180,7 +186,28 @@ impl Rule<'_> {
             ("value", string(&value)),
         ]);
         upsert_by_name(container, "env", JAVA_OPTIONS, entry);
+        if let Some((config, key)) = &self.inject.password {
+            let reference = map(vec![("name", string(config)), ("key", string(key))]);
+            let from = map(vec![("secretKeyRef", reference)]);
+            let variable = self.password_variable();
+            let entry = map(vec![("name", string(&variable)), ("valueFrom", from)]);
+            insert_before(container, &variable, entry, JAVA_OPTIONS);
+        }
         Vec::new()
+    }
+
+    /// The variable that carries the stores' password: one per bundle.
+    fn password_variable(&self) -> String {
+        let name: String = (self.bundle.name.chars())
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_uppercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        format!("BERTH_TRUSTSTORE_PASSWORD_{name}")
     }
 }
 
@@ -201,6 +228,21 @@ fn set_variable(
     let entry = map(vec![("name", string(variable)), ("value", string(value))]);
     upsert_by_name(container, "env", variable, entry);
     None
+}
+
+/// Puts `entry` (variable `name`) into the container's `env` right before
+/// `before`: a `$(name)` reference expands only from variables defined earlier.
+fn insert_before(container: &mut Node, name: &str, entry: Node, before: &str) {
+    let Some(items) = container.get_mut("env").and_then(Node::as_seq_mut) else {
+        return;
+    };
+    let named = |i: &Node, n: &str| i.get("name").and_then(Node::as_str) == Some(n);
+    items.retain(|i| !named(i, name));
+    let at = items
+        .iter()
+        .position(|i| named(i, before))
+        .unwrap_or(items.len());
+    items.insert(at, entry);
 }
 
 /// The container's `env` entry named `name`.

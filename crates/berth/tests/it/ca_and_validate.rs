@@ -10,7 +10,7 @@ use std::path::Path;
 use common::{berth, project};
 use rcgen::{date_time_ymd, CertificateParams, DnType, KeyPair};
 
-fn cert(cn: &str, years: (i32, i32)) -> (String, String) {
+pub(crate) fn cert(cn: &str, years: (i32, i32)) -> (String, String) {
     let mut params = CertificateParams::new(vec![]).unwrap();
     params.distinguished_name.push(DnType::CommonName, cn);
     params.not_before = date_time_ymd(years.0, 1, 1);

@@ -156,9 +156,52 @@ fn rendered(dir: &Path, store: &Path) -> Rendered {
     };
     Rendered {
         files,
-        env: pairs("env", "name", "value"),
+        env: kubelet_env(&container, &docs),
         mounts: pairs("volumeMounts", "mountPath", "subPath"),
     }
+}
+
+/// The container's variables as the kubelet gives them: `valueFrom:
+/// secretKeyRef` read from the rendered Secret, and `$(NAME)` expanded from
+/// the variables before it.
+fn kubelet_env(container: &berth_yaml::Node, docs: &[berth_yaml::Node]) -> Vec<(String, String)> {
+    use base64::Engine as _;
+    let text =
+        |n: Option<&berth_yaml::Node>| n.and_then(|v| v.as_str()).unwrap_or_default().to_string();
+    let mut out: Vec<(String, String)> = Vec::new();
+    let entries = container
+        .get("env")
+        .and_then(|l| l.as_seq())
+        .unwrap_or_default();
+    for entry in entries {
+        let name = text(entry.get("name"));
+        let secret = entry.get("valueFrom").and_then(|f| f.get("secretKeyRef"));
+        let mut value = match secret {
+            Some(r) => {
+                let doc = docs
+                    .iter()
+                    .find(|d| {
+                        text(d.get("kind")) == "Secret"
+                            && text(d.get("metadata").and_then(|m| m.get("name")))
+                                == text(r.get("name"))
+                    })
+                    .expect("the Secret the variable reads");
+                let encoded = text(doc.get("data").and_then(|d| d.get(&text(r.get("key")))));
+                String::from_utf8(
+                    base64::engine::general_purpose::STANDARD
+                        .decode(encoded)
+                        .unwrap(),
+                )
+                .unwrap()
+            }
+            None => text(entry.get("value")),
+        };
+        for (earlier, known) in &out {
+            value = value.replace(&format!("$({earlier})"), known);
+        }
+        out.push((name, value));
+    }
+    out
 }
 
 /// The container's files below a temporary root (each mount path, mapped)
@@ -204,6 +247,13 @@ fn materialize(rendered: &Rendered) -> (tempfile::TempDir, Vec<(String, String)>
         })
         .collect();
     (root, mapped)
+}
+
+/// The project's CA file and a Deployment of `app`.
+fn write_app(dir: &Path, pem: &str) {
+    std::fs::create_dir_all(dir.join("certs")).unwrap();
+    std::fs::write(dir.join("certs/corp.pem"), pem).unwrap();
+    std::fs::write(dir.join("app.yaml"), "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: app}\nspec:\n  template:\n    spec:\n      containers: [{name: app, image: 'ghcr.io/acme/app:v1'}]\n").unwrap();
 }
 
 /// A client: its name and the command that fetches `url` (exit 0 on HTTP 200).
@@ -279,9 +329,7 @@ fn every_client_in_the_pod_trusts_the_project_ca_and_the_public_roots() {
         "name: shop\nmanifests: [app.yaml]\nimages:\n  app: {image: 'ghcr.io/acme/app:v1'}\ncaBundles:\n  corp-ca:\n    sources: [certs/corp.pem]\n    defaults: system\n    formats: [pem, pkcs12, jks]\n    inject: {components: [app]}\n",
     );
     let d = dir.path();
-    std::fs::create_dir_all(d.join("certs")).unwrap();
-    std::fs::write(d.join("certs/corp.pem"), &project_ca.pem).unwrap();
-    std::fs::write(d.join("app.yaml"), "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: app}\nspec:\n  template:\n    spec:\n      containers: [{name: app, image: 'ghcr.io/acme/app:v1'}]\n").unwrap();
+    write_app(d, &project_ca.pem);
     // The machine's public roots, as `defaults: system` reads them here.
     let store = d.join("system-roots.pem");
     std::fs::write(&store, &public_ca.pem).unwrap();
@@ -459,5 +507,88 @@ fn hashed_directory_names_are_openssls() {
         let openssl = String::from_utf8_lossy(&out.stdout).trim().to_string();
         let ours = berth_core::configs::rehash::subject_hash(cert.der()).unwrap();
         assert_eq!(format!("{ours:08x}"), openssl, "subject {index}");
+    }
+}
+
+/// `password: {config, key}`: both Java stores locked with a Secret config's
+/// value, which reaches the JVM only through a variable read from the Secret
+/// (the manifest never holds it). Java reaches the server with the kubelet's
+/// environment; keytool opens the stores with the password and not with
+/// `changeit`.
+#[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
+fn java_stores_locked_with_a_secret_password_still_reach_the_server() {
+    for program in ["python3", "java", "keytool"] {
+        require_program(Group::Tools, program);
+    }
+    let project_ca = ca("Corp Root");
+    let dir = project(
+        "name: shop\nmanifests: [app.yaml]\nimages:\n  app: {image: 'ghcr.io/acme/app:v1'}\nconfigs:\n  store-password:\n    secret: true\n    files: [password=password.txt]\ncaBundles:\n  corp-ca:\n    sources: [certs/corp.pem]\n    formats: [pem, jks]\n    password: {config: store-password, key: password}\n    inject: {components: [app], runtimes: [java]}\n",
+    );
+    let d = dir.path();
+    write_app(d, &project_ca.pem);
+    std::fs::write(d.join("password.txt"), "Not-changeit-42").unwrap();
+    let out = berth(d).arg("render").output().unwrap();
+    assert!(out.status.success(), "{}", common::transcript(&out));
+    let manifest = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !manifest.contains("Not-changeit-42"),
+        "the password is never in the manifest"
+    );
+    let servers = tempfile::tempdir().unwrap();
+    let private = server(servers.path(), "private", &project_ca);
+    let rendered = rendered(d, Path::new("/nonexistent"));
+    let names: Vec<&str> = rendered.env.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        ["BERTH_TRUSTSTORE_PASSWORD_CORP_CA", "JAVA_TOOL_OPTIONS"]
+    );
+    let (root, mapped) = materialize(&rendered);
+    let java = java_client(servers.path());
+    let out = fetch(
+        &["java".into(), java.display().to_string()],
+        &private.url,
+        &mapped,
+        root.path(),
+    );
+    assert!(
+        out.status.success(),
+        "java with the kubelet's environment: {}",
+        common::transcript(&out)
+    );
+    for (key, kind) in [("truststore.p12", "PKCS12"), ("truststore.jks", "JKS")] {
+        let file = servers.path().join(key);
+        std::fs::write(
+            &file,
+            &rendered.files.iter().find(|(k, _)| k == key).unwrap().1,
+        )
+        .unwrap();
+        let list = |password: &str| {
+            Command::new("keytool")
+                .args([
+                    "-list",
+                    "-storetype",
+                    kind,
+                    "-storepass",
+                    password,
+                    "-keystore",
+                ])
+                .arg(&file)
+                .output()
+                .unwrap()
+        };
+        let opened = list("Not-changeit-42");
+        assert!(
+            opened.status.success(),
+            "{key}: {}",
+            common::transcript(&opened)
+        );
+        assert!(
+            !list("changeit").status.success(),
+            "{key} opens with the default password"
+        );
     }
 }

@@ -146,3 +146,67 @@ fn new_keys_refuse_bad_values_with_their_place_and_fix() {
         assert!(stderr(&out).contains(expected), "{yaml}: {}", stderr(&out));
     }
 }
+
+/// `caBundles.X.password`: each wrong reference says what and where, and the
+/// value is never shown (exit 1, nothing rendered).
+#[test]
+fn a_truststore_password_must_be_a_usable_secret_value_and_is_never_shown() {
+    let yaml = |config: &str, password: &str, formats: &str| {
+        format!("name: x\nconfigs:\n{config}caBundles:\n  corp:\n    sources: [c.pem]\n    formats: {formats}\n    password: {password}\n")
+    };
+    let secret = "  pw:\n    secret: true\n    files: [password=pw.txt]\n";
+    let cases = [
+        (
+            yaml(secret, "{config: other, key: password}", "[jks]"),
+            "no config `other`; declare it under `configs:` with `secret: true`",
+        ),
+        (
+            yaml(
+                "  pw:\n    files: [password=pw.txt]\n",
+                "{config: pw, key: password}",
+                "[jks]",
+            ),
+            "config `pw` is a ConfigMap; a password belongs in a Secret: add `secret: true`",
+        ),
+        (
+            yaml(secret, "{config: pw, key: pass}", "[jks]"),
+            "config `pw` has no key `pass` (it has: password)",
+        ),
+        (
+            yaml(secret, "{config: pw, key: password}", "[pem]"),
+            "this bundle writes none: add `formats: [pkcs12]`",
+        ),
+        (yaml(secret, "{config: pw}", "[jks]"), "`key`"),
+        // The right reference, but the file ends with a newline.
+        (
+            yaml(secret, "{config: pw, key: password}", "[jks]"),
+            "berth.yaml:10:",
+        ),
+        (
+            yaml(secret, "{config: pw, key: password}", "[jks]"),
+            "ends with a newline",
+        ),
+    ];
+    for (berth_yaml, expected) in cases {
+        let dir = project(&berth_yaml);
+        std::fs::write(dir.path().join("pw.txt"), "Hidden-Value-1\n").unwrap();
+        std::fs::write(
+            dir.path().join("c.pem"),
+            crate::ca_and_validate::cert("corp", (2024, 2040)).0,
+        )
+        .unwrap();
+        let out = berth(dir.path())
+            .args(["render", "-"])
+            .write_stdin("")
+            .output()
+            .unwrap();
+        let text = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{berth_yaml}: {text}");
+        assert!(out.stdout.is_empty(), "{berth_yaml}: nothing rendered");
+        assert!(
+            text.contains("berth.yaml:") && text.contains(expected),
+            "{berth_yaml}: {text}"
+        );
+        assert!(!text.contains("Hidden-Value"), "{text}");
+    }
+}
