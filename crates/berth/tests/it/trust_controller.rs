@@ -43,7 +43,7 @@ fn put_config_map(ns: &Namespace, pem: &str) {
 }
 
 fn put_trust_bundle(name: &str, signer: &str, pem: &str) {
-    let object = json!({"apiVersion": "certificates.k8s.io/v1", "kind": "ClusterTrustBundle",
+    let object = json!({"apiVersion": plane().trust_bundle_api(), "kind": "ClusterTrustBundle",
         "metadata": {"name": name}, "spec": {"signerName": signer, "trustBundle": pem}});
     let kubeconfig = &plane().kubeconfig;
     let out = plane().kubectl_with(kubeconfig, &["apply", "-f", "-"], Some(&object.to_string()));

@@ -175,7 +175,7 @@ fn cluster_trust_bundles_by_name_and_by_signer_feed_the_bundle_and_roll_it() {
     let _cleanup = ClusterScoped(vec![root.clone(), corp.clone(), other.clone()]);
     let put = |name: &str, signer: Option<&str>, tier: &str, pem: &str| {
         let spec = serde_json::json!({
-            "apiVersion": "certificates.k8s.io/v1",
+            "apiVersion": plane().trust_bundle_api(),
             "kind": "ClusterTrustBundle",
             "metadata": {"name": name, "labels": {"tier": tier}},
             "spec": {"signerName": signer, "trustBundle": pem},

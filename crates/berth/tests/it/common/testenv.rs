@@ -179,6 +179,22 @@ impl Plane {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// The `apiVersion` ClusterTrustBundles are served at: `certificates.k8s.io/v1`
+    /// from 1.37, `v1alpha1` on 1.30 (where scripts/testenv enables the API).
+    pub fn trust_bundle_api(&self) -> String {
+        let out = self.ok(&[
+            "api-resources",
+            "--api-group=certificates.k8s.io",
+            "--no-headers",
+        ]);
+        let row = out.lines().find(|l| l.starts_with("clustertrustbundles "));
+        let row = row.expect("the plane serves ClusterTrustBundles (scripts/testenv enables them)");
+        row.split_whitespace()
+            .find(|w| w.starts_with("certificates.k8s.io/"))
+            .expect("an API version column")
+            .to_string()
+    }
+
     /// Applies the `Berth` CRD as `berth controller crd` prints it and waits for it.
     pub fn install_berth_crd(&self) {
         let crd = Command::new(super::berth_path())
