@@ -97,3 +97,26 @@ fn a_variable_the_container_sets_otherwise_is_kept_and_said() {
         out.yaml
     );
 }
+
+#[test]
+fn the_hashed_directory_is_mounted_whole_and_a_containers_own_dir_is_kept() {
+    let out = rendered("[]");
+    for wanted in [
+        "- name: corp\n      mountPath: /etc/ssl/certs/berth/corp/certs\n      readOnly: true\n",
+        "- name: SSL_CERT_DIR\n      value: /etc/ssl/certs/berth/corp/certs\n",
+    ] {
+        assert!(out.yaml.contains(wanted), "{wanted}\n{}", out.yaml);
+    }
+    let kept = rendered("[{name: SSL_CERT_DIR, value: /etc/ssl/certs}]");
+    assert!(
+        kept.yaml.contains("value: /etc/ssl/certs\n"),
+        "{}",
+        kept.yaml
+    );
+    let (_, said) = &kept.findings.trust[0];
+    assert!(
+        said.contains("`SSL_CERT_DIR` is already `/etc/ssl/certs`")
+            && said.contains("berth sets it to `/etc/ssl/certs/berth/corp/certs`"),
+        "{said}"
+    );
+}
