@@ -112,6 +112,12 @@ impl TrustBundles {
         match self {
             TrustBundles::Off => Err("this controller does not read ClusterTrustBundles; run it with `--cluster-trust-bundles` (the chart's `clusterTrustBundles.read: true`, which grants get, list and watch on them), or use a `configMap` source"),
             TrustBundles::NotServed => Err(NOT_SERVED),
+            // Not listed yet: at start, or forever when RBAC refuses the list.
+            TrustBundles::Watched(store)
+                if futures_util::FutureExt::now_or_never(store.wait_until_ready()).is_none() =>
+            {
+                Err("the controller has not listed the ClusterTrustBundles yet; if this lasts, it may not list them: grant get, list and watch on `clustertrustbundles` (certificates.k8s.io), as the chart's `clusterTrustBundles.read: true` does")
+            }
             TrustBundles::Watched(store) => Ok(store
                 .state()
                 .iter()
@@ -119,5 +125,32 @@ impl TrustBundles {
                 .map(|o| TrustBundle::from_json(&serde_json::to_value(&**o).unwrap_or_default()))
                 .collect()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TrustBundles;
+
+    #[test]
+    fn trust_bundles_not_listed_yet_say_what_to_grant_and_listed_ones_are_read() {
+        let resource = kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+            "certificates.k8s.io",
+            "v1",
+            "ClusterTrustBundle",
+        ));
+        let mut writer = kube::runtime::reflector::store::Writer::new(resource);
+        let watched = TrustBundles::Watched(writer.as_reader());
+        let why = watched.objects().unwrap_err();
+        assert!(
+            why.contains("grant get, list and watch on `clustertrustbundles`"),
+            "{why}"
+        );
+        writer.apply_watcher_event(&kube::runtime::watcher::Event::InitDone);
+        assert_eq!(watched.objects().unwrap(), Vec::new());
+        assert!(TrustBundles::Off
+            .objects()
+            .unwrap_err()
+            .contains("--cluster-trust-bundles"));
     }
 }

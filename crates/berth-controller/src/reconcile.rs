@@ -284,7 +284,8 @@ async fn plan_for(
                     "spec.caBundles: a clusterTrustBundle source cannot be read: {why}"
                 ),
             };
-            (problem, 300)
+            // Soon again: the watch's first list may just not be done.
+            (problem, 30)
         })?),
     };
     let trust = trust.as_deref();

@@ -2,12 +2,15 @@
 //! source and a signer's ClusterTrustBundles, Mozilla's roots, every runtime
 //! (the hashed directory and Java's stores included). Rotating either source
 //! rolls exactly the injecting workload after one reconcile; the other
-//! workload is left alone.
+//! workload is left alone. The controller runs as deployed: with
+//! deploy/controller's namespaced Role only.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 use serde_json::{json, Value};
 
-use crate::common::controller::{apply, condition, eventually, start_as};
+use crate::common::controller::{
+    apply, condition, eventually, namespaced_rbac, start_as, start_with,
+};
 use crate::common::testenv::{plane, Namespace};
 
 fn ca_pem(name: &str) -> String {
@@ -81,7 +84,11 @@ fn the_controller_rolls_exactly_the_injecting_workload_when_a_cluster_ca_rotates
     let _cleanup = Cleanup(trust_bundle.clone());
     put_config_map(&ns, &ca_pem("Corp Root 1"));
     put_trust_bundle(&trust_bundle, &signer, &ca_pem("Signer Root 1"));
-    let _controller = start_as(&ns, "controller", &["--cluster-trust-bundles"]);
+    // As deployed: deploy/controller's namespaced Role, and Kubernetes' own
+    // grant of ClusterTrustBundle reads to every ServiceAccount.
+    let kubeconfig = namespaced_rbac(&ns);
+    let flag = ["--cluster-trust-bundles"];
+    let _controller = start_with(&ns, "controller", &flag, &kubeconfig);
     let berth = json!({
         "apiVersion": "berth.dev/v1alpha1", "kind": "Berth", "metadata": {"name": "llama"},
         "spec": {
@@ -177,20 +184,7 @@ fn the_controller_rolls_exactly_the_injecting_workload_when_a_cluster_ca_rotates
 fn without_the_flag_a_trust_bundle_source_degrades_and_says_how_to_enable_it() {
     let ns = plane().namespace("trust-off");
     let _controller = start_as(&ns, "controller", &[]);
-    let berth = json!({
-        "apiVersion": "berth.dev/v1alpha1", "kind": "Berth", "metadata": {"name": "llama"},
-        "spec": {
-            "workloads": [deployment("app")],
-            "images": {"app": {"image": "ghcr.io/acme/app:v1"}},
-            "caBundles": {"corp": {"sources": [{"clusterTrustBundle": {"name": "corp"}}], "inject": {"components": ["app"]}}}
-        }
-    });
-    apply(&ns, &berth.to_string());
-    let (_, reason, message) = eventually(60, "Degraded", &ns, || {
-        let b = ns.get("berths", "llama")?;
-        condition(&b, "Degraded").filter(|c| c.0 == "True")
-    });
-    assert_eq!(reason, "SourceMissing");
+    let (berth, message) = degraded_by_a_trust_bundle(&ns);
     assert!(
         message.contains("--cluster-trust-bundles") && message.contains("clusterTrustBundles.read"),
         "{message}"
@@ -206,4 +200,24 @@ fn without_the_flag_a_trust_bundle_source_degrades_and_says_how_to_enable_it() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("set exactly one of inline, configMap, clusterTrustBundle"));
+}
+
+/// Applies a Berth whose bundle reads ClusterTrustBundle `corp`; waits for it
+/// to be Degraded (`SourceMissing`); the Berth and the condition's message.
+fn degraded_by_a_trust_bundle(ns: &Namespace) -> (Value, String) {
+    let berth = json!({
+        "apiVersion": "berth.dev/v1alpha1", "kind": "Berth", "metadata": {"name": "llama"},
+        "spec": {
+            "workloads": [deployment("app")],
+            "images": {"app": {"image": "ghcr.io/acme/app:v1"}},
+            "caBundles": {"corp": {"sources": [{"clusterTrustBundle": {"name": "corp"}}], "inject": {"components": ["app"]}}}
+        }
+    });
+    apply(ns, &berth.to_string());
+    let (_, reason, message) = eventually(60, "Degraded", ns, || {
+        let b = ns.get("berths", "llama")?;
+        condition(&b, "Degraded").filter(|c| c.0 == "True")
+    });
+    assert_eq!(reason, "SourceMissing");
+    (berth, message)
 }
