@@ -99,6 +99,8 @@ pub(crate) enum TrustBundles {
     Off,
     /// Asked to, but the cluster serves no version of the API.
     NotServed,
+    /// Asked to, but discovery did not answer at start.
+    Undiscovered,
     /// Watched: the objects as they are now.
     Watched(Store<kube::api::DynamicObject>),
 }
@@ -112,6 +114,7 @@ impl TrustBundles {
         match self {
             TrustBundles::Off => Err("this controller does not read ClusterTrustBundles; run it with `--cluster-trust-bundles` (the chart's `clusterTrustBundles.read: true`, which grants get, list and watch on them), or use a `configMap` source"),
             TrustBundles::NotServed => Err(NOT_SERVED),
+            TrustBundles::Undiscovered => Err("the API server did not answer the controller's discovery of the ClusterTrustBundle API at start; restart the controller once it answers"),
             // Not listed yet: at start, or forever when RBAC refuses the list.
             TrustBundles::Watched(store)
                 if futures_util::FutureExt::now_or_never(store.wait_until_ready()).is_none() =>

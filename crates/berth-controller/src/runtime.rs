@@ -75,6 +75,9 @@ pub struct Settings {
     pub cluster_trust_bundles: bool,
 }
 
+/// How long the ClusterTrustBundle API's discovery may take at start.
+const DISCOVERY: Duration = Duration::from_secs(30);
+
 /// How long in-flight reconciles may take to finish after SIGTERM or SIGINT:
 /// each is bounded by its requests' timeouts, and the pod's grace period
 /// (30 s by default) must cover this, the Lease's release and the exit.
@@ -124,10 +127,7 @@ pub async fn run(client: Client, settings: Settings, shutdown: Shutdown) -> Resu
         recorder: Recorder::new(client.clone(), reporter(&settings)),
     }
     .run(shutdown.clone());
-    let trust = match settings.cluster_trust_bundles {
-        true => trust_bundle_api(&client).await,
-        false => None,
-    };
+    let trust = discover_trust_bundles(&client, &settings, &shutdown).await;
     let controller = controller(&client, &settings, &metrics, &shutdown, trust)?;
     // Both end on the signal; the controller after its graceful drain, which
     // kube-runtime holds until the Berth cache has synced — forever against an
@@ -217,7 +217,7 @@ fn controller(
     settings: &Settings,
     metrics: &Arc<Metrics>,
     shutdown: &Shutdown,
-    trust: Option<ApiResource>,
+    trust: Discovered,
 ) -> Result<impl std::future::Future<Output = ()>, Error> {
     let ns = &settings.namespace;
     let owned = || watcher::Config::default().labels(CONTROLLED);
@@ -305,20 +305,59 @@ fn controller(
     Ok(run)
 }
 
-/// The newest served version of the ClusterTrustBundle API (`None`, and a
-/// warning, when the cluster serves none: Berths that name one say so).
-async fn trust_bundle_api(client: &Client) -> Option<ApiResource> {
+/// With `--cluster-trust-bundles`: the ClusterTrustBundle API's discovery,
+/// bounded, and ended by a signal like every other wait before the controller runs.
+async fn discover_trust_bundles(
+    client: &Client,
+    settings: &Settings,
+    shutdown: &Shutdown,
+) -> Discovered {
+    match settings.cluster_trust_bundles {
+        true => tokio::select! {
+            found = tokio::time::timeout(DISCOVERY, trust_bundle_api(client)) => found.unwrap_or_else(|_| {
+                tracing::warn!(after = ?DISCOVERY, "--cluster-trust-bundles: the API server did not answer discovery; Berths that name a ClusterTrustBundle are Degraded until the controller restarts");
+                Discovered::NoAnswer
+            }),
+            // Stopping: the controller below ends at once and the Lease is released.
+            () = shutdown.requested() => Discovered::NoAnswer,
+        },
+        false => Discovered::NotServed,
+    }
+}
+
+/// What discovery found of the ClusterTrustBundle API.
+enum Discovered {
+    /// Its newest served version.
+    Served(ApiResource),
+    /// No version is served.
+    NotServed,
+    /// Discovery failed or did not answer in time.
+    NoAnswer,
+}
+
+/// The newest served version of the ClusterTrustBundle API (with a warning
+/// when the cluster serves none or discovery fails: Berths that name one say so).
+async fn trust_bundle_api(client: &Client) -> Discovered {
     use berth_core::configs::trust_bundles::{KIND, VERSIONS};
     for version in VERSIONS {
         let (group, version) = version.split_once('/').unwrap_or_default();
         let gvk = kube::api::GroupVersionKind::gvk(group, version, KIND);
-        if let Ok((resource, _)) = kube::discovery::pinned_kind(client, &gvk).await {
-            tracing::info!(version, "watching ClusterTrustBundles");
-            return Some(resource);
+        match kube::discovery::pinned_kind(client, &gvk).await {
+            Ok((resource, _)) => {
+                tracing::info!(version, "watching ClusterTrustBundles");
+                return Discovered::Served(resource);
+            }
+            // This version is not served: try the next.
+            Err(kube::Error::Discovery(_)) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(e) => {
+                tracing::warn!(error = %crate::logged::error(&e), "--cluster-trust-bundles: discovery of the ClusterTrustBundle API failed; Berths that name one are Degraded until the controller restarts");
+                return Discovered::NoAnswer;
+            }
         }
     }
     tracing::warn!("--cluster-trust-bundles: the cluster serves no ClusterTrustBundle API (certificates.k8s.io); Berths that name one are Degraded");
-    None
+    Discovered::NotServed
 }
 
 /// With `--cluster-trust-bundles` and a served API, the controller also
@@ -327,13 +366,14 @@ fn watch_trust_bundles(
     controller: Controller<Berth>,
     client: &Client,
     settings: &Settings,
-    trust: Option<ApiResource>,
+    trust: Discovered,
     berths: &Store<Berth>,
 ) -> (Controller<Berth>, TrustBundles) {
     match (settings.cluster_trust_bundles, trust) {
         (false, _) => (controller, TrustBundles::Off),
-        (true, None) => (controller, TrustBundles::NotServed),
-        (true, Some(resource)) => {
+        (true, Discovered::NotServed) => (controller, TrustBundles::NotServed),
+        (true, Discovered::NoAnswer) => (controller, TrustBundles::Undiscovered),
+        (true, Discovered::Served(resource)) => {
             let (store, events) = trust_bundle_watch(client, resource.clone());
             let berths = berths.clone();
             let mapper = move |o: DynamicObject| trust_bundle_users(&berths, &o);

@@ -125,7 +125,7 @@ fn the_controller_stops_and_stays_quiet_against_a_refusing_missing_or_silent_api
     let no_crd = answering_server(404);
     let silent = silent_server();
     let refused = refused_server();
-    let cases: [(&str, &str, &[&str], &str); 8] = [
+    let cases: [(&str, &str, &[&str], &str); 10] = [
         ("no Berth CRD", &no_crd, &[], "TERM"),
         ("401, all namespaces", &unauthorized, &[], "TERM"),
         (
@@ -142,6 +142,19 @@ fn the_controller_stops_and_stays_quiet_against_a_refusing_missing_or_silent_api
         ),
         ("connection refused", &refused, &[], "TERM"),
         ("never answers", &silent, &[], "TERM"),
+        // Discovering the ClusterTrustBundle API before the controller runs.
+        (
+            "never answers, reading trust bundles",
+            &silent,
+            &["--cluster-trust-bundles"],
+            "TERM",
+        ),
+        (
+            "401, reading trust bundles",
+            &unauthorized,
+            &["--cluster-trust-bundles"],
+            "INT",
+        ),
         (
             "never answers, taking the Lease",
             &silent,
