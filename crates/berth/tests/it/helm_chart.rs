@@ -175,19 +175,15 @@ fn the_chart_lints_renders_as_snapshotted_and_carries_the_binarys_crd() {
     assert_eq!(deployment["spec"]["replicas"], 2);
 
     // One namespace: a Role there, no ClusterRole.
-    let one = documents(&run(
-        &helm,
-        &[
-            "template",
-            "b",
-            chart,
-            "-n",
-            "berth-system",
-            "--set",
-            "watchNamespace=team-a",
-        ],
-        None,
-    ));
+    // A one-namespace install, with more `--set`s.
+    let one_namespace = |sets: &[&str]| {
+        let mut args = vec!["template", "b", chart, "-n", "berth-system"];
+        for set in ["watchNamespace=team-a"].iter().chain(sets) {
+            args.extend(["--set", set]);
+        }
+        documents(&run(&helm, &args, None))
+    };
+    let one = one_namespace(&[]);
     let kinds: Vec<(&str, &str)> = one
         .iter()
         .map(|o| {
@@ -221,21 +217,7 @@ fn the_chart_lints_renders_as_snapshotted_and_carries_the_binarys_crd() {
 
     // ClusterTrustBundles: off by default; on, a read-only ClusterRole for them
     // alone (a one-namespace install too) and the controller's flag.
-    let trust = documents(&run(
-        &helm,
-        &[
-            "template",
-            "b",
-            chart,
-            "-n",
-            "berth-system",
-            "--set",
-            "watchNamespace=team-a",
-            "--set",
-            "clusterTrustBundles.read=true",
-        ],
-        None,
-    ));
+    let trust = one_namespace(&["clusterTrustBundles.read=true"]);
     let rules = |objects: &[Value]| -> Vec<Value> {
         (objects.iter())
             .filter(|o| o["kind"] == "ClusterRole")

@@ -249,6 +249,16 @@ fn materialize(rendered: &Rendered) -> (tempfile::TempDir, Vec<(String, String)>
     (root, mapped)
 }
 
+/// What `inject` sets with every runtime (the default), in order.
+pub(crate) const EVERY_RUNTIME_VARIABLE: [&str; 6] = [
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "CURL_CA_BUNDLE",
+    "SSL_CERT_DIR",
+    "JAVA_TOOL_OPTIONS",
+];
+
 /// The project's CA file and a Deployment of `app`.
 fn write_app(dir: &Path, pem: &str) {
     std::fs::create_dir_all(dir.join("certs")).unwrap();
@@ -349,17 +359,7 @@ fn every_client_in_the_pod_trusts_the_project_ca_and_the_public_roots() {
     .into_owned();
     assert_eq!(bundle.matches("BEGIN CERTIFICATE").count(), 2, "{bundle}");
     let names: Vec<&str> = rendered.env.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            "SSL_CERT_FILE",
-            "REQUESTS_CA_BUNDLE",
-            "NODE_EXTRA_CA_CERTS",
-            "CURL_CA_BUNDLE",
-            "SSL_CERT_DIR",
-            "JAVA_TOOL_OPTIONS"
-        ]
-    );
+    assert_eq!(names, EVERY_RUNTIME_VARIABLE);
     let (root, mapped) = materialize(&rendered);
     // keytool opens both Java stores berth wrote (changeit, the JDK's default).
     for (key, kind) in [("truststore.p12", "PKCS12"), ("truststore.jks", "JKS")] {

@@ -137,17 +137,7 @@ fn the_controller_rolls_exactly_the_injecting_workload_when_a_cluster_ca_rotates
         .iter()
         .map(|e| e["name"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        env,
-        [
-            "SSL_CERT_FILE",
-            "REQUESTS_CA_BUNDLE",
-            "NODE_EXTRA_CA_CERTS",
-            "CURL_CA_BUNDLE",
-            "SSL_CERT_DIR",
-            "JAVA_TOOL_OPTIONS"
-        ]
-    );
+    assert_eq!(env, crate::trust_clients::EVERY_RUNTIME_VARIABLE);
 
     // Each source rotates in turn: one reconcile each, the injecting workload rolls.
     let mut previous = (first, app_generation);
