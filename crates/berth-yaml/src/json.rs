@@ -32,8 +32,7 @@ pub fn to_json_positions(node: &Node, positions: &mut HashMap<String, Pos>) -> V
 fn walk(node: &Node, pointer: String, positions: &mut HashMap<String, Pos>) -> Value {
     positions.insert(pointer.clone(), node.pos);
     match &node.value {
-        Yaml::Scalar(s) if s.style == Style::Plain && node.tag.is_none() => plain_scalar(&s.text),
-        Yaml::Scalar(s) => Value::String(s.text.clone()),
+        Yaml::Scalar(s) => tagged_scalar(s, node.tag.as_deref()),
         Yaml::Seq(items) => Value::Array(
             items
                 .iter()
@@ -82,6 +81,25 @@ pub fn from_json(value: &Value) -> Node {
         pos: Pos::default(),
         tag: None,
         value,
+    }
+}
+
+/// A scalar's JSON value: a plain one by the core schema; a quoted one is a string; a core-schema
+/// tag (`!!int "42"`, `!!bool true`) asks for that type, as go-yaml (kubectl, helm) reads it, and
+/// a text that is not of the type stays a string.
+fn tagged_scalar(s: &Scalar, tag: Option<&str>) -> Value {
+    let wanted = match tag {
+        None if s.style == Style::Plain => return plain_scalar(&s.text),
+        Some("!!int" | "!!float") => Value::is_number,
+        Some("!!bool") => Value::is_boolean,
+        Some("!!null") => Value::is_null,
+        _ => return Value::String(s.text.clone()),
+    };
+    let value = plain_scalar(&s.text);
+    if wanted(&value) {
+        value
+    } else {
+        Value::String(s.text.clone())
     }
 }
 

@@ -319,3 +319,51 @@ fn columns_count_characters_on_directive_lines_too() {
     let error = load_all("%éb\0\n", Limits::default()).unwrap_err();
     assert_eq!(error.pos(), Pos { line: 1, column: 4 });
 }
+
+/// A flow collection's closing bracket at (or left of) its key's indentation, as charts and
+/// manifests write it and libyaml, go-yaml and PyYAML read it (the vendored parser's patch).
+#[test]
+fn a_closing_bracket_may_stand_at_the_keys_indentation() {
+    let cases = [
+        (
+            "args: [\n  \"--a\",\n  \"--b\"\n]\nimage: x\n",
+            r#"{"args":["--a","--b"],"image":"x"}"#,
+        ),
+        (
+            "spec:\n  containers:\n  - name: x\n    args: [\n      \"--a\",\n    ]\n    image: y\n",
+            r#"{"spec":{"containers":[{"name":"x","args":["--a"],"image":"y"}]}}"#,
+        ),
+        (
+            "a:\n  b: {\n    c: 1,\n  }\n  d: [\n   [1]\n]\n",
+            r#"{"a":{"b":{"c":1},"d":[[1]]}}"#,
+        ),
+        ("x:\n  y: [1,\n    2\n]\n", r#"{"x":{"y":[1,2]}}"#),
+    ];
+    for (src, want) in cases {
+        let docs = load_all(src, Limits::default()).unwrap_or_else(|e| panic!("{e}\n{src}"));
+        assert_eq!(crate::json::to_json(&docs[0]).to_string(), want, "{src}");
+        roundtrip(src);
+    }
+}
+
+/// Content inside a flow collection keeps the indentation rule (the YAML test suite's 9C9N):
+/// only the closing bracket is exempt.
+#[test]
+fn under_indented_flow_content_is_still_refused() {
+    for src in ["flow: [a,\nb,\nc]\n", "k:\n  v: [\n  \"a\"\n  ]\n"] {
+        let err = load_all(src, Limits::default()).expect_err(src);
+        assert!(err.to_string().contains("indentation"), "{src}: {err}");
+    }
+}
+
+/// A core-schema tag gives the type go-yaml gives (`!!int "42"` is 42); a text that is not of
+/// that type, and any other tag, stays a string.
+#[test]
+fn core_schema_tags_give_their_type() {
+    let src = "a: !!int \"42\"\nb: !!bool true\nc: !!float '1.5'\nd: !!null ''\ne: !!str 7\nf: !!int x\ng: !foo 3\n";
+    let docs = load_all(src, Limits::default()).unwrap();
+    assert_eq!(
+        crate::json::to_json(&docs[0]).to_string(),
+        r#"{"a":42,"b":true,"c":1.5,"d":null,"e":"7","f":"x","g":"3"}"#
+    );
+}

@@ -485,3 +485,8 @@ mod accept;
 /// `relatedImage:` and `operator:`: RELATED_IMAGE_* env and a CSV's relatedImages.
 #[path = "cli_render/related.rs"]
 mod related;
+
+/// Field truth 3: YAML as helm and kubectl read it, a chart's own defaults, values sent only to
+/// the charts that have them.
+#[path = "cli_render/field_truth3.rs"]
+mod field_truth3;
