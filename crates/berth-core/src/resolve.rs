@@ -16,6 +16,8 @@
 //! variables freely. Variables given on the command line of the program `berth
 //! env` runs (`make test EPP_TAG=x`) win over the environment, as make's do.
 
+use std::collections::HashMap;
+
 use berth_ref::{RefError, Reference, RegistryPrefix, Tag};
 
 use crate::project::{Component, Project};
@@ -203,41 +205,50 @@ pub fn resolve_catalog<'p>(
     // Unlocked resolutions, filled in dependency order: a `sameAs` component's
     // default is its source's resolved image.
     let mut unlocked: Vec<Option<ResolvedImage<'p>>> = vec![None; project.components.len()];
+    let by_name: HashMap<&str, usize> = (project.components.iter().enumerate())
+        .map(|(i, c)| (c.name.as_str(), i))
+        .collect();
     for index in 0..project.components.len() {
-        resolve_index(index, &project, &mut unlocked, &|component, default| {
-            let name = &component.name;
-            let full = match find(&image_flags, name) {
-                Some(value) => Some((
-                    Origin::Image(Given::new(&overrides.names.image, name)),
-                    value.to_string(),
-                )),
-                None => read(&component.env).map(|(v, value)| (Origin::ImageEnv(v), value)),
-            };
-            let tag = match find(&tag_flags, name) {
-                Some(value) => Some((
-                    Origin::Tag(Given::new(&overrides.names.tag, name)),
-                    value.to_string(),
-                )),
-                None => read(&component.tag_env)
-                    .map(|(v, value)| (Origin::TagEnv(v), value))
-                    .or_else(|| shared_tag.clone().filter(|_| component.follows_tag)),
-            };
-            let repository = component
-                .repository_env
-                .as_ref()
-                .and_then(|var| read(var))
-                .map(|(v, value)| (Origin::RepositoryEnv(v), value));
-            resolve_one(
-                component,
-                default,
-                Partial {
-                    full,
-                    tag,
-                    repository,
-                    registry: registry.as_ref(),
-                },
-            )
-        })?;
+        resolve_index(
+            index,
+            &project,
+            &by_name,
+            &mut unlocked,
+            &|component, default| {
+                let name = &component.name;
+                let full = match find(&image_flags, name) {
+                    Some(value) => Some((
+                        Origin::Image(Given::new(&overrides.names.image, name)),
+                        value.to_string(),
+                    )),
+                    None => read(&component.env).map(|(v, value)| (Origin::ImageEnv(v), value)),
+                };
+                let tag = match find(&tag_flags, name) {
+                    Some(value) => Some((
+                        Origin::Tag(Given::new(&overrides.names.tag, name)),
+                        value.to_string(),
+                    )),
+                    None => read(&component.tag_env)
+                        .map(|(v, value)| (Origin::TagEnv(v), value))
+                        .or_else(|| shared_tag.clone().filter(|_| component.follows_tag)),
+                };
+                let repository = component
+                    .repository_env
+                    .as_ref()
+                    .and_then(|var| read(var))
+                    .map(|(v, value)| (Origin::RepositoryEnv(v), value));
+                resolve_one(
+                    component,
+                    default,
+                    Partial {
+                        full,
+                        tag,
+                        repository,
+                        registry: registry.as_ref(),
+                    },
+                )
+            },
+        )?;
     }
     let images = unlocked
         .into_iter()
@@ -257,39 +268,46 @@ pub fn resolve_catalog<'p>(
 /// The default a component's overrides apply to, and where its parts came from.
 type Base = (Reference, Origins);
 
-/// Resolves component `index` into `done`, its `sameAs` source first (the loader
-/// refused cycles and unknown names).
+/// Resolves component `index` into `done`, its `sameAs` sources first: the chain is walked
+/// once to the first component already resolved (or with its own default), then resolved from
+/// that end back, so a long chain costs its length, not its square, and no recursion. The loader
+/// refused cycles and unknown names; a cycle here still ends (the walk stops after every
+/// component) with the component's own default.
 fn resolve_index<'p>(
     index: usize,
     project: &Catalog<'p>,
-    done: &mut Vec<Option<ResolvedImage<'p>>>,
+    by_name: &HashMap<&str, usize>,
+    done: &mut [Option<ResolvedImage<'p>>],
     one: &dyn Fn(&'p Component, Base) -> Result<ResolvedImage<'p>, ResolveError>,
 ) -> Result<(), ResolveError> {
-    if done[index].is_some() {
-        return Ok(());
-    }
-    let component = &project.components[index];
-    let default = match &component.same_as {
-        Some(other) => {
-            let source = project
-                .components
-                .iter()
-                .position(|c| &c.name == other)
-                .filter(|&i| i != index);
-            match source {
-                Some(source) => {
-                    resolve_index(source, project, done, one)?;
-                    match &done[source] {
-                        Some(r) => (r.reference.clone(), r.origins.clone()),
-                        None => own_default(project, component),
-                    }
-                }
-                None => own_default(project, component),
-            }
-        }
-        None => own_default(project, component),
+    let source_of = |i: usize| {
+        project.components[i]
+            .same_as
+            .as_deref()
+            .and_then(|other| by_name.get(other).copied())
+            .filter(|&source| source != i)
     };
-    done[index] = Some(one(component, default)?);
+    let mut chain = vec![index];
+    while let Some(&last) = chain.last() {
+        if done[last].is_some() || chain.len() > project.components.len() {
+            break;
+        }
+        match source_of(last) {
+            Some(source) => chain.push(source),
+            None => break,
+        }
+    }
+    for &i in chain.iter().rev() {
+        if done[i].is_some() {
+            continue;
+        }
+        let component = &project.components[i];
+        let default = match source_of(i).and_then(|source| done[source].as_ref()) {
+            Some(r) => (r.reference.clone(), r.origins.clone()),
+            None => own_default(project, component),
+        };
+        done[i] = Some(one(component, default)?);
+    }
     Ok(())
 }
 

@@ -482,3 +482,35 @@ fn the_shared_tag_leaves_third_party_images_alone() {
         assert_eq!(got, want, "{env:?}");
     }
 }
+
+/// R4 (#46): a `sameAs` chain is resolved once, from its far end back: 20,000 links (which took
+/// minutes when each component walked its chain again) load and resolve in well under the bound,
+/// and a `registry: false` at the end still keeps every link out of the registry override.
+#[test]
+fn a_long_same_as_chain_resolves_in_linear_time() {
+    let n = 20_000;
+    let mut text =
+        String::from("name: x\nimages:\n  api: {image: 'ghcr.io/acme/api:v2', registry: false}\n");
+    for i in 0..n {
+        text.push_str(&format!("  s{i}: {{sameAs: s{}}}\n", i + 1));
+    }
+    text.push_str(&format!(
+        "  s{n}: {{sameAs: api}}\nregistry:\n  env: IMAGE_REGISTRY\n"
+    ));
+    let started = std::time::Instant::now();
+    let p = project::parse("berth.yaml", PathBuf::from("/p"), &text).unwrap();
+    let got = run(
+        &p,
+        &[("IMAGE_REGISTRY", "quay.io/me")],
+        flags(&[], &[], None),
+    )
+    .unwrap();
+    assert_eq!(got.len(), n + 2);
+    assert!(
+        got.iter().all(|image| image == "ghcr.io/acme/api:v2"),
+        "{:?}",
+        &got[..3]
+    );
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
+}

@@ -1,6 +1,8 @@
 //! `images:`, `tag:` and `profiles:` of berth.yaml: the components and how they
 //! are overridden.
 
+use std::collections::{HashMap, HashSet};
+
 use berth_yaml::{Node, Pos};
 
 use super::{
@@ -43,13 +45,33 @@ impl Loader<'_> {
                 component.follows_tag = false;
             }
         }
-        for _ in 0..components.len() {
-            let mut changed = false;
-            for i in 0..components.len() {
-                let Some(source) = components[i]
-                    .same_as
-                    .as_ref()
-                    .and_then(|s| components.iter().position(|c| &c.name == s))
+        let by_name: HashMap<String, usize> = (components.iter().enumerate())
+            .map(|(i, c)| (c.name.clone(), i))
+            .collect();
+        let source_of = |i: usize, components: &[Component]| {
+            components[i]
+                .same_as
+                .as_deref()
+                .and_then(|s| by_name.get(s).copied())
+        };
+        // Settle each chain once, from its far end back (a cycle, refused later by
+        // `check_same_as`, stops the walk): linear in the number of components.
+        let mut settled = vec![false; components.len()];
+        for start in 0..components.len() {
+            let mut path = vec![start];
+            let mut on_path = HashSet::from([start]);
+            while let Some(source) = path.last().and_then(|&i| source_of(i, &components)) {
+                if settled[source] || !on_path.insert(source) {
+                    break;
+                }
+                path.push(source);
+            }
+            for &i in path.iter().rev() {
+                if settled[i] {
+                    continue;
+                }
+                settled[i] = true;
+                let Some(source) = source_of(i, &components).filter(|&s| settled[s] && s != i)
                 else {
                     continue;
                 };
@@ -57,17 +79,12 @@ impl Loader<'_> {
                     components[source].follows_registry,
                     components[source].follows_tag,
                 );
-                if !own(i, "registry") && components[i].follows_registry != registry {
+                if !own(i, "registry") {
                     components[i].follows_registry = registry;
-                    changed = true;
                 }
-                if !own(i, "tag") && components[i].follows_tag != tag {
+                if !own(i, "tag") {
                     components[i].follows_tag = tag;
-                    changed = true;
                 }
-            }
-            if !changed {
-                break;
             }
         }
         Ok(components)
@@ -236,37 +253,55 @@ impl Loader<'_> {
             component: c.name.clone(),
             problem,
         };
-        for c in &project.components {
-            let mut seen = vec![c.name.as_str()];
-            let mut current = c;
-            while let Some(other) = &current.same_as {
-                let Some(next) = project.component(other) else {
+        let by_name: HashMap<&str, usize> = (project.components.iter().enumerate())
+            .map(|(i, c)| (c.name.as_str(), i))
+            .collect();
+        // `end[i]`: the component whose own `image:` chain `i` ends at, found once per component
+        // (each walk stops at a component already known), so a chain costs its length.
+        let mut end: Vec<Option<usize>> = vec![None; project.components.len()];
+        for start in 0..project.components.len() {
+            let mut path: Vec<usize> = Vec::new();
+            let mut on_path: HashSet<usize> = HashSet::new();
+            let mut current = start;
+            let last = loop {
+                if let Some(known) = end[current] {
+                    break known;
+                }
+                let c = &project.components[current];
+                let Some(other) = &c.same_as else {
+                    break current;
+                };
+                path.push(current);
+                on_path.insert(current);
+                let Some(&next) = by_name.get(other.as_str()) else {
                     let hint = crate::suggest::hint(project.suggest_component(other));
                     return Err(fail(c, format!("no component `{other}`{hint}")));
                 };
-                if seen.contains(&next.name.as_str()) {
-                    seen.push(&next.name);
+                if on_path.contains(&next) {
+                    let from = path.iter().position(|&i| i == next).unwrap_or(0);
+                    let mut names: Vec<&str> = path[from..]
+                        .iter()
+                        .map(|&i| project.components[i].name.as_str())
+                        .collect();
+                    names.push(&project.components[next].name);
                     return Err(fail(
-                        c,
+                        &project.components[path[from]],
                         format!(
                             "`sameAs` goes round in a circle ({}); one of them needs its own `image:`",
-                            seen.join(" → ")
+                            names.join(" → ")
                         ),
                     ));
                 }
-                seen.push(&next.name);
                 current = next;
+            };
+            for i in path {
+                end[i] = Some(last);
             }
         }
-        let defaults: Vec<Option<berth_ref::Reference>> = project
-            .components
-            .iter()
-            .map(|c| {
-                let mut current = c;
-                while let Some(next) = current.same_as.as_ref().and_then(|o| project.component(o)) {
-                    current = next;
-                }
-                c.same_as.as_ref().map(|_| current.image.clone())
+        let defaults: Vec<Option<berth_ref::Reference>> = (project.components.iter().zip(&end))
+            .map(|(c, last)| {
+                let last = last.map(|i| &project.components[i])?;
+                c.same_as.as_ref().map(|_| last.image.clone())
             })
             .collect();
         for (c, default) in project.components.iter_mut().zip(defaults) {

@@ -369,11 +369,20 @@ fn search(
         if makefile && defines(line, scanner_variables) {
             continue;
         }
+        // Columns counted on from the previous copy's: one pass over a line however many
+        // copies it holds (a 6 MB line of 300,000 copies was quadratic).
+        let (mut counted_to, mut column) = (0, 1);
         for spelling in scanner.line(line) {
+            if spelling.offset >= counted_to {
+                column += line[counted_to..spelling.offset].chars().count();
+            } else {
+                column = line[..spelling.offset].chars().count() + 1;
+            }
+            counted_to = spelling.offset;
             out.push(Copy {
                 path: path.to_path_buf(),
                 line: n + 1,
-                column: line[..spelling.offset].chars().count() + 1,
+                column,
                 text: spelling.text.to_string(),
                 component: spelling.component,
             });

@@ -7,13 +7,13 @@ use std::path::Path;
 
 use super::common::{berth, project, transcript};
 
-fn write(dir: &Path, path: &str, text: &str) {
+pub(super) fn write(dir: &Path, path: &str, text: &str) {
     let path = dir.join(path);
     fs::create_dir_all(path.parent().unwrap()).unwrap();
     fs::write(path, text).unwrap();
 }
 
-fn stderr(out: &std::process::Output) -> String {
+pub(super) fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
