@@ -8,11 +8,13 @@ mod charts;
 pub mod check;
 mod manifests;
 mod named;
+mod names;
 pub use crate::make::{make_vars, MakeVar, EXPANSION_LIMIT};
 use crate::make::{Defs, Unexpandable, EXPANSION_DEPTH};
 pub use charts::Chart;
 pub use manifests::candidates;
 use manifests::{add_charts, bundle_input, manifests_and_profiles};
+use names::{assign_names, component_name, repo_owner_name, Wanted};
 
 use std::collections::BTreeMap;
 
@@ -73,23 +75,6 @@ struct Found {
     /// Found in a chart's values (whose empty tags are the appVersion): a
     /// tag the manifests carry wins over it.
     in_chart: bool,
-}
-
-/// A component name from a variable (`EPP_IMAGE` → `epp`) or a repository's
-/// last path component.
-fn component_name(text: &str) -> String {
-    let mut name: String = text
-        .trim_end_matches("_IMAGE")
-        .trim_end_matches("_IMG")
-        .to_ascii_lowercase()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    name = name.trim_matches('-').to_string();
-    if !name.starts_with(|c: char| c.is_ascii_alphabetic()) {
-        name = format!("c-{name}");
-    }
-    name
 }
 
 /// The `domain/first-path-component` of a reference: what "the project's
@@ -504,13 +489,53 @@ fn components(
         }
     }
     let mut images = Node::map(Pos::default());
-    let mut names: Vec<String> = Vec::new();
     let tag_base = defined.iter().find(|(n, _, _)| n == "IMAGE_TAG_BASE");
-    for (repo, all) in &by_repo {
-        let variable = defined.iter().find(|(n, v, _)| {
+    let variable_of = |repo: &str| {
+        defined.iter().find(|(n, v, _)| {
             (n.ends_with("_IMAGE") || n == "IMG")
                 && Reference::parse(v).is_ok_and(|r| r.repository().to_string() == *repo)
-        });
+        })
+    };
+    let third_party_of = |repo: &str| {
+        project_owner
+            .as_ref()
+            .is_some_and(|o| !repo.starts_with(&format!("{o}/")))
+    };
+    let wanted: Vec<Wanted> = by_repo
+        .iter()
+        .map(|(repo, _)| {
+            let variable = variable_of(repo);
+            let by_name = named::of_repository(named, repo).filter(|_| variable.is_none());
+            let name = match (variable, by_name) {
+                (Some((n, _, _)), _) if n != "IMG" => component_name(n),
+                (None, Some(n)) => component_name(&n.var),
+                _ => component_name(repo.rsplit('/').next().unwrap_or(repo)),
+            };
+            let mut claimed: Vec<String> = Vec::new();
+            if let Some((var, _, _)) = variable {
+                claimed.push(var.clone());
+                claimed.push(tag_variable(facts, var));
+            }
+            Wanted {
+                name,
+                rank: match (
+                    variable.is_some() || by_name.is_some(),
+                    third_party_of(repo),
+                ) {
+                    (true, _) => 0,
+                    (false, false) => 1,
+                    (false, true) => 2,
+                },
+                owner: third_party_of(repo)
+                    .then(|| repo_owner_name(repo))
+                    .flatten(),
+                claimed,
+            }
+        })
+        .collect();
+    let assigned = assign_names(&wanted);
+    for ((repo, all), name) in by_repo.iter().zip(assigned) {
+        let variable = variable_of(repo);
         let (mut image, make_note) = default_image(all, variable);
         let variant_of = variant_base(all).filter(|_| variable.is_none());
         if let Some(base) = &variant_of {
@@ -522,23 +547,8 @@ fn components(
             image = made;
             tag_note = note;
         }
-        let mut name = match (variable, by_name) {
-            (Some((n, _, _)), _) if n != "IMG" => component_name(n),
-            (None, Some(n)) => component_name(&n.var),
-            _ => component_name(repo.rsplit('/').next().unwrap_or(repo)),
-        };
-        // Two repositories with one last component: `web`, then `web-2`, `web-3`.
-        let base = name.clone();
-        let mut n = 2;
-        while names.contains(&name) {
-            name = format!("{base}-{n}");
-            n += 1;
-        }
-        names.push(name.clone());
         // Not under the project's registry (another registry or organisation).
-        let third_party = project_owner
-            .as_ref()
-            .is_some_and(|o| !repo.starts_with(&format!("{o}/")));
+        let third_party = third_party_of(repo);
         let mut entry = Node::map(Pos::default());
         set(&mut entry, "image", text(&image));
         let mut why = format!("component `{name}`: {image} ({}", all[0].at);

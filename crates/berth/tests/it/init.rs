@@ -229,8 +229,8 @@ fn i12_i13_i18_make_expansion_is_bounded_and_unreadable_files_are_named() {
     );
 }
 
-/// Sweep 4, I38: repositories that share a last component are `web`, `web-2`,
-/// `web-3` (not `web-2-2`); I33: `--project FILE` is the file init writes.
+/// Sweep 4, I38: repositories that share a last component get distinct names (not
+/// `web-2-2`); I33: `--project FILE` is the file init writes.
 #[test]
 fn i38_i33_names_are_numbered_and_project_names_the_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -253,7 +253,9 @@ fn i38_i33_names_are_numbered_and_project_names_the_file() {
     );
     let yaml = std::fs::read_to_string(d.join("conf/berth.yaml")).unwrap();
     assert!(!d.join("berth.yaml").exists());
-    for name in ["  web:\n", "  web-2:\n", "  web-3:\n"] {
+    // The project's own image (its registry is the one most images share here) keeps `web`;
+    // third-party ones take their owner's name (#46, R5).
+    for name in ["  web:\n", "  acme-web:\n", "  other-web:\n"] {
         assert!(yaml.contains(name), "{name} in {yaml}");
     }
     assert!(!yaml.contains("web-2-2"), "{yaml}");
@@ -625,5 +627,32 @@ fn a_kfp_shaped_repository_takes_the_release_tag_and_ignores_unused_patches() {
         strict.status.success(),
         "{}",
         String::from_utf8_lossy(&strict.stderr)
+    );
+}
+
+/// R5 (#46): colliding image names. The Makefile's `WEB_IMAGE` keeps `web` for
+/// `ghcr.io/acme/web` although another repository named `web` is found first; a third-party
+/// `ghcr.io/other/web` takes its owner's name (`other-web`, `registry: false`); the rest are
+/// `web-2`, `web-x`; every variable is one component's, so init writes, validate and images pass.
+#[test]
+fn r5_colliding_image_names_get_distinct_components_and_variables() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "Makefile", "IMAGE_REGISTRY ?= ghcr.io/acme\nWEB_IMAGE ?= ghcr.io/acme/web:v1\nAPI_TAG ?= v2\nAPI_IMAGE ?= $(IMAGE_REGISTRY)/api:$(API_TAG)\n");
+    write(d, "deploy/web.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      containers:\n      - {name: web, image: ghcr.io/acme/web:v1}\n      - {name: api, image: ghcr.io/acme/api:v2}\n");
+    write(d, "deploy/more.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: more}\nspec:\n  template:\n    spec:\n      containers:\n      - {name: a, image: ghcr.io/acme/web-2:v1}\n      - {name: b, image: ghcr.io/other/web:v1}\n      - {name: c, image: ghcr.io/acme/web.x:v1}\n");
+    let (yaml, _, images) = init(d);
+    for entry in [
+        "  web:\n    image: ghcr.io/acme/web:v1\n    env: WEB_IMAGE\n",
+        "  other-web:\n    image: ghcr.io/other/web:v1\n    registry: false\n",
+        "  web-2:\n    image: ghcr.io/acme/web-2:v1\n",
+        "  web-x:\n    image: ghcr.io/acme/web.x:v1\n",
+    ] {
+        assert!(yaml.contains(entry), "{entry} in {yaml}");
+    }
+    assert!(images.contains("WEB_IMAGE=quay.io/me/web:v1\n"), "{images}");
+    assert!(
+        images.contains("OTHER_WEB_IMAGE=ghcr.io/other/web:v1\n"),
+        "{images}"
     );
 }

@@ -1,0 +1,125 @@
+//! Component names for the images init finds: from a Makefile variable or a repository's last
+//! path component, decided for all at once so that none collides with another's name or
+//! variables.
+
+/// A component name from a variable (`EPP_IMAGE` → `epp`) or a repository's
+/// last path component.
+pub(super) fn component_name(text: &str) -> String {
+    let mut name: String = text
+        .trim_end_matches("_IMAGE")
+        .trim_end_matches("_IMG")
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    name = name.trim_matches('-').to_string();
+    if !name.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        name = format!("c-{name}");
+    }
+    name
+}
+
+/// What a repository's component would like to be called, before names are decided.
+pub(super) struct Wanted {
+    /// From its Makefile variable (`WEB_IMAGE` → `web`), else its last path component.
+    pub(super) name: String,
+    /// Who chooses first: 0 a component a Makefile variable names, 1 the project's own
+    /// image, 2 a third-party one.
+    pub(super) rank: u8,
+    /// A third-party image's owner-qualified name (`ghcr.io/other/web` → `other-web`).
+    pub(super) owner: Option<String>,
+    /// The variables its `env:`/`tagEnv:` take from the Makefile.
+    pub(super) claimed: Vec<String>,
+}
+
+/// `other-web` for `ghcr.io/other/web`: the path component before the last, and the last.
+pub(super) fn repo_owner_name(repo: &str) -> Option<String> {
+    let mut parts = repo.rsplit('/');
+    let last = parts.next()?;
+    let owner = parts
+        .next()
+        .filter(|o| !o.contains('.') && !o.contains(':'))?;
+    Some(component_name(&format!("{owner}-{last}")))
+}
+
+/// Every component's name, decided in rank order (a name the Makefile gives is kept; a
+/// third-party image that clashes takes its owner's name; then `-2`, `-3`): unique, and no
+/// name whose default variables (`<NAME>_IMAGE`, `<NAME>_TAG`) another component's Makefile
+/// variables already are, so the berth.yaml init writes always loads (#46, R5).
+pub(super) fn assign_names(wanted: &[Wanted]) -> Vec<String> {
+    let mut order: Vec<usize> = (0..wanted.len()).collect();
+    order.sort_by_key(|&i| wanted[i].rank);
+    let mut names: Vec<Option<String>> = vec![None; wanted.len()];
+    let mut taken: std::collections::HashSet<String> = std::collections::HashSet::new();
+    for &i in &order {
+        let w = &wanted[i];
+        let others_claim = |name: &str| {
+            let defaults = [
+                crate::project::default_variable(name, "IMAGE"),
+                crate::project::default_variable(name, "TAG"),
+            ];
+            wanted
+                .iter()
+                .enumerate()
+                .any(|(j, other)| j != i && other.claimed.iter().any(|v| defaults.contains(v)))
+        };
+        let free =
+            |name: &str| !taken.contains(name) && (!w.claimed.is_empty() || !others_claim(name));
+        let mut candidates = vec![w.name.clone()];
+        candidates.extend(w.owner.clone());
+        let name = candidates.into_iter().find(|c| free(c)).unwrap_or_else(|| {
+            (2..)
+                .map(|n| format!("{}-{n}", w.name))
+                .find(|c| free(c))
+                .unwrap_or_default()
+        });
+        taken.insert(name.clone());
+        names[i] = Some(name);
+    }
+    names.into_iter().map(Option::unwrap_or_default).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// R5 (#46): names decided in rank order, owners on a third-party clash, then numbers,
+    /// and never a name whose default variables another component's Makefile variables are.
+    #[test]
+    fn names_are_assigned_by_rank_without_variable_collisions() {
+        let w = |name: &str, rank: u8, owner: Option<&str>, claimed: &[&str]| Wanted {
+            name: name.into(),
+            rank,
+            owner: owner.map(str::to_string),
+            claimed: claimed.iter().map(|v| v.to_string()).collect(),
+        };
+        let cases: Vec<(Vec<Wanted>, Vec<&str>)> = vec![
+            (
+                vec![
+                    w("web", 1, None, &[]),
+                    w("web", 1, None, &[]),
+                    w("web", 1, None, &[]),
+                ],
+                vec!["web", "web-2", "web-3"],
+            ),
+            (
+                vec![
+                    w("web", 2, Some("other-web"), &[]),
+                    w("web", 0, None, &["WEB_IMAGE", "WEB_TAG"]),
+                ],
+                vec!["other-web", "web"],
+            ),
+            // `api-2`'s defaults would be `API_2_IMAGE`, which the Makefile gives another image.
+            (
+                vec![
+                    w("api-2", 1, None, &[]),
+                    w("proxy", 0, None, &["API_2_IMAGE"]),
+                ],
+                vec!["api-2-2", "proxy"],
+            ),
+        ];
+        for (wanted, names) in cases {
+            assert_eq!(assign_names(&wanted), names);
+        }
+    }
+}
