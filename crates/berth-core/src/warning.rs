@@ -53,6 +53,8 @@ pub enum Code {
     PublicRoots,
     /// A CA bundle's cluster source that this command could not read.
     ClusterSource,
+    /// A `set:` key with dots, which a values layer reads as one key, not a path.
+    DottedKey,
 }
 
 impl Code {
@@ -79,6 +81,7 @@ impl Code {
         Code::TrustVariable,
         Code::PublicRoots,
         Code::ClusterSource,
+        Code::DottedKey,
     ];
 
     /// The code as written in a warning and in `accept:`.
@@ -105,6 +108,7 @@ impl Code {
             Code::TrustVariable => "trust-variable",
             Code::PublicRoots => "public-roots",
             Code::ClusterSource => "cluster-source",
+            Code::DottedKey => "dotted-key",
         }
     }
 

@@ -181,8 +181,17 @@ fn run<T>(
     let generation = generate(project, settings.strict, settings.gitops(project), cluster)?;
     let images = render::image_values(resolution).map_err(|e| anyhow!("{}: {e}", project.file))?;
     let manifests = settings.manifests(project)?;
+    let charts = crate::helm::local::charts(project, manifests);
+    let scoped: Vec<Option<berth_yaml::Node>> = match &images {
+        Some(images) => {
+            let values: Vec<_> = charts.iter().map(|(_, v)| v).collect();
+            render::for_charts(images, &values)
+        }
+        None => vec![None; charts.len()],
+    };
+    let scoped: Vec<_> = charts.iter().map(|(c, _)| *c).zip(scoped).collect();
     let helm = crate::helm::Given {
-        images: images.as_ref(),
+        images: &scoped,
         locked: resolution.locked_charts.as_deref(),
     };
     let inputs = inputs::gather(project, manifests, &settings.paths, helm)?;
@@ -195,9 +204,9 @@ fn run<T>(
         crate::kustomize_origin::attribute(project, manifests, findings);
     }
     let mut warnings = generation.warnings;
-    let sources = match (&images, settings.paths.is_empty()) {
-        (Some(images), true) => crate::helm::disagreements(project, manifests, images),
-        _ => Vec::new(),
+    let sources = match settings.paths.is_empty() {
+        true => crate::helm::disagreements(project, resolution, &charts, &scoped),
+        false => Vec::new(),
     };
     warnings.extend(sources.iter().cloned());
     warnings.extend(warnings_of(findings, project, resolution));

@@ -174,25 +174,35 @@ impl Loader<'_> {
         for (k, v) in self.fields(node, context, HELM_VALUE_KEYS)? {
             let key = k.as_str().unwrap_or_default();
             let field = format!("{context}.{key}");
-            let path = self.string(v, &field)?;
-            let valid = !path.is_empty()
-                && path
-                    .split('.')
-                    .all(|s| !s.is_empty() && !s.contains(['[', ']', '=', ',']));
-            if !valid {
-                return Err(self.invalid(
-                    v,
-                    &field,
-                    path,
-                    "a values path is mapping keys joined by `.` (`image.tag`); list indexes are not supported (a values layer replaces a list whole)",
-                ));
-            }
-            if let Some(part) = HelmPart::parse(key) {
-                out.push((part, path.to_string()));
+            // One path, or a list of them: a chart may repeat an image under several keys.
+            let paths = match v.as_seq() {
+                Some([]) => {
+                    return Err(self.wrong(v, &field, "a values path, or a non-empty list of them"))
+                }
+                Some(items) => items,
+                None => std::slice::from_ref(v),
+            };
+            for v in paths {
+                let path = self.string(v, &field)?;
+                let valid = !path.is_empty()
+                    && path
+                        .split('.')
+                        .all(|s| !s.is_empty() && !s.contains(['[', ']', '=', ',']));
+                if !valid {
+                    return Err(self.invalid(
+                        v,
+                        &field,
+                        path,
+                        "a values path is mapping keys joined by `.` (`image.tag`); list indexes are not supported (a values layer replaces a list whole)",
+                    ));
+                }
+                if let Some(part) = HelmPart::parse(key) {
+                    out.push((part, path.to_string()));
+                }
             }
         }
         let has = |p: HelmPart| out.iter().any(|(q, _)| *q == p);
-        if has(HelmPart::Image) && out.len() > 1 {
+        if has(HelmPart::Image) && out.iter().any(|(p, _)| *p != HelmPart::Image) {
             return Err(self.invalid(
                 node,
                 context,

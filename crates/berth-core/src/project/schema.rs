@@ -180,7 +180,7 @@ fn component(key: &str) -> Option<Value> {
 }
 
 fn helm_value(key: &str) -> Option<Value> {
-    Some(text(match key {
+    Some(text_or_texts(match key {
         "image" => "The values path (dotted) that takes the whole reference.",
         "registry" => "The values path that takes the registry host.",
         "repository" => "The values path that takes the repository (without the registry when `registry:` is given).",
@@ -188,6 +188,11 @@ fn helm_value(key: &str) -> Option<Value> {
         "digest" => "The values path that takes the digest (sha256:…).",
         _ => return None,
     }))
+}
+
+/// A string, or a non-empty list of strings (a chart that repeats an image under several keys).
+fn text_or_texts(description: &str) -> Value {
+    json!({"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}], "description": description})
 }
 
 fn helm(key: &str) -> Option<Value> {

@@ -119,7 +119,7 @@ pub fn image_values(resolution: &Resolution<'_>) -> Result<Option<Node>, HelmVal
 }
 
 /// Sets the dotted `path` of the mapping `root` to the string `value`.
-fn insert(root: &mut Node, path: &str, value: &str) {
+pub(super) fn insert(root: &mut Node, path: &str, value: &str) {
     let mut node = root;
     let keys: Vec<&str> = path.split('.').collect();
     for (i, key) in keys.iter().enumerate() {

@@ -4,6 +4,7 @@
 //! writes the output. Each document is loaded, transformed and written before
 //! the next is read, so memory stays near the size of input plus output.
 
+mod chart_values;
 mod documents;
 mod findings;
 mod helm;
@@ -24,6 +25,9 @@ use berth_yaml::{Limits, Node, Pos};
 use crate::configs::Generated;
 use crate::resolve::Resolution;
 use crate::suggest::hint;
+pub use chart_values::{
+    child_path, default_drift, dotted_keys, for_charts, leaves, lookup, ChartValues,
+};
 use documents::expand_list;
 pub use findings::{operator_missing, path_warnings, unreached_overrides, Stray};
 pub use helm::{image_values, HelmValuesError};

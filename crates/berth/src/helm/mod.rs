@@ -5,6 +5,7 @@
 //! berth.lock: [`charts`].
 
 pub mod charts;
+pub mod local;
 mod origin;
 pub use origin::attribute;
 
@@ -15,7 +16,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Result};
 use berth_core::lock::ChartPin;
 use berth_core::project::HelmChart;
-use berth_core::render::Input;
+use berth_core::render::{ChartValues, Input};
 use berth_core::{Code, Project, Warning};
 use berth_yaml::{Limits, Node};
 
@@ -31,11 +32,12 @@ fn binary() -> PathBuf {
         .map_or_else(|| PathBuf::from("helm"), PathBuf::from)
 }
 
-/// What berth gives every chart it renders.
+/// What berth gives the charts it renders.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Given<'a> {
-    /// The values layer of resolved images (`helmValues:`), if any component has one.
-    pub images: Option<&'a Node>,
+    /// Each chart's values layer of resolved images (`helmValues:`): only the paths it has a
+    /// place for (`render::for_charts`); `None` for a chart that gets none.
+    pub images: &'a [(&'a HelmChart, Option<Node>)],
     /// Under `--locked`, the remote charts berth.lock pins.
     pub locked: Option<&'a [ChartPin]>,
 }
@@ -49,7 +51,9 @@ pub fn template(
     origin: &str,
     given: Given<'_>,
 ) -> Result<Vec<Input>> {
-    let images = given.images;
+    let images = (given.images.iter())
+        .find(|(c, _)| *c == chart)
+        .and_then(|(_, layer)| layer.as_ref());
     let archive = match given.locked {
         Some(pins) if !chart.is_local() => Some(charts::locked_archive(chart, pins, origin)?),
         _ => None,
@@ -68,6 +72,14 @@ pub fn template(
     })?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
+        if stderr.contains("missing in charts/ directory") {
+            bail!(
+                "{origin}: the `helm:` entry's chart `{}` lists dependencies that are not in its charts/ directory ({}); run `helm dependency build {}` first (berth renders the chart as it is on disk)",
+                chart.chart,
+                stderr.trim(),
+                chart.chart
+            );
+        }
         bail!(
             "{origin}: `{name}` failed ({}): {}",
             describe_version(),
@@ -249,45 +261,34 @@ fn merge(into: &mut Node, over: &Node) {
 
 /// Where a values file (or `set:`) gives a chart value that berth sets to
 /// something else: the same silent override as a kustomize `newTag`, said
-/// once per place. berth's value is the one rendered.
+/// once per place (berth's value is the one rendered); and where a chart's own
+/// values give a default other than berth.yaml's (`render::default_drift`).
 pub fn disagreements(
     project: &Project,
-    manifests: &[berth_core::Manifest],
-    images: &Node,
+    resolution: &berth_core::Resolution<'_>,
+    charts: &[(&HelmChart, ChartValues)],
+    images: &[(&HelmChart, Option<Node>)],
 ) -> Vec<Warning> {
-    let mut wanted = Vec::new();
-    flatten(images, "", &mut wanted);
     let mut out = Vec::new();
-    for manifest in manifests {
-        let berth_core::ManifestSource::Helm(chart) = &manifest.source else {
-            continue;
-        };
-        let mut layers: Vec<(String, String)> = Vec::new();
-        for values in &chart.values {
-            let path = project.dir.join(&values.value);
-            // A file that cannot be read is helm's error to report, with its name.
-            if let Ok(bytes) = crate::fs_source::read_bounded(&path) {
-                layers.push((
-                    values.value.clone(),
-                    String::from_utf8_lossy(&bytes).into_owned(),
-                ));
+    for ((_, values), (_, layer)) in charts.iter().zip(images) {
+        out.extend(berth_core::render::default_drift(
+            values,
+            resolution,
+            &project.file,
+        ));
+        for (name, document) in values.given.iter().filter(|(n, _)| n.ends_with("(`set:`)")) {
+            for key in berth_core::render::dotted_keys(document) {
+                out.push(Warning::at(Code::DottedKey, name.clone(), format_args!(
+                    "`set:` key `{}` holds dots: a values layer reads it as one key of that name, not as the path helm's `--set` reads, so the chart does not see it; write it nested (`{}`)",
+                    berth_io::shown(&key), nested_example(&key)
+                )));
             }
         }
-        if let Some(set) = &chart.set {
-            layers.push((
-                format!("{}:{} (`set:`)", project.file, manifest.pos),
-                set.clone(),
-            ));
-        }
-        for (name, text) in layers {
-            let Ok(documents) = berth_yaml::load_all(&text, Limits::default()) else {
-                continue; // helm reports a broken values file
-            };
-            let Some(document) = documents.first() else {
-                continue;
-            };
+        let Some(layer) = layer else { continue };
+        let wanted = berth_core::render::leaves(layer);
+        for (name, document) in &values.given {
             for (key, value) in &wanted {
-                let Some(found) = lookup(document, key) else {
+                let Some(found) = berth_core::render::lookup(document, key) else {
                     continue;
                 };
                 let Some(text) = found.as_str().filter(|t| t != value) else {
@@ -308,35 +309,14 @@ pub fn disagreements(
     out
 }
 
-/// `prefix.key`, or `key` at the top.
-fn child_path(prefix: &str, key: &str) -> String {
-    if prefix.is_empty() {
-        key.to_string()
-    } else {
-        format!("{prefix}.{key}")
+/// `a.b.c` written nested as flow YAML: `a: {b: {c: …}}`.
+fn nested_example(path: &str) -> String {
+    let keys: Vec<&str> = path.split('.').collect();
+    let mut out = format!("{}: …", keys[keys.len() - 1]);
+    for key in keys[..keys.len() - 1].iter().rev() {
+        out = format!("{key}: {{{out}}}");
     }
-}
-
-/// `(dotted path, text)` of every scalar below `node`.
-fn flatten(node: &Node, prefix: &str, out: &mut Vec<(String, String)>) {
-    match node.as_map() {
-        Some(entries) => {
-            for (key, value) in entries {
-                let path = child_path(prefix, key.as_str().unwrap_or_default());
-                flatten(value, &path, out);
-            }
-        }
-        None => {
-            if let Some(text) = node.as_str() {
-                out.push((prefix.to_string(), text.to_string()));
-            }
-        }
-    }
-}
-
-/// The node at the dotted `path` of a mapping.
-fn lookup<'n>(node: &'n Node, path: &str) -> Option<&'n Node> {
-    path.split('.').try_fold(node, |node, key| node.get(key))
+    berth_io::shown(&out).to_string()
 }
 
 #[cfg(test)]

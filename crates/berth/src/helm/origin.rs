@@ -131,7 +131,7 @@ fn find(node: &Node, path: &str, image: &str, tag: Option<&str>) -> Option<(Pos,
     let entries = node.as_map()?;
     for (key, value) in entries {
         let key = key.as_str().unwrap_or_default();
-        let child = super::child_path(path, key);
+        let child = berth_core::render::child_path(path, key);
         if value.as_str() == Some(image) {
             return Some((value.pos, child));
         }

@@ -56,3 +56,111 @@ fn audit_is_linear_in_the_length_of_a_line() {
     assert!(text.contains("copies.txt:2:3: ") && text.contains("copies.txt:2:25: "));
     assert!(took < std::time::Duration::from_secs(30), "took {took:?}");
 }
+
+fn chart(d: &std::path::Path, name: &str, values: &str, schema_key: &str, template: &str) {
+    write(
+        d,
+        &format!("charts/{name}/Chart.yaml"),
+        &format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\nappVersion: v0.20.0\n"),
+    );
+    write(d, &format!("charts/{name}/values.yaml"), values);
+    write(
+        d,
+        &format!("charts/{name}/values.schema.json"),
+        &format!(
+            r#"{{"type": "object", "additionalProperties": false, "properties": {{"{schema_key}": {{"type": "object"}}}}}}"#
+        ),
+    );
+    write(
+        d,
+        &format!("charts/{name}/templates/deployment.yaml"),
+        template,
+    );
+}
+
+fn deployment(name: &str, image: &str) -> String {
+    format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}}}\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: \"{image}\"\n")
+}
+
+/// Items 1, 2 and 4 (#46), with the real helm: a profile of two charts, each with a
+/// `values.schema.json` that refuses keys it does not know. Each chart gets only the image values
+/// it has a place for (the gateway's `inferenceExtension` no longer reaches the router chart,
+/// whose schema refused it); the gateway chart's own default tag (`main`) against berth.yaml's
+/// (`dev`) is `[drift]` at the values file's line; an empty tag is the chart's appVersion; a
+/// dotted `set:` key is `[dotted-key]`; `validate --strict` fails on them.
+#[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
+fn each_chart_gets_its_own_values_and_its_own_defaults_are_compared() {
+    let dir = project(
+        "name: llm\nmanifests:\n  - helm: {chart: charts/gateway, release: gw}\n  - helm:\n      chart: charts/router\n      release: router\n      set: {router: {image.pullPolicy: Always}}\nimages:\n  epp:\n    image: ghcr.io/llm-d/epp:dev\n    helmValues: {tag: inferenceExtension.image.tag}\n  router:\n    image: ghcr.io/acme/router:latest\n    helmValues: {repository: router.image.repository, tag: router.image.tag}\n",
+    );
+    let d = dir.path();
+    chart(
+        d,
+        "gateway",
+        "inferenceExtension:\n  image:\n    hub: ghcr.io/llm-d\n    name: epp\n    tag: main\n",
+        "inferenceExtension",
+        &deployment("epp", "{{ .Values.inferenceExtension.image.hub }}/{{ .Values.inferenceExtension.image.name }}:{{ .Values.inferenceExtension.image.tag }}"),
+    );
+    chart(
+        d,
+        "router",
+        "router:\n  image:\n    repository: ghcr.io/acme/router\n    tag: ''\n",
+        "router",
+        &deployment("router", "{{ .Values.router.image.repository }}:{{ .Values.router.image.tag | default .Chart.AppVersion }}"),
+    );
+    let out = crate::helm_source::berth(d, &["render"], &[]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("image: \"ghcr.io/llm-d/epp:dev\""), "{text}");
+    assert!(
+        text.contains("image: \"ghcr.io/acme/router:latest\""),
+        "{text}"
+    );
+    assert!(
+        err.contains("charts/gateway/values.yaml:5:10: the chart's default for `inferenceExtension.image.tag` is `main`, but berth.yaml's default for component `epp` is `ghcr.io/llm-d/epp:dev`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("charts/router/values.yaml:4:10: the chart's default for `router.image.tag` is empty (the chart's appVersion `v0.20.0`), but berth.yaml's default for component `router` is `ghcr.io/acme/router:latest`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("`set:` key `router.image.pullPolicy` holds dots")
+            && err.contains("(`router: {image: {pullPolicy: …}}`) [dotted-key]"),
+        "{err}"
+    );
+    let strict = crate::helm_source::berth(d, &["validate", "--strict"], &[]);
+    assert_eq!(strict.status.code(), Some(1), "{}", stderr(&strict));
+}
+
+/// Item 4 (#46): a chart whose `file://` dependency is not in its charts/ directory names
+/// `helm dependency build` and the `helm:` entry.
+#[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
+fn a_chart_missing_its_dependencies_names_helm_dependency_build() {
+    let dir = project("name: llm\nmanifests:\n  - helm: {chart: charts/app}\n");
+    let d = dir.path();
+    write(d, "charts/app/Chart.yaml", "apiVersion: v2\nname: app\nversion: 0.1.0\ndependencies:\n- name: lib\n  version: 0.1.0\n  repository: file://../lib\n");
+    write(d, "charts/app/values.yaml", "{}\n");
+    write(
+        d,
+        "charts/lib/Chart.yaml",
+        "apiVersion: v2\nname: lib\nversion: 0.1.0\n",
+    );
+    let out = crate::helm_source::berth(d, &["render"], &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the `helm:` entry's chart `charts/app` lists dependencies that are not in its charts/ directory")
+            && err.contains("run `helm dependency build charts/app` first"),
+        "{err}"
+    );
+}

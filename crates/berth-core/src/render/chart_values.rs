@@ -1,0 +1,222 @@
+//! What berth knows of a chart's own values, and two judgements on it: which of berth's image
+//! values a chart has a place for (so a profile of two charts does not send one chart's values
+//! to the other, whose `values.schema.json` refuses them), and where a chart's own default
+//! disagrees with berth.yaml's (a `helm install` of the chart alone runs another image: drift,
+//! as a kustomization's `newTag`). The CLI reads the files; this decides.
+
+use berth_yaml::{Node, Pos};
+
+use super::helm::insert;
+use crate::project::HelmPart;
+use crate::resolve::Resolution;
+use crate::warning::{Code, Warning};
+
+/// A chart's values as berth could read them (a local chart directory).
+#[derive(Debug, Clone, Default)]
+pub struct ChartValues {
+    /// Whether berth opened the chart itself (a local directory); a remote chart or an archive
+    /// is not opened, and every image value reaches it.
+    pub opened: bool,
+    /// The chart's `values.yaml` (its name for messages, its tree), when it has one.
+    pub own: Option<(String, Node)>,
+    /// The chart's `appVersion`: what an empty `tag:` usually stands for.
+    pub app_version: Option<String>,
+    /// Each dependency's key in the parent's values (its alias, else its name), with its own
+    /// `values.yaml` when the subchart is a directory under `charts/`.
+    pub dependencies: Vec<(String, Option<(String, Node)>)>,
+    /// The layers the user gives the chart (`values:` files, `set:`), by name for messages;
+    /// they count as places too.
+    pub given: Vec<(String, Node)>,
+}
+
+impl ChartValues {
+    /// Whether the chart has a place for the dotted `path`: its own values (or a layer given to
+    /// it) hold the path or its parent mapping, or the path is under `global` or a
+    /// dependency's key (a subchart's values are its own business).
+    pub fn has_place_for(&self, path: &str) -> bool {
+        let first = path.split('.').next().unwrap_or_default();
+        if first == "global" || self.dependencies.iter().any(|(key, _)| key == first) {
+            return true;
+        }
+        let parent = path.rsplit_once('.').map(|(parent, _)| parent);
+        let trees = self.own.iter().chain(&self.given).map(|(_, n)| n);
+        trees.into_iter().any(|tree| {
+            lookup(tree, path).is_some()
+                || parent.is_some_and(|p| lookup(tree, p).is_some_and(|n| n.as_map().is_some()))
+        })
+    }
+}
+
+/// The node at the dotted `path` of a mapping.
+pub fn lookup<'n>(node: &'n Node, path: &str) -> Option<&'n Node> {
+    path.split('.').try_fold(node, |node, key| node.get(key))
+}
+
+/// `prefix.key`, or `key` at the top: a values path one level down.
+pub fn child_path(prefix: &str, key: &str) -> String {
+    if prefix.is_empty() {
+        key.to_string()
+    } else {
+        format!("{prefix}.{key}")
+    }
+}
+
+/// `(dotted path, text)` of every scalar below `node`.
+pub fn leaves(node: &Node) -> Vec<(String, String)> {
+    fn walk(node: &Node, prefix: &str, out: &mut Vec<(String, String)>) {
+        match node.as_map() {
+            Some(entries) => {
+                for (key, value) in entries {
+                    let key = key.as_str().unwrap_or_default();
+                    let path = child_path(prefix, key);
+                    walk(value, &path, out);
+                }
+            }
+            None => {
+                if let Some(text) = node.as_str() {
+                    out.push((prefix.to_string(), text.to_string()));
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(node, "", &mut out);
+    out
+}
+
+/// berth's image values for each chart of one render, in order: each chart gets the paths it
+/// has a place for; a chart berth did not open (remote, an archive) gets them all; a path no
+/// opened chart has a place for goes to every chart, as a values layer always did (the chart
+/// may read it without declaring it). `None` for a chart that gets nothing.
+pub fn for_charts(images: &Node, charts: &[&ChartValues]) -> Vec<Option<Node>> {
+    let mut out: Vec<Option<Node>> = vec![None; charts.len()];
+    for (path, value) in leaves(images) {
+        let placed: Vec<bool> = charts
+            .iter()
+            .map(|c| !c.opened || c.has_place_for(&path))
+            .collect();
+        let anywhere = charts.iter().zip(&placed).any(|(c, &p)| c.opened && p);
+        for (i, &has) in placed.iter().enumerate() {
+            if has || !anywhere {
+                let layer = out[i].get_or_insert_with(|| Node::map(Pos::default()));
+                insert(layer, &path, &value);
+            }
+        }
+    }
+    out
+}
+
+/// Where a chart's own values (or a subchart's) give a component's `helmValues:` path another
+/// value than berth.yaml's default: a `helm install` of the chart alone runs another image than
+/// berth deploys. One `[drift]` warning per place, at the values file's line.
+pub fn default_drift(chart: &ChartValues, resolution: &Resolution<'_>, file: &str) -> Vec<Warning> {
+    let mut out = Vec::new();
+    let mut trees: Vec<(&str, &str, &Node)> = Vec::new(); // (prefix, file, values)
+    if let Some((name, tree)) = &chart.own {
+        trees.push(("", name, tree));
+    }
+    for (key, values) in &chart.dependencies {
+        if let Some((name, tree)) = values {
+            trees.push((key, name, tree));
+        }
+    }
+    for image in &resolution.images {
+        let c = image.component;
+        let has = |p: HelmPart| c.helm_values.iter().any(|(q, _)| *q == p);
+        for (part, path) in &c.helm_values {
+            for (prefix, name, tree) in &trees {
+                let inner = if prefix.is_empty() {
+                    Some(path.as_str())
+                } else {
+                    path.strip_prefix(prefix)
+                        .and_then(|rest| rest.strip_prefix('.'))
+                };
+                let Some(found) = inner.and_then(|p| lookup(tree, p)) else {
+                    continue;
+                };
+                let Some(text) = found.as_str() else { continue };
+                let app_version = chart.app_version.as_deref().filter(|_| prefix.is_empty());
+                let (shown, same) = match part {
+                    HelmPart::Tag if text.is_empty() => match (app_version, c.image.tag()) {
+                        (Some(app), Some(tag)) => (
+                            format!("empty (the chart's appVersion `{app}`)"),
+                            app == tag.as_str(),
+                        ),
+                        _ => continue,
+                    },
+                    _ if text.is_empty() => continue,
+                    HelmPart::Tag => match c.image.tag() {
+                        Some(tag) => (
+                            format!("`{}`", berth_io_free_shown(text)),
+                            text == tag.as_str(),
+                        ),
+                        None => continue,
+                    },
+                    HelmPart::Registry => (
+                        format!("`{}`", berth_io_free_shown(text)),
+                        text == c.image.domain(),
+                    ),
+                    HelmPart::Repository if has(HelmPart::Registry) => (
+                        format!("`{}`", berth_io_free_shown(text)),
+                        text == c.image.path(),
+                    ),
+                    HelmPart::Repository => match berth_ref::Reference::parse(text) {
+                        Ok(r) => (
+                            format!("`{}`", berth_io_free_shown(text)),
+                            r.repository() == c.image.repository(),
+                        ),
+                        Err(_) => continue,
+                    },
+                    HelmPart::Image => match berth_ref::Reference::parse(text) {
+                        Ok(r) => (
+                            format!("`{}`", berth_io_free_shown(text)),
+                            r.repository() == c.image.repository() && r.tag() == c.image.tag(),
+                        ),
+                        Err(_) => continue,
+                    },
+                    HelmPart::Digest => continue,
+                };
+                if same {
+                    continue;
+                }
+                out.push(Warning::at(Code::Drift, format!("{name}:{}", found.pos), format_args!(
+                    "the chart's default for `{path}` is {shown}, but berth.yaml's default for component `{}` is `{}` ({file}:{}), and berth sets `{}`: `helm install` of the chart alone runs another image than berth deploys; make the chart's values agree with berth.yaml (or berth.yaml with the chart)",
+                    c.name, c.image, c.image_pos, image.reference
+                )));
+            }
+        }
+    }
+    out
+}
+
+/// The keys of a `set:` layer that hold a dot, as dotted paths to them: a values layer reads
+/// `router.modelServers.matchLabels.app: vllm` as one key of that name (helm's `--set` would
+/// read a path), so the chart never sees the value where it looks.
+pub fn dotted_keys(layer: &Node) -> Vec<String> {
+    fn walk(node: &Node, prefix: &str, out: &mut Vec<String>) {
+        for (key, value) in node.as_map().unwrap_or_default() {
+            let key = key.as_str().unwrap_or_default();
+            let path = child_path(prefix, key);
+            if key.contains('.') {
+                out.push(path);
+            } else {
+                walk(value, &path, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(layer, "", &mut out);
+    out
+}
+
+/// A value from a file, shown in a message: control characters escaped, at most 200 characters.
+fn berth_io_free_shown(text: &str) -> String {
+    text.chars()
+        .take(200)
+        .flat_map(char::escape_debug)
+        .collect::<String>()
+}
+
+#[cfg(test)]
+#[path = "chart_values_tests.rs"]
+mod tests;

@@ -1,0 +1,105 @@
+//! Which image values reach which chart, and a chart's own defaults against berth.yaml's.
+
+use super::*;
+use crate::project::parse;
+use crate::resolve::{resolve, Overrides};
+
+fn tree(yaml: &str) -> Node {
+    berth_yaml::load_all(yaml, berth_yaml::Limits::default())
+        .unwrap()
+        .remove(0)
+}
+
+fn text(node: &Option<Node>) -> String {
+    let mut out = String::new();
+    if let Some(node) = node {
+        berth_yaml::write_document(&mut out, node);
+    }
+    out
+}
+
+#[test]
+fn image_values_reach_only_the_charts_that_have_a_place_for_them() {
+    let images = tree("inferenceExtension:\n  image:\n    tag: dev\nrouter:\n  image:\n    tag: v2\nglobal:\n  hub: quay.io/me\nloose:\n  value: x\n");
+    let gateway = ChartValues {
+        opened: true,
+        own: Some((
+            "gw/values.yaml".into(),
+            tree("inferenceExtension:\n  image:\n    name: epp\n    tag: main\n"),
+        )),
+        ..Default::default()
+    };
+    let router = ChartValues {
+        opened: true,
+        own: Some(("router/values.yaml".into(), tree("replicas: 1\n"))),
+        dependencies: vec![("router".into(), None)],
+        ..Default::default()
+    };
+    let remote = ChartValues::default();
+    let got = for_charts(&images, &[&gateway, &router, &remote]);
+    // `loose.value` has a place in no chart: it goes everywhere, as before.
+    assert_eq!(text(&got[0]), "inferenceExtension:\n  image:\n    tag: dev\nglobal:\n  hub: quay.io/me\nloose:\n  value: x\n");
+    assert_eq!(
+        text(&got[1]),
+        "router:\n  image:\n    tag: v2\nglobal:\n  hub: quay.io/me\nloose:\n  value: x\n"
+    );
+    // A chart berth cannot read gets everything.
+    assert_eq!(text(&got[2]), text(&Some(images.clone())));
+    // A layer the user gives the chart counts as a place.
+    let given = ChartValues {
+        opened: true,
+        given: vec![("v.yaml".into(), tree("router:\n  image: {}\n"))],
+        ..Default::default()
+    };
+    assert_eq!(
+        text(
+            &for_charts(
+                &tree("router:\n  image:\n    tag: v2\n"),
+                &[&given, &gateway]
+            )[1]
+        ),
+        ""
+    );
+}
+
+fn resolution_of(project: &crate::Project) -> Resolution<'_> {
+    resolve(project, &Overrides::default(), &|_| None).unwrap()
+}
+
+#[test]
+fn a_charts_own_default_that_differs_from_berth_yaml_is_drift() {
+    let project = parse(
+        "berth.yaml",
+        "/p".into(),
+        "name: x\nimages:\n  epp:\n    image: ghcr.io/llm-d/epp:dev\n    helmValues: {repository: epp.image.repository, tag: [epp.image.tag, router.epp.tag]}\n  kserve:\n    image: kserve/controller:latest\n    helmValues: {tag: kserve.tag}\n  same:\n    image: ghcr.io/acme/same:v1\n    helmValues: {image: same.image}\n",
+    )
+    .unwrap();
+    let resolution = resolution_of(&project);
+    let chart = ChartValues {
+        opened: true,
+        own: Some((
+            "charts/x/values.yaml".into(),
+            tree("epp:\n  image:\n    repository: ghcr.io/llm-d/epp\n    tag: main\nkserve:\n  tag: ''\nsame:\n  image: ghcr.io/acme/same:v1\n"),
+        )),
+        app_version: Some("v0.20.0".into()),
+        dependencies: vec![("router".into(), Some(("charts/x/charts/router/values.yaml".into(), tree("epp:\n  tag: dev\n"))))],
+        given: Vec::new(),
+    };
+    let warnings = default_drift(&chart, &resolution, "berth.yaml");
+    let texts: Vec<&str> = warnings.iter().map(|w| w.text.as_str()).collect();
+    assert_eq!(texts.len(), 2, "{texts:#?}");
+    assert!(texts[0].starts_with("charts/x/values.yaml:4:10: the chart's default for `epp.image.tag` is `main`, but berth.yaml's default for component `epp` is `ghcr.io/llm-d/epp:dev` (berth.yaml:4:12), and berth sets `ghcr.io/llm-d/epp:dev`"), "{}", texts[0]);
+    assert!(texts[1].starts_with("charts/x/values.yaml:6:8: the chart's default for `kserve.tag` is empty (the chart's appVersion `v0.20.0`)"), "{}", texts[1]);
+    assert!(warnings.iter().all(|w| w.code == Code::Drift));
+}
+
+#[test]
+fn dotted_set_keys_are_found_where_they_stand() {
+    let layer = tree(
+        "router.modelServers.matchLabels.app: vllm\nrouter:\n  epp.replicas: 2\n  plain: {a: 1}\n",
+    );
+    assert_eq!(
+        dotted_keys(&layer),
+        ["router.modelServers.matchLabels.app", "router.epp.replicas"]
+    );
+}

@@ -1,0 +1,123 @@
+//! A local chart's own values as berth reads them (its `values.yaml`, `appVersion`, the
+//! subcharts under `charts/` by the key the parent gives them) and the layers berth.yaml gives it
+//! (`values:` files, `set:`), each read once: core's `render::ChartValues`, which decides which
+//! image values reach the chart and where its defaults disagree with berth.yaml. What cannot be
+//! read is left out: helm reports a broken chart with its own words.
+
+use std::path::Path;
+
+use berth_core::project::HelmChart;
+use berth_core::render::ChartValues;
+use berth_core::{Manifest, ManifestSource, Project};
+use berth_yaml::{Limits, Node};
+
+/// Each `helm:` entry of `manifests`, with what berth could read of it (a remote chart or an
+/// archive is not opened: only the layers berth.yaml gives it).
+pub fn charts<'m>(
+    project: &Project,
+    manifests: &'m [Manifest],
+) -> Vec<(&'m HelmChart, ChartValues)> {
+    manifests
+        .iter()
+        .filter_map(|m| match &m.source {
+            ManifestSource::Helm(chart) => Some((&**chart, read(project, chart, m))),
+            _ => None,
+        })
+        .collect()
+}
+
+fn read(project: &Project, chart: &HelmChart, manifest: &Manifest) -> ChartValues {
+    let mut values = ChartValues::default();
+    for file in &chart.values {
+        if let Some(tree) = document(&project.dir.join(&file.value)) {
+            values.given.push((file.value.clone(), tree));
+        }
+    }
+    if let Some(set) = &chart.set {
+        if let Some(tree) = first(set) {
+            values
+                .given
+                .push((format!("{}:{} (`set:`)", project.file, manifest.pos), tree));
+        }
+    }
+    let dir = project.dir.join(&chart.chart);
+    if !chart.is_local() || !dir.is_dir() {
+        return values;
+    }
+    values.opened = true;
+    let shown = chart.chart.trim_end_matches('/');
+    values.own = document(&dir.join("values.yaml")).map(|t| (format!("{shown}/values.yaml"), t));
+    let meta = document(&dir.join("Chart.yaml"));
+    values.app_version = meta
+        .as_ref()
+        .and_then(|m| m.get("appVersion"))
+        .and_then(Node::as_str)
+        .map(str::to_string);
+    // The key a dependency's values sit under: its alias, else its name.
+    let mut keys: Vec<(String, String)> = Vec::new(); // (name, key)
+    for dependency in meta
+        .as_ref()
+        .and_then(|m| m.get("dependencies"))
+        .and_then(Node::as_seq)
+        .unwrap_or_default()
+    {
+        let text = |k: &str| dependency.get(k).and_then(Node::as_str).map(str::to_string);
+        if let Some(name) = text("name") {
+            let key = text("alias").unwrap_or_else(|| name.clone());
+            keys.push((name, key));
+        }
+    }
+    let mut subcharts: Vec<_> = std::fs::read_dir(dir.join("charts"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    subcharts.sort();
+    for sub in subcharts {
+        let Some(name) = document(&sub.join("Chart.yaml"))
+            .and_then(|m| m.get("name").and_then(Node::as_str).map(str::to_string))
+        else {
+            continue;
+        };
+        let own = document(&sub.join("values.yaml")).map(|t| {
+            let dir = sub
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            (format!("{shown}/charts/{dir}/values.yaml"), t)
+        });
+        let aliases: Vec<&String> = keys
+            .iter()
+            .filter(|(n, _)| *n == name)
+            .map(|(_, k)| k)
+            .collect();
+        if aliases.is_empty() {
+            values.dependencies.push((name, own));
+        } else {
+            for key in aliases {
+                values.dependencies.push((key.clone(), own.clone()));
+            }
+        }
+    }
+    for (_, key) in keys {
+        if !values.dependencies.iter().any(|(k, _)| *k == key) {
+            values.dependencies.push((key, None));
+        }
+    }
+    values
+}
+
+/// The first YAML document of a file berth may read, if it is one.
+fn document(path: &Path) -> Option<Node> {
+    let bytes = crate::fs_source::read_bounded(path).ok()?;
+    first(&String::from_utf8_lossy(&bytes))
+}
+
+fn first(text: &str) -> Option<Node> {
+    berth_yaml::load_all(text, Limits::default())
+        .ok()?
+        .into_iter()
+        .next()
+}
