@@ -81,6 +81,15 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
         overrides: overrides(&root, &excluded)?,
         archives: !settings.all,
     };
+    let root_dir = root.canonicalize().unwrap_or_else(|_| root.clone());
+    if let Some(cover) =
+        (filters.skipped.iter()).find(|s| s.yaml_only && root_dir.starts_with(&s.path))
+    {
+        say!(
+            "berth audit: a `manifests:` entry covers {} (berth renders its YAML files); searching the other files only",
+            cover.path.display()
+        );
+    }
     let Walked {
         mut copies,
         searched,
@@ -92,6 +101,7 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
     unreadable.sort();
     print(&listing(&copies, project, &root, settings.json)?)?;
     let files: std::collections::BTreeSet<&PathBuf> = copies.iter().map(|c| &c.path).collect();
+    let too_large = large;
     let large = if large > 0 {
         format!(
             "; {large} file(s) over {} MiB skipped",
@@ -124,9 +134,17 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
         if copies.len() == 1 { "y" } else { "ies" },
         files.len()
     );
-    // --strict promises "no copy": a file it could not read may hold one.
+    // --strict promises "no copy": a file it could not read or did not search may hold one,
+    // and a search of nothing proves nothing.
+    if settings.strict && searched == 0 {
+        say!("berth audit: --strict: no file was searched, so nothing is proven; check the PATH and `audit.exclude`");
+    }
+    if settings.strict && too_large > 0 {
+        say!("berth audit: --strict: {too_large} file(s) over {} MiB were not searched; exclude them (`audit.exclude`) or split them", MAX_AUDITED / 1024 / 1024);
+    }
     Ok(u8::from(
-        settings.strict && (!copies.is_empty() || !unreadable.is_empty()),
+        settings.strict
+            && (!copies.is_empty() || !unreadable.is_empty() || searched == 0 || too_large > 0),
     ))
 }
 
@@ -143,10 +161,34 @@ struct Walked {
     archives: Vec<String>,
 }
 
+/// A place berth renders, left out of the search.
+#[derive(Debug, Clone, PartialEq)]
+struct Skip {
+    path: PathBuf,
+    /// Only the YAML files below it (a `manifests:` directory, a kustomization's directory):
+    /// a Makefile or script beside them is no manifest, and is searched (#46, R2).
+    yaml_only: bool,
+}
+
+impl Skip {
+    fn covers(&self, file: &Path) -> bool {
+        file.starts_with(&self.path) && (!self.yaml_only || is_yaml(file))
+    }
+}
+
+/// What berth reads as manifests from a directory: `*.yaml`, `*.yml`, kustomize's file names.
+fn is_yaml(file: &Path) -> bool {
+    let name = file
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    name.ends_with(".yaml") || name.ends_with(".yml") || name == "Kustomization"
+}
+
 /// What a walk leaves out.
 struct Filters {
     /// berth.yaml, berth.lock and what berth renders.
-    skipped: Vec<PathBuf>,
+    skipped: Vec<Skip>,
     /// `audit.exclude` and `--exclude`, as ignore globs.
     overrides: ignore::overrides::Override,
     /// Whether [`ARCHIVE_DIRS`] are left out.
@@ -231,7 +273,7 @@ fn walk(root: &Path, scanner: &Scanner, variables: &[String], filters: &Filters)
                 return ignore::WalkState::Continue;
             }
             let path = entry.path();
-            if skipped.iter().any(|s| path.starts_with(s)) {
+            if skipped.iter().any(|s| s.covers(path)) {
                 return ignore::WalkState::Continue;
             }
             let mut copies = Vec::new();
@@ -418,11 +460,17 @@ fn defines(line: &str, variables: &[String]) -> bool {
 
 /// berth.yaml, berth.lock and what berth renders (manifest files and
 /// directories, kustomizations and the local resources they name).
-fn skipped_paths(project: &Project) -> Vec<PathBuf> {
+fn skipped_paths(project: &Project) -> Vec<Skip> {
     let canonical = |p: PathBuf| p.canonicalize().unwrap_or(p);
+    let whole = |path: PathBuf| Skip {
+        yaml_only: path.is_dir(),
+        path,
+    };
     let mut out = vec![
-        canonical(project.dir.join(berth_core::project::PROJECT_FILE)),
-        canonical(project.dir.join("berth.lock")),
+        whole(canonical(
+            project.dir.join(berth_core::project::PROJECT_FILE),
+        )),
+        whole(canonical(project.dir.join("berth.lock"))),
     ];
     let manifests = project
         .manifests
@@ -430,21 +478,29 @@ fn skipped_paths(project: &Project) -> Vec<PathBuf> {
         .chain(project.profiles.iter().flat_map(|p| &p.manifests));
     for manifest in manifests {
         match &manifest.source {
-            ManifestSource::Path(p) => out.push(canonical(project.dir.join(p))),
-            ManifestSource::Kustomize(dir) => kustomization(&project.dir.join(dir), &mut out, 0),
+            ManifestSource::Path(p) => out.push(whole(canonical(project.dir.join(p)))),
+            ManifestSource::Kustomize(dir) => {
+                let mut dirs = Vec::new();
+                kustomization(&project.dir.join(dir), &mut dirs, 0);
+                out.extend(dirs.into_iter().map(whole));
+            }
             // The chart's templates are what berth renders; its values files are
             // copies of images to report, so they are not skipped.
-            ManifestSource::Helm(chart) if chart.is_local() => {
-                out.push(canonical(project.dir.join(&chart.chart)))
-            }
+            ManifestSource::Helm(chart) if chart.is_local() => out.push(Skip {
+                path: canonical(project.dir.join(&chart.chart)),
+                yaml_only: false,
+            }),
             ManifestSource::Helm(_) | ManifestSource::Stdin => {}
         }
     }
     // The walker gives paths under the root as given; compare both spellings.
     let dir = canonical(project.dir.clone());
-    let more: Vec<PathBuf> = out
+    let more: Vec<Skip> = out
         .iter()
-        .filter_map(|p| p.strip_prefix(&dir).ok().map(|r| project.dir.join(r)))
+        .filter_map(|s| {
+            let path = project.dir.join(s.path.strip_prefix(&dir).ok()?);
+            Some(Skip { path, ..s.clone() })
+        })
         .collect();
     out.extend(more);
     out

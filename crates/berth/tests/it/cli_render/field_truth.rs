@@ -409,6 +409,8 @@ images:
     assert_eq!(json.as_array().unwrap().len(), 5);
     assert_eq!(json[2]["variable"], "EPP_IMAGE");
     let clean = project("name: x\nimages:\n  web: {image: 'nginx:1.25'}\n");
+    // A file with no copy: a search of nothing fails --strict (#46, R2).
+    write(clean.path(), "README.md", "nothing hard-coded here\n");
     let quiet = berth(clean.path())
         .args(["audit", "--strict"])
         .output()

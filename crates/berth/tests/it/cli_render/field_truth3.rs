@@ -164,3 +164,85 @@ fn a_chart_missing_its_dependencies_names_helm_dependency_build() {
         "{err}"
     );
 }
+
+/// R2 (#46, U16, U17): a `manifests:` entry that covers the repository (`.`, or a
+/// kustomization reaching `..`) leaves out only the YAML berth renders: the Makefile and
+/// scripts beside it are searched. Under `--strict`, a search of nothing and a file too large
+/// to search (U06) fail.
+#[test]
+fn audit_searches_scripts_beside_manifests_that_cover_the_repository() {
+    let dir =
+        project("name: shop\nmanifests: [.]\nimages:\n  web: {image: 'ghcr.io/acme/web:v1'}\n");
+    let d = dir.path();
+    write(d, "Makefile", "run:\n\tdocker run ghcr.io/acme/web:v1\n");
+    write(d, "scripts/pull.sh", "docker pull ghcr.io/acme/web:v1\n");
+    write(d, "web.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers: [{name: c, image: 'ghcr.io/acme/web:v1'}]\n");
+    let out = berth(d).args(["audit", "--strict"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        text.contains("Makefile:2:") && text.contains("scripts/pull.sh:1:"),
+        "{text}"
+    );
+    assert!(!text.contains("web.yaml"), "{text}");
+    assert!(
+        stderr(&out).contains("covers") && stderr(&out).contains("searching the other files only"),
+        "{}",
+        stderr(&out)
+    );
+
+    let dir = project("name: shop\nmanifests: [{kustomize: deploy}]\nimages:\n  web: {image: 'ghcr.io/acme/web:v1'}\n");
+    let d = dir.path();
+    write(
+        d,
+        "deploy/kustomization.yaml",
+        "resources: [web.yaml, ..]\n",
+    );
+    write(d, "deploy/web.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers: [{name: c, image: 'ghcr.io/acme/web:v1'}]\n");
+    write(d, "scripts/pull.sh", "docker pull ghcr.io/acme/web:v1\n");
+    let out = berth(d).args(["audit"]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("scripts/pull.sh:1:"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Nothing to search: --strict proves nothing and says so.
+    let dir =
+        project("name: shop\nmanifests: [.]\nimages:\n  web: {image: 'ghcr.io/acme/web:v1'}\n");
+    let out = berth(dir.path())
+        .args(["audit", "--strict"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no file was searched"),
+        "{}",
+        stderr(&out)
+    );
+
+    // U06: the only copy is in a file too large to search.
+    let dir = project(
+        "name: shop\nmanifests: [deploy/]\nimages:\n  web: {image: 'ghcr.io/acme/web:v1'}\n",
+    );
+    write(
+        dir.path(),
+        "deploy/web.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+    );
+    write(
+        dir.path(),
+        "big.txt",
+        &format!("{}ghcr.io/acme/web:v1\n", "x".repeat(9 << 20)),
+    );
+    let out = berth(dir.path())
+        .args(["audit", "--strict"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("were not searched"),
+        "{}",
+        stderr(&out)
+    );
+}
