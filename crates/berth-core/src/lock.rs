@@ -141,6 +141,15 @@ impl Lock {
         if version != VERSION {
             return Err(invalid(root.pos, format!("lock file version `{version}` is not supported (this berth writes version {VERSION})")));
         }
+        // L26 (#46): a mapping where the list belongs was read as no entries at all.
+        for key in ["images", "charts"] {
+            if let Some(node) = root
+                .get(key)
+                .filter(|n| n.as_seq().is_none() && !n.is_null())
+            {
+                return Err(invalid(node.pos, format!("`{key}` must be a list of entries (found {}); run `berth pin` to rewrite the lock", if node.as_map().is_some() { "a mapping" } else { "a scalar" })));
+            }
+        }
         let mut entries = Vec::new();
         let mut seen: Vec<(String, Pos)> = Vec::new();
         for item in root

@@ -20,7 +20,16 @@ pub fn load(explicit: Option<&Path>) -> Result<Project> {
     } else {
         crate::fs_source::read_bounded
     };
-    let src = read_text(&path, read).map_err(|e| anyhow!("cannot read {shown}: {e}"))?;
+    let src = read_text(&path, read).map_err(|e| {
+        // P22 (#46): a link whose target is missing is no "No such file" of berth.yaml itself.
+        match std::fs::read_link(&path) {
+            Ok(target) if !path.exists() => anyhow!(
+                "{shown} is a symbolic link to `{}`, which does not exist",
+                target.display()
+            ),
+            _ => anyhow!("cannot read {shown}: {e}"),
+        }
+    })?;
     let absolute = if path.is_absolute() {
         path.clone()
     } else {

@@ -248,6 +248,10 @@ pub fn parse_env_file(bytes: &[u8]) -> Result<Vec<(String, String)>, (usize, Str
 /// offending character: in `DB_PASS s3cr3t` or `TOKEN:abc` (a typo for `=`) what
 /// follows is the value, which must never be printed.
 fn bad_name(key: &str) -> String {
+    if key.is_empty() {
+        // E17 (#46): `=VALUE` has no name at all; it was called "a space".
+        return "column 1: the line starts with `=`: a variable name is missing; write `KEY=VALUE` (the rest of the line is not shown: it may be a value)".into();
+    }
     let valid = |(i, c): &(usize, char)| {
         c.is_ascii_alphabetic() || matches!(c, '-' | '.' | '_') || (*i > 0 && c.is_ascii_digit())
     };

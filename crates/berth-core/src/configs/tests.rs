@@ -115,6 +115,11 @@ fn errors_say_where_and_never_show_values() {
         ),
         (
             "{envs: [e.env]}",
+            &[("e.env", b"DB_USER=shop\n=S3CR3T-VALUE-123\n")],
+            "e.env:2: column 1: the line starts with `=`: a variable name is missing",
+        ),
+        (
+            "{envs: [e.env]}",
             &[("e.env", b"OK=1\nDB_PASS2 secret-value\n")],
             "e.env:2: column 9: invalid variable name: `DB_PASS2` is followed by a space",
         ),

@@ -116,6 +116,13 @@ impl Loader<'_> {
     }
 
     fn component(&self, key: &Node, node: &Node) -> Result<Component, ProjectError> {
+        if key.as_str() == Some("") {
+            return Err(ProjectError::Shape {
+                file: self.file.to_string(),
+                pos: key.pos,
+                problem: "a component name is empty (`\"\"`); name it (a letter, then letters, digits, `-`, `_` or `.`)".into(),
+            });
+        }
         let name = self.string(key, "images")?;
         let valid_name = name
             .bytes()

@@ -48,6 +48,7 @@ impl Loader<'_> {
     pub(super) fn project(&self, dir: PathBuf, src: &str) -> Result<Project, ProjectError> {
         let file = self.file.to_string();
         let root = self.root(src)?;
+        self.plain(&root)?;
         let entries = self.fields(&root, "the project", TOP_KEYS)?;
         let mut ca_node = None;
         let mut sync_node = None;
@@ -163,6 +164,53 @@ impl Loader<'_> {
             });
         }
         Ok(entries)
+    }
+
+    /// berth.yaml is plain YAML: every key is text (P83: `? [a, b]` was read as an empty key)
+    /// and no node carries a tag other than the core schema's (P47: `!foo shop` was read as
+    /// `shop`, the tag dropped).
+    fn plain(&self, root: &Node) -> Result<(), ProjectError> {
+        let shape = |pos: Pos, problem: String| ProjectError::Shape {
+            file: self.file.to_string(),
+            pos,
+            problem,
+        };
+        let mut stack = vec![root];
+        while let Some(node) = stack.pop() {
+            if let Some(tag) = node.tag.as_deref() {
+                let core = [
+                    "!!str", "!!int", "!!float", "!!bool", "!!null", "!!map", "!!seq",
+                ];
+                if !core.contains(&tag) {
+                    let tag: String = tag.chars().take(100).flat_map(char::escape_debug).collect();
+                    return Err(shape(
+                        node.pos,
+                        format!(
+                            "unknown YAML tag `{tag}`; berth.yaml uses plain YAML (remove the tag)"
+                        ),
+                    ));
+                }
+            }
+            match &node.value {
+                berth_yaml::Value::Map(entries) => {
+                    for (key, value) in entries {
+                        let found = match &key.value {
+                            berth_yaml::Value::Scalar(_) => None,
+                            berth_yaml::Value::Seq(_) => Some("a sequence"),
+                            berth_yaml::Value::Map(_) => Some("a mapping"),
+                        };
+                        if let Some(found) = found {
+                            return Err(shape(key.pos, format!("a key must be a plain string (found {found}); write the key as text")));
+                        }
+                        stack.push(key);
+                        stack.push(value);
+                    }
+                }
+                berth_yaml::Value::Seq(items) => stack.extend(items),
+                berth_yaml::Value::Scalar(_) => {}
+            }
+        }
+        Ok(())
     }
 
     pub(super) fn wrong(&self, node: &Node, key: &str, expected: &'static str) -> ProjectError {

@@ -345,6 +345,17 @@ pub enum ProjectError {
         /// The YAML error, with its position.
         source: berth_yaml::Error,
     },
+    /// A node of a shape berth.yaml never has: a key that is not text, a YAML tag, an empty
+    /// component name.
+    #[error("{file}:{pos}: {problem}")]
+    Shape {
+        /// The file.
+        file: String,
+        /// Where.
+        pos: Pos,
+        /// What is wrong, and how to fix it.
+        problem: String,
+    },
     /// More than one YAML document: the rest would be ignored.
     #[error("{file}:{pos}: a second YAML document; berth.yaml is one document: merge it into the first, or remove the `---` before it")]
     ExtraDocument {

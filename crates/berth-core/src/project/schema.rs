@@ -18,8 +18,13 @@ use super::{CONFIG_PATH_KEYS, IMAGE_PATH_KEYS, REGISTRY_KEYS, TOP_KEYS};
 /// The schema's `$id`, where editors may fetch it once it is published.
 pub const SCHEMA_ID: &str = "https://berth.dev/schemas/berth.yaml.json";
 
+/// A scalar berth reads as text: berth.yaml's `image: 42`, `cmd: [true]` and `labels: {watch:
+/// true}` are read as the strings `42`, `true`, `true`, so the schema accepts what berth
+/// accepts (R7, #46).
+const SCALAR: [&str; 3] = ["string", "number", "boolean"];
+
 fn text(description: &str) -> Value {
-    json!({"type": "string", "description": description})
+    json!({"type": SCALAR, "description": description})
 }
 
 fn boolean(description: &str) -> Value {
@@ -27,7 +32,7 @@ fn boolean(description: &str) -> Value {
 }
 
 fn texts(description: &str) -> Value {
-    json!({"type": "array", "items": {"type": "string"}, "description": description})
+    json!({"type": "array", "items": {"type": SCALAR}, "description": description})
 }
 
 fn variable(description: &str) -> Value {
@@ -35,7 +40,7 @@ fn variable(description: &str) -> Value {
 }
 
 fn string_map(description: &str) -> Value {
-    json!({"type": "object", "additionalProperties": {"type": "string"}, "description": description})
+    json!({"type": "object", "additionalProperties": {"type": SCALAR}, "description": description})
 }
 
 /// An object whose properties are exactly `keys`, each described by `schema`.
@@ -453,6 +458,29 @@ mod tests {
             !validator.is_valid(&json!({"images": {}})),
             "name is required"
         );
+    }
+
+    /// R7 (#46): the texts berth reads as strings (any scalar) the schema accepts too.
+    #[test]
+    fn the_schema_accepts_the_scalars_berth_reads_as_text() {
+        let validator = validator();
+        let texts = [
+            "name: shop\nimages:\n  web: {image: 42}\n",
+            "name: shop\nsync:\n  - target: {container: web}\n    paths: [{from: a, to: /a}]\n    run: [{cmd: [true]}]\n",
+            "name: shop\nconfigs:\n  c: {literals: [a=b], labels: {watch: true}}\n",
+            "name: shop\nconfigs:\n  c: {literals: [a=b], annotations: {n: 5}}\n",
+        ];
+        for text in texts {
+            let docs = berth_yaml::load_all(text, berth_yaml::Limits::default()).unwrap();
+            let value = berth_yaml::json::to_json(&docs[0]);
+            let errors: Vec<String> = validator
+                .iter_errors(&value)
+                .map(|e| e.to_string())
+                .collect();
+            assert!(errors.is_empty(), "{text}: {errors:?}");
+            crate::project::parse("berth.yaml", "/p".into(), text)
+                .unwrap_or_else(|e| panic!("{text}: {e}"));
+        }
     }
 
     #[test]

@@ -97,6 +97,10 @@ fn errors_point_at_the_problem() {
         ("name: x\nimages:\n  epp: {env: E}\n", "berth.yaml:3:8: component `epp` has no `image`; add it"),
         ("images: {}\n", "berth.yaml:1:1: the project has no `name`; add it"),
         ("name: x\nimages:\n  a: {sameAs: b}\n", "berth.yaml:3:15: `images.a.sameAs`: no component `b`"),
+        // #46: P71, P83, P47.
+        ("name: x\nimages:\n  web: {image: a}\n  \"\":\n    image: b\n", "berth.yaml:4:3: a component name is empty (`\"\"`)"),
+        ("name: x\n? [a, b]\n: c\n", "berth.yaml:2:3: a key must be a plain string (found a sequence)"),
+        ("name: !foo shop\n", "berth.yaml:1:7: unknown YAML tag `!foo`; berth.yaml uses plain YAML (remove the tag)"),
         ("name: x\nimages:\n  a: {sameAs: b}\n  b: {sameAs: a}\n", "berth.yaml:3:15: `images.a.sameAs`: `sameAs` goes round in a circle (a → b → a); one of them needs its own `image:`"),
         ("name: x\nimages:\n  a: {image: x, sameAs: b}\n  b: {image: y}\n", "berth.yaml:3:25: `images.a.sameAs`: a component has either `image:`"),
         ("name: x\nimages:\n  a: {image: x, match: [y:1]}\n", "berth.yaml:3:25: invalid `images.a.match` value `y:1`: `match:` lists repositories"),

@@ -131,6 +131,11 @@ pub(super) fn identity(file: &str, object: &Node) -> Result<(String, String), Re
                         ))
                     }
                 }
+            } else if m.get("generateName").is_none() && !kind.ends_with("List") {
+                // M69 (#46): the API server refuses a nameless object at apply; say so here.
+                return Err(fail(
+                    "it has no `metadata.name` (nor `generateName`); give the object a name",
+                ));
             }
         }
     }

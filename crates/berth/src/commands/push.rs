@@ -61,12 +61,18 @@ fn source(url: &Option<String>) -> Result<Option<String>> {
 /// (a reproducible build that silently is not).
 fn created() -> Result<String> {
     let seconds = match berth_io::env::var("SOURCE_DATE_EPOCH") {
-        Some(text) => text.trim().parse::<i64>().map_err(|_| {
-            anyhow!(
-                "SOURCE_DATE_EPOCH `{}` is not a whole number of seconds since 1970-01-01 (reproducible-builds.org); give e.g. `$(git log -1 --format=%ct)`, or unset it for the current time",
-                berth_io::shown(&text)
-            )
-        })?,
+        Some(text) => text
+            .trim()
+            .parse::<i64>()
+            .ok()
+            // O19 (#46): RFC 3339 has four-digit years; 253402300799 is 9999-12-31T23:59:59Z.
+            .filter(|s| (0..=253_402_300_799).contains(s))
+            .ok_or_else(|| {
+                anyhow!(
+                    "SOURCE_DATE_EPOCH `{}` is not a whole number of seconds from 1970-01-01 to the end of year 9999 (reproducible-builds.org); give e.g. `$(git log -1 --format=%ct)`, or unset it for the current time",
+                    berth_io::shown(&text)
+                )
+            })?,
         None => std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64),

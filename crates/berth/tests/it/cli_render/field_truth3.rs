@@ -246,3 +246,67 @@ fn audit_searches_scripts_beside_manifests_that_cover_the_repository() {
         stderr(&out)
     );
 }
+
+/// Older cases (#46): P22 a dangling berth.yaml link, L26 a lock whose `images` is a mapping,
+/// M69 a nameless object, O19 a `SOURCE_DATE_EPOCH` past year 9999 — each one clear message and exit 1.
+#[test]
+fn p22_l26_o19_are_named_for_what_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink("missing.yaml", dir.path().join("berth.yaml")).unwrap();
+    let out = berth(dir.path()).arg("validate").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "error: berth.yaml is a symbolic link to `missing.yaml`, which does not exist\n"
+    );
+
+    let dir = project("name: shop\nimages:\n  web: {image: 'ghcr.io/acme/web:v1'}\n");
+    write(dir.path(), "berth.lock", "version: 1\nimages: {web: x}\n");
+    let out = berth(dir.path())
+        .args(["images", "--locked"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("berth.lock:2:9") && stderr(&out).contains("`images` must be a list of entries (found a mapping); run `berth pin` to rewrite the lock"),
+        "{}",
+        stderr(&out)
+    );
+
+    // M69: an object with metadata but no name.
+    let dir = project("name: shop\nmanifests: [deploy/]\n");
+    write(
+        dir.path(),
+        "deploy/bad.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {labels: {a: b}}\n",
+    );
+    let out = berth(dir.path()).arg("render").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("deploy/bad.yaml:1:1")
+            && stderr(&out).contains("it has no `metadata.name` (nor `generateName`)"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(out.stdout.is_empty());
+
+    let dir = project(
+        "name: shop\nmanifests: [deploy/]\nimages:\n  web: {image: 'ghcr.io/acme/web:v1'}\n",
+    );
+    write(
+        dir.path(),
+        "deploy/web.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+    );
+    let out = berth(dir.path())
+        .args(["push", "oci://127.0.0.1:9/case/o19:v1"])
+        .env("SOURCE_DATE_EPOCH", "99999999999999")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("to the end of year 9999"),
+        "{}",
+        stderr(&out)
+    );
+}
