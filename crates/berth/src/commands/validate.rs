@@ -169,6 +169,7 @@ fn makefile_defaults(project: &Project) -> Vec<Warning> {
 /// Components that say `deployed: false` although a render runs their image:
 /// the setting is wrong and hides them from validate's checks.
 fn wrongly_undeployed(project: &Project, all: &[Findings]) -> Vec<Warning> {
+    let mut out = undeployed_targets(project);
     let in_none = |missing: &dyn Fn(&Findings) -> bool| all.iter().all(missing);
     project
         .components
@@ -183,7 +184,34 @@ fn wrongly_undeployed(project: &Project, all: &[Findings]) -> Vec<Warning> {
             "component `{}` says `deployed: false`, but the manifests run its image (`{}`); remove `deployed: false`, so that validate checks it like the others",
             c.name, c.image.repository()
         )))
-        .collect()
+        .for_each(|w| out.push(w));
+    out
+}
+
+/// A sync rule or `dev.forward` entry naming a `deployed: false` component reaches no
+/// container: no pod runs that image (Q84, Q85 of #46).
+fn undeployed_targets(project: &Project) -> Vec<Warning> {
+    let undeployed = |name: &str| project.component(name).is_some_and(|c| !c.deployed);
+    let mut out = Vec::new();
+    for rule in &project.sync {
+        if let berth_core::project::SyncTarget::Component(name) = &rule.target {
+            if undeployed(name) {
+                out.push(Warning::at(Code::WronglyUndeployed, format!("{}:{}", project.file, rule.pos), format_args!(
+                    "sync rule `{}` targets component `{name}`, which says `deployed: false`: no pod runs its image, so the rule reaches no container; target a deployed component, or remove `deployed: false` if the manifests do run it",
+                    rule.name
+                )));
+            }
+        }
+    }
+    for forward in &project.dev.forward {
+        if undeployed(&forward.component) {
+            out.push(Warning::at(Code::WronglyUndeployed, format!("{}:{}", project.file, forward.pos), format_args!(
+                "`dev.forward` to port {} of component `{}`, which says `deployed: false`: no pod runs its image, so `berth dev` has nothing to forward to; name a deployed component",
+                forward.port, forward.component
+            )));
+        }
+    }
+    out
 }
 
 fn aggregated(project: &Project, all: &[Findings]) -> Vec<Warning> {

@@ -310,3 +310,27 @@ fn p22_l26_o19_are_named_for_what_they_are() {
         stderr(&out)
     );
 }
+
+/// Q84, Q85 (#46): a sync rule or `dev.forward` naming a `deployed: false` component reaches
+/// no container: `[wrongly-undeployed]`, an error under `--strict`.
+#[test]
+fn q84_q85_sync_and_forward_to_an_undeployed_component_are_named() {
+    let dir = project("name: shop\nmanifests: [deploy/]\nimages:\n  web: {image: 'ghcr.io/acme/web:v1'}\n  builder: {image: 'ghcr.io/acme/builder:v1', deployed: false}\nsync:\n  - name: tools\n    target: {component: builder}\n    paths: [{from: a, to: /a}]\ndev:\n  forward: [{component: builder, port: 8080}]\n");
+    write(dir.path(), "deploy/web.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers: [{name: c, image: 'ghcr.io/acme/web:v1'}]\n");
+    write(dir.path(), "a", "x\n");
+    let out = berth(dir.path()).arg("validate").output().unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("berth.yaml:7:5: sync rule `tools` targets component `builder`, which says `deployed: false`"), "{err}");
+    assert!(
+        err.contains(
+            "`dev.forward` to port 8080 of component `builder`, which says `deployed: false`"
+        ) && err.contains("[wrongly-undeployed]"),
+        "{err}"
+    );
+    let strict = berth(dir.path())
+        .args(["validate", "--strict"])
+        .output()
+        .unwrap();
+    assert_eq!(strict.status.code(), Some(1), "{}", stderr(&strict));
+}
