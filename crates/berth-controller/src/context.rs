@@ -25,6 +25,19 @@ pub enum Error {
     /// The client failed (reading sources, writing status).
     #[error("{0}")]
     Kube(#[from] kube::Error),
+    /// A source could not be read or (un)labelled: which request on which object.
+    #[error("cannot {verb} {} `{name}` (a source of the Berth): {error}", kind.resource())]
+    Source {
+        /// The request's verb, as RBAC names it (`get`, `patch`).
+        verb: &'static str,
+        /// The source's kind.
+        kind: crate::desired::SourceKind,
+        /// The source's name.
+        name: String,
+        /// What the API server answered.
+        #[source]
+        error: kube::Error,
+    },
     /// The finalizer could not be added or removed, or what it wrapped failed.
     #[error("{0}")]
     Finalizer(#[source] Box<finalizer::Error<Error>>),
@@ -54,7 +67,7 @@ impl Error {
     pub fn reason(&self) -> Reason {
         match self {
             Error::Cluster(e) => e.kind().into(),
-            Error::Kube(e) => Kind::of_client(e).into(),
+            Error::Kube(e) | Error::Source { error: e, .. } => Kind::of_client(e).into(),
             Error::Finalizer(e) => match e.as_ref() {
                 finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => e.reason(),
                 finalizer::Error::AddFinalizer(e) | finalizer::Error::RemoveFinalizer(e) => {

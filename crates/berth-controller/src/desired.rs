@@ -29,6 +29,14 @@ pub enum SourceKind {
 }
 
 impl SourceKind {
+    /// The resource as RBAC names it (`configmaps`).
+    pub fn resource(self) -> &'static str {
+        match self {
+            SourceKind::ConfigMap => "configmaps",
+            SourceKind::Secret => "secrets",
+        }
+    }
+
     fn label(self) -> &'static str {
         match self {
             SourceKind::ConfigMap => "configMap",

@@ -159,12 +159,17 @@ async fn apply(berth: &Berth, context: &Context) -> Result<(Action, Reason), Err
     let named = desired::sources_named(berth);
     // Before reading them: a source that does not exist yet finds this Berth when it appears.
     context.sources.set(berth, &named);
-    let sources = read_sources(context, &namespace, &named).await?;
+    let sources = match read_sources(context, &namespace, &named).await {
+        Ok(sources) => sources,
+        Err(e) => return refused(context, berth, &namespace, e).await,
+    };
     // Sources only stop being named when a spec changes (or a Berth goes).
     let spec_changed =
         berth.status.as_ref().and_then(|s| s.observed_generation) != berth.metadata.generation;
     if spec_changed {
-        unlabel_unused(context, &namespace, None).await?;
+        if let Err(e) = unlabel_unused(context, &namespace, None).await {
+            return refused(context, berth, &namespace, e).await;
+        }
     }
     let mut plan = match plan_for(berth, &namespace, &sources, context).await {
         Ok(plan) => plan,
@@ -231,6 +236,35 @@ async fn apply(berth: &Berth, context: &Context) -> Result<(Action, Reason), Err
     )
     .await?;
     Ok((Action::requeue(again), reason))
+}
+
+/// A source request RBAC refused is the Berth's to show (R1 of #46: it was only logged, and
+/// the Berth had no condition): `Degraded`, reason `Forbidden`, naming the verb, the resource
+/// and the source. Anything else goes to the error policy.
+async fn refused(
+    context: &Context,
+    berth: &Berth,
+    namespace: &str,
+    error: Error,
+) -> Result<(Action, Reason), Error> {
+    let Error::Source {
+        verb, kind, name, ..
+    } = &error
+    else {
+        return Err(error);
+    };
+    if error.reason() != Reason::Forbidden {
+        return Err(error);
+    }
+    let problem = Problem {
+        reason: Reason::Forbidden,
+        message: format!(
+            "the controller may not {verb} {} in {namespace} (source `{name}`); grant it the Role the chart gives it (get, list, watch and patch on configmaps and secrets), or deploy/controller's",
+            kind.resource()
+        ),
+    };
+    tracing::warn!(berth = %ObjectRef::from_obj(berth), reason = "Forbidden", "{}", problem.message);
+    degraded(context, berth, &problem, None, 30).await
 }
 
 /// Writes `Degraded` for `problem` (the running generation untouched) and looks

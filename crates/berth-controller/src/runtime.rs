@@ -437,7 +437,7 @@ fn report_when_synced(store: Store<Berth>, metrics: Arc<Metrics>) {
             .is_err()
         {
             if !warned && started.elapsed() > Duration::from_secs(30) {
-                tracing::warn!(after = ?started.elapsed(), "the initial list of Berths has not finished; is the API server answering?");
+                tracing::warn!(after = ?started.elapsed(), "the initial list of Berths has not finished; the watch lines say why (a refusal names what to grant; none means the API server does not answer)");
                 warned = true;
             }
         }

@@ -38,7 +38,17 @@ pub(crate) async fn read_sources(
                 } else {
                     Fetch::Label
                 };
-                let found = fetch_source(&context.client, namespace, *kind, name, how).await?;
+                let found = fetch_source(&context.client, namespace, *kind, name, how)
+                    .await
+                    .map_err(|error| Error::Source {
+                        verb: match how {
+                            Fetch::Read => "get",
+                            Fetch::Label => "patch",
+                        },
+                        kind: *kind,
+                        name: name.clone(),
+                        error,
+                    })?;
                 if let Some((version, data)) = &found {
                     let kept = Some(data.clone());
                     context
@@ -75,7 +85,7 @@ async fn fetch_source(
     kind: SourceKind,
     name: &str,
     how: Fetch,
-) -> Result<Option<(String, BTreeMap<String, Vec<u8>>)>, Error> {
+) -> Result<Option<(String, BTreeMap<String, Vec<u8>>)>, kube::Error> {
     let params = PatchParams {
         field_manager: Some(SOURCE_MANAGER.into()),
         ..PatchParams::default()
@@ -125,7 +135,7 @@ async fn fetch_one<K>(
     name: &str,
     how: Fetch,
     params: &PatchParams,
-) -> Result<Option<K>, Error>
+) -> Result<Option<K>, kube::Error>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
@@ -155,17 +165,22 @@ pub(crate) async fn unlabel(
         field_manager: Some(SOURCE_MANAGER.into()),
         ..PatchParams::default()
     };
-    match kind {
+    let answer = match kind {
         SourceKind::ConfigMap => {
             let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-            missing(api.patch(name, &params, &label_patch(false)).await)?;
+            missing(api.patch(name, &params, &label_patch(false)).await).map(drop)
         }
         SourceKind::Secret => {
             let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
-            missing(api.patch(name, &params, &label_patch(false)).await)?;
+            missing(api.patch(name, &params, &label_patch(false)).await).map(drop)
         }
-    }
-    Ok(())
+    };
+    answer.map_err(|error| Error::Source {
+        verb: "patch",
+        kind,
+        name: name.to_string(),
+        error,
+    })
 }
 
 /// Removes the source label from labelled objects of `namespace` (as the

@@ -196,3 +196,54 @@ fn a_workload_is_read_again_only_when_its_watch_shows_a_change() {
         log_of(&ns, "c").contains("forbidden").then_some(())
     });
 }
+
+/// R1 (#46): a controller whose Role may read ConfigMaps but not patch them (so it cannot
+/// label a source) says so on the Berth — `Degraded=True`, reason `Forbidden`, naming the verb,
+/// the resource and the source — instead of only in its log; and its log holds no kube `Debug`
+/// dump of the refusal.
+#[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
+fn an_rbac_refusal_of_a_source_reaches_the_berth_as_forbidden() {
+    let plane = plane();
+    let ns = plane.namespace("refused");
+    let rbac = std::fs::read_to_string(common::repo_root().join("deploy/controller/rbac-namespace.yaml"))
+        .unwrap()
+        .replace("team-a", &ns.name)
+        .replace(
+            "  resources: [configmaps, secrets]\n  verbs: [get, list, watch, create, patch, update, delete]",
+            "  resources: [configmaps, secrets]\n  verbs: [get, list, watch]",
+        );
+    assert!(
+        rbac.contains("verbs: [get, list, watch]\n"),
+        "the Role's source rule changed shape"
+    );
+    apply(&ns, &rbac);
+    let kubeconfig = ns.token_kubeconfig("berth-controller");
+    let _controller = start_with(&ns, "controller", &[], &kubeconfig);
+    apply(&ns, &run_yaml("2"));
+    apply(&ns, BERTH);
+    let (status, reason, message) = eventually(60, "the Berth says Forbidden", &ns, || {
+        let berth = ns.get("berths", "llama")?;
+        condition(&berth, "Degraded").filter(|(s, _, _)| s == "True")
+    });
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "Forbidden"),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!(
+            "the controller may not patch configmaps in {} (source `my-run-yaml`)",
+            ns.name
+        )),
+        "{message}"
+    );
+    let log = log_of(&ns, "controller");
+    assert!(
+        !log.contains("Api(Status"),
+        "a kube Debug dump in the log:\n{log}"
+    );
+}
