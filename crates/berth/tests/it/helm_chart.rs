@@ -235,6 +235,32 @@ fn the_chart_lints_renders_as_snapshotted_and_carries_the_binarys_crd() {
         deployment["spec"]["template"]["spec"]["containers"][0]["args"].to_string()
     };
     assert!(args(&trust).contains("--cluster-trust-bundles"));
+    // Two one-namespace releases of one name do not collide on a cluster-wide name (#46).
+    let cluster_names = |objects: &[Value]| -> Vec<String> {
+        (objects.iter())
+            .filter(|o| o["kind"] == "ClusterRole" || o["kind"] == "ClusterRoleBinding")
+            .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let other = {
+        let args = [
+            "template",
+            "b",
+            chart,
+            "-n",
+            "berth-other",
+            "--set",
+            "watchNamespace=team-b",
+            "--set",
+            "clusterTrustBundles.read=true",
+        ];
+        documents(&run(&helm, &args, None))
+    };
+    let (here, there) = (cluster_names(&trust), cluster_names(&other));
+    assert!(
+        !here.is_empty() && here.iter().all(|n| !there.contains(n)),
+        "{here:?} {there:?}"
+    );
     assert!(!args(&one).contains("--cluster-trust-bundles") && rules(&one).is_empty());
 }
 
