@@ -221,6 +221,58 @@ fn as_reference(word: &str) -> Option<(usize, &str, Reference)> {
     parsed.map(|(text, r)| (text.as_ptr() as usize - word.as_ptr() as usize, text, r))
 }
 
+/// A shell parameter default in a line: `${NAME:-VALUE}` (also `-`, `:=`, `=`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShellDefault<'t> {
+    /// The byte offset of the `$`.
+    pub offset: usize,
+    /// The whole expansion as written.
+    pub text: &'t str,
+    /// The variable.
+    pub variable: &'t str,
+    /// The default value (as written; quotes around it kept off).
+    pub value: &'t str,
+}
+
+/// Every shell parameter default of `line` (`WEB_TAG="${WEB_TAG:-v0.9.2}"`): a script's own
+/// default for a variable berth sets, which `berth audit` compares with berth.yaml's.
+pub fn shell_defaults(line: &str) -> Vec<ShellDefault<'_>> {
+    let mut out = Vec::new();
+    let mut rest = 0;
+    while let Some(found) = line[rest..].find("${") {
+        let offset = rest + found;
+        let body_start = offset + 2;
+        let name_len = line[body_start..]
+            .bytes()
+            .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+            .count();
+        let after = body_start + name_len;
+        let operator = ["}", ":-", ":=", "-", "="]
+            .into_iter()
+            .find(|op| line[after..].starts_with(op));
+        rest = body_start;
+        let (Some(op), true) = (operator, name_len > 0) else {
+            continue;
+        };
+        if op == "}" {
+            continue;
+        }
+        let value_start = after + op.len();
+        let Some(close) = line[value_start..].find('}') else {
+            continue;
+        };
+        let value = line[value_start..value_start + close].trim_matches(['"', '\'']);
+        out.push(ShellDefault {
+            offset,
+            text: &line[offset..value_start + close + 1],
+            variable: &line[body_start..after],
+            value,
+        });
+        rest = value_start + close + 1;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,5 +351,23 @@ mod tests {
         for (line, want) in cases {
             assert_eq!(&found(line), want, "{line}");
         }
+    }
+
+    #[test]
+    fn shell_defaults_are_found_with_their_variable_and_value() {
+        let got: Vec<(usize, &str, &str)> =
+            shell_defaults(r#"WEB_TAG="${WEB_TAG:-v0.9.2}" ${A} ${B-x} ${C:="y"} ${ :-z} ${D:-}"#)
+                .into_iter()
+                .map(|d| (d.offset, d.variable, d.value))
+                .collect();
+        assert_eq!(
+            got,
+            [
+                (9, "WEB_TAG", "v0.9.2"),
+                (34, "B", "x"),
+                (41, "C", "y"),
+                (59, "D", "")
+            ]
+        );
     }
 }

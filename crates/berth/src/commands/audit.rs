@@ -47,6 +47,17 @@ struct Copy {
     column: usize,
     text: String,
     component: usize,
+    /// A shell default of the component's tag variable that disagrees with berth.yaml's
+    /// tag (`${WEB_TAG:-v0.9.2}`): the value it gives and berth.yaml's.
+    tag_default: Option<(String, String)>,
+}
+
+/// A component's tag variable and berth.yaml's default tag for it: a script's own default
+/// of that variable (`${WEB_TAG:-v0.9.2}`) that says otherwise is a copy that drifted.
+struct TagVariable {
+    variable: String,
+    component: usize,
+    tag: String,
 }
 
 pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
@@ -70,6 +81,15 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
         .variables()
         .into_iter()
         .map(str::to_string)
+        .collect();
+    let tags: Vec<TagVariable> = (project.components.iter().enumerate())
+        .filter_map(|(component, c)| {
+            Some(TagVariable {
+                variable: c.tag_env.clone(),
+                component,
+                tag: c.image.tag()?.as_str().to_string(),
+            })
+        })
         .collect();
     let excluded: Vec<&String> = project
         .audit_exclude
@@ -96,7 +116,7 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
         large,
         mut unreadable,
         archives,
-    } = walk(&root, &scanner, &variables, &filters)?;
+    } = walk(&root, &scanner, (&variables, &tags), &filters)?;
     copies.sort_by(|a, b| (&a.path, a.line, a.column).cmp(&(&b.path, b.line, b.column)));
     unreadable.sort();
     print(&listing(&copies, project, &root, settings.json)?)?;
@@ -213,7 +233,12 @@ fn overrides(root: &Path, globs: &[&String]) -> Result<ignore::overrides::Overri
 
 /// Searches every file below `root` (but `skipped`) on as many threads as there are
 /// cores, up to 8.
-fn walk(root: &Path, scanner: &Scanner, variables: &[String], filters: &Filters) -> Result<Walked> {
+fn walk(
+    root: &Path,
+    scanner: &Scanner,
+    (variables, tags): (&[String], &[TagVariable]),
+    filters: &Filters,
+) -> Result<Walked> {
     let skipped = &filters.skipped;
     let archives: std::sync::Arc<Mutex<Vec<String>>> = Default::default();
     let left_out = std::sync::Arc::clone(&archives);
@@ -277,7 +302,7 @@ fn walk(root: &Path, scanner: &Scanner, variables: &[String], filters: &Filters)
                 return ignore::WalkState::Continue;
             }
             let mut copies = Vec::new();
-            let searched = search(path, (scanner, variables), &mut buffer, &mut copies);
+            let searched = search(path, (scanner, variables, tags), &mut buffer, &mut copies);
             {
                 let mut c = berth_io::locked(counts);
                 match searched {
@@ -330,7 +355,10 @@ fn listing(copies: &[Copy], project: &Project, root: &Path, json: bool) -> Resul
                     "component": component.name,
                     "variable": component.env,
                     "image": c.text,
-                    "fix": remedy(project, &c.path, component),
+                    "fix": match &c.tag_default {
+                        Some(_) => format!("drop the default of `{}` and run it under `berth env --`", component.tag_env),
+                        None => remedy(project, &c.path, component),
+                    },
                 })
             })
             .collect();
@@ -339,14 +367,23 @@ fn listing(copies: &[Copy], project: &Project, root: &Path, json: bool) -> Resul
     } else {
         for c in copies {
             let component = &project.components[c.component];
+            let what = match &c.tag_default {
+                Some((value, tag)) => format!(
+                    "`{}` defaults `{}` to `{}`, but berth.yaml's tag is `{tag}` ({}:{}), so the script runs another image when run alone; drop the default and run it under `berth env --`",
+                    c.text, component.tag_env, berth_io::shown(value), project.file, component.image_pos
+                ),
+                None => format!(
+                    "`{}` is a hard-coded copy of its image; {}",
+                    c.text,
+                    remedy(project, &c.path, component)
+                ),
+            };
             out.push_str(&format!(
-                "{}:{}:{}: component `{}`: `{}` is a hard-coded copy of its image; {}\n",
+                "{}:{}:{}: component `{}`: {what}\n",
                 shown(&c.path),
                 c.line,
                 c.column,
                 component.name,
-                c.text,
-                remedy(project, &c.path, component)
             ));
         }
     }
@@ -381,7 +418,7 @@ enum Searched {
 /// only when the file holds a component's image name.
 fn search(
     path: &Path,
-    (scanner, scanner_variables): (&Scanner, &[String]),
+    (scanner, scanner_variables, tags): (&Scanner, &[String], &[TagVariable]),
     bytes: &mut Vec<u8>,
     out: &mut Vec<Copy>,
 ) -> Searched {
@@ -399,8 +436,15 @@ fn search(
     if bytes[..bytes.len().min(8192)].contains(&0) {
         return Searched::No; // binary
     }
-    // Most files hold no image name: found out on the bytes, before any decoding.
-    if !scanner.may_match_bytes(bytes) {
+    // Most files hold no image name nor a tag variable: found out on the bytes, before any
+    // decoding.
+    let names_a_tag = || {
+        tags.iter().any(|t| {
+            let needle = format!("${{{}", t.variable);
+            bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
+        })
+    };
+    if !scanner.may_match_bytes(bytes) && !names_a_tag() {
         return Searched::Yes;
     }
     let text = String::from_utf8_lossy(bytes);
@@ -427,6 +471,26 @@ fn search(
                 column,
                 text: spelling.text.to_string(),
                 component: spelling.component,
+                tag_default: None,
+            });
+        }
+        if tags.is_empty() || !line.contains("${") {
+            continue;
+        }
+        for default in berth_core::scan::shell_defaults(line) {
+            let Some(t) = tags.iter().find(|t| t.variable == default.variable) else {
+                continue;
+            };
+            if default.value.is_empty() || default.value == t.tag {
+                continue;
+            }
+            out.push(Copy {
+                path: path.to_path_buf(),
+                line: n + 1,
+                column: line[..default.offset].chars().count() + 1,
+                text: default.text.to_string(),
+                component: t.component,
+                tag_default: Some((default.value.to_string(), t.tag.clone())),
             });
         }
     }

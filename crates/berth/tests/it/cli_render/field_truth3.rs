@@ -334,3 +334,24 @@ fn q84_q85_sync_and_forward_to_an_undeployed_component_are_named() {
         .unwrap();
     assert_eq!(strict.status.code(), Some(1), "{}", stderr(&strict));
 }
+
+/// Item 8 (#46): a script's own default of a component's tag variable that disagrees with
+/// berth.yaml (`WEB_TAG="${WEB_TAG:-v0.9.2}"`) is found; one that agrees is not a copy.
+#[test]
+fn audit_finds_a_scripts_tag_default_that_disagrees() {
+    let dir = project("name: shop\nmanifests: [deploy/]\nimages:\n  web: {image: 'ghcr.io/acme/web:v1'}\n  api: {image: 'ghcr.io/acme/api:v2'}\n");
+    let d = dir.path();
+    write(
+        d,
+        "deploy/web.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+    );
+    write(d, "scripts/run.sh", "#!/bin/sh\nWEB_TAG=\"${WEB_TAG:-v0.9.2}\"\nAPI_TAG=\"${API_TAG:-v2}\"\necho \"$WEB_TAG\"\n");
+    let out = berth(d).args(["audit", "--strict"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(
+        text,
+        "scripts/run.sh:2:10: component `web`: `${WEB_TAG:-v0.9.2}` defaults `WEB_TAG` to `v0.9.2`, but berth.yaml's tag is `v1` (berth.yaml:4:16), so the script runs another image when run alone; drop the default and run it under `berth env --`\n"
+    );
+}
