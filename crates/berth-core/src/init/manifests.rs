@@ -4,9 +4,8 @@
 
 use berth_yaml::{Node, Pos};
 
-use super::{
-    charts, component_name, kustomize, normalize, seq, set, text, Chart, Facts, Kustomization,
-};
+use super::names::profile_name;
+use super::{charts, kustomize, normalize, seq, set, text, Chart, Facts, Kustomization};
 
 /// Each chart as a `helm:` source, in `manifests:` and in every profile.
 pub(super) fn add_charts(
@@ -34,12 +33,14 @@ pub(super) fn add_charts(
             .is_some_and(|m| m.len() == 1);
     if !alone {
         let all = profiles.get_or_insert_with(|| Node::map(Pos::default()));
+        // Distinct from the kustomize profiles and from each other (two charts of one name).
+        let mut taken: Vec<String> = (all.as_map().unwrap_or_default().iter())
+            .filter_map(|(k, _)| k.as_str().map(str::to_string))
+            .collect();
         for chart in &charts {
-            set(
-                all,
-                &charts::release_name(&chart.name),
-                seq([charts::source(chart)]),
-            );
+            let name = profile_name(&charts::release_name(&chart.name), &taken);
+            taken.push(name.clone());
+            set(all, &name, seq([charts::source(chart)]));
         }
     }
     let dirs: Vec<&str> = charts.iter().map(|c| c.dir.as_str()).collect();
@@ -188,19 +189,15 @@ pub(super) fn manifests_and_profiles(
             let mut all = Node::map(Pos::default());
             let mut names: Vec<String> = Vec::new();
             for k in &leaves {
-                let mut name = component_name(&k.dir.replace('/', "-"));
-                name = name.replace(['_', '.'], "-");
                 let base = k.dir.rsplit('/').next().unwrap_or(&k.dir);
-                let short = component_name(base);
-                if !names.contains(&short)
-                    && leaves
-                        .iter()
-                        .filter(|o| o.dir.rsplit('/').next() == Some(base))
-                        .count()
-                        == 1
-                {
-                    name = short;
-                }
+                let unique_base = leaves
+                    .iter()
+                    .filter(|o| o.dir.rsplit('/').next() == Some(base))
+                    .count()
+                    == 1;
+                // Its last directory when no other leaf ends so; else its path, shortened to
+                // a DNS label and made distinct (#46 item 5: a long path aborted init).
+                let name = profile_name(if unique_base { base } else { &k.dir }, &names);
                 names.push(name.clone());
                 set(&mut all, &name, seq([kustomize(&k.dir)]));
             }

@@ -79,9 +79,86 @@ pub(super) fn assign_names(wanted: &[Wanted]) -> Vec<String> {
     names.into_iter().map(Option::unwrap_or_default).collect()
 }
 
+/// The most characters a profile name has (`--profile NAME`, a DNS label).
+const PROFILE_MAX: usize = 63;
+
+/// A profile name for `path` (a directory, or a chart's name) that none in `taken` has: its
+/// path components joined by `-` (`overlays-prod`), shortened to the last components that fit
+/// a DNS label when the whole path is too long (KServe's deep `config/...` paths), then `-2`,
+/// `-3` when another profile has it. Never empty, never over 63 characters (#46 item 5).
+pub(in crate::init) fn profile_name(path: &str, taken: &[String]) -> String {
+    let label = |text: &str| -> String {
+        let mapped: String = text
+            .to_ascii_lowercase()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        let mut out = String::new();
+        for c in mapped.chars() {
+            if c != '-' || !out.ends_with('-') {
+                out.push(c);
+            }
+        }
+        out.trim_matches('-').to_string()
+    };
+    let parts: Vec<String> = path
+        .split('/')
+        .map(label)
+        .filter(|p| !p.is_empty())
+        .collect();
+    // The whole path when it fits, else the longest run of last components that does.
+    let fits = |n: usize| parts[parts.len() - n..].join("-");
+    let mut base = (1..=parts.len())
+        .rev()
+        .map(fits)
+        .find(|name| name.len() <= PROFILE_MAX)
+        .unwrap_or_default();
+    if base.is_empty() {
+        base = parts
+            .last()
+            .map(|p| p.chars().take(PROFILE_MAX).collect())
+            .unwrap_or_default();
+        base = base.trim_matches('-').to_string();
+    }
+    if base.is_empty() {
+        base = "profile".into();
+    }
+    if !taken.contains(&base) {
+        return base;
+    }
+    (2..)
+        .map(|n| {
+            let suffix = format!("-{n}");
+            let head: String = base.chars().take(PROFILE_MAX - suffix.len()).collect();
+            format!("{}{suffix}", head.trim_end_matches('-'))
+        })
+        .find(|name| !taken.contains(name))
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn profile_names_are_dns_labels_shortened_from_the_end_and_distinct() {
+        let long = "config/overlays/test/s3/tls/serving-cert-with-a-very-long-name-indeed/and-more";
+        let name = profile_name(long, &[]);
+        assert!(name.len() <= 63 && name.ends_with("and-more"), "{name}");
+        assert_eq!(
+            profile_name("deploy/overlays/prod", &[]),
+            "deploy-overlays-prod"
+        );
+        assert_eq!(profile_name("web", &["web".into()]), "web-2");
+        assert_eq!(
+            profile_name("web", &["web".into(), "web-2".into()]),
+            "web-3"
+        );
+        assert_eq!(profile_name("A_B/..//C.D", &[]), "a-b-c-d");
+        let huge = "x".repeat(100);
+        let name = profile_name(&huge, &[huge.chars().take(63).collect()]);
+        assert!(name.len() <= 63 && name.ends_with("-2"), "{name}");
+    }
 
     /// R5 (#46): names decided in rank order, owners on a third-party clash, then numbers,
     /// and never a name whose default variables another component's Makefile variables are.

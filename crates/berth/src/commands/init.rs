@@ -418,6 +418,8 @@ fn chart_dirs(root: &Path, paths: &[PathBuf]) -> Vec<String> {
             d if d.is_empty() => ".".to_string(),
             d => d,
         })
+        // A chart under `testdata/`, `docs/`… is a fixture, as the YAML there is (#46 item 5).
+        .filter(|d| !not_deployed(&format!("{d}/Chart.yaml")))
         .collect();
     dirs.sort();
     let top: Vec<String> = dirs

@@ -656,3 +656,67 @@ fn r5_colliding_image_names_get_distinct_components_and_variables() {
         "{images}"
     );
 }
+
+/// Item 5 (#46): init never aborts on one candidate. Two leaf overlays whose paths are far
+/// over 63 characters and end in one directory name get short, distinct profile names; two
+/// charts of one name get two profiles; a chart under `testdata/` is a fixture, not a source.
+#[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
+fn long_and_colliding_candidates_get_distinct_profile_names() {
+    crate::common::require_program(crate::common::Group::Tools, "kubectl");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers: [{name: c, image: 'ghcr.io/acme/web:v1'}]\n";
+    write(
+        d,
+        "deploy/base/kustomization.yaml",
+        "resources: [pod.yaml]\n",
+    );
+    write(d, "deploy/base/pod.yaml", pod);
+    let deep = "overlays/a-rather-long-team-name/another-long-environment-name-here";
+    for side in ["east", "west"] {
+        write(
+            d,
+            &format!("deploy/{deep}/{side}/tls/kustomization.yaml"),
+            "resources: [../../../../../base]\n",
+        );
+    }
+    for dir in ["charts/web", "other/charts/web", "testdata/charts/fixture"] {
+        let name = dir.rsplit('/').next().unwrap();
+        write(
+            d,
+            &format!("{dir}/Chart.yaml"),
+            &format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n"),
+        );
+        write(
+            d,
+            &format!("{dir}/values.yaml"),
+            "image: {repository: ghcr.io/acme/web, tag: v1}\n",
+        );
+        write(d, &format!("{dir}/templates/pod.yaml"), "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers: [{name: c, image: '{{ .Values.image.repository }}:{{ .Values.image.tag }}'}]\n");
+    }
+    let out = berth(d).arg("init").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let yaml = std::fs::read_to_string(d.join("berth.yaml")).unwrap();
+    let project = berth_core::project::parse("berth.yaml", d.to_path_buf(), &yaml)
+        .unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+    let names: Vec<&str> = project.profiles.iter().map(|p| p.name.as_str()).collect();
+    assert!(names.iter().all(|n| n.len() <= 63), "{names:?}");
+    assert!(
+        names.contains(&"web") && names.contains(&"web-2"),
+        "{names:?}"
+    );
+    assert_eq!(
+        names.iter().filter(|n| n.ends_with("tls")).count(),
+        2,
+        "{names:?}"
+    );
+    assert!(!yaml.contains("testdata"), "{yaml}");
+}
