@@ -90,6 +90,35 @@ pub fn load_lock(project: &Project) -> Result<berth_core::lock::Lock> {
 /// The Makefile make would read in the project's directory
 /// (GNUmakefile, makefile, Makefile: make's order) and of the files it includes
 /// by a literal path, inside the project; a file that cannot be read is left out.
+/// An include as the files it names: itself, or for a `*` in its file name (`mk/*.mk`, as
+/// `include $(wildcard mk/*.mk)` writes it too) the matching files in that directory, in
+/// name order as make's wildcard sorts them (#46 item 9).
+pub(crate) fn matching(dir: &Path, include: &str) -> Vec<String> {
+    let (parent, pattern) = include.rsplit_once('/').unwrap_or(("", include));
+    let Some((head, tail)) = pattern.split_once('*') else {
+        return vec![include.to_string()];
+    };
+    if parent.contains('*') || tail.contains('*') {
+        return Vec::new();
+    }
+    let mut names: Vec<String> = std::fs::read_dir(dir.join(parent))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.starts_with(head) && n.ends_with(tail) && n.len() >= head.len() + tail.len())
+        .map(|n| {
+            if parent.is_empty() {
+                n
+            } else {
+                format!("{parent}/{n}")
+            }
+        })
+        .collect();
+    names.sort();
+    names
+}
+
 pub fn makefiles(project: &Project) -> berth_core::make::Makefiles {
     let Some(first) = ["GNUmakefile", "makefile", "Makefile"]
         .into_iter()
@@ -123,10 +152,11 @@ pub fn makefiles(project: &Project) -> berth_core::make::Makefiles {
                     .lines()
                     .any(|l| l.contains("berth") && l.contains(&format!("> {include}")))
         };
+        let included = berth_core::make::includes(&text);
         queue.extend(
-            berth_core::make::includes(&text)
-                .into_iter()
-                .filter(|i| !generated(i)),
+            (included.into_iter())
+                .filter(|i| !generated(i))
+                .flat_map(|i| matching(&project.dir, &i)),
         );
         files.add(&name, &text);
     }

@@ -192,9 +192,16 @@ pub fn includes(text: &str) -> Vec<String> {
             .iter()
             .find_map(|word| line.strip_prefix(word));
         if let Some(rest) = rest {
+            // `$(wildcard mk/*.mk)` is the pattern it names; a `*` pattern is kept for the
+            // caller to expand in the file name (`mk/*.mk`), anything else computed is not.
+            let rest = rest.trim();
+            let rest = rest
+                .strip_prefix("$(wildcard ")
+                .and_then(|r| r.strip_suffix(')'))
+                .unwrap_or(rest);
             out.extend(
                 rest.split_whitespace()
-                    .filter(|p| !p.contains(['$', '*', '?', '[']))
+                    .filter(|p| !p.contains(['$', '?', '[']))
                     .map(str::to_string),
             );
         }
@@ -237,6 +244,19 @@ pub fn disagreements(project: &Project, makefiles: &Makefiles) -> Vec<crate::War
                     written(var), c.name, c.image
                 )));
             }
+            continue;
+        }
+        // A default make computes (`TAG ?= $(shell git describe --tags)`) cannot be compared:
+        // say so once, rather than stay silent (#46 item 9).
+        let computed = [&c.env, &c.tag_env]
+            .into_iter()
+            .filter_map(|name| defs.get(name))
+            .find(|var| matches!(defs.value(&var.name), Some(Ok(v)) if v.contains("$(shell") || v.contains("${shell")));
+        if let Some(var) = computed {
+            out.push(crate::Warning::at(crate::Code::MakefileDefault, var.at.clone(), format_args!(
+                "{} computes component `{}`'s default with `$(shell …)`, so berth cannot compare it with {own}'s `{}`: make run alone may build another image than berth deploys; run make under `berth env --` (berth's value wins over `?=`), or write the default as text",
+                written(var), c.name, c.image
+            )));
             continue;
         }
         if let (Some(var), Some(tag)) = (defs.get(&c.tag_env), known(&c.tag_env)) {
@@ -358,9 +378,17 @@ mod tests {
             .collect();
         assert_eq!(
             got,
-            ["Makefile:4: `SIDECAR_TAG ?= dev` gives component `sidecar` the tag `dev` by default, but berth.yaml:4:20 gives it `ghcr.io/llm-d/disagg-sidecar:0.0.5`: with no variable set, make and berth build and deploy different images; make the two defaults agree [makefile-default]"]
+            [
+                "Makefile:4: `SIDECAR_TAG ?= dev` gives component `sidecar` the tag `dev` by default, but berth.yaml:4:20 gives it `ghcr.io/llm-d/disagg-sidecar:0.0.5`: with no variable set, make and berth build and deploy different images; make the two defaults agree [makefile-default]",
+                // #46 item 9: a computed default is said, not passed over in silence.
+                "Makefile:6: `SHELLED_TAG ?= $(shell git describe)` computes component `shelled`'s default with `$(shell …)`, so berth cannot compare it with berth.yaml:6:20's `ghcr.io/llm-d/shelled:v1`: make run alone may build another image than berth deploys; run make under `berth env --` (berth's value wins over `?=`), or write the default as text [makefile-default]",
+            ]
         );
         assert_eq!(includes(makefile), ["hack/tools.mk"]);
+        assert_eq!(
+            includes("include mk/*.mk\n-include $(wildcard x/*.mk)\n"),
+            ["mk/*.mk", "x/*.mk"]
+        );
         let got = disagreements(&project, &files("EPP_IMAGE ?= quay.io/me/epp:dev\n"));
         assert!(got[0].text.starts_with("Makefile:1: `EPP_IMAGE ?= quay.io/me/epp:dev` gives component `epp` the image `quay.io/me/epp:dev` by default, but berth.yaml:3:16 gives it `ghcr.io/llm-d/epp:dev`"), "{got:?}");
     }

@@ -295,6 +295,7 @@ fn included_makefiles(root: &Path, facts: &mut Facts, skipped: &mut Vec<String>)
         berth_core::make::includes(text)
             .into_iter()
             .map(|i| dir.join(i).to_string_lossy().into_owned())
+            .flat_map(|i| crate::project_file::matching(root, &i))
             .collect()
     };
     for (file, text) in &facts.make_texts {

@@ -355,3 +355,32 @@ fn audit_finds_a_scripts_tag_default_that_disagrees() {
         "scripts/run.sh:2:10: component `web`: `${WEB_TAG:-v0.9.2}` defaults `WEB_TAG` to `v0.9.2`, but berth.yaml's tag is `v1` (berth.yaml:4:16), so the script runs another image when run alone; drop the default and run it under `berth env --`\n"
     );
 }
+
+/// Item 9 (#46): validate reads the `*.mk` files a Makefile includes by a pattern
+/// (`include mk/*.mk`, `-include $(wildcard …)`), and says when a default is computed by
+/// `$(shell …)` (it cannot be compared) instead of staying silent.
+#[test]
+fn validate_reads_pattern_includes_and_names_computed_defaults() {
+    let dir = project("name: shop\nmanifests: [deploy/]\nimages:\n  web: {image: 'ghcr.io/acme/web:v1'}\n  api: {image: 'ghcr.io/acme/api:v2'}\n");
+    let d = dir.path();
+    write(d, "deploy/pods.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: web, image: 'ghcr.io/acme/web:v1'}\n  - {name: api, image: 'ghcr.io/acme/api:v2'}\n");
+    write(d, "Makefile", "include mk/*.mk\n-include $(wildcard more/*.mk)\nbuild:\n\tdocker build -t ghcr.io/acme/web:$(WEB_TAG) .\n");
+    write(d, "mk/images.mk", "WEB_TAG ?= v0.9\n");
+    write(
+        d,
+        "more/api.mk",
+        "API_TAG ?= $(shell git describe --tags)\n",
+    );
+    let out = berth(d).arg("validate").output().unwrap();
+    let err = stderr(&out);
+    assert!(
+        err.contains("mk/images.mk:1")
+            && err.contains("`WEB_TAG ?= v0.9` gives component `web` the tag `v0.9`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("more/api.mk:1")
+            && err.contains("computes component `api`'s default with `$(shell …)`"),
+        "{err}"
+    );
+}
