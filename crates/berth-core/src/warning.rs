@@ -193,10 +193,33 @@ impl Warning {
                 .find_map(|lead| part.strip_prefix(lead));
             match named {
                 Some(rest) => under(&file(rest)),
-                None => part == place,
+                None => part == place || generated_by(part, place),
             }
         })
     }
+}
+
+/// Whether the object `part` (`ConfigMap/kserve-inferenceservice-config-7k2h4g6t9m`) is what a
+/// kustomize generator named in `place` (`ConfigMap/inferenceservice-config`) made: the
+/// generator's name, behind a `namePrefix` and before kustomize's 10-character hash (#46
+/// item 7: `accept: at:` the name the user wrote, not the one kustomize computed).
+fn generated_by(part: &str, place: &str) -> bool {
+    let (Some((kind, name)), Some((wanted_kind, wanted))) =
+        (part.split_once('/'), place.split_once('/'))
+    else {
+        return false;
+    };
+    let Some((head, hash)) = name.rsplit_once('-') else {
+        return false;
+    };
+    let hashed = hash.len() == 10
+        && hash
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    kind == wanted_kind
+        && !wanted.is_empty()
+        && hashed
+        && (head == wanted || head.ends_with(&format!("-{wanted}")))
 }
 
 impl fmt::Display for Warning {
@@ -308,6 +331,11 @@ mod tests {
             "kustomize overlay:9:16 (Deployment/c; set by overlay/kustomization.yaml:3:59 `newTag: v2`)",
             "image differs",
         );
+        let generated = Warning::at(
+            Code::Copy,
+            "kustomize config/default:40:3 (ConfigMap/kserve-inferenceservice-config-7k2h4g6t9m)",
+            "data key holds an image",
+        );
         let table: &[(&Warning, &str, bool)] = &[
             (&drift, "charts/ms/templates/decode.yaml", true),
             (&drift, "charts/ms", true),
@@ -324,6 +352,18 @@ mod tests {
             (&bumped, "overlay/kustomization.yaml", true),
             (&bumped, "Deployment/c", true),
             (&bumped, "kustomize", false),
+            // A kustomize generator's ConfigMap by the name the generator gives it (#46 item 7).
+            (&generated, "ConfigMap/inferenceservice-config", true),
+            (
+                &generated,
+                "ConfigMap/kserve-inferenceservice-config-7k2h4g6t9m",
+                true,
+            ),
+            (&generated, "ConfigMap/config", true),
+            (&generated, "ConfigMap/service-config", false),
+            (&generated, "ConfigMap/vice-config", false),
+            (&generated, "Secret/inferenceservice-config", false),
+            (&generated, "ConfigMap/", false),
         ];
         for (warning, place, expected) in table {
             assert_eq!(warning.is_at(place), *expected, "{place} at {}", warning.at);

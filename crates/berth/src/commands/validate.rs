@@ -46,6 +46,7 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
     warnings.extend(generation.warnings);
     if !sets.is_empty() {
         let mut all: Vec<Findings> = Vec::new();
+        let mut per_set: Vec<(Warning, Vec<String>)> = Vec::new();
         for (profile, render) in &sets {
             let pipeline::Rendered {
                 rendered,
@@ -58,13 +59,24 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
                     warnings.push(warning);
                 }
             }
-            let prefix = match profile {
-                Some(name) if sets.len() > 1 => format!("profile `{name}`: "),
-                _ => String::new(),
-            };
-            let shared = rendered.findings.warnings(project, resolution);
-            warnings.extend(shared.into_iter().map(|w| w.prefixed(&prefix)));
+            for warning in rendered.findings.warnings(project, resolution) {
+                // A copy in a base several profiles render is one copy: said once, naming
+                // the profiles (#46 item 7).
+                match per_set.iter_mut().find(|(w, _)| *w == warning) {
+                    Some((_, names)) => names.extend(profile.clone()),
+                    None => per_set.push((warning, profile.iter().cloned().collect())),
+                }
+            }
             all.push(rendered.findings);
+        }
+        for (warning, names) in per_set {
+            let prefix = match names.as_slice() {
+                [] => String::new(),
+                _ if sets.len() < 2 => String::new(),
+                [one] => format!("profile `{one}`: "),
+                many => format!("profiles `{}`: ", many.join("`, `")),
+            };
+            warnings.push(warning.prefixed(&prefix));
         }
         // `--profile X` of a project with other sets judges what must be used "by
         // at least one set" no further than X: the other sets may use it.

@@ -384,3 +384,23 @@ fn validate_reads_pattern_includes_and_names_computed_defaults() {
         "{err}"
     );
 }
+
+/// Item 7 (#46): a copy in a base that two profiles render is one copy, said once with both
+/// profiles named (it was said once per profile).
+#[test]
+fn a_copy_in_a_shared_base_is_reported_once_naming_the_profiles() {
+    let dir = project("name: shop\nimages:\n  web: {image: 'ghcr.io/acme/web:v1'}\nprofiles:\n  a: [base/, a.yaml]\n  b: [base/, b.yaml]\n");
+    let d = dir.path();
+    write(d, "base/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: images}\ndata:\n  web: ghcr.io/acme/web:v1\n");
+    for p in ["a", "b"] {
+        write(d, &format!("{p}.yaml"), &format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {p}}}\nspec:\n  containers: [{{name: c, image: 'ghcr.io/acme/web:v1'}}]\n"));
+    }
+    let out = berth(d).arg("validate").output().unwrap();
+    let err = stderr(&out);
+    let copies: Vec<&str> = err.lines().filter(|l| l.ends_with("[copy]")).collect();
+    assert_eq!(copies.len(), 1, "{err}");
+    assert!(
+        copies[0].starts_with("warning: profiles `a`, `b`: base/cm.yaml:5:8"),
+        "{err}"
+    );
+}
