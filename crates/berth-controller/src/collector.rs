@@ -111,7 +111,7 @@ impl Collector {
             api::<PartialObjectMeta<K>>(&self.client, &self.namespace),
             watcher::Config::default().labels(GITOPS_LABEL),
         )
-        .default_backoff()
+        .backoff(crate::backoff::WatchBackoff::collector())
         .touched_objects()
         .map(|r| r.map(|o| o.namespace()))
     }

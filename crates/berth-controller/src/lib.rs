@@ -11,6 +11,7 @@
 
 #![warn(missing_docs)]
 
+mod backoff;
 mod caches;
 mod collector;
 mod context;

@@ -31,6 +31,7 @@ use kube::runtime::reflector::Store;
 use kube::runtime::{watcher, Controller, PredicateConfig, WatchStreamExt};
 use kube::{Client, Resource, ResourceExt};
 
+use crate::backoff::WatchBackoff;
 use crate::caches::{Memories, SourceData, Watched};
 use crate::context::{Context, Error, TrustBundles};
 use crate::desired::SourceKind;
@@ -296,9 +297,7 @@ fn controller(
             let (store, index) = &for_secrets;
             index.users(store, SourceKind::Secret, s.namespace(), s.name_any())
         })
-        .trigger_backoff(WatchBackoff {
-            next: WatchBackoff::FIRST,
-        })
+        .trigger_backoff(WatchBackoff::controller())
         .graceful_shutdown_on(shutdown.trigger())
         .run(reconcile, error_policy, context)
         .for_each(move |outcome| log_outcome(outcome, Arc::clone(&throttle)));
@@ -524,35 +523,4 @@ where
         .reflect(writer)
         .touched_objects();
     (store, stream)
-}
-
-/// The back-off of the controller's merged watch streams. kube-runtime's default
-/// (client-go's: 0.8 s doubling to 30 s, reset after 120 s without errors) is
-/// shared by all the watches here, so the burst of errors an API server restart
-/// causes (each watch fails to reconnect, then finds its resourceVersion expired)
-/// stopped every watch for minutes. Short and capped instead: 100 ms doubling to
-/// 2 s, reset once a poll succeeds.
-struct WatchBackoff {
-    next: Duration,
-}
-
-impl WatchBackoff {
-    const FIRST: Duration = Duration::from_millis(100);
-    const MAX: Duration = Duration::from_secs(2);
-}
-
-impl Iterator for WatchBackoff {
-    type Item = Duration;
-
-    fn next(&mut self) -> Option<Duration> {
-        let now = self.next;
-        self.next = (self.next * 2).min(Self::MAX);
-        Some(now)
-    }
-}
-
-impl kube::runtime::utils::Backoff for WatchBackoff {
-    fn reset(&mut self) {
-        self.next = Self::FIRST;
-    }
 }
