@@ -31,7 +31,7 @@ pub enum ClusterError {
         source: Box<kube::Error>,
     },
     /// RBAC refused a request.
-    #[error("forbidden: RBAC does not allow `{verb}` on `{resource}` in namespace `{namespace}` ({message})")]
+    #[error("{}", forbidden(verb, resource, namespace, server, message))]
     Forbidden {
         /// `list`, `patch`, `create`...
         verb: String,
@@ -39,6 +39,9 @@ pub enum ClusterError {
         resource: String,
         /// The namespace (`<cluster>` for cluster-scoped objects).
         namespace: String,
+        /// The API server's URL, named when no namespace is (K09 of #46: a 403 on discovery
+        /// said "`discover` … in namespace `<cluster>`", no RBAC terms and no server).
+        server: String,
         /// The server's message.
         message: String,
     },
@@ -254,6 +257,7 @@ pub(crate) fn explain(
                 verb: "update".into(),
                 resource: "the owner's finalizers (e.g. berths/finalizers)".into(),
                 namespace: namespace.into(),
+                server: server.into(),
                 message: format!(
                     "needed to {verb} {resource} with an owner reference that blocks deletion, under the OwnerReferencesPermissionEnforcement admission plugin; the server said: {}",
                     peer_text(&status.message)
@@ -264,6 +268,7 @@ pub(crate) fn explain(
             verb: verb.into(),
             resource: resource.into(),
             namespace: namespace.into(),
+            server: server.into(),
             message: peer_text(&status.message),
         },
         kube::Error::Api(status) if status.code == 404 => ClusterError::NotFound {
@@ -349,6 +354,21 @@ pub(crate) fn auth_message(error: &kube::client::AuthError) -> String {
     }
 }
 
+/// A 403 as RBAC says it: the verb and resource in a namespace; for discovery and
+/// cluster-scoped objects, the server that refused and a hint at the credentials (a server
+/// that refuses discovery usually does not accept who is asking).
+fn forbidden(verb: &str, resource: &str, namespace: &str, server: &str, message: &str) -> String {
+    if namespace == "<cluster>" && verb == "discover" {
+        return format!(
+            "forbidden: the API server {server} refused to list {resource} ({message}); the kubeconfig's credentials are not accepted there, or RBAC lets them read nothing: check the user and context"
+        );
+    }
+    if namespace == "<cluster>" {
+        return format!("forbidden: RBAC does not allow `{verb}` on `{resource}` (cluster-wide) at {server} ({message})");
+    }
+    format!("forbidden: RBAC does not allow `{verb}` on `{resource}` in namespace `{namespace}` ({message})")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -406,6 +426,7 @@ mod tests {
                     verb: "v".into(),
                     resource: "r".into(),
                     namespace: "n".into(),
+                    server: "s".into(),
                     message: "m".into(),
                 },
                 Kind::Forbidden,

@@ -60,6 +60,19 @@ fn place(dir: Option<&Path>, project: Option<&Path>) -> Result<(PathBuf, PathBuf
         })
         .unwrap_or_else(|| PathBuf::from("."));
     if !root.is_dir() {
+        // I34 (#46): the directory came from --project (or BERTH_PROJECT): say so.
+        if let (None, Some(file)) = (dir, project) {
+            let what = if root.exists() {
+                "is not a directory"
+            } else {
+                "does not exist"
+            };
+            bail!(
+                "--project {} (or BERTH_PROJECT): directory `{}` {what}; create it first, or give the repository's directory as DIR",
+                file.display(),
+                root.display()
+            );
+        }
         bail!(
             "berth init {}: not a directory; give the repository's directory",
             root.display()

@@ -16,7 +16,7 @@ use crate::common::berth_path;
 
 /// A peer that answers every HTTP request with `code` and a Status: 401 as an
 /// API server does for a bad token, 404 as it does for a resource with no CRD.
-fn answering_server(code: u16) -> String {
+pub(crate) fn answering_server(code: u16) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
     std::thread::spawn(move || {
@@ -69,7 +69,7 @@ fn refused_server() -> String {
     format!("http://{address}")
 }
 
-fn kubeconfig(dir: &std::path::Path, server: &str) -> std::path::PathBuf {
+pub(crate) fn kubeconfig(dir: &std::path::Path, server: &str) -> std::path::PathBuf {
     let path = dir.join(format!("kubeconfig-{}", server.replace([':', '/'], "_")));
     std::fs::write(
         &path,

@@ -404,3 +404,49 @@ fn a_copy_in_a_shared_base_is_reported_once_naming_the_profiles() {
         "{err}"
     );
 }
+
+/// I34 and K09 (#46): `--project` naming a directory that does not exist says so; an API
+/// server that answers 403 to everything is named, with a hint at the credentials, in
+/// Kubernetes' terms (it said "`discover` … in namespace `<cluster>`"). The peer is
+/// `controller_stop`'s, which answers every request with one status: no real API server can
+/// be made to refuse discovery to an admin.
+#[test]
+fn i34_k09_name_the_directory_and_the_refusing_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = berth(dir.path())
+        .args(["--project", "custom/berth.yaml", "init"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("directory `custom` does not exist"),
+        "{}",
+        stderr(&out)
+    );
+
+    let server = crate::controller_stop::answering_server(403);
+    let dir = project("name: shop\nnamespace: shop\nmanifests: [deploy/]\n");
+    write(
+        dir.path(),
+        "deploy/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+    );
+    let config = crate::controller_stop::kubeconfig(dir.path(), &server);
+    let out = berth(dir.path())
+        .args(["apply", "--kubeconfig"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("the API server {server}"))
+            && err.contains("refused")
+            && err.contains("credentials"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("<cluster>") && !err.contains("not-a-valid-token"),
+        "{err}"
+    );
+}
