@@ -57,6 +57,20 @@ pub fn replace(dir: &Path, kind: &Kind, files: &[(String, &[u8])]) -> Result<()>
 
 fn swap_in(dir: &Path, parent: &Path, kind: &Kind, files: &[(String, &[u8])]) -> Result<()> {
     check_replaceable(dir, kind)?;
+    // M47 (#46): a file name no file system takes is named before anything is written (it was
+    // "File name too long" on a temporary path, cut from the message).
+    for (name, _) in files {
+        if let Some(long) = Path::new(name).iter().find(|part| part.len() > 255) {
+            let long = long.to_string_lossy();
+            let shown: String = long.chars().take(60).collect();
+            bail!(
+                "--out {}: cannot write `{shown}…` ({} characters): its file name would be {} bytes, longer than file systems allow (255); shorten the object's `metadata.name` (the API server takes at most 253 characters)",
+                dir.display(),
+                long.chars().count(),
+                long.len()
+            );
+        }
+    }
     let base = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -450,3 +450,31 @@ fn i34_k09_name_the_directory_and_the_refusing_server() {
         "{err}"
     );
 }
+
+/// M47 (#46): `render --out` with an object whose name makes a file name no file system takes
+/// names the file and the fix, and writes nothing.
+#[test]
+fn m47_a_file_name_too_long_is_named() {
+    let dir = project("name: shop\nmanifests: [deploy/]\n");
+    let name = "a".repeat(10_000);
+    write(
+        dir.path(),
+        "deploy/long.yaml",
+        &format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\n"),
+    );
+    let out = berth(dir.path())
+        .args(["render", "--out", "out"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--out out: cannot write")
+            && err.contains(
+                "longer than file systems allow (255); shorten the object's `metadata.name`"
+            ),
+        "{err}"
+    );
+    assert!(err.len() < 1000, "{err}");
+    assert!(!dir.path().join("out").exists());
+}
