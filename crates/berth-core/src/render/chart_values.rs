@@ -125,13 +125,16 @@ pub fn default_drift(chart: &ChartValues, resolution: &Resolution<'_>, file: &st
         let has = |p: HelmPart| c.helm_values.iter().any(|(q, _)| *q == p);
         for (part, path) in &c.helm_values {
             for (prefix, name, tree) in &trees {
-                let inner = if prefix.is_empty() {
-                    Some(path.as_str())
-                } else {
-                    path.strip_prefix(prefix)
-                        .and_then(|rest| rest.strip_prefix('.'))
+                // A values path as this tree (the chart's own, or a subchart's) holds it.
+                let inner = |path: &'_ str| -> Option<String> {
+                    if prefix.is_empty() {
+                        Some(path.to_string())
+                    } else {
+                        let rest = path.strip_prefix(prefix)?.strip_prefix('.')?;
+                        Some(rest.to_string())
+                    }
                 };
-                let Some(found) = inner.and_then(|p| lookup(tree, p)) else {
+                let Some(found) = inner(path).and_then(|p| lookup(tree, &p)) else {
                     continue;
                 };
                 let Some(text) = found.as_str() else { continue };
@@ -152,14 +155,34 @@ pub fn default_drift(chart: &ChartValues, resolution: &Resolution<'_>, file: &st
                         ),
                         None => continue,
                     },
+                    // A chart composes `registry/repository` (`ghcr.io/llm-d` and `epp`), which
+                    // berth splits elsewhere (`ghcr.io`, `llm-d/epp`): compared composed, once.
+                    HelmPart::Registry if has(HelmPart::Repository) => continue,
                     HelmPart::Registry => (
                         format!("`{}`", berth_io_free_shown(text)),
                         text == c.image.domain(),
                     ),
-                    HelmPart::Repository if has(HelmPart::Registry) => (
-                        format!("`{}`", berth_io_free_shown(text)),
-                        text == c.image.path(),
-                    ),
+                    HelmPart::Repository if has(HelmPart::Registry) => {
+                        let registry = (c.helm_values.iter())
+                            .find(|(p, _)| *p == HelmPart::Registry)
+                            .and_then(|(_, registry)| inner(registry))
+                            .and_then(|p| lookup(tree, &p)?.as_str().map(str::to_string))
+                            .filter(|r| !r.is_empty());
+                        let composed = match &registry {
+                            Some(registry) => format!("{registry}/{text}"),
+                            None => text.to_string(),
+                        };
+                        match berth_ref::Reference::parse(&composed) {
+                            Ok(r) => (
+                                format!(
+                                    "`{}` (registry and repository)",
+                                    berth_io_free_shown(&composed)
+                                ),
+                                r.repository() == c.image.repository(),
+                            ),
+                            Err(_) => continue,
+                        }
+                    }
                     HelmPart::Repository => match berth_ref::Reference::parse(text) {
                         Ok(r) => (
                             format!("`{}`", berth_io_free_shown(text)),

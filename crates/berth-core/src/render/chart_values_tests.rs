@@ -103,3 +103,34 @@ fn dotted_set_keys_are_found_where_they_stand() {
         ["router.modelServers.matchLabels.app", "router.epp.replicas"]
     );
 }
+
+/// A chart that composes `registry/repository` (`ghcr.io/llm-d` + `epp`) agrees with berth.yaml's
+/// `ghcr.io/llm-d/epp` although berth splits it elsewhere (`ghcr.io` + `llm-d/epp`): compared
+/// composed, and said once, at the repository, when it differs.
+#[test]
+fn registry_and_repository_are_compared_composed() {
+    let project = parse(
+        "berth.yaml",
+        "/p".into(),
+        "name: x\nimages:\n  epp:\n    image: ghcr.io/llm-d/epp:dev\n    helmValues: {registry: epp.registry, repository: epp.repository, tag: epp.tag}\n",
+    )
+    .unwrap();
+    let resolution = resolution_of(&project);
+    let chart = |values: &str| ChartValues {
+        opened: true,
+        own: Some(("values.yaml".into(), tree(values))),
+        ..Default::default()
+    };
+    let same = chart("epp:\n  registry: ghcr.io/llm-d\n  repository: epp\n  tag: dev\n");
+    assert!(default_drift(&same, &resolution, "berth.yaml").is_empty());
+    let other = chart("epp:\n  registry: quay.io/llm-d\n  repository: epp\n  tag: dev\n");
+    let warnings = default_drift(&other, &resolution, "berth.yaml");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0]
+            .text
+            .contains("is `quay.io/llm-d/epp` (registry and repository)"),
+        "{}",
+        warnings[0].text
+    );
+}

@@ -62,10 +62,24 @@ fn read(project: &Project, chart: &HelmChart, manifest: &Manifest) -> ChartValue
         .unwrap_or_default()
     {
         let text = |k: &str| dependency.get(k).and_then(Node::as_str).map(str::to_string);
-        if let Some(name) = text("name") {
-            let key = text("alias").unwrap_or_else(|| name.clone());
-            keys.push((name, key));
+        let Some(name) = text("name") else { continue };
+        let key = text("alias").unwrap_or_else(|| name.clone());
+        // A `file://` dependency's source: `helm dependency build` packs it into
+        // `charts/NAME-VERSION.tgz`, which berth does not open; its source is the same chart.
+        let source = text("repository")
+            .and_then(|r| r.strip_prefix("file://").map(str::to_string))
+            .map(|path| lexical(&dir.join(path)))
+            .filter(|path| crate::fs_source::contained(&project.dir, path).is_ok());
+        if let Some(source) = source {
+            let shown = (source.strip_prefix(&project.dir).unwrap_or(&source)).display();
+            let own =
+                document(&source.join("values.yaml")).map(|t| (format!("{shown}/values.yaml"), t));
+            if own.is_some() {
+                values.dependencies.push((key, own));
+                continue;
+            }
         }
+        keys.push((name, key));
     }
     let mut subcharts: Vec<_> = std::fs::read_dir(dir.join("charts"))
         .into_iter()
@@ -107,6 +121,22 @@ fn read(project: &Project, chart: &HelmChart, manifest: &Manifest) -> ChartValue
         }
     }
     values
+}
+
+/// `a/b/../c` as `a/c`: one spelling of a file two charts share (`file://../routerlib`), so
+/// a warning about it is said once.
+fn lexical(path: &Path) -> std::path::PathBuf {
+    let mut out = std::path::PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// The first YAML document of a file berth may read, if it is one.
