@@ -314,6 +314,9 @@ impl Registry {
                 StatusCode::CREATED => Ok(true),
                 // 202: the registry opened an upload session instead; the normal upload follows.
                 StatusCode::ACCEPTED => Ok(false),
+                // A mount the registry does not know how to answer is declined: the blob is
+                // copied instead, whose errors name the blob (G80 of #46).
+                StatusCode::NOT_FOUND => Ok(false),
                 _ => self.expect(target, response, &[]).await.map(|_| false),
             }
         })
@@ -336,7 +339,11 @@ impl Registry {
             let pulled = self
                 .send(source, RegistryOperation::Pull, |c| c.get(&from))
                 .await?;
-            let pulled = self.expect(source, pulled, &[StatusCode::OK]).await?;
+            let pulled = (self.expect(source, pulled, &[StatusCode::OK]).await).map_err(|e| {
+                not_found_as(e, || {
+                    self.other(source, format!("its blob {digest} is not in the source registry (the source image is incomplete), so it cannot be copied to {target}"))
+                })
+            })?;
             let put_url = self.open_upload(target, &start, digest).await?;
             // The body streams straight from the source; it cannot be replayed, so a
             // retry starts the whole copy again.
@@ -384,9 +391,18 @@ impl Registry {
                 c.post(start).header(CONTENT_LENGTH, 0)
             })
             .await?;
-        let session = self
-            .expect(target, session, &[StatusCode::ACCEPTED])
-            .await?;
+        let session =
+            (self.expect(target, session, &[StatusCode::ACCEPTED]).await).map_err(|e| {
+                not_found_as(e, || {
+                    self.other(
+                        target,
+                        format!(
+                            "the registry refused to start an upload to `{}` (404 Not Found)",
+                            target.path()
+                        ),
+                    )
+                })
+            })?;
         let location = session
             .headers()
             .get(LOCATION)
@@ -556,6 +572,15 @@ fn upload_url(start: &str, location: &str, digest: &str) -> String {
     };
     let separator = if absolute.contains('?') { '&' } else { '?' };
     format!("{absolute}{separator}digest={digest}")
+}
+
+/// A 404 of an upload or a blob is no "image not found, push it first" (which is pin's
+/// wording for a missing tag): `instead` says what was missing (O13, G80 of #46).
+fn not_found_as(attempt: Attempt, instead: impl FnOnce() -> RegistryError) -> Attempt {
+    match attempt {
+        Attempt::Fail(RegistryError::NotFound { .. }) => Attempt::Fail(instead()),
+        other => other,
+    }
 }
 
 #[cfg(test)]

@@ -478,3 +478,115 @@ fn m47_a_file_name_too_long_is_named() {
     assert!(err.len() < 1000, "{err}");
     assert!(!dir.path().join("out").exists());
 }
+
+/// A registry whose manifests are there and whose blobs and uploads are not: every blob,
+/// upload and mount request is answered 404. Written here because no real registry can be
+/// made to serve a manifest without its blobs (G80, O13 of #46).
+fn blobless_registry() -> String {
+    use std::io::{Read, Write};
+    let manifest = r#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","size":2},"layers":[]}"#;
+    let digest = {
+        use sha2::Digest as _;
+        format!("sha256:{:x}", sha2::Sha256::digest(manifest.as_bytes()))
+    };
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let (manifest, digest) = (manifest.to_string(), digest.clone());
+            std::thread::spawn(move || {
+                let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while let Ok(1) = stream.read(&mut byte) {
+                    head.push(byte[0]);
+                    if !head.ends_with(b"\r\n\r\n") {
+                        continue;
+                    }
+                    let text = String::from_utf8_lossy(&head).to_string();
+                    head.clear();
+                    let line = text.lines().next().unwrap_or_default().to_string();
+                    let (code, extra, body) = if line.contains(" /v2/ ") {
+                        (200, String::new(), "{}".to_string())
+                    } else if line.contains("/manifests/") {
+                        let extra = format!("Content-Type: application/vnd.oci.image.manifest.v1+json\r\nDocker-Content-Digest: {digest}\r\n");
+                        (200, extra, manifest.clone())
+                    } else {
+                        (404, String::new(), String::new())
+                    };
+                    let body = if line.starts_with("HEAD") {
+                        String::new()
+                    } else {
+                        body
+                    };
+                    let length = if line.starts_with("HEAD") && code == 200 {
+                        manifest.len()
+                    } else {
+                        body.len()
+                    };
+                    let answer = format!(
+                        "HTTP/1.1 {code} X\r\n{extra}Content-Length: {length}\r\n\r\n{body}"
+                    );
+                    if stream.write_all(answer.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    address.to_string()
+}
+
+/// G80, O13 (#46): promote from a registry whose blobs are missing names the blob and the
+/// source (it named the destination tag and said "push the image first"); a registry that
+/// refuses to start an upload says so.
+#[test]
+fn g80_o13_missing_blobs_and_refused_uploads_are_named() {
+    let host = blobless_registry();
+    let dir = project(&format!(
+        "name: shop\nmanifests: [deploy/]\nimages:\n  web: {{image: '{host}/acme/web:v1'}}\n"
+    ));
+    write(
+        dir.path(),
+        "deploy/c.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+    );
+    let out = berth(dir.path())
+        .args([
+            "promote",
+            "--to",
+            &format!("{host}/staging"),
+            "--insecure-registry",
+            &host,
+            "--timeout",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("is not in the source registry (the source image is incomplete)")
+            && !err.contains("push the image first"),
+        "{err}"
+    );
+    let out = berth(dir.path())
+        .args([
+            "push",
+            &format!("oci://{host}/case/o13:v1"),
+            "--insecure-registry",
+            &host,
+            "--timeout",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out)
+            .contains("the registry refused to start an upload to `case/o13` (404 Not Found)"),
+        "{}",
+        stderr(&out)
+    );
+}
