@@ -268,7 +268,9 @@ pub fn disagreements(project: &Project, makefiles: &Makefiles) -> Vec<crate::War
             }
         }
     }
-    out.extend(name_disagreements(project, &makefiles.name_only()));
+    let named = makefiles.name_only();
+    out.extend(name_disagreements(project, &named));
+    out.extend(named::untagged_builds(project, &named));
     out
 }
 

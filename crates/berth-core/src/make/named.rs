@@ -24,6 +24,10 @@ pub struct NameOnly {
     pub registry: Option<String>,
     /// The tag variable make appends (`TAG`), when any composition has one.
     pub tag: Option<String>,
+    /// `file:line` of a build or tag command that names the image with no tag
+    /// (`docker build … -t ${KO_DOCKER_REPO}/${CONTROLLER_IMG}`): make builds
+    /// `:latest` there, whatever tag berth deploys.
+    pub untagged_build: Option<String>,
 }
 
 impl NameOnly {
@@ -65,6 +69,7 @@ pub fn name_only(vars: &[MakeVar], texts: &[(String, String)]) -> Vec<NameOnly> 
             at: var.at.clone(),
             registry,
             tag,
+            untagged_build: untagged_build(&var.name, texts),
         });
     }
     out
@@ -116,6 +121,29 @@ fn composition(var: &str, texts: &[(String, String)]) -> (Option<String>, Option
     (registry, tag)
 }
 
+/// The first `-t`/`--tag` of a build or tag command that names `var`'s image
+/// with no tag after it, as `file:line`.
+fn untagged_build(var: &str, texts: &[(String, String)]) -> Option<String> {
+    let spelled = [format!("$({var})"), format!("${{{var}}}")];
+    texts.iter().find_map(|(file, text)| {
+        text.lines().enumerate().find_map(|(index, line)| {
+            let builds = [" build ", " buildx build ", " tag "]
+                .iter()
+                .any(|verb| line.contains(verb));
+            let untagged = line
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .windows(2)
+                .any(|pair| {
+                    let tagged_by = pair[0] == "-t" || pair[0] == "--tag";
+                    let image = pair[1].trim_matches(['"', '\'']);
+                    tagged_by && spelled.iter().any(|s| image.ends_with(s.as_str()))
+                });
+            (builds && untagged).then(|| format!("{file}:{}", index + 1))
+        })
+    })
+}
+
 /// The variable `$(NAME)`/`${NAME}` that `text` ends with.
 fn last_reference(text: &str) -> Option<String> {
     let close = text.chars().last()?;
@@ -160,6 +188,30 @@ pub fn name_disagreements(project: &Project, named: &[NameOnly]) -> Vec<Warning>
                 n.var, n.name, c.name, project.file, c.image_pos, n.name
             )));
         }
+    }
+    out
+}
+
+/// Where make builds a component's image with no tag while berth.yaml gives
+/// the project a shared tag variable (`tag: {env: TAG}`): with `TAG=fix-408`
+/// berth deploys `…:fix-408` and make builds `…:latest` (KServe's
+/// `docker-build`), and nothing would say so.
+pub fn untagged_builds(project: &Project, named: &[NameOnly]) -> Vec<Warning> {
+    let Some(shared) = project.tag_env.as_deref() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for n in named {
+        let (Some(at), Some(c)) = (&n.untagged_build, component_of(project, n)) else {
+            continue;
+        };
+        if !c.follows_tag {
+            continue;
+        }
+        out.push(Warning::at(Code::MakefileDefault, at.clone(), format_args!(
+            "this line builds `{}` with no tag, so make makes `…/{}:latest`, but berth deploys component `{}` at the shared tag `{shared}` ({}: `tag.env`) once it is set: append `:$({shared})` to the image here, so `berth env -- make …` builds what berth deploys",
+            n.var, n.name, c.name, project.file
+        )));
     }
     out
 }
@@ -262,5 +314,29 @@ mod tests {
             lines,
             ["kserve-images.env:3: `AGENT_IMG ?= agent` names the image make builds (`${AGENT_IMG}`), but component `agent`'s repository is `docker.io/kserve/kserve-agent` (berth.yaml:4:18): make would build and push `…/agent` and berth deploy `…/kserve-agent`; make the two names agree [makefile-default]"]
         );
+    }
+
+    /// #46 item 9: a shared tag berth deploys that make's build line drops.
+    #[test]
+    fn a_build_line_without_a_tag_is_said_when_the_project_shares_a_tag() {
+        let text = |shared: &str| {
+            format!("name: x\n{shared}images:\n  controller: {{image: docker.io/kserve/kserve-controller:latest}}\n  grpc: {{image: docker.io/kserve/custom-model-grpc:latest}}\n  agent: {{image: docker.io/kserve/agent:latest, tag: false}}\n")
+        };
+        let vars = make_vars("kserve-images.env", IMAGES);
+        let mut texts = texts();
+        texts[1].1.push_str("\t${ENGINE} build -t \"${KO_DOCKER_REPO}/${AGENT_IMG}\" .\n\tdocker build -t ${KO_DOCKER_REPO}/${GRPC_IMG}:${TAG} .\n");
+        let named = name_only(&vars, &texts);
+        let shared =
+            crate::project::parse("berth.yaml", "/p".into(), &text("tag: {env: TAG}\n")).unwrap();
+        let lines: Vec<String> = untagged_builds(&shared, &named)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            lines,
+            ["Makefile:3: this line builds `CONTROLLER_IMG` with no tag, so make makes `…/kserve-controller:latest`, but berth deploys component `controller` at the shared tag `TAG` (berth.yaml: `tag.env`) once it is set: append `:$(TAG)` to the image here, so `berth env -- make …` builds what berth deploys [makefile-default]"]
+        );
+        let alone = crate::project::parse("berth.yaml", "/p".into(), &text("")).unwrap();
+        assert!(untagged_builds(&alone, &named).is_empty());
     }
 }
