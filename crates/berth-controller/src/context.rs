@@ -50,6 +50,17 @@ pub enum Error {
     /// The health and metrics address cannot be served, or signals not caught.
     #[error("cannot serve health and metrics: {0}")]
     Serve(#[from] std::io::Error),
+    /// `--listen`'s address cannot be bound.
+    #[error("cannot listen on {address} for health and metrics: {source}{hint}", hint = if *low { " (a port below 1024 needs root or NET_BIND_SERVICE, which the chart's pod drops: choose `service.port` 1024 or above)" } else { "" })]
+    Listen {
+        /// The address asked for.
+        address: std::net::SocketAddr,
+        /// Permission was refused for a port below 1024.
+        low: bool,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// `berth controller uninstall --stop`: the controller's pods did not stop in time.
     #[error("the controller's Deployment {deployment} still has {pods} pod(s) {waited:?} after it was scaled to zero; its finalizers are left in place (a running controller would add them back): wait for them to stop and run `berth controller uninstall` again")]
     Stopping {
@@ -78,6 +89,7 @@ impl Error {
             Error::LeadershipLost
             | Error::Registry(_)
             | Error::Serve(_)
+            | Error::Listen { .. }
             | Error::Stopping { .. } => Reason::ApplyFailed,
         }
     }

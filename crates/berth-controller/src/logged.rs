@@ -30,13 +30,30 @@ pub(crate) fn error(error: &(dyn std::error::Error + 'static)) -> String {
             Some(below) => text.replace(&below.to_string(), ""),
             None => text,
         };
-        let own = own.trim().trim_end_matches([':', '(', ')', ' ']).trim();
+        let own = own_words(&own);
         if !own.is_empty() {
             parts.push(berth_core::redact::peer_text(own));
         }
         level = current.source();
     }
     parts.join(": ").replace('"', "'")
+}
+
+/// A level's text with the level below cut out: the separators left at its end
+/// go (`error trying to connect: `, `X (`), and a `)` only when it closed the
+/// cut-out text (`Connection refused (os error 111)` keeps its own).
+fn own_words(text: &str) -> &str {
+    let separators = [':', '(', ' '];
+    let mut own = text.trim().trim_end_matches(separators);
+    loop {
+        if let Some(rest) = own.strip_suffix("()") {
+            own = rest.trim_end_matches(separators);
+        } else if own.ends_with(')') && own.matches('(').count() < own.matches(')').count() {
+            own = own[..own.len() - 1].trim_end_matches(separators);
+        } else {
+            return own.trim();
+        }
+    }
 }
 
 /// What the API server answered, when `error` is its answer.
@@ -122,6 +139,22 @@ mod tests {
             throttle.admit(&format!("m{i}"));
         }
         assert!(throttle.seen.lock().unwrap().len() <= 256);
+    }
+
+    #[test]
+    fn a_levels_own_parentheses_are_kept() {
+        assert_eq!(
+            super::own_words("Connection refused (os error 111)"),
+            "Connection refused (os error 111)"
+        );
+        assert_eq!(
+            super::own_words("client error (Connect): "),
+            "client error (Connect)"
+        );
+        assert_eq!(
+            super::own_words("failed to connect ()"),
+            "failed to connect"
+        );
     }
 
     #[test]

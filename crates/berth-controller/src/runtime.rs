@@ -95,7 +95,13 @@ pub async fn run(client: Client, settings: Settings, shutdown: Shutdown) -> Resu
     );
     let metrics = Arc::new(Metrics::default());
     if let Some(address) = settings.listen {
-        let listener = tokio::net::TcpListener::bind(address).await?;
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|source| Error::Listen {
+                address,
+                low: source.kind() == std::io::ErrorKind::PermissionDenied && address.port() < 1024,
+                source,
+            })?;
         tracing::info!(address = %listener.local_addr()?, "serving /healthz /readyz /metrics");
         tokio::spawn(crate::serve::serve(listener, Arc::clone(&metrics)));
     }
@@ -431,10 +437,14 @@ fn report_when_synced(store: Store<Berth>, metrics: Arc<Metrics>) {
         let started = std::time::Instant::now();
         let mut warned = false;
         let poll = Duration::from_millis(100);
-        while tokio::time::timeout(poll, store.wait_until_ready())
-            .await
-            .is_err()
-        {
+        loop {
+            match tokio::time::timeout(poll, store.wait_until_ready()).await {
+                Ok(Ok(())) => break,
+                // The watch ended (a signal) before its first list: nothing synced
+                // (KC08, #46: it was logged as `caches synced` after SIGTERM).
+                Ok(Err(_writer_dropped)) => return,
+                Err(_elapsed) => {}
+            }
             if !warned && started.elapsed() > Duration::from_secs(30) {
                 tracing::warn!(after = ?started.elapsed(), "the initial list of Berths has not finished; the watch lines say why (a refusal names what to grant; none means the API server does not answer)");
                 warned = true;

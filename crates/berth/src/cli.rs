@@ -44,6 +44,26 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The commands that read no project: the global `--project`, `--load-restrictor`
+/// and `--color` are accepted there (clap propagates them) but not listed in
+/// their `--help`, where they would only mislead.
+const PROJECTLESS: &[&str] = &["ref", "completions", "schema", "man", "version"];
+
+/// berth's command line: [`Cli`]'s, with the global flags hidden where they do
+/// nothing ([`PROJECTLESS`]). Parse, completions and the manual page all use it.
+pub fn command() -> clap::Command {
+    let command = <Cli as clap::CommandFactory>::command();
+    let globals: Vec<clap::Arg> = command
+        .get_arguments()
+        .filter(|arg| arg.is_global_set())
+        .map(|arg| arg.clone().global(false).hide(true))
+        .collect();
+    PROJECTLESS.iter().fold(command, |command, name| {
+        // An argument a subcommand already has is not propagated to it again.
+        command.mut_subcommand(name, |sub| sub.args(globals.iter().cloned()))
+    })
+}
+
 /// `--color`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ColorChoice {

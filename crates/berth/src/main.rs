@@ -31,7 +31,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use berth_core::{Project, Resolution};
-use clap::Parser;
+use clap::FromArgMatches as _;
 
 use cli::{Cli, Command, ResolveArgs};
 
@@ -44,7 +44,9 @@ fn main() -> ExitCode {
     if berth_io::env::var_os("BERTH_PROJECT").is_some_and(|v| v.is_empty()) {
         std::env::remove_var("BERTH_PROJECT");
     }
-    let cli = Cli::parse();
+    let mut command = cli::command();
+    let matches = command.get_matches_mut();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut command).exit());
     fs_source::set_restrictor(cli.load_restrictor);
     output::set_color(cli.color);
     match run(&cli) {

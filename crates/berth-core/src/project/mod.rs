@@ -314,7 +314,7 @@ pub enum PathSegment {
 }
 
 /// An RFC 1123 label of at most `max` characters.
-fn is_dns_label(text: &str, max: usize) -> bool {
+pub(crate) fn is_dns_label(text: &str, max: usize) -> bool {
     let bytes = text.as_bytes();
     !bytes.is_empty()
         && bytes.len() <= max

@@ -122,6 +122,20 @@ pub(super) fn identity(file: &str, object: &Node) -> Result<(String, String), Re
             ))
         }
         Some(m) => {
+            // M77 (#46): the API server refuses it at apply; `""` means the default,
+            // and a `${NAMESPACE}` placeholder is filled later (envsubst, a script).
+            if let Some(ns) = m.get("namespace") {
+                let valid = ns.as_str().is_some_and(|text| {
+                    text.is_empty() || text.contains("${") || crate::project::is_dns_label(text, 63)
+                });
+                if !valid && !ns.is_null() {
+                    return Err(RenderError::NotAnObject {
+                        file: file.to_string(),
+                        pos: ns.pos,
+                        problem: "its `metadata.namespace` is not a namespace's name (lowercase letters, digits and `-`, at most 63 characters, starting and ending with a letter or digit)",
+                    });
+                }
+            }
             if let Some(name) = m.get("name") {
                 match name.as_str() {
                     Some(text) if !text.trim().is_empty() => {}

@@ -21,6 +21,9 @@ struct Rule<'a> {
 /// refuses `subPath` mounts in ephemeral containers).
 pub struct CaInjector<'a> {
     rules: Vec<Rule<'a>>,
+    /// The names of the containers seen, when there are rules: for a rule that
+    /// chose none, the names it could have said (A36, #46).
+    pub containers_seen: std::collections::BTreeSet<String>,
 }
 
 impl<'a> CaInjector<'a> {
@@ -47,13 +50,16 @@ impl<'a> CaInjector<'a> {
                 })
             })
             .collect();
-        CaInjector { rules }
+        CaInjector {
+            rules,
+            containers_seen: Default::default(),
+        }
     }
 
     /// Injects into every pod of `object`; a variable a container already sets
     /// to something else is kept, and said in `out` as `(where, what)`.
     pub fn inject(
-        &self,
+        &mut self,
         object: &mut Node,
         kind: &str,
         at: &dyn Fn(Pos) -> String,
@@ -62,8 +68,15 @@ impl<'a> CaInjector<'a> {
         if self.rules.is_empty() {
             return;
         }
+        let seen = &mut self.containers_seen;
         for_each_pod(object, kind, &mut |mut pod| {
             let Some(spec) = pod.spec() else { return };
+            for list in ["containers", "initContainers"] {
+                let names = spec.get(list).and_then(Node::as_seq).into_iter().flatten();
+                seen.extend(
+                    names.filter_map(|c| c.get("name").and_then(Node::as_str).map(str::to_string)),
+                );
+            }
             for rule in &self.rules {
                 let mut injected = false;
                 for list in ["containers", "initContainers"] {

@@ -98,6 +98,9 @@ pub struct Findings {
     pub operator_missing: Option<related::RelatedFinding>,
     /// `(where, what)`: a CA bundle's variable a container already set otherwise.
     pub trust: Vec<(String, String)>,
+    /// The names of the pods' containers, when a CA bundle is injected (for a
+    /// rule that chose none).
+    pub containers: std::collections::BTreeSet<String>,
 }
 
 /// An image field whose tag or digest differs from berth.yaml's default.
@@ -327,6 +330,7 @@ impl Findings {
             related: t.related,
             operator_missing: t.operator_missing,
             trust: t.trust,
+            containers: t.containers,
         }
     }
 }
@@ -370,6 +374,7 @@ struct Transformed {
     related: Vec<related::RelatedFinding>,
     operator_missing: Option<related::RelatedFinding>,
     trust: Vec<(String, String)>,
+    containers: std::collections::BTreeSet<String>,
 }
 
 /// Each input object transformed (images, pull policies, CA injection, config
@@ -451,7 +456,7 @@ fn transform(
         spec.image_paths,
         spec.only_overridden,
     );
-    let injector = CaInjector::new(&spec.ca_bundles, spec.resolution);
+    let mut injector = CaInjector::new(&spec.ca_bundles, spec.resolution);
     let mut related = related::RelatedImages::new(spec.operator, spec.resolution);
     let mut related_findings = Vec::new();
     let mut trust = Vec::new();
@@ -560,6 +565,7 @@ fn transform(
         related: related_findings,
         operator_missing,
         trust,
+        containers: injector.containers_seen,
     })
 }
 

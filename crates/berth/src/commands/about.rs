@@ -3,21 +3,20 @@
 //! `--help` so none can drift.
 
 use anyhow::Result;
-use clap::CommandFactory as _;
 
-use crate::cli::{Cli, RefFormat};
+use crate::cli::RefFormat;
 use crate::output::print;
 
 /// A completion script for `shell` on stdout.
 pub fn completions(shell: clap_complete::Shell) -> Result<()> {
     let mut out = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), "berth", &mut out);
+    clap_complete::generate(shell, &mut crate::cli::command(), "berth", &mut out);
     print(&String::from_utf8_lossy(&out))
 }
 
 /// The manual page: berth(1) and a section per subcommand, in roff.
 pub fn man() -> Result<()> {
-    let command = Cli::command();
+    let command = crate::cli::command();
     let mut out = Vec::new();
     let man = clap_mangen::Man::new(command.clone());
     man.render_title(&mut out)?;

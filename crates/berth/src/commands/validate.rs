@@ -303,14 +303,49 @@ fn aggregated(project: &Project, all: &[Findings]) -> Vec<Warning> {
     let names = project
         .configs
         .iter()
-        .map(|c| (&c.name, c.pos))
-        .chain(project.ca_bundles.iter().map(|b| (&b.name, b.pos)));
-    for (name, pos) in names {
-        if in_none(&|f| f.unused_configs.contains(name)) {
-            warnings.push(Warning::at(Code::UnusedConfig, format!("{}:{pos}", project.file), format_args!(
-                "`{name}` is referenced by no object in the manifests, so its generated name reaches nothing; refer to `{name}` from a pod spec (or inject it), list a custom resource's field that names it under `configPaths:`, or remove it"
-            )));
+        .map(|c| (&c.name, c.pos, None))
+        .chain(
+            project
+                .ca_bundles
+                .iter()
+                .map(|b| (&b.name, b.pos, b.spec.inject.as_ref())),
+        );
+    for (name, pos, inject) in names {
+        if !in_none(&|f| f.unused_configs.contains(name)) {
+            continue;
         }
+        if let Some(inject) = inject {
+            // A36 (#46): the injection chose no container; name the ones there are.
+            let seen: std::collections::BTreeSet<&str> = all
+                .iter()
+                .flat_map(|f| f.containers.iter().map(String::as_str))
+                .collect();
+            let seen = if seen.is_empty() {
+                "the manifests have no containers".to_string()
+            } else {
+                let names: Vec<&str> = seen.into_iter().collect();
+                format!("the manifests' containers are {}", names.join(", "))
+            };
+            let chose = inject
+                .containers
+                .iter()
+                .map(|c| format!("named `{c}`"))
+                .chain(
+                    inject
+                        .components
+                        .iter()
+                        .map(|c| format!("running component `{c}`")),
+                )
+                .collect::<Vec<_>>()
+                .join(" or ");
+            warnings.push(Warning::at(Code::UnusedConfig, format!("{}:{pos}", project.file), format_args!(
+                "`{name}` is injected into no container: none is {chose} ({seen}); name a container in `inject.containers` or its component in `inject.components`"
+            )));
+            continue;
+        }
+        warnings.push(Warning::at(Code::UnusedConfig, format!("{}:{pos}", project.file), format_args!(
+            "`{name}` is referenced by no object in the manifests, so its generated name reaches nothing; refer to `{name}` from a pod spec (or inject it), list a custom resource's field that names it under `configPaths:`, or remove it"
+        )));
     }
     let merge = |pick: &dyn Fn(&Findings) -> &Vec<(bool, bool)>, len: usize| -> Vec<(bool, bool)> {
         (0..len)

@@ -311,3 +311,21 @@ fn validate_warns_about_what_cannot_be_resolved_and_strict_refuses() {
         String::from_utf8_lossy(&strict.stderr)
     );
 }
+
+/// A36 (#46): an injection that chooses no container says which containers
+/// there are, instead of advising to inject what already is.
+#[test]
+fn an_injection_that_chooses_no_container_names_the_containers() {
+    let dir = ca_project();
+    let text = PROJECT
+        .replace("      components: [epp]\n", "")
+        .replace("containers: [helper]", "containers: [nosuch]");
+    write(dir.path(), "berth.yaml", &text);
+    let out = berth(dir.path()).arg("validate").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("berth.yaml:6:3: `trusted-ca` is injected into no container: none is named `nosuch` (the manifests' containers are epp, helper, other); name a container in `inject.containers` or its component in `inject.components` [unused-config]"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("or inject it"), "{stderr}");
+}

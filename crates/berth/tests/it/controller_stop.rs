@@ -80,7 +80,7 @@ pub(crate) fn kubeconfig(dir: &std::path::Path, server: &str) -> std::path::Path
 }
 
 /// Runs the controller for 8 s against `server`, sends `signal`, and returns
-/// (the log of the 8 s, seconds to exit after the signal, exit code).
+/// (its whole log, seconds to exit after the signal, exit code).
 fn run(server: &str, extra: &[&str], signal: &str) -> (String, f64, Option<i32>) {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
@@ -116,7 +116,11 @@ fn run(server: &str, extra: &[&str], signal: &str) -> (String, f64, Option<i32>)
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    (logged, sent.elapsed().as_secs_f64(), code)
+    let took = sent.elapsed().as_secs_f64();
+    // What it said while stopping too.
+    let stopped = std::fs::read_to_string(&log).unwrap();
+    assert!(stopped.starts_with(&logged));
+    (stopped, took, code)
 }
 
 #[test]
@@ -206,6 +210,10 @@ fn the_controller_stops_and_stays_quiet_against_a_refusing_missing_or_silent_api
                 logged.contains("the Berth CRD is not installed"),
                 "{case}: {logged}"
             );
+        }
+        // KC08 (#46): a watch that never listed is not `caches synced` once it ends.
+        if let Some((_, after)) = logged.split_once("stopping before the caches synced") {
+            assert!(!after.contains("caches synced"), "{case}: {logged}");
         }
         assert!(took < 10.0, "{case}: {took:.1} s to stop after SIG{signal}");
         assert_eq!(code, Some(0), "{case}: a signal is a clean stop");

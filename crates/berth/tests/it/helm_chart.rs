@@ -99,6 +99,10 @@ fn the_chart_lints_renders_as_snapshotted_and_carries_the_binarys_crd() {
             "replicaCount=2,leaderElection.enabled=false",
             "replicaCount > 1 needs leaderElection.enabled",
         ),
+        // HC10, HC07 (#46): a port the unprivileged pod cannot bind; a quote
+        // that broke the rendered YAML.
+        ("service.port=80", "/service/port"),
+        ("image.repository=a\"b", "/image/repository"),
     ] {
         let out = Command::new(&helm)
             .args(["template", "r", chart, "--set", set])

@@ -248,7 +248,7 @@ fn audit_searches_scripts_beside_manifests_that_cover_the_repository() {
 }
 
 /// Older cases (#46): P22 a dangling berth.yaml link, L26 a lock whose `images` is a mapping,
-/// M69 a nameless object, O19 a `SOURCE_DATE_EPOCH` past year 9999 — each one clear message and exit 1.
+/// M69 a nameless object, M77 a namespace that is not a name, O19 a `SOURCE_DATE_EPOCH` past year 9999 — each one clear message and exit 1.
 #[test]
 fn p22_l26_o19_are_named_for_what_they_are() {
     let dir = tempfile::tempdir().unwrap();
@@ -289,6 +289,29 @@ fn p22_l26_o19_are_named_for_what_they_are() {
         stderr(&out)
     );
     assert!(out.stdout.is_empty());
+
+    // M77: a namespace the API server would refuse, at its value; `""` is the default's.
+    write(
+        dir.path(),
+        "deploy/bad.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: 'Bad NS'}\n",
+    );
+    write(
+        dir.path(),
+        "deploy/ok.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: y, namespace: ''}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: z, namespace: '${NAMESPACE}'}\n",
+    );
+    let out = berth(dir.path()).arg("validate").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("deploy/bad.yaml:3:32")
+            && stderr(&out).contains("`metadata.namespace` is not a namespace's name"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::remove_file(dir.path().join("deploy/bad.yaml")).unwrap();
+    let out = berth(dir.path()).arg("validate").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 
     let dir = project(
         "name: shop\nmanifests: [deploy/]\nimages:\n  web: {image: 'ghcr.io/acme/web:v1'}\n",
