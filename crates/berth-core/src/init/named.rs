@@ -33,6 +33,21 @@ pub(super) fn registry(named: &[NameOnly]) -> Option<(String, String)> {
     Some((var.to_string(), note))
 }
 
+/// An image make builds (`-t $(BUNDLE_IMG)`, with its `file:line`) that
+/// names no variable of `vars` (the components' `env:`/`repositoryEnv:`, the
+/// name-only variables): a registry variable berth invents would move the
+/// components and leave that image behind (the OGX operator's bundle).
+pub(super) fn left_behind<'t>(
+    built: &'t [(String, String)],
+    vars: &[&str],
+) -> Option<&'t (String, String)> {
+    built.iter().find(|(image, _)| {
+        !vars
+            .iter()
+            .any(|v| image.contains(&format!("$({v})")) || image.contains(&format!("${{{v}}}")))
+    })
+}
+
 /// The shared tag variable make appends to name-only images (`:${TAG}`), when
 /// the Makefile defines it (`TAG ?= latest`), and the note that says so.
 pub(super) fn tag(

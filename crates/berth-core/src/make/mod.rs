@@ -11,7 +11,7 @@ use berth_ref::Reference;
 use crate::Project;
 
 mod named;
-pub use named::{component_of, composed, name_disagreements, name_only, NameOnly};
+pub use named::{built_images, component_of, composed, name_disagreements, name_only, NameOnly};
 
 /// A `NAME ?= value` (or `:=`, `=`) line of a Makefile.
 #[derive(Debug, Clone)]

@@ -125,23 +125,32 @@ fn composition(var: &str, texts: &[(String, String)]) -> (Option<String>, Option
 /// with no tag after it, as `file:line`.
 fn untagged_build(var: &str, texts: &[(String, String)]) -> Option<String> {
     let spelled = [format!("$({var})"), format!("${{{var}}}")];
-    texts.iter().find_map(|(file, text)| {
-        text.lines().enumerate().find_map(|(index, line)| {
-            let builds = [" build ", " buildx build ", " tag "]
-                .iter()
-                .any(|verb| line.contains(verb));
-            let untagged = line
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .windows(2)
-                .any(|pair| {
-                    let tagged_by = pair[0] == "-t" || pair[0] == "--tag";
+    built_images(texts)
+        .into_iter()
+        .find(|(image, _)| spelled.iter().any(|s| image.ends_with(s.as_str())))
+        .map(|(_, at)| at)
+}
+
+/// The images make builds: the word after each `-t`/`--tag` of a `build`,
+/// `buildx build` or `tag` command line (quotes removed), with its `file:line`.
+pub fn built_images(texts: &[(String, String)]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (file, text) in texts {
+        for (index, line) in text.lines().enumerate() {
+            let builds = [" build ", " tag "].iter().any(|verb| line.contains(verb));
+            if !builds {
+                continue;
+            }
+            let words: Vec<&str> = line.split_whitespace().collect();
+            for pair in words.windows(2) {
+                if pair[0] == "-t" || pair[0] == "--tag" {
                     let image = pair[1].trim_matches(['"', '\'']);
-                    tagged_by && spelled.iter().any(|s| image.ends_with(s.as_str()))
-                });
-            (builds && untagged).then(|| format!("{file}:{}", index + 1))
-        })
-    })
+                    out.push((image.to_string(), format!("{file}:{}", index + 1)));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The variable `$(NAME)`/`${NAME}` that `text` ends with.

@@ -142,6 +142,7 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
     paths.sort();
     let charts = chart_dirs(root, &paths);
     let mut left_out = 0usize;
+    let mut json: Vec<(PathBuf, String)> = Vec::new();
     for path in paths {
         let relative = path
             .strip_prefix(root)
@@ -152,6 +153,9 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        if file.ends_with(".json") && !not_deployed(&relative) {
+            json.push((path.clone(), relative.clone()));
+        }
         let Some(kind) = kind_of(&relative, &file, &charts) else {
             continue;
         };
@@ -187,6 +191,19 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
         }
     }
     included_makefiles(root, &mut facts, skipped);
+    // Where an operator may keep the images its RELATED_IMAGE_* variables stand
+    // for; read only then, and at most JSON_FILES of them.
+    if facts
+        .manifests
+        .iter()
+        .any(|(_, t)| t.contains("RELATED_IMAGE_"))
+    {
+        for (path, relative) in json.iter().take(JSON_FILES) {
+            if let Some(text) = read_text(path, relative, skipped) {
+                facts.data.push((relative.clone(), text));
+            }
+        }
+    }
     if left_out > 0 {
         skipped.push(format!(
             "left out {left_out} YAML file(s) under {}: documentation, tests, samples, released archives and vendored code are not what the project deploys",
@@ -205,6 +222,10 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
     });
     Ok(facts)
 }
+
+/// At most this many JSON files are read for related images (a repository's
+/// own are few; a vendored tree's are not read at all).
+const JSON_FILES: usize = 200;
 
 /// How long `kubectl kustomize` may take on one candidate overlay in init.
 const BUILD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);

@@ -1,0 +1,248 @@
+//! The components init proposes: one per repository the manifests and charts
+//! run, named and given the Makefile variables that move it.
+
+use berth_ref::Reference;
+use berth_yaml::{Node, Pos};
+
+use super::names::{assign_names, component_name, repo_owner_name, Wanted};
+use super::{named, plain, set, text, Defined, Facts, Found};
+
+/// The tag variable of image variable `var`: what its raw value ends in
+/// (`:$(EPP_TAG)`), else `NAME_TAG`.
+fn tag_variable(facts: &Facts, var: &str) -> String {
+    let raw = facts
+        .make_vars
+        .iter()
+        .rev()
+        .find(|v| v.name == *var)
+        .map(|v| v.value.trim().to_string())
+        .unwrap_or_default();
+    let from_value = raw
+        .rsplit_once(':')
+        .map(|(_, t)| {
+            t.trim_start_matches("$(")
+                .trim_start_matches("${")
+                .trim_end_matches([')', '}'])
+                .to_string()
+        })
+        .filter(|_| raw.ends_with(')') || raw.ends_with('}'))
+        .filter(|t| t.ends_with("TAG") || t.ends_with("VERSION"));
+    from_value.unwrap_or_else(|| format!("{}_TAG", var.trim_end_matches("_IMAGE")))
+}
+
+/// A component's default image: the Makefile's (`SIDECAR_IMAGE ?= …:$(SIDECAR_TAG)`
+/// expanded) when it names one — what the project's pipeline builds and pushes
+/// wins over a tag an overlay happens to carry — else the tag most places carry
+/// (the first on a tie); and the note that says which.
+fn default_image(all: &[&Found], variable: Option<&Defined>) -> (String, String) {
+    let mut tags: Vec<(String, usize)> = Vec::new();
+    // The manifests' tags, when any carry the image; a chart's values only else.
+    let from_manifests = all.iter().any(|f| !f.in_chart);
+    for f in all.iter().filter(|f| !from_manifests || !f.in_chart) {
+        let t = f.reference.to_string();
+        match tags.iter_mut().find(|(x, _)| *x == t) {
+            Some((_, n)) => *n += 1,
+            None => tags.push((t, 1)),
+        }
+    }
+    let carried = tags
+        .iter()
+        .max_by_key(|(_, n)| *n)
+        .map(|(t, _)| t.clone())
+        .unwrap_or_default();
+    let from_make = variable.and_then(|(var, value, at)| {
+        let made = Reference::parse(value).ok().filter(|r| r.tag().is_some())?;
+        (made.to_string() != carried).then(|| (made.to_string(), var, at))
+    });
+    match from_make {
+        Some((made, var, at)) => {
+            let note =
+                format!("; the default is make's `{var}` ({at}), not the manifests' `{carried}`");
+            (made, note)
+        }
+        None => (carried, String::new()),
+    }
+}
+
+/// When the manifests carry one repository under a tag and that tag plus a
+/// suffix (`:latest` and `:latest-gpu`, KServe's runtimes), the plain one: the
+/// component's default, its variants kept by `tagSuffix: true`.
+fn variant_base(all: &[&Found]) -> Option<Reference> {
+    let tags: Vec<String> = all
+        .iter()
+        .filter_map(|f| f.reference.tag().map(|t| t.to_string()))
+        .collect();
+    let base = tags.iter().find(|t| {
+        tags.iter()
+            .any(|other| other.len() > t.len() + 1 && other.starts_with(&format!("{t}-")))
+    })?;
+    all.iter()
+        .find(|f| f.reference.tag().is_some_and(|t| t.to_string() == *base))
+        .map(|f| f.reference.clone())
+}
+
+/// The repository variable of the component of `repo` and where it is defined:
+/// a component's own `<X>_IMAGE_TAG_BASE` (`EPP_IMAGE ?=
+/// $(EPP_IMAGE_TAG_BASE):$(EPP_TAG)`), else operator-sdk's `IMAGE_TAG_BASE`,
+/// when its value is that repository.
+fn repository_env<'d>(
+    variable: Option<&Defined>,
+    defined: &'d [Defined],
+    tag_base: Option<&'d Defined>,
+    repo: &str,
+) -> Option<(&'d str, &'d str)> {
+    let own_base = variable.map(|(var, _, _)| format!("{var}_TAG_BASE"));
+    own_base
+        .iter()
+        .filter_map(|name| defined.iter().find(|(n, _, _)| n == name))
+        .chain(tag_base)
+        .find(|(_, base, _)| {
+            Reference::parse(base).is_ok_and(|b| b.repository().to_string() == *repo)
+        })
+        .map(|(var, _, at)| (var.as_str(), at.as_str()))
+}
+
+/// `helmValues:` from the chart values that carry the component's image, if any.
+fn helm_values(all: &[&Found], entry: &mut Node, why: &mut String) {
+    let Some(f) = all.iter().find(|f| !f.helm_values.is_empty()) else {
+        return;
+    };
+    let mut values = Node::map(Pos::default());
+    for (part, path) in &f.helm_values {
+        set(&mut values, part, text(path));
+    }
+    set(entry, "helmValues", values);
+    let paths: Vec<String> = f
+        .helm_values
+        .iter()
+        .map(|(_, p)| format!("`{p}`"))
+        .collect();
+    why.push_str(&format!(
+        "; berth sets {} in the chart's values",
+        paths.join(", ")
+    ));
+}
+
+/// `images:`: one component per repository, in the order first seen, with the
+/// variables the Makefile defines for it and a note of why.
+pub(super) fn components(
+    facts: &Facts,
+    (found, named, shared_tag): (&[Found], &[crate::make::NameOnly], Option<&Defined>),
+    defined: &[Defined],
+    project_owner: Option<&str>,
+    notes: &mut Vec<String>,
+) -> Node {
+    // --- components: one per repository, in the order first seen.
+    let mut by_repo: Vec<(String, Vec<&Found>)> = Vec::new();
+    for f in found {
+        let repo = f.reference.repository().to_string();
+        match by_repo.iter_mut().find(|(r, _)| *r == repo) {
+            Some((_, all)) => all.push(f),
+            None => by_repo.push((repo, vec![f])),
+        }
+    }
+    let mut images = Node::map(Pos::default());
+    let tag_base = defined.iter().find(|(n, _, _)| n == "IMAGE_TAG_BASE");
+    let variable_of = |repo: &str| {
+        defined.iter().find(|(n, v, _)| {
+            (n.ends_with("_IMAGE") || n == "IMG")
+                && Reference::parse(v).is_ok_and(|r| r.repository().to_string() == *repo)
+        })
+    };
+    let third_party_of = |repo: &str| {
+        project_owner
+            .as_ref()
+            .is_some_and(|o| !repo.starts_with(&format!("{o}/")))
+    };
+    let wanted: Vec<Wanted> = by_repo
+        .iter()
+        .map(|(repo, _)| {
+            let variable = variable_of(repo);
+            let by_name = named::of_repository(named, repo).filter(|_| variable.is_none());
+            let name = match (variable, by_name) {
+                (Some((n, _, _)), _) if n != "IMG" => component_name(n),
+                (None, Some(n)) => component_name(&n.var),
+                _ => component_name(repo.rsplit('/').next().unwrap_or(repo)),
+            };
+            let mut claimed: Vec<String> = Vec::new();
+            if let Some((var, _, _)) = variable {
+                claimed.push(var.clone());
+                claimed.push(tag_variable(facts, var));
+            }
+            Wanted {
+                name,
+                rank: match (
+                    variable.is_some() || by_name.is_some(),
+                    third_party_of(repo),
+                ) {
+                    (true, _) => 0,
+                    (false, false) => 1,
+                    (false, true) => 2,
+                },
+                owner: third_party_of(repo)
+                    .then(|| repo_owner_name(repo))
+                    .flatten(),
+                claimed,
+            }
+        })
+        .collect();
+    let assigned = assign_names(&wanted);
+    for ((repo, all), name) in by_repo.iter().zip(assigned) {
+        let variable = variable_of(repo);
+        let (mut image, make_note) = default_image(all, variable);
+        let variant_of = variant_base(all).filter(|_| variable.is_none());
+        if let Some(base) = &variant_of {
+            image = base.to_string();
+        }
+        let by_name = named::of_repository(named, repo).filter(|_| variable.is_none());
+        let mut tag_note = String::new();
+        if let Some((made, note)) = by_name.and_then(|n| named::made_tag(n, shared_tag, &image)) {
+            image = made;
+            tag_note = note;
+        }
+        // Not under the project's registry (another registry or organisation).
+        let third_party = third_party_of(repo);
+        let mut entry = Node::map(Pos::default());
+        set(&mut entry, "image", text(&image));
+        let mut why = format!("component `{name}`: {image} ({}", all[0].at);
+        why.push_str(&make_note);
+        if let Some((var, _, at)) = variable {
+            set(&mut entry, "env", text(var));
+            why.push_str(&format!("; {var} from {at}"));
+            let tag_var = tag_variable(facts, var);
+            if let Some((t, _, at)) = defined.iter().find(|(n, _, _)| *n == tag_var) {
+                set(&mut entry, "tagEnv", text(t));
+                why.push_str(&format!("; {t} from {at}"));
+            }
+        }
+        if let Some((base_var, at)) = repository_env(variable, defined, tag_base, repo) {
+            set(&mut entry, "repositoryEnv", text(base_var));
+            why.push_str(&format!("; {base_var} from {at}"));
+        }
+        if let Some(base) = &variant_of {
+            set(&mut entry, "tagSuffix", plain("true"));
+            why.push_str(&format!(
+                "; tags that add a suffix to `{}` are its variants",
+                base.tag().map(|t| t.to_string()).unwrap_or_default()
+            ));
+        }
+        if let Some(n) = by_name {
+            why.push_str(&named::note(n, &format!("{}_IMAGE", n.stem())));
+            why.push_str(&tag_note);
+        }
+        helm_values(all, &mut entry, &mut why);
+        if third_party {
+            set(&mut entry, "registry", plain("false"));
+            why.push_str(
+                "; third-party: not under the project's registry, so IMAGE_REGISTRY leaves it",
+            );
+        }
+        why.push(')');
+        notes.push(why);
+        set(&mut images, &name, entry);
+    }
+    if by_repo.is_empty() {
+        notes.push("images: none found in the manifests' pods; add `images:` by hand".into());
+    }
+    images
+}
