@@ -95,8 +95,16 @@ pub fn candidates(facts: &Facts) -> Vec<&Kustomization> {
 
 /// The kustomization directories the Makefiles apply or build, in the order
 /// written, with where: `kubectl apply -k DIR`, `--kustomize DIR`,
-/// `kustomize build DIR`. A directory spelt with a variable is left out.
+/// `kustomize build DIR` (`$(KUSTOMIZE) build $(CONFIG_DIR)/default` too: make's
+/// variables expanded as their definitions say). A directory whose variables
+/// cannot be expanded is left out.
 pub(super) fn applied_by_make(facts: &Facts) -> Vec<(String, String)> {
+    let defs = crate::make::Defs::new(&facts.make_vars);
+    let is_kustomize = |word: &str| {
+        let word = word.trim_start_matches("$(").trim_start_matches("${");
+        let word = word.trim_end_matches([')', '}']).to_ascii_lowercase();
+        word.ends_with("kustomize")
+    };
     let mut out: Vec<(String, String)> = Vec::new();
     for (file, text) in &facts.make_texts {
         for (n, line) in text.lines().enumerate() {
@@ -104,12 +112,26 @@ pub(super) fn applied_by_make(facts: &Facts) -> Vec<(String, String)> {
             for (i, word) in words.iter().enumerate() {
                 let dir = match *word {
                     "-k" | "--kustomize" => words.get(i + 1).copied(),
-                    "build" if i > 0 && words[i - 1].ends_with("kustomize") => {
-                        words.get(i + 1).copied()
-                    }
+                    "build" if i > 0 && is_kustomize(words[i - 1]) => words.get(i + 1).copied(),
                     w => w.strip_prefix("--kustomize="),
                 };
-                let Some(dir) = dir.filter(|d| !d.contains('$') && !d.starts_with('-')) else {
+                let Some(dir) = dir.filter(|d| !d.starts_with('-')) else {
+                    continue;
+                };
+                // Every variable defined (make would expand an undefined one to nothing).
+                let defined = dir.split('$').skip(1).all(|after| {
+                    let name = after
+                        .trim_start_matches(['(', '{'])
+                        .split([')', '}'])
+                        .next()
+                        .unwrap_or("");
+                    defs.get(name).is_some()
+                });
+                let expanded = defs
+                    .expand(dir)
+                    .ok()
+                    .filter(|d| defined && !d.contains('$'));
+                let Some(dir) = expanded else {
                     continue;
                 };
                 let dir = normalize(dir.trim_end_matches('/'));

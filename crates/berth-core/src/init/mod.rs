@@ -476,7 +476,7 @@ fn read_make_vars(
 }
 
 /// `a/./b/../c` → `a/c`, for comparing kustomization paths.
-fn normalize(path: &str) -> String {
+pub fn normalize(path: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
     for part in path.split('/') {
         match part {

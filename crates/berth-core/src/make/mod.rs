@@ -11,7 +11,9 @@ use berth_ref::Reference;
 use crate::Project;
 
 mod named;
+mod targets;
 pub use named::{built_images, component_of, composed, name_disagreements, name_only, NameOnly};
+pub use targets::target_writing;
 
 /// A `NAME ?= value` (or `:=`, `=`) line of a Makefile.
 #[derive(Debug, Clone)]
@@ -102,6 +104,12 @@ impl<'a> Defs<'a> {
         )
     }
 
+    /// `text` with `$(VAR)`/`${VAR}` expanded as [`Defs::value`] does.
+    pub fn expand(&self, text: &str) -> Result<String, Unexpandable> {
+        let mut out = String::new();
+        self.expand_into(text, &mut out, 0).map(|()| out)
+    }
+
     fn expand_into(&self, text: &str, out: &mut String, depth: usize) -> Result<(), Unexpandable> {
         if depth > EXPANSION_DEPTH {
             return Err(Unexpandable::TooDeep);
@@ -152,34 +160,95 @@ fn is_make_name(name: &str) -> bool {
 }
 
 /// The `NAME ?= value` lines of a Makefile (`?=`, `:=`, `::=`, `=`), with
-/// `Makefile:N` as where; recipe lines and conditionals are skipped.
+/// `Makefile:N` as where. Recipe lines are skipped (a tab-indented line is a
+/// recipe's after a rule line, a definition inside a top-level `ifeq` block
+/// otherwise: opendatahub-operator's `\tCONFIG_DIR=config`). Of an
+/// `ifeq … else … endif`, the first branch is read as make's default; the
+/// `else` branch adds only names the first did not define.
 pub fn make_vars(file: &str, text: &str) -> Vec<MakeVar> {
     let mut out = Vec::new();
+    let mut in_recipe = false;
+    // Per open conditional: in its `else` branch; the names its first branch defined.
+    let mut branches: Vec<(bool, Vec<String>)> = Vec::new();
     for (n, line) in text.lines().enumerate() {
-        if line.starts_with('\t') || line.trim_start().starts_with('#') {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with('#') || trimmed.is_empty() {
             continue;
         }
-        let line = line.strip_prefix("export ").unwrap_or(line);
-        let Some(eq) = line.find('=') else { continue };
-        let (left, value) = (&line[..eq], &line[eq + 1..]);
-        let name = left.trim_end_matches([':', '?', '+', '!']).trim();
-        let valid = !name.is_empty()
-            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-            && !left
-                .trim_end_matches([':', '?', '+', '!'])
-                .trim_end()
-                .contains(' ');
-        if valid && !left.ends_with('+') {
-            let value = value.split(" #").next().unwrap_or(value).trim().to_string();
-            out.push(MakeVar {
-                name: name.to_string(),
-                value,
-                at: format!("{file}:{}", n + 1),
-                conditional: left.ends_with('?'),
-            });
+        let directive = trimmed.split_whitespace().next().unwrap_or("");
+        match directive {
+            "ifeq" | "ifneq" | "ifdef" | "ifndef" => {
+                branches.push((false, Vec::new()));
+                continue;
+            }
+            "else" => {
+                if let Some(open) = branches.last_mut() {
+                    open.0 = true;
+                }
+                continue;
+            }
+            "endif" => {
+                branches.pop();
+                continue;
+            }
+            _ => {}
         }
+        if line.starts_with('\t') && in_recipe {
+            continue;
+        }
+        let Some(var) = definition(file, n, trimmed) else {
+            // A rule line starts a recipe; anything else at the margin ends one.
+            if !line.starts_with('\t') {
+                in_recipe = is_rule(trimmed);
+            }
+            continue;
+        };
+        if !line.starts_with('\t') {
+            in_recipe = false;
+        }
+        if let Some((in_else, first)) = branches.last_mut() {
+            if *in_else && first.contains(&var.name) {
+                continue;
+            }
+            if !*in_else {
+                first.push(var.name.clone());
+            }
+        }
+        out.push(var);
     }
     out
+}
+
+/// `target: prerequisites` (not `NAME := value`).
+fn is_rule(line: &str) -> bool {
+    match line.find(':') {
+        Some(colon) => !line[..colon].contains('=') && !line[colon + 1..].starts_with('='),
+        None => false,
+    }
+}
+
+/// The definition a line (leading whitespace removed) makes, if it is one.
+fn definition(file: &str, n: usize, line: &str) -> Option<MakeVar> {
+    let line = line.strip_prefix("export ").unwrap_or(line);
+    let eq = line.find('=')?;
+    let (left, value) = (&line[..eq], &line[eq + 1..]);
+    let name = left.trim_end_matches([':', '?', '+', '!']).trim();
+    let valid = !name.is_empty()
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && !left
+            .trim_end_matches([':', '?', '+', '!'])
+            .trim_end()
+            .contains(' ');
+    if !valid || left.ends_with('+') {
+        return None;
+    }
+    let value = value.split(" #").next().unwrap_or(value).trim().to_string();
+    Some(MakeVar {
+        name: name.to_string(),
+        value,
+        at: format!("{file}:{}", n + 1),
+        conditional: left.ends_with('?'),
+    })
 }
 
 /// The files a Makefile includes by a literal path (`include x.mk`, `-include`,
@@ -357,6 +426,33 @@ impl Defs<'_> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// opendatahub-operator's shape: definitions tab-indented inside a
+    /// top-level `ifeq`, the first branch make's default; recipes skipped.
+    #[test]
+    fn definitions_in_conditionals_are_read_and_recipes_are_not() {
+        let text = "PLATFORM ?= odh\nifeq ($(PLATFORM), odh)\n\tCONFIG_DIR=config\n\tONLY_ODH=1\nelse\n\tCONFIG_DIR=config/rhoai\n\tONLY_RHOAI=1\nendif\ndeploy: prepare\n\tIMG=recipe $(KUSTOMIZE) build $(CONFIG_DIR)/default\nAFTER = $(CONFIG_DIR)/x\n";
+        let vars = make_vars("Makefile", text);
+        let names: Vec<(&str, &str)> = vars
+            .iter()
+            .map(|v| (v.name.as_str(), v.value.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("PLATFORM", "odh"),
+                ("CONFIG_DIR", "config"),
+                ("ONLY_ODH", "1"),
+                ("ONLY_RHOAI", "1"),
+                ("AFTER", "$(CONFIG_DIR)/x")
+            ]
+        );
+        let defs = Defs::new(&vars);
+        assert_eq!(
+            defs.expand("$(CONFIG_DIR)/default").unwrap(),
+            "config/default"
+        );
+    }
 
     /// One Makefile, read as the CLI reads a project's.
     fn files(text: &str) -> Makefiles {

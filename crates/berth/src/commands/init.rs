@@ -286,7 +286,10 @@ fn unbuildable(root: &Path, facts: &mut Facts, notes: &mut Vec<String>) -> Vec<(
     for (dir, result) in results {
         match result {
             Some(Ok(yaml)) => built.push((dir, yaml)),
-            Some(Err(why)) => failed.push((dir, why)),
+            Some(Err(why)) => {
+                let why = generated(root, facts, &dir).unwrap_or(why);
+                failed.push((dir, why))
+            }
             None => {}
         }
     }
@@ -295,6 +298,59 @@ fn unbuildable(root: &Path, facts: &mut Facts, notes: &mut Vec<String>) -> Vec<(
         facts.built = Some(built);
     }
     failed
+}
+
+/// Why kustomization `dir` does not build when it is because its inputs are
+/// generated: paths it (or a kustomization it uses) lists that are missing and
+/// that `.gitignore` names, with the make targets whose recipes write them.
+fn generated(root: &Path, facts: &Facts, dir: &str) -> Option<String> {
+    let (ignored, _) = ignore::gitignore::Gitignore::new(root.join(".gitignore"));
+    let mut missing: Vec<String> = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    let mut queue = vec![dir.to_string()];
+    while let Some(dir) = queue.pop() {
+        if seen.contains(&dir) || seen.len() > 1000 {
+            continue;
+        }
+        seen.push(dir.clone());
+        let Some(k) = facts.kustomizations.iter().find(|k| k.dir == dir) else {
+            missing.push(format!("{dir}/kustomization.yaml"));
+            continue;
+        };
+        for resource in k.resources.iter().filter(|r| !r.contains("://")) {
+            let path = berth_core::init::normalize(&format!("{dir}/{resource}"));
+            let full = root.join(&path);
+            if full.is_dir() {
+                queue.push(path);
+            } else if !full.exists() {
+                missing.push(path);
+            }
+        }
+    }
+    missing.retain(|path| {
+        let full = root.join(path);
+        ignored
+            .matched_path_or_any_parents(&full, !path.ends_with(".yaml"))
+            .is_ignore()
+    });
+    if missing.is_empty() {
+        return None;
+    }
+    let mut targets: Vec<String> = Vec::new();
+    for path in &missing {
+        let target = berth_core::make::target_writing(&facts.make_vars, &facts.make_texts, path);
+        targets.extend(target.filter(|t| !targets.contains(t)));
+    }
+    let shown: Vec<String> = missing.iter().map(|m| berth_io::shown(m)).collect();
+    let make = if targets.is_empty() {
+        "no make target names them; generate them".to_string()
+    } else {
+        format!("`make {}` writes them; run it", targets.join(" "))
+    };
+    Some(format!(
+        "its inputs {} are generated (.gitignore lists them, so the repository does not hold them): {make}, then `berth init` again",
+        shown.join(", ")
+    ))
 }
 
 /// Every file below `root` (`.gitignore` respected, `.git/` skipped); what
