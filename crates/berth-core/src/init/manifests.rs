@@ -2,6 +2,8 @@
 //! uses (built first by the CLI; those that fail are left out), else the
 //! directories of Kubernetes YAML, and the repository's Helm charts.
 
+use std::collections::BTreeSet;
+
 use berth_yaml::{Node, Pos};
 
 use super::names::profile_name;
@@ -210,6 +212,10 @@ pub(super) fn manifests_and_profiles(
             manifests = Some(seq([kustomize(&first.dir)]));
             let mut all = Node::map(Pos::default());
             let mut names: Vec<String> = Vec::new();
+            let crds = crds_profile(facts, &leaves, notes);
+            if let Some((_, dirs)) = &crds {
+                leaves.retain(|k| !dirs.contains(&k.dir) || k.dir == first.dir);
+            }
             for k in &leaves {
                 let base = k.dir.rsplit('/').next().unwrap_or(&k.dir);
                 let unique_base = leaves
@@ -223,10 +229,74 @@ pub(super) fn manifests_and_profiles(
                 names.push(name.clone());
                 set(&mut all, &name, seq([kustomize(&k.dir)]));
             }
+            if let Some((together, _)) = crds {
+                let name = profile_name("crds", &names);
+                set(&mut all, &name, seq(together.iter().map(|d| kustomize(d))));
+            }
             profiles = Some(all);
         }
     }
     (manifests, profiles)
+}
+
+/// The kustomizations whose build holds CustomResourceDefinitions only, as one
+/// profile (#46 item 6: KServe had 12 such profiles of its 29): the first of
+/// each set of CRD names, in candidate order; one whose CRDs another already
+/// holds (`config/crd/minimal` beside `config/crd/full`) is an alternative,
+/// left out with a note. `None` with fewer than two, or when nothing was built.
+/// Returns the profile's directories and every CRD-only directory.
+fn crds_profile(
+    facts: &Facts,
+    leaves: &[&Kustomization],
+    notes: &mut Vec<String>,
+) -> Option<(Vec<String>, Vec<String>)> {
+    let built = facts.built.as_ref()?;
+    let crd_only: Vec<(&str, BTreeSet<String>)> = leaves
+        .iter()
+        .filter_map(|k| {
+            let (_, yaml) = built.iter().find(|(d, _)| *d == k.dir)?;
+            crd_names(yaml).map(|names| (k.dir.as_str(), names))
+        })
+        .collect();
+    if crd_only.len() < 2 {
+        return None;
+    }
+    let mut together: Vec<String> = Vec::new();
+    let mut held: BTreeSet<String> = BTreeSet::new();
+    for (dir, names) in &crd_only {
+        match together.iter().find(|t| crd_only.iter().any(|(d, n)| d == t && !n.is_disjoint(names))) {
+            Some(other) => notes.push(format!("left out kustomization {dir}: CRDs only, and CRDs {other} holds too (an alternative: list it by hand in place of {other})")),
+            None => {
+                together.push(dir.to_string());
+                held.extend(names.iter().cloned());
+            }
+        }
+    }
+    notes.push(format!(
+        "profile crds: the {} kustomizations that hold CustomResourceDefinitions only ({} CRDs): {}",
+        together.len(),
+        held.len(),
+        together.join(", ")
+    ));
+    let all = crd_only.iter().map(|(d, _)| d.to_string()).collect();
+    Some((together, all))
+}
+
+/// The names of the CRDs `yaml` holds, when it holds nothing else.
+fn crd_names(yaml: &str) -> Option<BTreeSet<String>> {
+    let docs = berth_yaml::load_all(yaml, berth_yaml::Limits::default()).ok()?;
+    let mut names = BTreeSet::new();
+    for doc in docs.iter().filter(|d| !d.is_null()) {
+        if doc.get("kind").and_then(Node::as_str) != Some("CustomResourceDefinition") {
+            return None;
+        }
+        let name = doc
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(Node::as_str)?;
+        names.insert(name.to_string());
+    }
+    (!names.is_empty()).then_some(names)
 }
 
 /// Why `dir` is `manifests:`: the Makefile line that applies it, else `otherwise`.

@@ -602,6 +602,55 @@ B9 = $(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)
         );
     }
 
+    /// #46 item 6: KServe's CRD-only kustomizations (12 of its 29 profiles) are one
+    /// `crds` profile; one holding CRDs another holds (`minimal` beside `full`)
+    /// is an alternative, left out with a note.
+    #[test]
+    fn crd_only_kustomizations_are_one_profile() {
+        let k = |dir: &str| Kustomization {
+            dir: dir.into(),
+            resources: vec!["x.yaml".into()],
+            images: Vec::new(),
+        };
+        let crd = |name: &str| {
+            format!("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: {name}}}\n---\n")
+        };
+        let facts = Facts {
+            name: "kserve".into(),
+            kustomizations: vec![
+                k("config/default"),
+                k("config/crd/full"),
+                k("config/crd/full/llmisvc"),
+                k("config/crd/minimal"),
+            ],
+            built: Some(vec![
+                (
+                    "config/default".into(),
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n".into(),
+                ),
+                (
+                    "config/crd/full".into(),
+                    crd("a.serving.kserve.io") + &crd("b.serving.kserve.io"),
+                ),
+                ("config/crd/full/llmisvc".into(), crd("c.serving.kserve.io")),
+                ("config/crd/minimal".into(), crd("a.serving.kserve.io")),
+            ]),
+            ..Facts::default()
+        };
+        let plan = plan(&facts);
+        assert!(
+            plan.yaml.contains("profiles:\n  default:\n  - kustomize: config/default\n  crds:\n  - kustomize: config/crd/full\n  - kustomize: config/crd/full/llmisvc\n"),
+            "{}",
+            plan.yaml
+        );
+        assert!(!plan.yaml.contains("config/crd/minimal"), "{}", plan.yaml);
+        assert!(
+            plan.notes.iter().any(|n| n == "left out kustomization config/crd/minimal: CRDs only, and CRDs config/crd/full holds too (an alternative: list it by hand in place of config/crd/full)"),
+            "{:?}",
+            plan.notes
+        );
+    }
+
     #[test]
     fn one_leaf_overlay_is_the_manifests_and_several_are_profiles() {
         let k = |dir: &str, resources: &[&str]| Kustomization {
