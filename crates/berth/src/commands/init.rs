@@ -206,7 +206,7 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
     }
     if left_out > 0 {
         skipped.push(format!(
-            "left out {left_out} YAML file(s) under {}: documentation, tests, samples, released archives and vendored code are not what the project deploys",
+            "left out {left_out} YAML file(s) under {} and hidden directories (`.tekton/`, `.github/`): documentation, tests, samples, released archives, vendored code and CI pipelines are not what the project deploys",
             NOT_DEPLOYED.iter().map(|d| format!("{d}/")).collect::<Vec<_>>().join(", ")
         ));
     }
@@ -480,11 +480,15 @@ const NOT_DEPLOYED: &[&str] = &[
     "third_party",
 ];
 
-/// Whether a relative path lies in a [`NOT_DEPLOYED`] directory.
+/// Whether a relative path lies in a [`NOT_DEPLOYED`] directory or a hidden one.
 fn not_deployed(relative: &str) -> bool {
     let mut parts: Vec<&str> = relative.split('/').collect();
     parts.pop(); // the file itself
-    parts.iter().any(|part| NOT_DEPLOYED.contains(part))
+                 // A hidden directory is a tool's: CI pipelines (`.tekton/`, `.github/`),
+                 // editors, caches — never what the project deploys.
+    parts.iter().any(|part| {
+        NOT_DEPLOYED.contains(part) || part.starts_with('.') && part.len() > 1 && *part != ".."
+    })
 }
 
 /// The files init reads.

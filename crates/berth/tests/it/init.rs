@@ -662,7 +662,8 @@ fn r5_colliding_image_names_get_distinct_components_and_variables() {
 
 /// Item 5 (#46): init never aborts on one candidate. Two leaf overlays whose paths are far
 /// over 63 characters and end in one directory name get short, distinct profile names; two
-/// charts of one name get two profiles; a chart under `testdata/` is a fixture, not a source.
+/// charts of one name get two profiles; a chart under `testdata/` is a fixture, not a source;
+/// `.tekton/` is CI (item 6).
 #[test]
 #[cfg_attr(
     not(feature = "test-tools"),
@@ -701,6 +702,8 @@ fn long_and_colliding_candidates_get_distinct_profile_names() {
         );
         write(d, &format!("{dir}/templates/pod.yaml"), "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers: [{name: c, image: '{{ .Values.image.repository }}:{{ .Values.image.tag }}'}]\n");
     }
+    // A CI pipeline (llm-d's `.tekton/`) is no manifest (#46 item 6).
+    write(d, ".tekton/pipelinerun.yaml", "apiVersion: tekton.dev/v1\nkind: PipelineRun\nmetadata: {name: build}\nspec:\n  taskRunTemplate: {podTemplate: {containers: [{name: c, image: 'quay.io/ci/tool:v1'}]}}\n");
     let out = berth(d).arg("init").output().unwrap();
     assert!(
         out.status.success(),
@@ -708,6 +711,10 @@ fn long_and_colliding_candidates_get_distinct_profile_names() {
         String::from_utf8_lossy(&out.stderr)
     );
     let yaml = std::fs::read_to_string(d.join("berth.yaml")).unwrap();
+    assert!(
+        !yaml.contains("tekton") && !yaml.contains("quay.io/ci"),
+        "{yaml}"
+    );
     let project = berth_core::project::parse("berth.yaml", d.to_path_buf(), &yaml)
         .unwrap_or_else(|e| panic!("{e}\n{yaml}"));
     let names: Vec<&str> = project.profiles.iter().map(|p| p.name.as_str()).collect();
