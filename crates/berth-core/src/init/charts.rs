@@ -216,7 +216,19 @@ impl Walk<'_> {
             None if node.get("tag").is_some() && part("image").filter(untagged).is_some() => {
                 "image"
             }
+            // Istio's shape: `{hub: gcr.io/istio-release, name: pilot, tag: 1.29.1}`.
+            None if node.get("tag").is_some()
+                && part("hub").is_some()
+                && part("name").is_some() =>
+            {
+                "name"
+            }
             None => return None,
+        };
+        let registry_key = if repo_key == "name" {
+            "hub"
+        } else {
+            "registry"
         };
         let repository = part(repo_key).filter(|r| !r.is_empty())?;
         let named = path
@@ -226,7 +238,7 @@ impl Walk<'_> {
         if !named && part("tag").is_none() && !in_list {
             return None;
         }
-        let mut text = match part("registry").filter(|r| !r.is_empty()) {
+        let mut text = match part(registry_key).filter(|r| !r.is_empty()) {
             Some(registry) => format!("{}/{repository}", registry.trim_end_matches('/')),
             None => repository.to_string(),
         };
@@ -249,12 +261,10 @@ impl Walk<'_> {
             text = format!("{text}@{digest}");
         }
         let reference = Reference::parse(&text).ok()?;
-        let key_of = |p: &str| {
-            if p == "repository" {
-                repo_key.to_string()
-            } else {
-                p.to_string()
-            }
+        let key_of = |p: &str| match p {
+            "repository" => repo_key.to_string(),
+            "registry" => registry_key.to_string(),
+            _ => p.to_string(),
         };
         let helm_values = PARTS
             .iter()
@@ -333,6 +343,11 @@ mod tests {
             (
                 "kserve:\n  controller: {image: kserve/kserve-controller, tag: '', imagePullPolicy: Always}",
                 &["docker.io/kserve/kserve-controller:1.0.0 [repository=kserve.controller.image tag=kserve.controller.tag]"],
+            ),
+            // Istio's hub/name/tag (#46 item 6): the hub is the registry part.
+            (
+                "pilot:\n  image: {hub: gcr.io/istio-release, name: pilot, tag: 1.29.1}",
+                &["gcr.io/istio-release/pilot:1.29.1 [registry=pilot.image.hub repository=pilot.image.name tag=pilot.image.tag]"],
             ),
             // A repository that is no image, a bare name, a template: none.
             ("git: {repository: https://github.com/a/b}\nimage: nginx\nother: {image: '{{ .Values.x }}'}", &[]),
