@@ -18,6 +18,9 @@ use serde_json::json;
 
 use crate::output::print;
 
+mod advice;
+use advice::{place, remedy, Place};
+
 /// Files larger than this are skipped (and counted): sources are smaller.
 pub const MAX_AUDITED: u64 = 8 * 1024 * 1024;
 
@@ -50,6 +53,8 @@ struct Copy {
     /// A shell default of the component's tag variable that disagrees with berth.yaml's
     /// tag (`${WEB_TAG:-v0.9.2}`): the value it gives and berth.yaml's.
     tag_default: Option<(String, String)>,
+    /// Code, a comment, a list entry: what the advice says.
+    place: Place,
 }
 
 /// A component's tag variable and berth.yaml's default tag for it: a script's own default
@@ -357,7 +362,7 @@ fn listing(copies: &[Copy], project: &Project, root: &Path, json: bool) -> Resul
                     "image": c.text,
                     "fix": match &c.tag_default {
                         Some(_) => format!("drop the default of `{}` and run it under `berth env --`", component.tag_env),
-                        None => remedy(project, &c.path, component),
+                        None => remedy(project, &c.path, component, c.place),
                     },
                 })
             })
@@ -375,7 +380,7 @@ fn listing(copies: &[Copy], project: &Project, root: &Path, json: bool) -> Resul
                 None => format!(
                     "`{}` is a hard-coded copy of its image; {}",
                     c.text,
-                    remedy(project, &c.path, component)
+                    remedy(project, &c.path, component, c.place)
                 ),
             };
             out.push_str(&format!(
@@ -449,7 +454,10 @@ fn search(
     }
     let text = String::from_utf8_lossy(bytes);
     let makefile = is_makefile(path);
+    let mut docstring = false;
     for (n, line) in text.lines().enumerate() {
+        let in_docstring = docstring;
+        docstring = advice::docstring_after(line, docstring);
         // A Makefile's definition of a variable berth reads (`EPP_IMAGE ?= …`) is
         // make's default, which `berth validate` compares with berth.yaml's.
         if makefile && defines(line, scanner_variables) {
@@ -472,6 +480,7 @@ fn search(
                 text: spelling.text.to_string(),
                 component: spelling.component,
                 tag_default: None,
+                place: place(path, line, spelling.offset, in_docstring),
             });
         }
         if tags.is_empty() || !line.contains("${") {
@@ -491,6 +500,7 @@ fn search(
                 text: default.text.to_string(),
                 component: t.component,
                 tag_default: Some((default.value.to_string(), t.tag.clone())),
+                place: Place::Code,
             });
         }
     }
@@ -607,73 +617,5 @@ fn kustomization(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
                 out.push(path.canonicalize().unwrap_or(path));
             }
         }
-    }
-}
-
-/// How the copy in `path` takes `component`'s image from berth instead: a Helm
-/// values file by `helmValues:` (berth sets the chart's value), any other file
-/// by its kind ([`fix`]).
-fn remedy(project: &Project, path: &Path, component: &berth_core::Component) -> String {
-    let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
-    let values_file = project
-        .manifests
-        .iter()
-        .chain(project.profiles.iter().flat_map(|p| &p.manifests))
-        .filter_map(|m| match &m.source {
-            ManifestSource::Helm(chart) => Some(chart),
-            _ => None,
-        })
-        .flat_map(|chart| &chart.values)
-        .any(|v| canonical(&project.dir.join(&v.value)) == canonical(path));
-    if !values_file {
-        return fix(path, &component.env);
-    }
-    let name = &component.name;
-    if component.helm_values.is_empty() {
-        format!("name the chart values that hold it under `images.{name}.helmValues` (e.g. `{{repository: image.repository, tag: image.tag}}`), so berth sets them, and remove it here")
-    } else {
-        let paths: Vec<&str> = component
-            .helm_values
-            .iter()
-            .map(|(_, p)| p.as_str())
-            .collect();
-        format!(
-            "remove it: berth sets `{}` from `images.{name}.helmValues`",
-            paths.join("`, `")
-        )
-    }
-}
-
-/// How a file of this kind reads the image from berth instead.
-fn fix(path: &Path, variable: &str) -> String {
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or_default();
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or_default();
-    let in_workflow = path
-        .components()
-        .any(|c| c.as_os_str() == ".github" || c.as_os_str() == ".gitlab-ci.yml");
-    match (name, ext) {
-        ("Makefile" | "GNUmakefile" | "makefile", _) | (_, "mk") => format!(
-            "use `$({variable})` (include `berth images --output make`, or run make under `berth env --`)"
-        ),
-        ("Dockerfile" | "Containerfile", _) | (_, "dockerfile" | "containerfile") => format!(
-            "declare `ARG {variable}` and use `${{{variable}}}`, built with `--build-arg {variable}=\"$({variable})\"` under `berth env --`"
-        ),
-        (_, "go") => format!("read `os.Getenv(\"{variable}\")`, run under `berth env --`"),
-        (_, "py") => format!("read `os.environ[\"{variable}\"]`, run under `berth env --`"),
-        (_, "rs") => format!("read `std::env::var(\"{variable}\")`, run under `berth env --`"),
-        (_, "yaml" | "yml") if in_workflow => format!(
-            "use `${{{{ env.{variable} }}}}` after a step running `berth images --output env >> \"$GITHUB_ENV\"`"
-        ),
-        (_, "sh" | "bash" | "zsh") => format!("use `\"${variable}\"`, run under `berth env --`"),
-        (_, "md" | "markdown" | "rst" | "adoc") => format!(
-            "documentation: write the variable (`${variable}`, which `berth images` prints) or name the component, so the page does not go stale"
-        ),
-        _ => format!("read `{variable}` from the environment under `berth env --`"),
     }
 }

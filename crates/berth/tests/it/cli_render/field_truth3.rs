@@ -379,6 +379,63 @@ fn audit_finds_a_scripts_tag_default_that_disagrees() {
     );
 }
 
+/// Item 8 (#46): advice the user can follow — a copy in a comment or a Python docstring is
+/// text to keep current, a values list entry cannot be named by `helmValues`, a
+/// kustomization and a YAML file berth does not render are named for what they are.
+#[test]
+fn audit_advice_fits_the_place_of_the_copy() {
+    let dir = project("name: shop\nmanifests:\n- helm: {chart: chart, release: r, values: [env/prod.yaml]}\nimages:\n  web: {image: 'ghcr.io/acme/web:v1', helmValues: {image: web.image}}\n");
+    let d = dir.path();
+    write(
+        d,
+        "chart/Chart.yaml",
+        "apiVersion: v2\nname: c\nversion: 0.1.0\n",
+    );
+    write(d, "env/prod.yaml", "extra:\n- ghcr.io/acme/web:v1\n");
+    write(d, "tool.py", "\"\"\"Runs\n   ghcr.io/acme/web:v1 by default.\n\"\"\"\nIMAGE = 'ghcr.io/acme/web:v1'  # not ghcr.io/acme/web:v0\n");
+    write(
+        d,
+        "other/kustomization.yaml",
+        "images:\n- {name: ghcr.io/acme/web, newTag: v1}\n",
+    );
+    write(d, "hack/values.yaml", "web: ghcr.io/acme/web:v1\n");
+    let out = berth(d).arg("audit").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let advice = |file: &str| {
+        text.lines()
+            .filter(|l| l.starts_with(file))
+            .map(|l| {
+                l.split_once("hard-coded copy of its image; ")
+                    .map_or(l, |(_, a)| a)
+            })
+            .collect::<Vec<_>>()
+    };
+    let comment = "a comment: write the variable (`$WEB_IMAGE`, which `berth images` prints) or the component's name, so the text does not go stale";
+    assert_eq!(
+        advice("tool.py"),
+        [
+            comment,
+            "read `os.environ[\"WEB_IMAGE\"]`, run under `berth env --`",
+            comment
+        ],
+        "{text}"
+    );
+    assert!(
+        advice("env/prod.yaml")[0].starts_with("a list entry, which no `helmValues` path can name"),
+        "{text}"
+    );
+    assert!(
+        advice("other/kustomization.yaml")[0].starts_with(
+            "a kustomization berth.yaml does not render: list its directory under `manifests:`"
+        ),
+        "{text}"
+    );
+    assert!(
+        advice("hack/values.yaml")[0].starts_with("a YAML file no `manifests:` entry renders"),
+        "{text}"
+    );
+}
+
 /// Item 9 (#46): validate reads the `*.mk` files a Makefile includes by a pattern
 /// (`include mk/*.mk`, `-include $(wildcard …)`), and says when a default is computed by
 /// `$(shell …)` (it cannot be compared) instead of staying silent.
