@@ -11,12 +11,14 @@ mod manifests;
 mod named;
 mod names;
 mod related;
+mod salvage;
 pub use crate::make::{make_vars, MakeVar, EXPANSION_LIMIT};
 use crate::make::{Defs, Unexpandable, EXPANSION_DEPTH};
 pub use charts::Chart;
 use components::components;
 pub use manifests::candidates;
 use manifests::{add_charts, bundle_input, manifests_and_profiles};
+pub use salvage::salvage;
 
 use std::collections::BTreeMap;
 

@@ -98,12 +98,20 @@ pub fn run(dir: Option<&Path>, project: Option<&Path>) -> Result<u8> {
     let mut skipped = Vec::new();
     let mut facts = gather(&root, &mut skipped)?;
     facts.unbuildable = unbuildable(&root, &mut facts, &mut skipped);
-    let plan = berth_core::init::plan(&facts);
-    // What it writes must load: a file init cannot read back is a bug, never output.
-    if let Err(e) =
-        berth_core::project::parse(berth_core::project::PROJECT_FILE, root.clone(), &plan.yaml)
-    {
-        bail!("internal error: the berth.yaml berth init made does not load ({e}); nothing was written; please report it");
+    let mut plan = berth_core::init::plan(&facts);
+    // What it writes must load: an entry that does not is left out with its
+    // reason (#46 item 5); one the error names no entry of is a bug, never output.
+    let load = |yaml: &str| {
+        berth_core::project::parse(berth_core::project::PROJECT_FILE, root.clone(), yaml)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    };
+    match berth_core::init::salvage(&plan.yaml, &load) {
+        Ok((yaml, left_out)) => {
+            plan.yaml = yaml;
+            plan.notes.extend(left_out);
+        }
+        Err(e) => bail!("internal error: the berth.yaml berth init made does not load ({e}); nothing was written; please report it"),
     }
     // The one writer: a new temporary beside it (never a planted file or link),
     // then linked into place, which fails if berth.yaml appeared meanwhile.
