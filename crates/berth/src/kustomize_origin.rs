@@ -3,6 +3,11 @@
 //! output; the tag came from an `images:` entry's `newTag` (or `digest`) in the
 //! overlay or one of the kustomizations it builds on — the line the user edits.
 //! The outermost entry for the image wins, as in kustomize.
+//!
+//! And which file an object of that output came from (#46 item 7): a warning at
+//! `kustomize DIR:154278:20 (ConfigMap/inferenceservice-config)` names a line of
+//! no file; `; from config/configmap/inferenceservice.yaml` names the one the
+//! user edits, and lets `accept: at:` name that file or its directory.
 
 use std::path::{Path, PathBuf};
 
@@ -19,8 +24,27 @@ pub fn attribute(project: &Project, manifests: &[Manifest], findings: &mut Findi
         };
         let dir = project.dir.join(dir);
         let prefix = format!("{}:", crate::inputs::kustomize_name(&dir));
-        let mut entries = Vec::new();
-        collect(&dir, &project.dir, &mut entries, &mut Vec::new());
+        let ours = |at: &String| at.starts_with(&prefix);
+        if !findings.drifted.iter().any(|d| ours(&d.at))
+            && !findings.strays.iter().any(|s| ours(&s.at))
+        {
+            continue; // nothing to attribute: the walk (which parses every resource) is skipped
+        }
+        let mut walk = Walk::default();
+        walk.collect(&dir, &project.dir);
+        for at in findings
+            .drifted
+            .iter_mut()
+            .map(|d| &mut d.at)
+            .chain(findings.strays.iter_mut().map(|s| &mut s.at))
+        {
+            if ours(at) {
+                if let Some(file) = walk.source_of(at) {
+                    *at = with_part(at, &format!("from {file}"));
+                }
+            }
+        }
+        let entries = walk.entries;
         for drift in &mut findings.drifted {
             if !drift.at.starts_with(&prefix) {
                 continue;
@@ -46,10 +70,7 @@ pub fn attribute(project: &Project, manifests: &[Manifest], findings: &mut Findi
                     entry.pos,
                     entry.new_tag.as_deref().unwrap_or_default()
                 );
-                drift.at = match drift.at.strip_suffix(')') {
-                    Some(head) => format!("{head}; set by {place})"),
-                    None => format!("{} (set by {place})", drift.at),
-                };
+                drift.at = with_part(&drift.at, &format!("set by {place}"));
             }
         }
     }
@@ -65,55 +86,154 @@ struct Entry {
     new_tag: Option<String>,
 }
 
-/// The `images:` entries of the kustomization in `dir`, then of those it builds
-/// on (its local `resources:`, `bases:`, `components:`), outermost first.
-fn collect(dir: &Path, root: &Path, out: &mut Vec<Entry>, seen: &mut Vec<PathBuf>) {
-    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    if seen.len() > 64 || seen.contains(&dir) {
-        return;
+/// `at` with `part` added inside its parentheses: `x (Kind/name; part)`.
+fn with_part(at: &str, part: &str) -> String {
+    match at.strip_suffix(')') {
+        Some(head) => format!("{head}; {part})"),
+        None => format!("{at} ({part})"),
     }
-    seen.push(dir.clone());
-    let Some((file, text)) = ["kustomization.yaml", "kustomization.yml", "Kustomization"]
+}
+
+/// What a walk of a kustomization and those it builds on found.
+#[derive(Default)]
+struct Walk {
+    /// `images:` entries, outermost first.
+    entries: Vec<Entry>,
+    /// `(kind, name, file)` of each object its resources define, and of each
+    /// generator (the kustomization file that declares it).
+    sources: Vec<(String, String, String)>,
+    seen: Vec<PathBuf>,
+}
+
+impl Walk {
+    /// The source file of the object `at` names (`… (Kind/name…)`): the one of
+    /// that kind and name, else the longest name the output's contains (a
+    /// `namePrefix`, a generator's hash).
+    fn source_of(&self, at: &str) -> Option<&str> {
+        let inside = at.rsplit_once(" (")?.1;
+        let object = inside.split([';', ')']).next()?;
+        let (kind, name) = object.split_once('/')?;
+        let same_kind = || self.sources.iter().filter(|(k, _, _)| k == kind);
+        same_kind()
+            .find(|(_, n, _)| n == name)
+            .or_else(|| {
+                same_kind()
+                    .filter(|(_, n, _)| name.contains(n.as_str()))
+                    .max_by_key(|(_, n, _)| n.len())
+            })
+            .map(|(_, _, file)| file.as_str())
+    }
+
+    /// Walks the kustomization in `dir`, then those it builds on (its local
+    /// `resources:`, `bases:`, `components:`), outermost first.
+    fn collect(&mut self, dir: &Path, root: &Path) {
+        let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        if self.seen.len() > 64 || self.seen.contains(&dir) {
+            return;
+        }
+        self.seen.push(dir.clone());
+        let Some((file, doc)) = kustomization(&dir) else {
+            return;
+        };
+        let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        let shown = |path: &Path| {
+            path.strip_prefix(&root)
+                .unwrap_or(path)
+                .display()
+                .to_string()
+        };
+        for item in doc.get("images").and_then(Node::as_seq).unwrap_or_default() {
+            let text = |key: &str| item.get(key).and_then(Node::as_str).map(str::to_string);
+            let Some(name) = text("name") else { continue };
+            let pos = item.get("newTag").map_or(item.pos, |n| n.pos);
+            self.entries.push(Entry {
+                file: shown(&file),
+                pos,
+                name,
+                new_name: text("newName"),
+                new_tag: text("newTag"),
+            });
+        }
+        for (key, kind) in [
+            ("configMapGenerator", "ConfigMap"),
+            ("secretGenerator", "Secret"),
+        ] {
+            for item in doc.get(key).and_then(Node::as_seq).unwrap_or_default() {
+                if let Some(name) = item.get("name").and_then(Node::as_str) {
+                    self.sources.push((kind.into(), name.into(), shown(&file)));
+                }
+            }
+        }
+        for key in ["resources", "bases", "components"] {
+            for item in doc.get(key).and_then(Node::as_seq).unwrap_or_default() {
+                let Some(entry) = item.as_str().filter(|e| !e.contains("://")) else {
+                    continue;
+                };
+                let path = dir.join(entry);
+                if path.is_dir() {
+                    self.collect(&path, &root);
+                } else if key == "resources" {
+                    self.objects(&path, &shown(&path));
+                }
+            }
+        }
+    }
+
+    /// The objects a resource file defines, by kind and name. Read line by line,
+    /// not parsed: the top-level `kind:` and `metadata`'s `name:` of each document
+    /// are all it needs, and a CRD file can be megabytes.
+    fn objects(&mut self, path: &Path, shown: &str) {
+        let Some(text) = crate::fs_source::read_bounded(path)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+        else {
+            return;
+        };
+        let (mut kind, mut name, mut in_metadata) = (None, None, false);
+        let value = |line: &str, key: &str| {
+            line.strip_prefix(key)
+                .map(|v| v.trim().trim_matches(['"', '\'']).to_string())
+                .filter(|v| !v.is_empty())
+        };
+        for line in text.lines().chain(["---"]) {
+            if line.starts_with("---") {
+                if let (Some(kind), Some(name)) = (kind.take(), name.take()) {
+                    self.sources.push((kind, name, shown.into()));
+                }
+                in_metadata = false;
+                continue;
+            }
+            if !line.starts_with([' ', '#']) && !line.is_empty() {
+                in_metadata = line.starts_with("metadata:");
+                kind = kind.or_else(|| value(line, "kind:"));
+                // `metadata: {name: x, namespace: y}`.
+                let flow = line
+                    .strip_prefix("metadata:")
+                    .map(str::trim)
+                    .and_then(|m| m.strip_prefix('{'));
+                if let Some(fields) = flow.filter(|_| name.is_none()) {
+                    name = fields
+                        .split([',', '}'])
+                        .find_map(|f| value(f.trim(), "name:"));
+                }
+            } else if in_metadata && name.is_none() {
+                name = value(line, "  name:").filter(|_| !line.starts_with("   "));
+            }
+        }
+    }
+}
+
+/// The kustomization file of `dir` and its document.
+fn kustomization(dir: &Path) -> Option<(PathBuf, Node)> {
+    let (file, text) = ["kustomization.yaml", "kustomization.yml", "Kustomization"]
         .iter()
         .find_map(|name| {
             let path = dir.join(name);
             let bytes = crate::fs_source::read_bounded(&path).ok()?;
             Some((path, String::from_utf8(bytes).ok()?))
-        })
-    else {
-        return;
-    };
-    let Some(doc) = berth_yaml::load_all(&text, Limits::default())
+        })?;
+    let doc = berth_yaml::load_all(&text, Limits::default())
         .ok()
-        .and_then(|docs| docs.into_iter().next())
-    else {
-        return;
-    };
-    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    let shown = file
-        .strip_prefix(&root)
-        .unwrap_or(&file)
-        .display()
-        .to_string();
-    for item in doc.get("images").and_then(Node::as_seq).unwrap_or_default() {
-        let text = |key: &str| item.get(key).and_then(Node::as_str).map(str::to_string);
-        let Some(name) = text("name") else { continue };
-        let pos = item.get("newTag").map_or(item.pos, |n| n.pos);
-        out.push(Entry {
-            file: shown.clone(),
-            pos,
-            name,
-            new_name: text("newName"),
-            new_tag: text("newTag"),
-        });
-    }
-    for key in ["resources", "bases", "components"] {
-        for item in doc.get(key).and_then(Node::as_seq).unwrap_or_default() {
-            let Some(entry) = item.as_str() else { continue };
-            let path = dir.join(entry);
-            if !entry.contains("://") && path.is_dir() {
-                collect(&path, &root, out, seen);
-            }
-        }
-    }
+        .and_then(|docs| docs.into_iter().next())?;
+    Some((file, doc))
 }

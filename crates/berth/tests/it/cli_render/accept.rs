@@ -210,3 +210,48 @@ fn a_truststore_password_must_be_a_usable_secret_value_and_is_never_shown() {
         assert!(!text.contains("Hidden-Value"), "{text}");
     }
 }
+
+/// #46 item 7: a copy in an overlay's output names the file it came from, and
+/// `accept: at:` may name that file's directory (the line of `kubectl
+/// kustomize`'s output is in no file the user has).
+#[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
+fn an_overlays_copy_is_accepted_at_its_source_directory() {
+    crate::common::require_program(crate::common::Group::Tools, "kubectl");
+    let head = "name: x\nmanifests: [{kustomize: overlay}]\nimages:\n  web: {image: 'ghcr.io/acme/web:v1'}\n";
+    let accept = "accept:\n- warning: copy\n  at: base/configs\n  because: the note records what the release was built from\n";
+    let dir = project(&format!("{head}{accept}"));
+    let d = dir.path();
+    for (path, text) in [
+        (
+            "base/kustomization.yaml",
+            "resources: [pod.yaml, configs/images.yaml]\n",
+        ),
+        ("base/pod.yaml", POD),
+        ("base/configs/images.yaml", CONFIG),
+        (
+            "overlay/kustomization.yaml",
+            "resources: [../base]\nnamePrefix: prod-\n",
+        ),
+    ] {
+        fs::create_dir_all(d.join(path).parent().unwrap()).unwrap();
+        fs::write(d.join(path), text).unwrap();
+    }
+    fs::write(d.join("plain.yaml"), head).unwrap();
+    let plain = berth(d)
+        .args(["--project", "plain.yaml", "validate"])
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&plain).contains(
+            "(ConfigMap/prod-images; from base/configs/images.yaml): data key `note` holds"
+        ),
+        "{}",
+        stderr(&plain)
+    );
+    let strict = berth(d).args(["validate", "--strict"]).output().unwrap();
+    assert!(strict.status.success(), "{}", stderr(&strict));
+}

@@ -39,11 +39,11 @@ fn a_kustomize_tag_bump_berth_yaml_does_not_know_is_reported_and_strict_refuses(
     write(d, "overlay/kustomization.yaml", "resources: [../base]\nimages:\n- {name: ghcr.io/kubeflow/katib/katib-controller, newTag: v0.20.0}\n");
     let out = berth(d).arg("render").output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    insta::assert_snapshot!(stderr(&out), @"warning: kustomize overlay:9:16 (Deployment/katib-controller; set by overlay/kustomization.yaml:3:59 `newTag: v0.20.0`): image `ghcr.io/kubeflow/katib/katib-controller:v0.20.0` differs from berth.yaml's default for component `controller` (`ghcr.io/kubeflow/katib/katib-controller:v0.19.0`, berth.yaml:4:23), and berth writes `ghcr.io/kubeflow/katib/katib-controller:v0.19.0`: put the tag you want in `images.controller.image` of berth.yaml (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest [drift]");
+    insta::assert_snapshot!(stderr(&out), @"warning: kustomize overlay:9:16 (Deployment/katib-controller; from base/deploy.yaml; set by overlay/kustomization.yaml:3:59 `newTag: v0.20.0`): image `ghcr.io/kubeflow/katib/katib-controller:v0.20.0` differs from berth.yaml's default for component `controller` (`ghcr.io/kubeflow/katib/katib-controller:v0.19.0`, berth.yaml:4:23), and berth writes `ghcr.io/kubeflow/katib/katib-controller:v0.19.0`: put the tag you want in `images.controller.image` of berth.yaml (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest [drift]");
     let strict = berth(d).args(["validate", "--strict"]).output().unwrap();
     assert_eq!(strict.status.code(), Some(1), "{}", stderr(&strict));
     insta::assert_snapshot!(stderr(&strict), @"
-    warning: kustomize overlay:9:16 (Deployment/katib-controller; set by overlay/kustomization.yaml:3:59 `newTag: v0.20.0`): image `ghcr.io/kubeflow/katib/katib-controller:v0.20.0` differs from berth.yaml's default for component `controller` (`ghcr.io/kubeflow/katib/katib-controller:v0.19.0`, berth.yaml:4:23), and berth writes `ghcr.io/kubeflow/katib/katib-controller:v0.19.0`: put the tag you want in `images.controller.image` of berth.yaml (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest [drift]
+    warning: kustomize overlay:9:16 (Deployment/katib-controller; from base/deploy.yaml; set by overlay/kustomization.yaml:3:59 `newTag: v0.20.0`): image `ghcr.io/kubeflow/katib/katib-controller:v0.20.0` differs from berth.yaml's default for component `controller` (`ghcr.io/kubeflow/katib/katib-controller:v0.19.0`, berth.yaml:4:23), and berth writes `ghcr.io/kubeflow/katib/katib-controller:v0.19.0`: put the tag you want in `images.controller.image` of berth.yaml (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest [drift]
     error: 1 warning (errors under --strict)
     ");
     // An override is the user asking: then the manifest's tag is not drift.
@@ -433,7 +433,7 @@ fn the_kustomize_tag_bump_example_is_reported_until_berth_yaml_agrees() {
         .unwrap();
     assert_eq!(strict.status.code(), Some(1));
     insta::assert_snapshot!(stderr(&strict), @"
-    warning: kustomize overlays/release:16:16 (Deployment/katib-controller; set by overlays/release/kustomization.yaml:5:11 `newTag: v0.20.0`): image `ghcr.io/kubeflow/katib/katib-controller:v0.20.0` differs from berth.yaml's default for component `katib-controller` (`ghcr.io/kubeflow/katib/katib-controller:v0.19.0`, berth.yaml:10:12), and berth writes `ghcr.io/kubeflow/katib/katib-controller:v0.19.0`: put the tag you want in `images.katib-controller.image` of berth.yaml (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest [drift]
+    warning: kustomize overlays/release:16:16 (Deployment/katib-controller; from base/controller.yaml; set by overlays/release/kustomization.yaml:5:11 `newTag: v0.20.0`): image `ghcr.io/kubeflow/katib/katib-controller:v0.20.0` differs from berth.yaml's default for component `katib-controller` (`ghcr.io/kubeflow/katib/katib-controller:v0.19.0`, berth.yaml:10:12), and berth writes `ghcr.io/kubeflow/katib/katib-controller:v0.19.0`: put the tag you want in `images.katib-controller.image` of berth.yaml (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest [drift]
     error: 1 warning (errors under --strict)
     ");
     let asked = berth(dir.path())
