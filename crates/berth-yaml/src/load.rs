@@ -15,6 +15,10 @@ pub struct Limits {
     pub max_alias_nodes: usize,
     /// ...unless that is no more than this multiple of the document's own nodes.
     pub alias_ratio: usize,
+    /// A repeated mapping key replaces the value before it, as kubectl, helm and
+    /// libyaml-based readers take it (a chart's template that writes a label twice),
+    /// instead of being an error (berth's own files keep the error).
+    pub last_key_wins: bool,
 }
 
 impl Default for Limits {
@@ -23,6 +27,7 @@ impl Default for Limits {
             max_document_chars: 64 << 20,
             max_alias_nodes: 10_000,
             alias_ratio: 10,
+            last_key_wins: false,
         }
     }
 }
@@ -343,8 +348,18 @@ impl Builder {
                     return Ok(());
                 };
                 if let Value::Map(entries) = &mut parent.value {
-                    check_duplicate(entries, seen, &k)?;
-                    entries.push((k, node));
+                    match check_duplicate(entries, seen, &k) {
+                        Err(Error::DuplicateKey { key: text, .. }) if self.limits.last_key_wins => {
+                            let same = |e: &&mut (Node, Node)| {
+                                e.0.as_scalar().is_some_and(|s| s.text == text)
+                            };
+                            if let Some(entry) = entries.iter_mut().rfind(same) {
+                                entry.1 = node;
+                            }
+                        }
+                        Err(error) => return Err(error),
+                        Ok(()) => entries.push((k, node)),
+                    }
                 }
                 Ok(())
             }

@@ -313,6 +313,26 @@ fn documents_from_chars_stop_at_an_error_without_reading_on() {
     assert!(docs.next().is_none());
 }
 
+/// kubectl and helm read a repeated key as its last value; berth's manifests do too
+/// (`last_key_wins`), berth's own files do not.
+#[test]
+fn a_repeated_key_keeps_its_last_value_when_asked() {
+    let limits = Limits {
+        last_key_wins: true,
+        ..Limits::default()
+    };
+    let docs = load_all("labels:\n  a: 1\n  b: 2\n  a: 3\n", limits).unwrap();
+    let labels = docs[0].get("labels").unwrap();
+    let pairs: Vec<(&str, &str)> = labels
+        .as_map()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.as_str().unwrap(), v.as_str().unwrap()))
+        .collect();
+    assert_eq!(pairs, [("a", "3"), ("b", "2")]);
+    assert!(load_all("a: 1\na: 2\n", Limits::default()).is_err());
+}
+
 #[test]
 fn columns_count_characters_on_directive_lines_too() {
     // saphyr's string input counts bytes there; berth reads every text as characters.

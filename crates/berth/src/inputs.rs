@@ -272,7 +272,8 @@ pub fn kubectl_error(stderr: &str) -> String {
             .unwrap_or(rest)
             .replace("\\\"", "\"")
             .replace("\\\\", "\\"),
-        _ => stderr.to_string(),
+        // kubectl's plain form (no log prefix): its own `error: ` goes, as berth says error once.
+        _ => stderr.strip_prefix("error: ").unwrap_or(stderr).to_string(),
     }
 }
 

@@ -179,16 +179,11 @@ fn run<T>(
     cluster: Option<&[ca::ClusterPem]>,
 ) -> Result<(T, Vec<Warning>, Vec<Warning>)> {
     let generation = generate(project, settings.strict, settings.gitops(project), cluster)?;
-    let images = render::image_values(resolution).map_err(|e| anyhow!("{}: {e}", project.file))?;
     let manifests = settings.manifests(project)?;
     let charts = crate::helm::local::charts(project, manifests);
-    let scoped: Vec<Option<berth_yaml::Node>> = match &images {
-        Some(images) => {
-            let values: Vec<_> = charts.iter().map(|(_, v)| v).collect();
-            render::for_charts(images, &values)
-        }
-        None => vec![None; charts.len()],
-    };
+    let values: Vec<_> = charts.iter().map(|(_, v)| v).collect();
+    let scoped = render::values_for_charts(resolution, &values)
+        .map_err(|e| anyhow!("{}: {e}", project.file))?;
     let scoped: Vec<_> = charts.iter().map(|(c, _)| *c).zip(scoped).collect();
     let helm = crate::helm::Given {
         images: &scoped,

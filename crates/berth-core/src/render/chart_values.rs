@@ -8,7 +8,7 @@ use berth_yaml::{Node, Pos};
 
 use super::helm::insert;
 use crate::project::HelmPart;
-use crate::resolve::Resolution;
+use crate::resolve::{Resolution, ResolvedImage};
 use crate::warning::{Code, Warning};
 
 /// A chart's values as berth could read them (a local chart directory).
@@ -106,6 +106,92 @@ pub fn for_charts(images: &Node, charts: &[&ChartValues]) -> Vec<Option<Node>> {
     out
 }
 
+/// berth's image values for each chart of one render ([`for_charts`]), each chart given the
+/// components that belong to it ([`belongs`]): Kubeflow's katib and model-registry charts both
+/// read `ui.image.repository` (and `controller.image.repository`) for their own images, and a
+/// project that renders them gives each its own. Two components that give one path different
+/// values stay an error in a chart that has a place for both and whose defaults name neither
+/// (or that berth cannot read).
+pub fn values_for_charts(
+    resolution: &Resolution<'_>,
+    charts: &[&ChartValues],
+) -> Result<Vec<Option<Node>>, super::HelmValuesError> {
+    let all: Vec<&ResolvedImage<'_>> = resolution.images.iter().collect();
+    let mut out = Vec::with_capacity(charts.len());
+    for (i, chart) in charts.iter().enumerate() {
+        let kept: Vec<&ResolvedImage<'_>> = all
+            .iter()
+            .copied()
+            .filter(|image| belongs(chart, image, &all))
+            .collect();
+        // Given with every chart, so a path no opened chart has a place for still goes to all.
+        let layer = super::helm::image_values_of(&kept)?;
+        out.push(layer.and_then(|n| for_charts(&n, charts).swap_remove(i)));
+    }
+    Ok(out)
+}
+
+/// Whether `image`'s values belong in `chart`: not when the chart's defaults at its image
+/// path name another component's image (the katib chart's `controller.image.repository:
+/// katib-controller` is not notebook-controller's place), nor when it shares a path with a
+/// component the chart's defaults name, or with any other while the chart has no place for
+/// its paths. A chart berth cannot read takes everything.
+fn belongs(chart: &ChartValues, image: &ResolvedImage<'_>, all: &[&ResolvedImage<'_>]) -> bool {
+    if !chart.opened {
+        return true;
+    }
+    let last = |i: &ResolvedImage<'_>| i.reference.repository().last_component().to_string();
+    let foreign = defaults_named(chart, image)
+        .iter()
+        .any(|named| *named != last(image) && all.iter().any(|other| last(other) == *named));
+    !foreign && !disowned(chart, image, all)
+}
+
+/// The last path components of the images `chart`'s own defaults give `image`'s
+/// repository and image paths.
+fn defaults_named(chart: &ChartValues, image: &ResolvedImage<'_>) -> Vec<String> {
+    let Some((_, tree)) = &chart.own else {
+        return Vec::new();
+    };
+    let paths = image.component.helm_values.iter();
+    paths
+        .filter(|(part, _)| matches!(part, HelmPart::Repository | HelmPart::Image))
+        .filter_map(|(_, path)| lookup(tree, path).and_then(Node::as_str))
+        .filter_map(|d| d.split('@').next()?.rsplit('/').next()?.split(':').next())
+        .filter(|d| !d.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Whether `chart`'s own defaults name `image`'s repository at one of its image paths.
+fn claims(chart: &ChartValues, image: &ResolvedImage<'_>) -> bool {
+    let last = image.reference.repository().last_component().to_string();
+    defaults_named(chart, image).contains(&last)
+}
+
+/// Whether `image` gives up its values in `chart`, where another component shares one of its
+/// paths: the chart has a place for none of its paths, or the chart's defaults name the other
+/// component and not it.
+fn disowned(chart: &ChartValues, image: &ResolvedImage<'_>, all: &[&ResolvedImage<'_>]) -> bool {
+    let paths = |i: &ResolvedImage<'_>| -> Vec<String> {
+        i.component
+            .helm_values
+            .iter()
+            .map(|(_, p)| p.clone())
+            .collect()
+    };
+    let mine = paths(image);
+    let sharing = || {
+        all.iter().filter(|other| {
+            other.component.name != image.component.name
+                && paths(other).iter().any(|p| mine.contains(p))
+        })
+    };
+    let placed = mine.iter().any(|p| chart.has_place_for(p));
+    (!placed && sharing().next().is_some())
+        || (!claims(chart, image) && sharing().any(|other| claims(chart, other)))
+}
+
 /// Where a chart's own values (or a subchart's) give a component's `helmValues:` path another
 /// value than berth.yaml's default: a `helm install` of the chart alone runs another image than
 /// berth deploys. One `[drift]` warning per place, at the values file's line.
@@ -120,7 +206,8 @@ pub fn default_drift(chart: &ChartValues, resolution: &Resolution<'_>, file: &st
             trees.push((key, name, tree));
         }
     }
-    for image in &resolution.images {
+    let all: Vec<&ResolvedImage<'_>> = resolution.images.iter().collect();
+    for image in all.iter().copied().filter(|i| belongs(chart, i, &all)) {
         let c = image.component;
         let has = |p: HelmPart| c.helm_values.iter().any(|(q, _)| *q == p);
         for (part, path) in &c.helm_values {

@@ -134,3 +134,46 @@ fn registry_and_repository_are_compared_composed() {
         warnings[0].text
     );
 }
+
+/// Kubeflow's shape: two charts read one path (`ui.image.repository`) for two images. Each chart
+/// gets the component its own defaults name there; a chart whose defaults name neither (or a
+/// chart berth cannot read) keeps the clash as an error.
+#[test]
+fn two_charts_that_read_one_path_each_get_the_image_their_defaults_name() {
+    let project = parse(
+        "berth.yaml",
+        "/p".into(),
+        "name: x\nimages:\n  katib-ui:\n    image: ghcr.io/kubeflow/katib/katib-ui:v0.19.0\n    helmValues: {repository: ui.image.repository, tag: ui.image.tag}\n  registry-ui:\n    image: ghcr.io/kubeflow/model-registry/ui:v0.3.0\n    helmValues: {repository: ui.image.repository, tag: ui.image.tag}\n",
+    )
+    .unwrap();
+    let resolution = resolution_of(&project);
+    let chart = |repository: &str| ChartValues {
+        opened: true,
+        own: Some((
+            "values.yaml".into(),
+            tree(&format!(
+                "ui:\n  image:\n    repository: {repository}\n    tag: ''\n"
+            )),
+        )),
+        ..Default::default()
+    };
+    let (katib, registry) = (
+        chart("ghcr.io/kubeflow/katib/katib-ui"),
+        chart("ghcr.io/kubeflow/model-registry/ui"),
+    );
+    let got = values_for_charts(&resolution, &[&katib, &registry]).unwrap();
+    assert_eq!(
+        text(&got[0]),
+        "ui:\n  image:\n    repository: ghcr.io/kubeflow/katib/katib-ui\n    tag: v0.19.0\n"
+    );
+    assert_eq!(
+        text(&got[1]),
+        "ui:\n  image:\n    repository: ghcr.io/kubeflow/model-registry/ui\n    tag: v0.3.0\n"
+    );
+    let neither = chart("docker.io/other/dashboard");
+    assert!(matches!(
+        values_for_charts(&resolution, &[&katib, &neither]),
+        Err(crate::render::HelmValuesError::Clash { .. })
+    ));
+    assert!(values_for_charts(&resolution, &[&katib, &ChartValues::default()]).is_err());
+}

@@ -6,7 +6,7 @@
 use berth_yaml::{Node, Pos};
 
 use crate::project::HelmPart;
-use crate::resolve::Resolution;
+use crate::resolve::{Resolution, ResolvedImage};
 
 /// Why the image values cannot be written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -48,8 +48,16 @@ pub enum HelmValuesError {
 /// The values layer for `resolution`, as a YAML mapping; `None` when no
 /// component has `helmValues:`.
 pub fn image_values(resolution: &Resolution<'_>) -> Result<Option<Node>, HelmValuesError> {
+    let all: Vec<&ResolvedImage<'_>> = resolution.images.iter().collect();
+    image_values_of(&all)
+}
+
+/// [`image_values`] of some of the resolution's images.
+pub(super) fn image_values_of(
+    images: &[&ResolvedImage<'_>],
+) -> Result<Option<Node>, HelmValuesError> {
     let mut set: Vec<(String, String, String)> = Vec::new(); // (path, value, component)
-    for image in &resolution.images {
+    for image in images {
         let component = image.component;
         let parts = &component.helm_values;
         if parts.is_empty() {

@@ -69,6 +69,10 @@ pub struct Input {
     /// (`helmValues:`): a copy of a component's image there that is berth's
     /// answer came from those values, and overrides do reach it.
     pub values_set: bool,
+    /// A Helm chart's output: a key written twice keeps its last value, as `helm
+    /// install` takes it (Kubeflow's katib chart writes a label twice). A user's own
+    /// file keeps the error.
+    pub last_key_wins: bool,
 }
 
 impl Input {
@@ -80,6 +84,7 @@ impl Input {
             stream: None,
             objects: Vec::new(),
             values_set: false,
+            last_key_wins: false,
         }
     }
 
@@ -91,6 +96,7 @@ impl Input {
             stream: None,
             objects,
             values_set: false,
+            last_key_wins: false,
         }
     }
 
@@ -102,6 +108,7 @@ impl Input {
             stream: Some(RefCell::new(text)),
             objects: Vec::new(),
             values_set: false,
+            last_key_wins: false,
         }
     }
 }
@@ -143,6 +150,10 @@ pub(crate) fn for_each_document(
     if !input.objects.is_empty() {
         return input.objects.iter().try_for_each(|o| each(o.clone()));
     }
+    let limits = Limits {
+        last_key_wins: input.last_key_wins,
+        ..limits
+    };
     let mut stream = input.stream.as_ref().map(RefCell::borrow_mut);
     let templated = Cell::new(false);
     let outcome = match stream.as_deref_mut() {

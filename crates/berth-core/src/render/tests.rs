@@ -269,10 +269,6 @@ fn bad_documents_are_errors_with_positions() {
             "a `List` whose `items` is not a list",
         ),
         ("apiVersion: v1\nkind: Pod\nspec: [\n", "in.yaml:"),
-        (
-            "apiVersion: v1\nkind: Pod\nkind: Service\n",
-            "in.yaml:3:1: duplicate key `kind`",
-        ),
     ];
     for (src, want) in cases {
         let err = run(src, &[], &Options::default()).unwrap_err().to_string();
@@ -281,6 +277,21 @@ fn bad_documents_are_errors_with_positions() {
             "\n got: {err}\nwant: {want}"
         );
     }
+    // In a chart's output a key written twice keeps its last value, as `helm install`
+    // takes it (Kubeflow's katib chart writes a label twice; berth refused the render).
+    let dup = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels:\n    x: one\n    x: two\n";
+    let err = run(dup, &[], &Options::default()).unwrap_err().to_string();
+    assert!(
+        err.starts_with("in.yaml:7:5: duplicate key `x`"),
+        "a user's file: {err}"
+    );
+    let project = project::parse("berth.yaml", PathBuf::from("/p"), PROJECT).unwrap();
+    let resolution = resolve(&project, &Overrides::default(), &|_| None).unwrap();
+    let mut input = Input::text("helm template c", dup);
+    input.last_key_wins = true;
+    let spec = Spec::from_project(&project, &resolution, &[], &Options::default()).unwrap();
+    let out = render(&spec, &[input]).unwrap();
+    assert!(out.yaml.contains("labels:\n    x: two\n"), "{}", out.yaml);
 }
 
 #[test]

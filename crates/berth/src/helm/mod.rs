@@ -93,6 +93,7 @@ pub fn template(
         .map(|(name, text)| {
             let mut input = Input::text(name, text);
             input.values_set = images.is_some();
+            input.last_key_wins = true;
             input
         })
         .collect())
