@@ -218,6 +218,26 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
             NOT_DEPLOYED.iter().map(|d| format!("{d}/")).collect::<Vec<_>>().join(", ")
         ));
     }
+    for chart in &facts.charts {
+        let held: Vec<String> = std::fs::read_dir(root.join(&chart.dir).join("charts"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        let missing: Vec<&str> = (chart.dependencies.iter())
+            .map(|(name, _)| name.as_str())
+            .filter(|name| !held.iter().any(|h| h.starts_with(name)))
+            .collect();
+        if !missing.is_empty() {
+            skipped.push(format!(
+                "chart {} lists dependencies its charts/ directory does not hold ({}): run `helm dependency build {}` before `berth validate` (berth renders the chart as it is on disk)",
+                berth_io::shown(&chart.dir),
+                missing.join(", "),
+                berth_io::shown(&chart.dir)
+            ));
+        }
+    }
     facts.charts.retain(|c| {
         let named = !c.name.is_empty();
         if !named {

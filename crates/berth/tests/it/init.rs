@@ -767,3 +767,29 @@ fn an_overlay_whose_inputs_make_generates_names_the_target() {
         "{said}"
     );
 }
+
+/// Kueue's and llm-d-router's shape (#46): a chart whose `file://` dependency is
+/// not built yet is proposed, and init says what `berth validate` will need.
+#[test]
+fn a_chart_with_unbuilt_dependencies_is_named_with_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        "charts/lib/Chart.yaml",
+        "apiVersion: v2\nname: lib\nversion: 0.1.0\n",
+    );
+    write(d, "charts/app/Chart.yaml", "apiVersion: v2\nname: app\nversion: 0.1.0\ndependencies:\n- {name: lib, version: 0.1.0, repository: 'file://../lib'}\n");
+    write(
+        d,
+        "charts/app/values.yaml",
+        "image: {repository: ghcr.io/acme/app, tag: v1}\n",
+    );
+    let out = berth(d).arg("init").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("berth init: chart charts/app lists dependencies its charts/ directory does not hold (lib): run `helm dependency build charts/app` before `berth validate`"),
+        "{said}"
+    );
+}
