@@ -107,7 +107,7 @@ pub fn for_charts(images: &Node, charts: &[&ChartValues]) -> Vec<Option<Node>> {
 }
 
 /// berth's image values for each chart of one render ([`for_charts`]), each chart given the
-/// components that belong to it ([`belongs`]): Kubeflow's katib and model-registry charts both
+/// components that belong to it (`belongs`): Kubeflow's katib and model-registry charts both
 /// read `ui.image.repository` (and `controller.image.repository`) for their own images, and a
 /// project that renders them gives each its own. Two components that give one path different
 /// values stay an error in a chart that has a place for both and whose defaults name neither
