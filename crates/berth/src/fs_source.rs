@@ -51,6 +51,15 @@ pub fn contained(root: &Path, path: &Path) -> std::io::Result<()> {
     ))
 }
 
+/// The user's cache directory: `$XDG_CACHE_HOME`, else `~/.cache`; `None`
+/// when neither is set.
+pub fn user_cache() -> Option<PathBuf> {
+    berth_io::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| berth_io::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+}
+
 /// The bytes of the regular file `path`, at most [`MAX_FILE`] of them
 /// (berth-io's one bounded reader).
 pub fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {

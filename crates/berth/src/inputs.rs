@@ -2,7 +2,6 @@
 //! `helm template`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{anyhow, bail, Result};
 use berth_core::render::Input;
@@ -213,92 +212,31 @@ fn collect_yaml(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
-/// `kubectl kustomize DIR`, as one input.
 /// How an overlay's output is named in messages (`kustomize deploy/overlay`).
 pub fn kustomize_name(dir: &Path) -> String {
     format!("kustomize {}", shown(dir))
 }
 
+/// `kubectl kustomize DIR`, as one input.
 fn kustomize(dir: &Path) -> Result<Input> {
-    let name = kustomize_name(dir);
-    let mut command = Command::new("kubectl");
-    command.arg("kustomize").arg(dir);
-    // Bounded like a file, and in time: a remote base is fetched by kustomize.
-    let output = berth_io::run(&mut command, b"", KUSTOMIZE_TIMEOUT, MAX_FILE).map_err(|e| match e {
-        berth_io::RunError::Spawn(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow!(
+    use crate::kustomize::Failure;
+    let stdout = crate::kustomize::build(dir).map_err(|failure| match failure {
+        Failure::NoKubectl => anyhow!(
             "`kustomize: {}` needs kubectl on PATH, which was not found; install kubectl or render the overlay first \
              (`kubectl kustomize DIR | berth render -`)",
             shown(dir)
         ),
-        e => anyhow!("kubectl kustomize {}: {e}", shown(dir)),
+        Failure::Refused(why) => anyhow!("kubectl kustomize {} failed: {why}", shown(dir)),
+        Failure::Run(e) => anyhow!("kubectl kustomize {}: {e}", shown(dir)),
     })?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        bail!(
-            "kubectl kustomize {} failed: {}",
-            shown(dir),
-            kubectl_error(&stderr)
-        );
-    }
-    input(name, output.stdout)
+    input(kustomize_name(dir), stdout)
 }
 
-/// How long one `kubectl kustomize` may take (remote bases are fetched).
-const KUSTOMIZE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
-
-/// Whether `dir` holds a kustomization file (the names kustomize looks for).
 fn is_kustomization(dir: &Path) -> bool {
-    ["kustomization.yaml", "kustomization.yml", "Kustomization"]
-        .iter()
-        .any(|name| dir.join(name).is_file())
-}
-
-/// kubectl's message without its log prefix: `E1201 12:00:00.0 1 run.go:72]
-/// "command failed" err="…"` says only the quoted part to a user.
-pub fn kubectl_error(stderr: &str) -> String {
-    let stderr = stderr.trim();
-    // The multi-line form: `"command failed" err=<` then tab-indented lines, then ` >`.
-    if let Some((_, rest)) = stderr.split_once("\"command failed\" err=<") {
-        let lines: Vec<&str> = rest
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && *l != ">")
-            .collect();
-        return lines.join(" ");
-    }
-    match stderr.split_once("\"command failed\" err=\"") {
-        Some((_, rest)) if !stderr.contains('\n') => rest
-            .strip_suffix('"')
-            .unwrap_or(rest)
-            .replace("\\\"", "\"")
-            .replace("\\\\", "\\"),
-        // kubectl's plain form (no log prefix): its own `error: ` goes, as berth says error once.
-        _ => stderr.strip_prefix("error: ").unwrap_or(stderr).to_string(),
-    }
+    crate::kustomize::is_kustomization(dir)
 }
 
 fn is_pipe(metadata: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::FileTypeExt as _;
     metadata.file_type().is_fifo()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::kubectl_error;
-
-    #[test]
-    fn kubectl_errors_lose_the_log_prefix_and_quoting() {
-        let stderr = "E1201 12:54:55.262499   14856 run.go:72] \"command failed\" err=\"accumulating resources from 'nope.yaml': \\\"x\\\"\"\n";
-        assert_eq!(
-            kubectl_error(stderr),
-            "accumulating resources from 'nope.yaml': \"x\""
-        );
-        assert_eq!(kubectl_error("plain text\n"), "plain text");
-        let multi = "E1204 17:40:14.33 18470 run.go:72] \"command failed\" err=<\n\taccumulating resources: no such host\n\t: exit status 128\n >\n";
-        assert_eq!(
-            kubectl_error(multi),
-            "accumulating resources: no such host : exit status 128"
-        );
-        assert_eq!(kubectl_error("two\nlines"), "two\nlines");
-    }
 }

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use berth_core::render::Findings;
 use berth_core::{Manifest, ManifestSource, Project};
 use berth_ref::Reference;
-use berth_yaml::{Limits, Node};
+use berth_yaml::Node;
 
 /// Adds to each drift in an overlay's output the `images:` entry that set its tag.
 pub fn attribute(project: &Project, manifests: &[Manifest], findings: &mut Findings) {
@@ -132,7 +132,7 @@ impl Walk {
             return;
         }
         self.seen.push(dir.clone());
-        let Some((file, doc)) = kustomization(&dir) else {
+        let Some((file, doc)) = crate::kustomize::read_kustomization(&dir) else {
             return;
         };
         let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
@@ -221,19 +221,4 @@ impl Walk {
             }
         }
     }
-}
-
-/// The kustomization file of `dir` and its document.
-fn kustomization(dir: &Path) -> Option<(PathBuf, Node)> {
-    let (file, text) = ["kustomization.yaml", "kustomization.yml", "Kustomization"]
-        .iter()
-        .find_map(|name| {
-            let path = dir.join(name);
-            let bytes = crate::fs_source::read_bounded(&path).ok()?;
-            Some((path, String::from_utf8(bytes).ok()?))
-        })?;
-    let doc = berth_yaml::load_all(&text, Limits::default())
-        .ok()
-        .and_then(|docs| docs.into_iter().next())?;
-    Some((file, doc))
 }

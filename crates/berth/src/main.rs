@@ -17,6 +17,7 @@ mod copy;
 mod fs_source;
 mod helm;
 mod inputs;
+mod kustomize;
 mod kustomize_origin;
 mod out_dir;
 mod output;

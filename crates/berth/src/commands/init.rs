@@ -255,26 +255,20 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
 /// own are few; a vendored tree's are not read at all).
 const JSON_FILES: usize = 200;
 
-/// How long `kubectl kustomize` may take on one candidate overlay in init.
-const BUILD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
-
 /// The candidate overlays that do not build (`kubectl kustomize`, four at a
-/// time): init leaves them out rather than propose a profile that fails. Without
-/// kubectl nothing is built, and a note says so.
+/// time, through berth's one runner and its cache): init leaves them out rather
+/// than propose a profile that fails. Without kubectl nothing is built, and a
+/// note says so.
 fn unbuildable(root: &Path, facts: &mut Facts, notes: &mut Vec<String>) -> Vec<(String, String)> {
     let dirs: Vec<String> = berth_core::init::candidates(facts)
         .iter()
         .map(|k| k.dir.clone())
         .collect();
     let build = |dir: &String| -> Option<Result<String, String>> {
-        let mut command = std::process::Command::new("kubectl");
-        command.arg("kustomize").arg(root.join(dir));
-        match berth_io::run(&mut command, b"", BUILD_TIMEOUT, crate::fs_source::MAX_FILE) {
-            Ok(out) if out.status.success() => {
-                Some(Ok(String::from_utf8_lossy(&out.stdout).into_owned()))
-            }
-            Ok(out) => {
-                let why = crate::inputs::kubectl_error(&String::from_utf8_lossy(&out.stderr));
+        use crate::kustomize::Failure;
+        match crate::kustomize::build(&root.join(dir)) {
+            Ok(stdout) => Some(Ok(String::from_utf8_lossy(&stdout).into_owned())),
+            Err(Failure::Refused(why)) => {
                 let offline = ["no such host", "Could not resolve host", "dial tcp"];
                 Some(Err(if offline.iter().any(|o| why.contains(o)) {
                     "it fetches a remote base, and the network is not reachable".to_string()
@@ -283,8 +277,8 @@ fn unbuildable(root: &Path, facts: &mut Facts, notes: &mut Vec<String>) -> Vec<(
                     berth_io::shown(&short)
                 }))
             }
-            Err(berth_io::RunError::Spawn(e)) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => Some(Err(e.to_string())),
+            Err(Failure::NoKubectl) => None,
+            Err(Failure::Run(e)) => Some(Err(e.to_string())),
         }
     };
     let mut results: Vec<(String, Option<Result<String, String>>)> = Vec::new();

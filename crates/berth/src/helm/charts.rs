@@ -134,15 +134,9 @@ fn only_archive(dir: &Path) -> Option<PathBuf> {
 
 /// The cache directory (created when missing).
 fn cache_dir() -> Result<PathBuf> {
-    let base = berth_io::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| berth_io::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .ok_or_else(|| {
-            anyhow!(
-                "neither XDG_CACHE_HOME nor HOME is set: berth has nowhere to keep pinned charts"
-            )
-        })?;
+    let base = crate::fs_source::user_cache().ok_or_else(|| {
+        anyhow!("neither XDG_CACHE_HOME nor HOME is set: berth has nowhere to keep pinned charts")
+    })?;
     let dir = base.join("berth/charts");
     std::fs::create_dir_all(&dir)
         .map_err(|e| anyhow!("cannot create the chart cache `{}`: {e}", dir.display()))?;

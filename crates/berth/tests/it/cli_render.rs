@@ -490,3 +490,7 @@ mod related;
 /// the charts that have them.
 #[path = "cli_render/field_truth3.rs"]
 mod field_truth3;
+
+/// The cache of `kubectl kustomize` output.
+#[path = "cli_render/kustomize_cache.rs"]
+mod kustomize_cache;
