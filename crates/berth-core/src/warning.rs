@@ -55,6 +55,8 @@ pub enum Code {
     ClusterSource,
     /// A `set:` key with dots, which a values layer reads as one key, not a path.
     DottedKey,
+    /// A chart's output writes one mapping key twice; the last value is kept.
+    DuplicateKey,
 }
 
 impl Code {
@@ -82,6 +84,7 @@ impl Code {
         Code::PublicRoots,
         Code::ClusterSource,
         Code::DottedKey,
+        Code::DuplicateKey,
     ];
 
     /// The code as written in a warning and in `accept:`.
@@ -109,6 +112,7 @@ impl Code {
             Code::PublicRoots => "public-roots",
             Code::ClusterSource => "cluster-source",
             Code::DottedKey => "dotted-key",
+            Code::DuplicateKey => "duplicate-key",
         }
     }
 

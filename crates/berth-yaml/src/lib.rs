@@ -16,7 +16,7 @@ mod node;
 mod scalar;
 
 pub use emit::{write_document, write_stream};
-pub use load::{load_all, Documents, Error, Limits};
+pub use load::{load_all, Documents, Error, Limits, Replaced};
 pub use node::{Node, Pos, Scalar, Style, Value};
 
 #[cfg(test)]

@@ -117,6 +117,20 @@ pub struct Documents<'a, T: Input = BufferedInput<std::str::Chars<'a>>> {
     parser: Parser<'a, T>,
     limits: Limits,
     done: bool,
+    replaced: Vec<Replaced>,
+}
+
+/// A mapping key written twice, read under [`Limits::last_key_wins`]: the
+/// value at `last` replaced the one at `first`. Said, never silent: a chart
+/// that writes a label twice deploys only the second.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replaced {
+    /// The key's text.
+    pub key: String,
+    /// Where the key was first written.
+    pub first: Pos,
+    /// Where it was written again (the value kept).
+    pub last: Pos,
 }
 
 /// Reads every document of `src`, stopping at the first error.
@@ -141,11 +155,18 @@ impl<'a, I: Iterator<Item = char> + 'a> Documents<'a, BufferedInput<I>> {
             parser: Parser::new_from_iter(chars),
             limits,
             done: false,
+            replaced: Vec::new(),
         }
     }
 }
 
 impl<'a, T: Input> Documents<'a, T> {
+    /// The keys replaced so far (under [`Limits::last_key_wins`]), in the
+    /// order they were read; taken, so each is reported once.
+    pub fn take_replaced(&mut self) -> Vec<Replaced> {
+        std::mem::take(&mut self.replaced)
+    }
+
     fn next_event(&mut self) -> Result<Option<(Event<'a>, Span)>, Error> {
         match self.parser.next_event() {
             None => Ok(None),
@@ -181,6 +202,7 @@ impl<'a, T: Input> Documents<'a, T> {
                 });
             }
             if let Event::DocumentEnd = event {
+                self.replaced.append(&mut builder.replaced);
                 return Ok(Some(builder.finish()));
             }
             builder.event(event, &span)?;
@@ -205,6 +227,7 @@ impl<T: Input> Iterator for Documents<'_, T> {
 
 struct Builder {
     limits: Limits,
+    replaced: Vec<Replaced>,
     stack: Vec<Frame>,
     root: Option<Node>,
     anchors: HashMap<usize, Node>,
@@ -229,6 +252,7 @@ impl Builder {
     fn new(limits: Limits, start: Marker) -> Builder {
         Builder {
             limits,
+            replaced: Vec::new(),
             stack: Vec::new(),
             root: None,
             anchors: HashMap::new(),
@@ -354,6 +378,15 @@ impl Builder {
                                 e.0.as_scalar().is_some_and(|s| s.text == text)
                             };
                             if let Some(entry) = entries.iter_mut().rfind(same) {
+                                // The same value twice loses nothing: not worth a word. A
+                                // hostile text's millions are told by their first hundred.
+                                if self.replaced.len() < 100 && !same_content(&entry.1, &node) {
+                                    self.replaced.push(Replaced {
+                                        key: text,
+                                        first: entry.0.pos,
+                                        last: k.pos,
+                                    });
+                                }
                                 entry.1 = node;
                             }
                         }
@@ -365,6 +398,24 @@ impl Builder {
             }
         }
     }
+}
+
+/// Whether two nodes hold the same data, wherever and however they are written.
+fn same_content(a: &Node, b: &Node) -> bool {
+    a.tag == b.tag
+        && match (&a.value, &b.value) {
+            (Value::Scalar(x), Value::Scalar(y)) => x.text == y.text,
+            (Value::Seq(x), Value::Seq(y)) => {
+                x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_content(x, y))
+            }
+            (Value::Map(x), Value::Map(y)) => {
+                x.len() == y.len()
+                    && x.iter()
+                        .zip(y)
+                        .all(|((k, v), (l, w))| same_content(k, l) && same_content(v, w))
+            }
+            _ => false,
+        }
 }
 
 fn check_duplicate(

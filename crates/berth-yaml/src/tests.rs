@@ -331,6 +331,27 @@ fn a_repeated_key_keeps_its_last_value_when_asked() {
         .collect();
     assert_eq!(pairs, [("a", "3"), ("b", "2")]);
     assert!(load_all("a: 1\na: 2\n", Limits::default()).is_err());
+
+    // Each replacement is told, once, with both places, across documents.
+    let mut docs = crate::Documents::new("labels:\n  a: 1\n  a: 3\n---\nb: 1\nb: 2\n", limits);
+    assert_eq!(docs.by_ref().count(), 2);
+    let replaced: Vec<(String, String, String)> = docs
+        .take_replaced()
+        .into_iter()
+        .map(|r| (r.key, r.first.to_string(), r.last.to_string()))
+        .collect();
+    assert_eq!(
+        replaced,
+        [
+            ("a".into(), "2:3".into(), "3:3".into()),
+            ("b".into(), "5:1".into(), "6:1".into())
+        ]
+    );
+    assert!(docs.take_replaced().is_empty());
+    // The same value twice loses nothing, and is not told.
+    let mut docs = crate::Documents::new("a: {x: [1]}\nb: 2\na: {x: [\"1\"]}\n", limits);
+    assert_eq!(docs.by_ref().count(), 1);
+    assert!(docs.take_replaced().is_empty());
 }
 
 #[test]

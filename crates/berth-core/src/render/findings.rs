@@ -267,6 +267,12 @@ impl super::Findings {
         for (at, problem) in &self.trust {
             out.push(Warning::at(Code::TrustVariable, at.clone(), problem));
         }
+        for replaced in &self.replaced_keys {
+            out.push(Warning::at(Code::DuplicateKey, replaced.at.clone(), format_args!(
+                "key `{}` is written twice in one mapping (first at {}); berth keeps the last value, as helm install and kubectl do, so the first is never deployed: remove one of them from the chart's template",
+                replaced.key, replaced.first
+            )));
+        }
         for finding in &self.related {
             out.push(Warning::at(
                 Code::RelatedImage,

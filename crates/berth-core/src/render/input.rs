@@ -141,14 +141,16 @@ fn each_document(
 }
 
 /// Calls `each` with every document of `input` in order, a stream's as each
-/// one arrives; the first error ends it.
+/// one arrives; the first error ends it. Returns the keys a chart's output
+/// wrote twice (read last-wins, as helm does; see [`Input::last_key_wins`]).
 pub(crate) fn for_each_document(
     input: &Input,
     limits: Limits,
     each: &mut dyn FnMut(Node) -> Result<(), RenderError>,
-) -> Result<(), RenderError> {
+) -> Result<Vec<berth_yaml::Replaced>, RenderError> {
     if !input.objects.is_empty() {
-        return input.objects.iter().try_for_each(|o| each(o.clone()));
+        input.objects.iter().try_for_each(|o| each(o.clone()))?;
+        return Ok(Vec::new());
     }
     let limits = Limits {
         last_key_wins: input.last_key_wins,
@@ -156,7 +158,7 @@ pub(crate) fn for_each_document(
     };
     let mut stream = input.stream.as_ref().map(RefCell::borrow_mut);
     let templated = Cell::new(false);
-    let outcome = match stream.as_deref_mut() {
+    let (outcome, replaced) = match stream.as_deref_mut() {
         Some(text) => {
             let chars = StreamChars {
                 stream: text.as_mut(),
@@ -165,9 +167,13 @@ pub(crate) fn for_each_document(
                 previous_brace: false,
                 templated: &templated,
             };
-            each_document(Documents::from_chars(chars, limits), each)
+            let mut docs = Documents::from_chars(chars, limits);
+            (each_document(&mut docs, each), docs.take_replaced())
         }
-        None => each_document(Documents::new(&input.text, limits), each),
+        None => {
+            let mut docs = Documents::new(&input.text, limits);
+            (each_document(&mut docs, each), docs.take_replaced())
+        }
     };
     if let Err(Stop::Render(error)) = outcome {
         return Err(error);
@@ -180,7 +186,7 @@ pub(crate) fn for_each_document(
         });
     }
     let Err(Stop::Yaml(source)) = outcome else {
-        return Ok(());
+        return Ok(replaced);
     };
     let templated = templated.get() || input.text.contains("{{");
     let file = input.name.clone();

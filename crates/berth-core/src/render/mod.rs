@@ -102,6 +102,20 @@ pub struct Findings {
     /// The names of the pods' containers, when a CA bundle is injected (for a
     /// rule that chose none).
     pub containers: std::collections::BTreeSet<String>,
+    /// Keys a chart's output wrote twice in one mapping (the last kept, as helm does).
+    pub replaced_keys: Vec<ReplacedKey>,
+}
+
+/// A key a chart's output wrote twice in one mapping: its value at `at` is the
+/// one kept, as `helm install` and kubectl keep it; the one at `first` is lost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplacedKey {
+    /// `input:line:column` of the second key.
+    pub at: String,
+    /// The key.
+    pub key: String,
+    /// Where the key was first written (same input).
+    pub first: Pos,
 }
 
 /// An image field whose tag or digest differs from berth.yaml's default.
@@ -332,6 +346,7 @@ impl Findings {
             operator_missing: t.operator_missing,
             trust: t.trust,
             containers: t.containers,
+            replaced_keys: t.replaced_keys,
         }
     }
 }
@@ -376,6 +391,7 @@ struct Transformed {
     operator_missing: Option<related::RelatedFinding>,
     trust: Vec<(String, String)>,
     containers: std::collections::BTreeSet<String>,
+    replaced_keys: Vec<ReplacedKey>,
 }
 
 /// Each input object transformed (images, pull policies, CA injection, config
@@ -470,8 +486,9 @@ fn transform(
     let mut missing_keys = Vec::new();
     let mut seen = Seen::default();
     let mut namespaces = std::collections::BTreeSet::new();
+    let mut replaced_keys = Vec::new();
     for (input_index, input) in inputs.iter().enumerate() {
-        input::for_each_document(input, spec.limits, &mut |doc| {
+        let replaced = input::for_each_document(input, spec.limits, &mut |doc| {
             if doc.is_null() {
                 return Ok(()); // empty documents are skipped
             }
@@ -536,6 +553,11 @@ fn transform(
             }
             Ok(())
         })?;
+        replaced_keys.extend(replaced.into_iter().map(|r| ReplacedKey {
+            at: format!("{}:{}", input.name, r.last),
+            key: r.key,
+            first: r.first,
+        }));
     }
     let mut operator_missing = None;
     if let (Some(operator), false, false) =
@@ -567,6 +589,7 @@ fn transform(
         operator_missing,
         trust,
         containers: injector.containers_seen,
+        replaced_keys,
     })
 }
 

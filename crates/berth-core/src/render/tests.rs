@@ -292,6 +292,16 @@ fn bad_documents_are_errors_with_positions() {
     let spec = Spec::from_project(&project, &resolution, &[], &Options::default()).unwrap();
     let out = render(&spec, &[input]).unwrap();
     assert!(out.yaml.contains("labels:\n    x: two\n"), "{}", out.yaml);
+    // ...and is said, never silent: the first value is not deployed.
+    let warnings = out.findings.warnings(&project, &resolution);
+    let said: Vec<String> = warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].starts_with(
+            "helm template c:7:5: key `x` is written twice in one mapping (first at 6:5)"
+        ) && said[0].ends_with("[duplicate-key]"),
+        "{said:?}"
+    );
 }
 
 #[test]
