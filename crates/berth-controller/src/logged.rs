@@ -2,7 +2,7 @@
 //! answer may echo the request, `Authorization: Bearer …` included, and kube's
 //! errors append a `Debug` dump of the whole answer; a pod's log is read by
 //! many, so neither is written: the dump is dropped and what the peer said goes
-//! through berth's one redaction point, [`berth_core::redact::peer_text`]
+//! through berth's one redaction point, [`berth_io::redact::peer_text`]
 //! (credentials masked, control characters dropped, the length cut).
 
 /// `error`'s message, safe for the log: one line, no credentials, no dump, no `"`.
@@ -20,8 +20,8 @@ pub(crate) fn error(error: &(dyn std::error::Error + 'static)) -> String {
             parts.push(format!(
                 "{} {}: {}",
                 status.code,
-                berth_core::redact::peer_text(&status.reason),
-                berth_core::redact::peer_text(&status.message)
+                berth_io::redact::peer_text(&status.reason),
+                berth_io::redact::peer_text(&status.message)
             ));
             break;
         }
@@ -32,7 +32,7 @@ pub(crate) fn error(error: &(dyn std::error::Error + 'static)) -> String {
         };
         let own = own_words(&own);
         if !own.is_empty() {
-            parts.push(berth_core::redact::peer_text(own));
+            parts.push(berth_io::redact::peer_text(own));
         }
         level = current.source();
     }
@@ -66,7 +66,7 @@ fn api_status<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a ku
 
 /// A message that is text already (a status condition's), safe for the log.
 pub(crate) fn text(message: &str) -> String {
-    berth_core::redact::peer_text(message).replace('"', "'")
+    berth_io::redact::peer_text(message).replace('"', "'")
 }
 
 /// Rate-limits identical log lines: against an API server that answers 401,

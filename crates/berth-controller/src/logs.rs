@@ -40,10 +40,10 @@ pub fn init(format: Format) {
 /// The line a failed run ends with, through the same formatter and redaction
 /// as every other (`--log-format json` stays one JSON object per line).
 pub fn exiting(error: &str) {
-    tracing::error!(error = %berth_core::redact::peer_text(error), "exiting");
+    tracing::error!(error = %berth_io::redact::peer_text(error), "exiting");
 }
 
-/// stderr, every line masked by [`berth_core::redact::mask_credentials`] on
+/// stderr, every line masked by [`berth_io::redact::mask_credentials`] on
 /// its way: berth's own values are redacted where they are logged, and this
 /// catches what kube-runtime and kube-client log themselves. The formatter
 /// writes one event per writer, so each line is masked whole.
@@ -74,7 +74,7 @@ impl std::io::Write for RedactingLine {
 impl Drop for RedactingLine {
     fn drop(&mut self) {
         use std::io::Write as _;
-        let masked = berth_core::redact::mask_credentials(&String::from_utf8_lossy(&self.0));
+        let masked = berth_io::redact::mask_credentials(&String::from_utf8_lossy(&self.0));
         // Nowhere to report a failed write of the log itself: it is lost, as
         // std's eprintln would panic instead.
         let _ = std::io::stderr().lock().write_all(masked.as_bytes());

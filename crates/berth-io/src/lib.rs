@@ -15,6 +15,7 @@ pub mod env;
 pub mod limits;
 mod lock;
 mod process;
+pub mod redact;
 pub mod write;
 
 pub use berth_ref::shown;

@@ -2,7 +2,7 @@
 //! (the controller's status conditions do), each displayed as one line that
 //! says what to do. The client error stays attached as the source.
 
-use berth_core::redact::peer_text;
+use berth_io::redact::peer_text;
 use std::time::Duration;
 
 use berth_core::cluster::{ObjectRef, PlanError};

@@ -387,7 +387,7 @@ fn run_plugin(
             || "was killed by a signal".into(),
             |c| format!("exited {c}"),
         );
-        let said = berth_core::redact::peer_text(String::from_utf8_lossy(&output.stderr).trim());
+        let said = berth_io::redact::peer_text(String::from_utf8_lossy(&output.stderr).trim());
         let said = if said.is_empty() {
             String::new()
         } else {

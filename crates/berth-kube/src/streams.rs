@@ -149,7 +149,7 @@ impl Cluster {
             (_, Some(message)) => Err(ClusterError::Api {
                 action: what(),
                 code: None,
-                message: berth_core::redact::peer_text(&message),
+                message: berth_io::redact::peer_text(&message),
                 source: Box::new(kube::Error::ReadEvents(std::io::Error::other(
                     "the pod side of the port-forward failed",
                 ))),

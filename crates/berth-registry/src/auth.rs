@@ -291,7 +291,7 @@ fn helper_get(
             Some(code) => format!("exit status {code}"),
             None => "killed by a signal".to_string(),
         };
-        let said = berth_core::redact::peer_text(stderr.trim());
+        let said = berth_io::redact::peer_text(stderr.trim());
         return Err(fail(if said.is_empty() {
             format!("{status} (what it printed on stdout is not shown: it may hold a credential)")
         } else {

@@ -250,7 +250,7 @@ pub(super) fn envelope_message(body: &str) -> Option<String> {
         .get("message")
         .and_then(|m| m.as_str())
         .unwrap_or_default();
-    Some(berth_core::redact::peer_text(
+    Some(berth_io::redact::peer_text(
         format!("{code} {message}").trim(),
     ))
 }
