@@ -8,7 +8,6 @@
 pub mod cluster;
 pub mod configs;
 pub mod gitops;
-pub mod init;
 pub mod kinds;
 pub mod lock;
 pub mod make;

@@ -1,13 +1,13 @@
 //! `berth init [DIR]`: reads a repository (ripgrep's walker, `.gitignore`
 //! respected) for its kustomizations, Helm charts (Chart.yaml and values.yaml;
 //! a chart's templates are not plain manifests), Kubernetes YAML and Makefile variables,
-//! lets the core decide a first berth.yaml (`berth_core::init`), writes it
+//! lets the core decide a first berth.yaml (`berth_init`), writes it
 //! without ever replacing one, and says what it decided and why.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Result};
-use berth_core::init::{Chart, Facts, Kustomization};
+use berth_init::{Chart, Facts, Kustomization};
 use berth_yaml::{Limits, Node};
 
 /// `berth init --check [DIR]`: the existing berth.yaml against what init would
@@ -24,7 +24,7 @@ pub fn check(dir: Option<&Path>, project: Option<&Path>) -> Result<u8> {
     let mut skipped = Vec::new();
     let mut facts = gather(&root, &mut skipped)?;
     facts.unbuildable = unbuildable(&root, &mut facts, &mut skipped);
-    let plan = berth_core::init::plan(&facts);
+    let plan = berth_init::plan(&facts);
     let proposed = berth_core::project::parse(
         berth_core::project::PROJECT_FILE,
         root.clone(),
@@ -33,7 +33,7 @@ pub fn check(dir: Option<&Path>, project: Option<&Path>) -> Result<u8> {
     .map_err(|e| {
         anyhow!("internal error: what berth init would write does not load ({e}); please report it")
     })?;
-    let differences = berth_core::init::check::differences(&kept, &proposed, &plan.notes);
+    let differences = berth_init::check::differences(&kept, &proposed, &plan.notes);
     let mut out = String::new();
     for line in &differences {
         out.push_str(line);
@@ -98,7 +98,7 @@ pub fn run(dir: Option<&Path>, project: Option<&Path>) -> Result<u8> {
     let mut skipped = Vec::new();
     let mut facts = gather(&root, &mut skipped)?;
     facts.unbuildable = unbuildable(&root, &mut facts, &mut skipped);
-    let mut plan = berth_core::init::plan(&facts);
+    let mut plan = berth_init::plan(&facts);
     // What it writes must load: an entry that does not is left out with its
     // reason (#46 item 5); one the error names no entry of is a bug, never output.
     let load = |yaml: &str| {
@@ -106,7 +106,7 @@ pub fn run(dir: Option<&Path>, project: Option<&Path>) -> Result<u8> {
             .map(drop)
             .map_err(|e| e.to_string())
     };
-    match berth_core::init::salvage(&plan.yaml, &load) {
+    match berth_init::salvage(&plan.yaml, &load) {
         Ok((yaml, left_out)) => {
             plan.yaml = yaml;
             plan.notes.extend(left_out);
@@ -187,7 +187,7 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
             Kind::Makefile => {
                 facts
                     .make_vars
-                    .extend(berth_core::init::make_vars(&relative, &text));
+                    .extend(berth_init::make_vars(&relative, &text));
                 facts.make_texts.push((relative, text));
             }
             Kind::Yaml if text.contains("apiVersion:") && text.contains("kind:") => {
@@ -260,7 +260,7 @@ const JSON_FILES: usize = 200;
 /// than propose a profile that fails. Without kubectl nothing is built, and a
 /// note says so.
 fn unbuildable(root: &Path, facts: &mut Facts, notes: &mut Vec<String>) -> Vec<(String, String)> {
-    let dirs: Vec<String> = berth_core::init::candidates(facts)
+    let dirs: Vec<String> = berth_init::candidates(facts)
         .iter()
         .map(|k| k.dir.clone())
         .collect();
@@ -340,7 +340,7 @@ fn generated(root: &Path, facts: &Facts, dir: &str) -> Option<String> {
             continue;
         };
         for resource in k.resources.iter().filter(|r| !r.contains("://")) {
-            let path = berth_core::init::normalize(&format!("{dir}/{resource}"));
+            let path = berth_init::normalize(&format!("{dir}/{resource}"));
             let full = root.join(&path);
             if full.is_dir() {
                 queue.push(path);
@@ -429,7 +429,7 @@ fn included_makefiles(root: &Path, facts: &mut Facts, skipped: &mut Vec<String>)
         queue.extend(includes_of(&relative, &text));
         facts
             .make_vars
-            .extend(berth_core::init::make_vars(&relative, &text));
+            .extend(berth_init::make_vars(&relative, &text));
         facts.make_texts.push((relative, text));
     }
 }

@@ -1,8 +1,10 @@
-//! `berth init`: a first berth.yaml from what a repository already says — its
+//! `berth init`, above the core: a first berth.yaml from what a repository already says — its
 //! kustomizations, Helm charts and YAML manifests, the images their pods run
 //! (and charts' values hold), and the image variables its Makefile defines.
 //! Pure: the CLI reads the files and hands them over as [`Facts`]; this
 //! decides and explains ([`Plan`]).
+
+#![warn(missing_docs)]
 
 mod charts;
 pub mod check;
@@ -12,8 +14,8 @@ mod named;
 mod names;
 mod related;
 mod salvage;
-pub use crate::make::{make_vars, MakeVar, EXPANSION_LIMIT};
-use crate::make::{Defs, Unexpandable, EXPANSION_DEPTH};
+pub use berth_core::make::{make_vars, MakeVar, EXPANSION_LIMIT};
+use berth_core::make::{Defs, Unexpandable, EXPANSION_DEPTH};
 pub use charts::Chart;
 use components::components;
 pub use manifests::candidates;
@@ -134,7 +136,7 @@ pub fn plan(facts: &Facts) -> Plan {
         .find(|(n, _, _)| n == "IMAGE_REGISTRY" || n == "REGISTRY")
         .map(|(n, v, at)| (n.clone(), v.clone(), at.clone()));
     let project_owner = project_owner(&found, &defined, registry_var.as_ref());
-    let named = crate::make::name_only(&facts.make_vars, &facts.make_texts);
+    let named = berth_core::make::name_only(&facts.make_vars, &facts.make_texts);
     let shared_tag = named::tag(&named, &defined);
     let shared_def = shared_tag
         .as_ref()
@@ -172,7 +174,7 @@ pub fn plan(facts: &Facts) -> Plan {
         set(&mut doc, "profiles", profiles);
     }
     if images.as_map().is_some_and(|m| !m.is_empty()) {
-        let built = crate::make::built_images(&facts.make_texts);
+        let built = berth_core::make::built_images(&facts.make_texts);
         let mut vars: Vec<&str> = named.iter().map(|n| n.var.as_str()).collect();
         vars.extend(component_variables(&images));
         let chosen = match (&registry_var, named::registry(&named)) {
@@ -361,9 +363,9 @@ fn pod_images(text: &str, path: &str) -> Vec<(String, String)> {
             .and_then(Node::as_str)
             .unwrap_or_default()
             .to_string();
-        crate::render::pods::for_each_pod(&mut doc, &kind, &mut |mut pod| {
+        berth_core::render::pods::for_each_pod(&mut doc, &kind, &mut |mut pod| {
             if let Some(spec) = pod.spec() {
-                crate::render::pods::for_each_container(spec, &mut |container| {
+                berth_core::render::pods::for_each_container(spec, &mut |container| {
                     if let Some(image) = container.get("image") {
                         if let Some(text) = image.as_str() {
                             images.push((text.to_string(), format!("{path}:{}", image.pos)));

@@ -34,9 +34,9 @@ pub(super) fn operator(sources: &[(String, String)]) -> Option<Operator> {
                 .and_then(Node::as_str)?
                 .to_string();
             let mut found = None;
-            crate::render::pods::for_each_pod(&mut doc, &kind, &mut |mut pod| {
+            berth_core::render::pods::for_each_pod(&mut doc, &kind, &mut |mut pod| {
                 let Some(spec) = pod.spec() else { return };
-                crate::render::pods::for_each_container(spec, &mut |container| {
+                berth_core::render::pods::for_each_container(spec, &mut |container| {
                     if found.is_some() {
                         return;
                     }

@@ -4,7 +4,7 @@
 //! the user's to choose); manifests and profiles are the user's to curate and
 //! are not compared.
 
-use crate::Project;
+use berth_core::Project;
 
 /// The differences that matter, one line each: a default image the repository
 /// now says otherwise, a variable init would read that berth.yaml does not
@@ -79,7 +79,7 @@ mod tests {
     use super::*;
 
     fn project(text: &str) -> Project {
-        crate::project::parse("berth.yaml", std::path::PathBuf::from("/p"), text).unwrap()
+        berth_core::project::parse("berth.yaml", std::path::PathBuf::from("/p"), text).unwrap()
     }
 
     #[test]

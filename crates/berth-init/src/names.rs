@@ -55,8 +55,8 @@ pub(super) fn assign_names(wanted: &[Wanted]) -> Vec<String> {
         let w = &wanted[i];
         let others_claim = |name: &str| {
             let defaults = [
-                crate::project::default_variable(name, "IMAGE"),
-                crate::project::default_variable(name, "TAG"),
+                berth_core::project::default_variable(name, "IMAGE"),
+                berth_core::project::default_variable(name, "TAG"),
             ];
             wanted
                 .iter()
@@ -86,7 +86,7 @@ const PROFILE_MAX: usize = 63;
 /// path components joined by `-` (`overlays-prod`), shortened to the last components that fit
 /// a DNS label when the whole path is too long (KServe's deep `config/...` paths), then `-2`,
 /// `-3` when another profile has it. Never empty, never over 63 characters (#46 item 5).
-pub(in crate::init) fn profile_name(path: &str, taken: &[String]) -> String {
+pub(crate) fn profile_name(path: &str, taken: &[String]) -> String {
     let label = |text: &str| -> String {
         let mapped: String = text
             .to_ascii_lowercase()
