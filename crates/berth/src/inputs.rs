@@ -221,11 +221,18 @@ pub fn kustomize_name(dir: &Path) -> String {
 fn kustomize(dir: &Path) -> Result<Input> {
     use crate::kustomize::Failure;
     let stdout = crate::kustomize::build(dir).map_err(|failure| match failure {
-        Failure::NoKubectl => anyhow!(
-            "`kustomize: {}` needs kubectl on PATH, which was not found; install kubectl or render the overlay first \
-             (`kubectl kustomize DIR | berth render -`)",
-            shown(dir)
-        ),
+        Failure::NoKubectl => {
+            let program = crate::kustomize::kubectl();
+            let which = match program.components().count() {
+                1 => format!("`{}` on PATH", program.display()),
+                _ => format!("`{}` (BERTH_KUBECTL)", program.display()),
+            };
+            anyhow!(
+                "`kustomize: {}` needs kubectl, and {which} was not found; install kubectl (or name it with BERTH_KUBECTL), \
+                 or render the overlay first (`kubectl kustomize DIR | berth render -`)",
+                shown(dir)
+            )
+        }
         Failure::Refused(why) => anyhow!("kubectl kustomize {} failed: {why}", shown(dir)),
         Failure::Run(e) => anyhow!("kubectl kustomize {}: {e}", shown(dir)),
     })?;

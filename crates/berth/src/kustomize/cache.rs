@@ -145,14 +145,19 @@ impl Inputs {
     }
 }
 
-/// The kubectl that `Command::new("kubectl")` runs (the first on PATH), as its
-/// path, size and modification time: a new kubectl is a new kustomize.
+/// The kubectl that builds ([`super::kubectl`]; a bare name is looked up on
+/// PATH as `Command` does), as its path, size and modification time: a new
+/// kubectl is a new kustomize.
 fn kubectl_identity() -> Option<String> {
-    let path = std::env::split_paths(&berth_io::env::var_os("PATH")?)
-        .map(|dir| dir.join("kubectl"))
-        .find(|p| p.is_file())?
-        .canonicalize()
-        .ok()?;
+    let program = super::kubectl();
+    let found = if program.components().count() > 1 {
+        program
+    } else {
+        std::env::split_paths(&berth_io::env::var_os("PATH")?)
+            .map(|dir| dir.join(&program))
+            .find(|p| p.is_file())?
+    };
+    let path = found.canonicalize().ok()?;
     let meta = std::fs::metadata(&path).ok()?;
     let modified = meta
         .modified()

@@ -20,10 +20,18 @@ pub const FILE_NAMES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "K
 /// How long one `kubectl kustomize` may take (remote bases are fetched).
 pub const TIMEOUT: Duration = Duration::from_secs(120);
 
+/// The kubectl that builds: `BERTH_KUBECTL` when set and not empty, else
+/// `kubectl` on PATH (as `BERTH_HELM` names helm).
+pub fn kubectl() -> PathBuf {
+    berth_io::env::var_os("BERTH_KUBECTL")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from("kubectl"), PathBuf::from)
+}
+
 /// Why a build gave no output.
 #[derive(Debug)]
 pub enum Failure {
-    /// kubectl is not on PATH.
+    /// kubectl is not on PATH (or `BERTH_KUBECTL` names no program).
     NoKubectl,
     /// kubectl ran and refused the kustomization: its message, log prefix removed.
     Refused(String),
@@ -57,7 +65,7 @@ pub fn build(dir: &Path) -> Result<Vec<u8>, Failure> {
     if let Some(output) = fingerprint.as_ref().and_then(cache::load) {
         return Ok(output);
     }
-    let mut command = Command::new("kubectl");
+    let mut command = Command::new(kubectl());
     command.arg("kustomize").arg(dir);
     let output = berth_io::run(&mut command, b"", TIMEOUT, crate::fs_source::MAX_FILE).map_err(
         |e| match e {

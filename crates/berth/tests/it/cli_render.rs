@@ -363,7 +363,7 @@ fn kustomize_entries_without_kubectl_say_what_to_do() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    insta::assert_snapshot!(stderr, @"error: berth.yaml:3:16 (`manifests:`): `kustomize: overlay` needs kubectl on PATH, which was not found; install kubectl or render the overlay first (`kubectl kustomize DIR | berth render -`)");
+    insta::assert_snapshot!(stderr, @"error: berth.yaml:3:16 (`manifests:`): `kustomize: overlay` needs kubectl, and `kubectl` on PATH was not found; install kubectl (or name it with BERTH_KUBECTL), or render the overlay first (`kubectl kustomize DIR | berth render -`)");
     assert!(out.stdout.is_empty());
 }
 

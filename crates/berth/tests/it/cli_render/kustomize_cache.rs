@@ -100,4 +100,26 @@ fn an_unchanged_overlay_is_built_once_and_an_edit_builds_again() {
     assert_eq!(builds(), 3, "BERTH_NO_CACHE builds every time");
     let entries = fs::read_dir(cache.join("berth/kustomize")).unwrap().count();
     assert_eq!(entries, 2, "one entry per distinct input");
+
+    // BERTH_KUBECTL names the kubectl: the same wrapper named so (not on this
+    // PATH) is the same binary, so the same key: read from the cache...
+    let named = |kubectl: &Path| {
+        berth(root)
+            .arg("render")
+            .env("BERTH_KUBECTL", kubectl)
+            .env("XDG_CACHE_HOME", &cache)
+            .output()
+            .unwrap()
+    };
+    let out = named(&tools.path().join("bin/kubectl"));
+    assert!(out.status.success(), "{}", common::transcript(&out));
+    assert_eq!(builds(), 3);
+    // ...and one that is not there is named in the error.
+    let out = named(Path::new("/nonexistent/kubectl"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("`/nonexistent/kubectl` (BERTH_KUBECTL) was not found"),
+        "{err}"
+    );
 }
