@@ -313,7 +313,7 @@ pub fn print_warnings(project: &Project, warnings: Vec<Warning>) {
 fn explain(error: RenderError) -> anyhow::Error {
     match &error {
         RenderError::NotAnObject { file, .. }
-            if (file.ends_with("kustomization.yaml") || file.ends_with("kustomization.yml"))
+            if crate::kustomize::is_file_name(file)
                 && !error.to_string().contains("- kustomize: DIR") =>
         {
             anyhow!("{error}\n  help: to render a kustomization, list it as `- kustomize: DIR` under `manifests:`")

@@ -207,7 +207,7 @@ fn is_yaml(file: &Path) -> bool {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or_default();
-    name.ends_with(".yaml") || name.ends_with(".yml") || name == "Kustomization"
+    name.ends_with(".yaml") || name.ends_with(".yml") || crate::kustomize::is_file_name(name)
 }
 
 /// What a walk leaves out.
@@ -588,16 +588,7 @@ fn kustomization(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
         return;
     }
     out.push(dir.clone());
-    let text = ["kustomization.yaml", "kustomization.yml", "Kustomization"]
-        .iter()
-        .find_map(|name| crate::fs_source::read_bounded(&dir.join(name)).ok());
-    let Some(text) = text.and_then(|b| String::from_utf8(b).ok()) else {
-        return;
-    };
-    let Some(doc) = berth_yaml::load_all(&text, berth_yaml::Limits::default())
-        .ok()
-        .and_then(|docs| docs.into_iter().next())
-    else {
+    let Some((_, doc)) = crate::kustomize::read_kustomization(&dir) else {
         return;
     };
     for key in ["resources", "components", "bases"] {

@@ -449,10 +449,7 @@ fn kind_of(relative: &str, file: &str, charts: &[String]) -> Option<Kind> {
             _ => None, // templates, subcharts, helpers: helm renders them
         };
     }
-    if matches!(
-        file,
-        "kustomization.yaml" | "kustomization.yml" | "Kustomization"
-    ) {
+    if crate::kustomize::is_file_name(file) {
         Some(Kind::Kustomization)
     } else if file == "Makefile" || file == "GNUmakefile" || file.ends_with(".mk") {
         Some(Kind::Makefile)

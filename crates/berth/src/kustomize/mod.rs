@@ -39,6 +39,12 @@ pub enum Failure {
     Run(berth_io::RunError),
 }
 
+/// Whether `name` (a file name, or a path ending in one) is a kustomization file's.
+pub fn is_file_name(name: &str) -> bool {
+    let last = name.rsplit('/').next().unwrap_or(name);
+    FILE_NAMES.contains(&last)
+}
+
 /// Whether `dir` holds a kustomization file.
 pub fn is_kustomization(dir: &Path) -> bool {
     FILE_NAMES.iter().any(|name| dir.join(name).is_file())

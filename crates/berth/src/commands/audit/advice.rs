@@ -145,7 +145,7 @@ pub(super) fn fix(path: &Path, variable: &str) -> String {
         (_, "yaml" | "yml") if in_workflow => format!(
             "use `${{{{ env.{variable} }}}}` after a step running `berth images --output env >> \"$GITHUB_ENV\"`"
         ),
-        ("kustomization.yaml" | "kustomization.yml" | "Kustomization", _) => format!(
+        (name, _) if crate::kustomize::is_file_name(name) => format!(
             "a kustomization berth.yaml does not render: list its directory under `manifests:` (`- kustomize: DIR`) so berth resolves the image there, or drop its `newTag`/`newName` for `{variable}`"
         ),
         (_, "yaml" | "yml") => format!(
