@@ -19,7 +19,7 @@ pub mod render;
 pub mod resolve;
 pub mod scan;
 pub mod suggest;
-pub mod time;
+pub use berth_trust::time;
 pub mod warning;
 
 pub use project::{Component, Manifest, ManifestSource, Project, ProjectError, PullPolicy};

@@ -7,12 +7,13 @@
 //! this module does no I/O of its own.
 
 pub mod ca;
+mod ca_password;
 pub mod hash;
-pub mod rehash;
+pub use berth_trust::rehash;
 pub mod schema;
 mod sources;
 pub mod trust_bundles;
-pub mod truststore;
+pub use berth_trust::truststore;
 
 use std::path::{Path, PathBuf};
 

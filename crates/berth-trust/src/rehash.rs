@@ -14,7 +14,7 @@
 
 use sha1::{Digest, Sha1};
 
-use super::truststore::tlv;
+use crate::truststore::tlv;
 use x509_parser::asn1_rs::{Class, Tag};
 
 /// The file name of each certificate (DER) in a hashed directory, in the
