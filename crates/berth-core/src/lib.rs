@@ -10,7 +10,6 @@ pub mod configs;
 pub mod gitops;
 pub mod kinds;
 pub mod lock;
-pub mod make;
 pub mod mirror;
 pub mod names;
 pub mod project;

@@ -127,7 +127,7 @@ fn helm_values(all: &[&Found], entry: &mut Node, why: &mut String) {
 /// variables the Makefile defines for it and a note of why.
 pub(super) fn components(
     facts: &Facts,
-    (found, named, shared_tag): (&[Found], &[berth_core::make::NameOnly], Option<&Defined>),
+    (found, named, shared_tag): (&[Found], &[berth_make::NameOnly], Option<&Defined>),
     defined: &[Defined],
     project_owner: Option<&str>,
     notes: &mut Vec<String>,

@@ -14,8 +14,8 @@ mod named;
 mod names;
 mod related;
 mod salvage;
-pub use berth_core::make::{make_vars, MakeVar, EXPANSION_LIMIT};
-use berth_core::make::{Defs, Unexpandable, EXPANSION_DEPTH};
+pub use berth_make::{make_vars, MakeVar, EXPANSION_LIMIT};
+use berth_make::{Defs, Unexpandable, EXPANSION_DEPTH};
 pub use charts::Chart;
 use components::components;
 pub use manifests::candidates;
@@ -136,7 +136,7 @@ pub fn plan(facts: &Facts) -> Plan {
         .find(|(n, _, _)| n == "IMAGE_REGISTRY" || n == "REGISTRY")
         .map(|(n, v, at)| (n.clone(), v.clone(), at.clone()));
     let project_owner = project_owner(&found, &defined, registry_var.as_ref());
-    let named = berth_core::make::name_only(&facts.make_vars, &facts.make_texts);
+    let named = berth_make::name_only(&facts.make_vars, &facts.make_texts);
     let shared_tag = named::tag(&named, &defined);
     let shared_def = shared_tag
         .as_ref()
@@ -174,7 +174,7 @@ pub fn plan(facts: &Facts) -> Plan {
         set(&mut doc, "profiles", profiles);
     }
     if images.as_map().is_some_and(|m| !m.is_empty()) {
-        let built = berth_core::make::built_images(&facts.make_texts);
+        let built = berth_make::built_images(&facts.make_texts);
         let mut vars: Vec<&str> = named.iter().map(|n| n.var.as_str()).collect();
         vars.extend(component_variables(&images));
         let chosen = match (&registry_var, named::registry(&named)) {

@@ -101,7 +101,7 @@ pub fn candidates(facts: &Facts) -> Vec<&Kustomization> {
 /// variables expanded as their definitions say). A directory whose variables
 /// cannot be expanded is left out.
 pub(super) fn applied_by_make(facts: &Facts) -> Vec<(String, String)> {
-    let defs = berth_core::make::Defs::new(&facts.make_vars);
+    let defs = berth_make::Defs::new(&facts.make_vars);
     let is_kustomize = |word: &str| {
         let word = word.trim_start_matches("$(").trim_start_matches("${");
         let word = word.trim_end_matches([')', '}']).to_ascii_lowercase();

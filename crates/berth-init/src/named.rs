@@ -5,7 +5,7 @@
 //! each stands for. Such a variable never becomes a component's `env:` — it
 //! holds a name, not a reference.
 
-use berth_core::make::{composed, NameOnly};
+use berth_make::{composed, NameOnly};
 
 /// The registry variable the most name-only variables are composed with, and
 /// the note that says so.
@@ -115,7 +115,7 @@ pub(super) fn made_tag(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::super::{plan, Chart, Facts, Kustomization};
-    use berth_core::make::make_vars;
+    use berth_make::make_vars;
 
     const IMAGES_ENV: &str = "TAG ?= latest\nCONTROLLER_IMG ?= kserve-controller\nHUGGINGFACE_IMG ?= huggingfaceserver\nGRPC_IMG ?= custom-model-grpc\nGRPC_IMG_TAG ?= ${KO_DOCKER_REPO}/${GRPC_IMG}:${TAG}\n";
     const MAKEFILE: &str = "include kserve-images.env\ndeploy:\n\tkubectl apply --server-side=true -k config/crd/full\n\tkubectl apply --server-side=true -k config/default\ndocker-build:\n\tdocker build . -t ${KO_DOCKER_REPO}/${CONTROLLER_IMG}\n\tdocker build . -t ${KO_DOCKER_REPO}/${HUGGINGFACE_IMG}\n";

@@ -79,7 +79,7 @@ fn env(cli: &Cli, args: &cli::EnvArgs) -> Result<u8> {
     if !words.is_empty() {
         let makefiles = project_file::makefiles(&project);
         let name = &overrides.command_line_name;
-        let shadowed = berth_core::make::shadowed_words(&project, &makefiles, &words, name);
+        let shadowed = berth_make::shadowed_words(&project, &makefiles, &words, name);
         if !shadowed.is_empty() {
             anyhow::bail!("{}", shadowed.join("\n"));
         }

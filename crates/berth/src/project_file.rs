@@ -119,14 +119,14 @@ pub(crate) fn matching(dir: &Path, include: &str) -> Vec<String> {
     names
 }
 
-pub fn makefiles(project: &Project) -> berth_core::make::Makefiles {
+pub fn makefiles(project: &Project) -> berth_make::Makefiles {
     let Some(first) = ["GNUmakefile", "makefile", "Makefile"]
         .into_iter()
         .find(|name| project.dir.join(name).is_file())
     else {
-        return berth_core::make::Makefiles::default();
+        return berth_make::Makefiles::default();
     };
-    let mut files = berth_core::make::Makefiles::default();
+    let mut files = berth_make::Makefiles::default();
     // In the order make reads them (an include's `?=` before a later line's).
     let mut queue = std::collections::VecDeque::from([first.to_string()]);
     let mut seen = Vec::new();
@@ -152,7 +152,7 @@ pub fn makefiles(project: &Project) -> berth_core::make::Makefiles {
                     .lines()
                     .any(|l| l.contains("berth") && l.contains(&format!("> {include}")))
         };
-        let included = berth_core::make::includes(&text);
+        let included = berth_make::includes(&text);
         queue.extend(
             (included.into_iter())
                 .filter(|i| !generated(i))

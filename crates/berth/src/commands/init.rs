@@ -360,7 +360,7 @@ fn generated(root: &Path, facts: &Facts, dir: &str) -> Option<String> {
     }
     let mut targets: Vec<String> = Vec::new();
     for path in &missing {
-        let target = berth_core::make::target_writing(&facts.make_vars, &facts.make_texts, path);
+        let target = berth_make::target_writing(&facts.make_vars, &facts.make_texts, path);
         targets.extend(target.filter(|t| !targets.contains(t)));
     }
     let shown: Vec<String> = missing.iter().map(|m| berth_io::shown(m)).collect();
@@ -404,7 +404,7 @@ fn included_makefiles(root: &Path, facts: &mut Facts, skipped: &mut Vec<String>)
     let mut queue: Vec<String> = Vec::new();
     let includes_of = |file: &str, text: &str| -> Vec<String> {
         let dir = Path::new(file).parent().unwrap_or(Path::new(""));
-        berth_core::make::includes(text)
+        berth_make::includes(text)
             .into_iter()
             .map(|i| dir.join(i).to_string_lossy().into_owned())
             .flat_map(|i| crate::project_file::matching(root, &i))

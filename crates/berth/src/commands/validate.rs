@@ -214,7 +214,7 @@ fn render_all(
 /// The Makefile's image defaults compared with berth.yaml's: a default that
 /// disagrees is a warning naming both lines.
 fn makefile_defaults(project: &Project) -> Vec<Warning> {
-    berth_core::make::disagreements(project, &crate::project_file::makefiles(project))
+    berth_make::disagreements(project, &crate::project_file::makefiles(project))
 }
 
 /// What must hold in at least one of the renders: every deployed component

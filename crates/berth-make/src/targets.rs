@@ -4,7 +4,7 @@
 //! `make manager-kustomization` writes `config/manager/kustomization.yaml`).
 //! `berth init` names the target instead of kustomize's "must resolve to a file".
 
-use super::{Defs, MakeVar};
+use crate::{Defs, MakeVar};
 
 /// The target whose recipe writes `path` (make's variables expanded), judged in
 /// three passes: a line that writes it (`output:crd:artifacts:config=PATH`,
@@ -124,7 +124,7 @@ mod tests {
     #[test]
     fn the_target_that_writes_a_generated_input_is_found() {
         let text = "CONFIG_DIR = config\nmanifests: controller-gen ## CRDs\nifneq ($(X), y)\n\techo other\nendif\n\t$(CONTROLLER_GEN) crd output:crd:artifacts:config=$(CONFIG_DIR)/crd/bases\n\nmanager-kustomization: $(CONFIG_DIR)/manager/kustomization.yaml.in\n\tcd $(CONFIG_DIR)/manager \\\n\t\t&& cp -f kustomization.yaml.in kustomization.yaml\ndeploy: prepare\n\tkustomize build $(CONFIG_DIR)/default | kubectl apply -f -\ninstall:\n\tkustomize build $(CONFIG_DIR)/crd/bases | kubectl apply -f -\n";
-        let vars = super::super::make_vars("Makefile", text);
+        let vars = crate::make_vars("Makefile", text);
         let texts = [("Makefile".to_string(), text.to_string())];
         let find = |path: &str| target_writing(&vars, &texts, path);
         assert_eq!(find("config/default"), None, "read, not written");

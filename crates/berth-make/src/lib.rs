@@ -4,11 +4,13 @@
 //! them; `berth validate` compares the Makefile's image defaults with
 //! berth.yaml's ([`disagreements`]).
 
+#![warn(missing_docs)]
+
 use std::collections::BTreeMap;
 
 use berth_ref::Reference;
 
-use crate::Project;
+use berth_core::Project;
 
 mod named;
 mod targets;
@@ -284,7 +286,7 @@ pub fn includes(text: &str) -> Vec<String> {
 /// berth.yaml gives it. With no variable set, `make` and berth would then build
 /// and deploy different images, and nothing would say so. A value make would
 /// compute (`$(shell …)`) is not judged.
-pub fn disagreements(project: &Project, makefiles: &Makefiles) -> Vec<crate::Warning> {
+pub fn disagreements(project: &Project, makefiles: &Makefiles) -> Vec<berth_core::Warning> {
     let defs = Defs::new(&makefiles.vars);
     let mut out = Vec::new();
     let written = |var: &MakeVar| {
@@ -308,7 +310,7 @@ pub fn disagreements(project: &Project, makefiles: &Makefiles) -> Vec<crate::War
                 && reference.tag() == c.image.tag()
                 && reference.digest() == c.image.digest();
             if !same {
-                out.push(crate::Warning::at(crate::Code::MakefileDefault, var.at.clone(), format_args!(
+                out.push(berth_core::Warning::at(berth_core::Code::MakefileDefault, var.at.clone(), format_args!(
                     "{} gives component `{}` the image `{reference}` by default, but {own} gives it `{}`: with no variable set, make and berth build and deploy different images; make the two defaults agree",
                     written(var), c.name, c.image
                 )));
@@ -322,7 +324,7 @@ pub fn disagreements(project: &Project, makefiles: &Makefiles) -> Vec<crate::War
             .filter_map(|name| defs.get(name))
             .find(|var| matches!(defs.value(&var.name), Some(Ok(v)) if v.contains("$(shell") || v.contains("${shell")));
         if let Some(var) = computed {
-            out.push(crate::Warning::at(crate::Code::MakefileDefault, var.at.clone(), format_args!(
+            out.push(berth_core::Warning::at(berth_core::Code::MakefileDefault, var.at.clone(), format_args!(
                 "{} computes component `{}`'s default with `$(shell …)`, so berth cannot compare it with {own}'s `{}`: make run alone may build another image than berth deploys; run make under `berth env --` (berth's value wins over `?=`), or write the default as text",
                 written(var), c.name, c.image
             )));
@@ -330,7 +332,7 @@ pub fn disagreements(project: &Project, makefiles: &Makefiles) -> Vec<crate::War
         }
         if let (Some(var), Some(tag)) = (defs.get(&c.tag_env), known(&c.tag_env)) {
             if c.image.tag().is_some_and(|t| t.to_string() != tag) {
-                out.push(crate::Warning::at(crate::Code::MakefileDefault, var.at.clone(), format_args!(
+                out.push(berth_core::Warning::at(berth_core::Code::MakefileDefault, var.at.clone(), format_args!(
                     "{} gives component `{}` the tag `{tag}` by default, but {own} gives it `{}`: with no variable set, make and berth build and deploy different images; make the two defaults agree",
                     written(var), c.name, c.image
                 )));
@@ -463,7 +465,7 @@ mod tests {
 
     #[test]
     fn makefile_defaults_that_disagree_with_berth_yaml_are_named() {
-        let project = crate::project::parse(
+        let project = berth_core::project::parse(
             "berth.yaml",
             std::path::PathBuf::from("/p"),
             "name: x\nimages:\n  epp: {image: ghcr.io/llm-d/epp:dev}\n  sidecar: {image: ghcr.io/llm-d/disagg-sidecar:0.0.5}\n  sim: {image: ghcr.io/llm-d/sim:v1}\n  shelled: {image: ghcr.io/llm-d/shelled:v1}\n",
@@ -493,7 +495,7 @@ mod tests {
 
     #[test]
     fn a_make_word_berths_variable_would_shadow_is_named() {
-        let project = crate::project::parse(
+        let project = berth_core::project::parse(
             "berth.yaml",
             std::path::PathBuf::from("/p"),
             "name: x\nimages:\n  epp: {image: ghcr.io/llm-d/epp:dev}\n",
@@ -519,7 +521,7 @@ mod tests {
         );
         // KServe's shape: a name-only variable renames what make builds.
         let named = files("CONTROLLER_IMG ?= kserve-controller\nbuild:\n\tdocker build -t ${KO_DOCKER_REPO}/${CONTROLLER_IMG} .\n");
-        let project = crate::project::parse(
+        let project = berth_core::project::parse(
             "berth.yaml",
             std::path::PathBuf::from("/p"),
             "name: x\nimages:\n  controller: {image: docker.io/kserve/kserve-controller:latest}\n",

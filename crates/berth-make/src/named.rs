@@ -6,9 +6,9 @@
 //! ends in that name, compares the two, and tells `berth init` which variable
 //! moves the registry and which tag make appends.
 
-use super::{Defs, MakeVar};
-use crate::warning::{Code, Warning};
-use crate::Project;
+use crate::{Defs, MakeVar};
+use berth_core::warning::{Code, Warning};
+use berth_core::Project;
 
 /// A Makefile variable holding an image's last path component only.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -227,7 +227,7 @@ pub fn untagged_builds(project: &Project, named: &[NameOnly]) -> Vec<Warning> {
 
 /// The component a name-only variable stands for: the one whose `env:` is
 /// `<STEM>_IMAGE`, else whose repository ends in the variable's value.
-pub fn component_of<'p>(project: &'p Project, n: &NameOnly) -> Option<&'p crate::Component> {
+pub fn component_of<'p>(project: &'p Project, n: &NameOnly) -> Option<&'p berth_core::Component> {
     let env = format!("{}_IMAGE", n.stem());
     project
         .components
@@ -259,7 +259,7 @@ pub fn composed(n: &NameOnly) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::make::make_vars;
+    use crate::make_vars;
 
     const IMAGES: &str = "TAG ?= latest\nCONTROLLER_IMG ?= kserve-controller\nAGENT_IMG ?= agent\nGRPC_IMG ?= custom-model-grpc\nGRPC_IMG_TAG ?= ${KO_DOCKER_REPO}/${GRPC_IMG}:${TAG}\nFULL_IMG ?= quay.io/x/y:v1\nBASE_IMG ?= $(shell cat base)\n";
     const MAKEFILE: &str = "include kserve-images.env\ndocker-build:\n\t${ENGINE} build . -t ${KO_DOCKER_REPO}/${CONTROLLER_IMG}\n\tdocker push $(KO_DOCKER_REPO)/$(CONTROLLER_IMG)\n\tdocker push other/$(AGENT_IMG)\n";
@@ -310,7 +310,7 @@ mod tests {
 
     #[test]
     fn a_name_that_is_not_the_components_repository_is_a_makefile_default_warning() {
-        let project = crate::project::parse(
+        let project = berth_core::project::parse(
             "berth.yaml",
             std::path::PathBuf::from("/p"),
             "name: x\nimages:\n  controller: {image: docker.io/kserve/kserve-controller:latest}\n  agent: {image: docker.io/kserve/kserve-agent:latest}\n",
@@ -336,7 +336,8 @@ mod tests {
         texts[1].1.push_str("\t${ENGINE} build -t \"${KO_DOCKER_REPO}/${AGENT_IMG}\" .\n\tdocker build -t ${KO_DOCKER_REPO}/${GRPC_IMG}:${TAG} .\n");
         let named = name_only(&vars, &texts);
         let shared =
-            crate::project::parse("berth.yaml", "/p".into(), &text("tag: {env: TAG}\n")).unwrap();
+            berth_core::project::parse("berth.yaml", "/p".into(), &text("tag: {env: TAG}\n"))
+                .unwrap();
         let lines: Vec<String> = untagged_builds(&shared, &named)
             .iter()
             .map(ToString::to_string)
@@ -345,7 +346,7 @@ mod tests {
             lines,
             ["Makefile:3: this line builds `CONTROLLER_IMG` with no tag, so make makes `…/kserve-controller:latest`, but berth deploys component `controller` at the shared tag `TAG` (berth.yaml: `tag.env`) once it is set: append `:$(TAG)` to the image here, so `berth env -- make …` builds what berth deploys [makefile-default]"]
         );
-        let alone = crate::project::parse("berth.yaml", "/p".into(), &text("")).unwrap();
+        let alone = berth_core::project::parse("berth.yaml", "/p".into(), &text("")).unwrap();
         assert!(untagged_builds(&alone, &named).is_empty());
     }
 }
