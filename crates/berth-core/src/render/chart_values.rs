@@ -225,66 +225,21 @@ pub fn default_drift(chart: &ChartValues, resolution: &Resolution<'_>, file: &st
                     continue;
                 };
                 let Some(text) = found.as_str() else { continue };
+                // A chart composes `registry/repository` (`ghcr.io/llm-d` and `epp`), which
+                // berth splits elsewhere (`ghcr.io`, `llm-d/epp`): compared composed, once.
+                if *part == HelmPart::Registry && has(HelmPart::Repository) {
+                    continue;
+                }
+                let registry = has(HelmPart::Registry).then(|| {
+                    (c.helm_values.iter())
+                        .find(|(p, _)| *p == HelmPart::Registry)
+                        .and_then(|(_, registry)| inner(registry))
+                        .and_then(|p| lookup(tree, &p)?.as_str().map(str::to_string))
+                        .filter(|r| !r.is_empty())
+                });
                 let app_version = chart.app_version.as_deref().filter(|_| prefix.is_empty());
-                let (shown, same) = match part {
-                    HelmPart::Tag if text.is_empty() => match (app_version, c.image.tag()) {
-                        (Some(app), Some(tag)) => (
-                            format!("empty (the chart's appVersion `{app}`)"),
-                            app == tag.as_str(),
-                        ),
-                        _ => continue,
-                    },
-                    _ if text.is_empty() => continue,
-                    HelmPart::Tag => match c.image.tag() {
-                        Some(tag) => (
-                            format!("`{}`", berth_io_free_shown(text)),
-                            text == tag.as_str(),
-                        ),
-                        None => continue,
-                    },
-                    // A chart composes `registry/repository` (`ghcr.io/llm-d` and `epp`), which
-                    // berth splits elsewhere (`ghcr.io`, `llm-d/epp`): compared composed, once.
-                    HelmPart::Registry if has(HelmPart::Repository) => continue,
-                    HelmPart::Registry => (
-                        format!("`{}`", berth_io_free_shown(text)),
-                        text == c.image.domain(),
-                    ),
-                    HelmPart::Repository if has(HelmPart::Registry) => {
-                        let registry = (c.helm_values.iter())
-                            .find(|(p, _)| *p == HelmPart::Registry)
-                            .and_then(|(_, registry)| inner(registry))
-                            .and_then(|p| lookup(tree, &p)?.as_str().map(str::to_string))
-                            .filter(|r| !r.is_empty());
-                        let composed = match &registry {
-                            Some(registry) => format!("{registry}/{text}"),
-                            None => text.to_string(),
-                        };
-                        match berth_ref::Reference::parse(&composed) {
-                            Ok(r) => (
-                                format!(
-                                    "`{}` (registry and repository)",
-                                    berth_io_free_shown(&composed)
-                                ),
-                                r.repository() == c.image.repository(),
-                            ),
-                            Err(_) => continue,
-                        }
-                    }
-                    HelmPart::Repository => match berth_ref::Reference::parse(text) {
-                        Ok(r) => (
-                            format!("`{}`", berth_io_free_shown(text)),
-                            r.repository() == c.image.repository(),
-                        ),
-                        Err(_) => continue,
-                    },
-                    HelmPart::Image => match berth_ref::Reference::parse(text) {
-                        Ok(r) => (
-                            format!("`{}`", berth_io_free_shown(text)),
-                            r.repository() == c.image.repository() && r.tag() == c.image.tag(),
-                        ),
-                        Err(_) => continue,
-                    },
-                    HelmPart::Digest => continue,
+                let Some((shown, same)) = judge(*part, text, c, app_version, registry) else {
+                    continue;
                 };
                 if same {
                     continue;
@@ -297,6 +252,63 @@ pub fn default_drift(chart: &ChartValues, resolution: &Resolution<'_>, file: &st
         }
     }
     out
+}
+
+/// How a chart's default `text` at a `part` path reads in a message, and whether
+/// it names what component `c`'s image does; `None` when there is nothing to
+/// compare (an empty value without an appVersion, a digest, text that is no
+/// reference). `registry`: the chart's registry value beside a repository path
+/// (`Some(None)` when that path is empty), `None` when the component has none.
+fn judge(
+    part: HelmPart,
+    text: &str,
+    c: &crate::Component,
+    app_version: Option<&str>,
+    registry: Option<Option<String>>,
+) -> Option<(String, bool)> {
+    let quoted = |t: &str| format!("`{}`", berth_io_free_shown(t));
+    let same_repository = |t: &str| {
+        berth_ref::Reference::parse(t)
+            .ok()
+            .map(|r| r.repository() == c.image.repository())
+    };
+    Some(match part {
+        HelmPart::Tag if text.is_empty() => {
+            let (app, tag) = (app_version?, c.image.tag()?);
+            (
+                format!("empty (the chart's appVersion `{app}`)"),
+                app == tag.as_str(),
+            )
+        }
+        _ if text.is_empty() => return None,
+        HelmPart::Tag => (quoted(text), text == c.image.tag()?.as_str()),
+        HelmPart::Registry => (quoted(text), text == c.image.domain()),
+        HelmPart::Repository => match registry {
+            Some(registry) => {
+                let composed = match &registry {
+                    Some(registry) => format!("{registry}/{text}"),
+                    None => text.to_string(),
+                };
+                let same = same_repository(&composed)?;
+                (
+                    format!(
+                        "`{}` (registry and repository)",
+                        berth_io_free_shown(&composed)
+                    ),
+                    same,
+                )
+            }
+            None => (quoted(text), same_repository(text)?),
+        },
+        HelmPart::Image => {
+            let r = berth_ref::Reference::parse(text).ok()?;
+            (
+                quoted(text),
+                r.repository() == c.image.repository() && r.tag() == c.image.tag(),
+            )
+        }
+        HelmPart::Digest => return None,
+    })
 }
 
 /// The keys of a `set:` layer that hold a dot, as dotted paths to them: a values layer reads

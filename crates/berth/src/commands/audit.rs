@@ -87,15 +87,7 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
         .into_iter()
         .map(str::to_string)
         .collect();
-    let tags: Vec<TagVariable> = (project.components.iter().enumerate())
-        .filter_map(|(component, c)| {
-            Some(TagVariable {
-                variable: c.tag_env.clone(),
-                component,
-                tag: c.image.tag()?.as_str().to_string(),
-            })
-        })
-        .collect();
+    let tags = tag_variables(project);
     let excluded: Vec<&String> = project
         .audit_exclude
         .iter()
@@ -125,40 +117,14 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
     copies.sort_by(|a, b| (&a.path, a.line, a.column).cmp(&(&b.path, b.line, b.column)));
     unreadable.sort();
     print(&listing(&copies, project, &root, settings.json)?)?;
-    let files: std::collections::BTreeSet<&PathBuf> = copies.iter().map(|c| &c.path).collect();
-    let too_large = large;
-    let large = if large > 0 {
-        format!(
-            "; {large} file(s) over {} MiB skipped",
-            MAX_AUDITED / 1024 / 1024
-        )
-    } else {
-        String::new()
-    };
     for what in &unreadable {
         say!("berth audit: cannot read {what}; it was not searched");
     }
-    let unread = if unreadable.is_empty() {
-        String::new()
-    } else {
-        format!("; {} could not be read", unreadable.len())
-    };
-    let archives = if archives.is_empty() {
-        String::new()
-    } else {
-        let mut dirs = archives;
-        dirs.sort();
-        format!(
-            "; not searched (released archives, vendored code, test data; --all searches them): {}",
-            dirs.join(", ")
-        )
-    };
     say!(
-        "berth audit: {} hard-coded cop{} in {} file(s); {searched} file(s) searched{large}{unread}{archives}",
-        copies.len(),
-        if copies.len() == 1 { "y" } else { "ies" },
-        files.len()
+        "{}",
+        summary(&copies, searched, large, unreadable.len(), archives)
     );
+    let too_large = large;
     // --strict promises "no copy": a file it could not read or did not search may hold one,
     // and a search of nothing proves nothing.
     if settings.strict && searched == 0 {
@@ -171,6 +137,58 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
         settings.strict
             && (!copies.is_empty() || !unreadable.is_empty() || searched == 0 || too_large > 0),
     ))
+}
+
+/// Each component's tag variable and its default tag (a script's `${TAG:-v1}`).
+fn tag_variables(project: &Project) -> Vec<TagVariable> {
+    (project.components.iter().enumerate())
+        .filter_map(|(component, c)| {
+            Some(TagVariable {
+                variable: c.tag_env.clone(),
+                component,
+                tag: c.image.tag()?.as_str().to_string(),
+            })
+        })
+        .collect()
+}
+
+/// audit's last line: the copies, the files searched, and what was not searched.
+fn summary(
+    copies: &[Copy],
+    searched: usize,
+    large: usize,
+    unreadable: usize,
+    mut archives: Vec<String>,
+) -> String {
+    let files: std::collections::BTreeSet<&PathBuf> = copies.iter().map(|c| &c.path).collect();
+    let large = if large > 0 {
+        format!(
+            "; {large} file(s) over {} MiB skipped",
+            MAX_AUDITED / 1024 / 1024
+        )
+    } else {
+        String::new()
+    };
+    let unread = if unreadable == 0 {
+        String::new()
+    } else {
+        format!("; {unreadable} could not be read")
+    };
+    let archives = if archives.is_empty() {
+        String::new()
+    } else {
+        archives.sort();
+        format!(
+            "; not searched (released archives, vendored code, test data; --all searches them): {}",
+            archives.join(", ")
+        )
+    };
+    format!(
+        "berth audit: {} hard-coded cop{} in {} file(s); {searched} file(s) searched{large}{unread}{archives}",
+        copies.len(),
+        if copies.len() == 1 { "y" } else { "ies" },
+        files.len()
+    )
 }
 
 /// What a walk of the tree found.
@@ -236,25 +254,17 @@ fn overrides(root: &Path, globs: &[&String]) -> Result<ignore::overrides::Overri
         .map_err(|e| anyhow!("audit exclude globs: {e}"))
 }
 
-/// Searches every file below `root` (but `skipped`) on as many threads as there are
-/// cores, up to 8.
-fn walk(
+/// The parallel walk of `root`: `.gitignore` files of the audited tree count
+/// (also outside a git checkout); ripgrep's own `.ignore` files and ignore
+/// files above the tree do not: they would hide tracked scripts that hold
+/// copies (sweep 4, U13, U14). Archive directories left out are told to `left_out`.
+fn walker(
     root: &Path,
-    scanner: &Scanner,
-    (variables, tags): (&[String], &[TagVariable]),
     filters: &Filters,
-) -> Result<Walked> {
-    let skipped = &filters.skipped;
-    let archives: std::sync::Arc<Mutex<Vec<String>>> = Default::default();
-    let left_out = std::sync::Arc::clone(&archives);
+    left_out: std::sync::Arc<Mutex<Vec<String>>>,
+) -> ignore::WalkParallel {
     let (skip_archives, base) = (filters.archives, root.to_path_buf());
-    let found: Mutex<Vec<Copy>> = Mutex::new(Vec::new());
-    let counts = Mutex::new((0usize, 0usize)); // files searched, files too large
-    let unreadable: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    // .gitignore files of the audited tree count (also outside a git checkout);
-    // ripgrep's own `.ignore` files and ignore files above the tree do not: they
-    // would hide tracked scripts that hold copies (sweep 4, U13, U14).
-    let walker = ignore::WalkBuilder::new(root)
+    ignore::WalkBuilder::new(root)
         .hidden(false)
         .require_git(false)
         .ignore(false)
@@ -281,7 +291,24 @@ fn walk(
                 .map_or(2, |n| n.get())
                 .min(8),
         )
-        .build_parallel();
+        .build_parallel()
+}
+
+/// Searches every file below `root` (but `skipped`) on as many threads as there are
+/// cores, up to 8.
+fn walk(
+    root: &Path,
+    scanner: &Scanner,
+    (variables, tags): (&[String], &[TagVariable]),
+    filters: &Filters,
+) -> Result<Walked> {
+    let skipped = &filters.skipped;
+    let archives: std::sync::Arc<Mutex<Vec<String>>> = Default::default();
+    let left_out = std::sync::Arc::clone(&archives);
+    let found: Mutex<Vec<Copy>> = Mutex::new(Vec::new());
+    let counts = Mutex::new((0usize, 0usize)); // files searched, files too large
+    let unreadable: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let walker = walker(root, filters, left_out);
     walker.run(|| {
         // One buffer per thread, big enough for most sources in one read: a
         // fresh Vec costs several growing reads per file, and reads are the cost.

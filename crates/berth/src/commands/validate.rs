@@ -217,8 +217,6 @@ fn makefile_defaults(project: &Project) -> Vec<Warning> {
     berth_make::disagreements(project, &crate::project_file::makefiles(project))
 }
 
-/// What must hold in at least one of the renders: every deployed component
-/// matched, every config used, every path entry reaching a field.
 /// Components that say `deployed: false` although a render runs their image:
 /// the setting is wrong and hides them from validate's checks.
 fn wrongly_undeployed(project: &Project, all: &[Findings]) -> Vec<Warning> {
@@ -267,39 +265,11 @@ fn undeployed_targets(project: &Project) -> Vec<Warning> {
     out
 }
 
-fn aggregated(project: &Project, all: &[Findings]) -> Vec<Warning> {
-    let mut warnings = wrongly_undeployed(project, all);
+/// Configs and CA bundles no render used: one that is injected names the
+/// containers it could have chosen (A36 of #46).
+fn unused_configs(project: &Project, all: &[Findings]) -> Vec<Warning> {
     let in_none = |missing: &dyn Fn(&Findings) -> bool| all.iter().all(missing);
-    // A chart reaches a component through its values (`helmValues:`) whether or
-    // not its defaults render the image (an optional proxy, a feature off by
-    // default): that is no mistake of berth.yaml's.
-    let charted = |c: &berth_core::Component| {
-        !c.helm_values.is_empty()
-            && project
-                .manifests
-                .iter()
-                .chain(project.profiles.iter().flat_map(|p| &p.manifests))
-                .any(|m| matches!(m.source, berth_core::ManifestSource::Helm(_)))
-    };
-    for c in &project.components {
-        // A related image reaches the cluster through the operator's environment.
-        let related = c.related_image.is_some();
-        if !c.deployed || c.same_as.is_some() && c.repositories.is_empty() || charted(c) || related
-        {
-            continue;
-        }
-        if in_none(&|f| f.unmatched_components.contains(&c.name)) {
-            let sets = if all.len() > 1 {
-                " (in no profile)"
-            } else {
-                ""
-            };
-            warnings.push(Warning::at(Code::UnmatchedComponent, format!("{}:{}", project.file, c.image_pos), format_args!(
-                "component `{}` (`{}`) matches no image in the manifests{sets}; check its `image:` and `match:`, or the manifests' image fields (`imagePaths:` for custom resources); a component that is built but never deployed takes `deployed: false`",
-                c.name, c.image
-            )));
-        }
-    }
+    let mut out = Vec::new();
     let names = project
         .configs
         .iter()
@@ -338,15 +308,54 @@ fn aggregated(project: &Project, all: &[Findings]) -> Vec<Warning> {
                 )
                 .collect::<Vec<_>>()
                 .join(" or ");
-            warnings.push(Warning::at(Code::UnusedConfig, format!("{}:{pos}", project.file), format_args!(
+            out.push(Warning::at(Code::UnusedConfig, format!("{}:{pos}", project.file), format_args!(
                 "`{name}` is injected into no container: none is {chose} ({seen}); name a container in `inject.containers` or its component in `inject.components`"
             )));
             continue;
         }
-        warnings.push(Warning::at(Code::UnusedConfig, format!("{}:{pos}", project.file), format_args!(
+        out.push(Warning::at(Code::UnusedConfig, format!("{}:{pos}", project.file), format_args!(
             "`{name}` is referenced by no object in the manifests, so its generated name reaches nothing; refer to `{name}` from a pod spec (or inject it), list a custom resource's field that names it under `configPaths:`, or remove it"
         )));
     }
+    out
+}
+
+/// What must hold in at least one render: every deployed component matched,
+/// every config used, every path entry reaching a field.
+fn aggregated(project: &Project, all: &[Findings]) -> Vec<Warning> {
+    let mut warnings = wrongly_undeployed(project, all);
+    let in_none = |missing: &dyn Fn(&Findings) -> bool| all.iter().all(missing);
+    // A chart reaches a component through its values (`helmValues:`) whether or
+    // not its defaults render the image (an optional proxy, a feature off by
+    // default): that is no mistake of berth.yaml's.
+    let charted = |c: &berth_core::Component| {
+        !c.helm_values.is_empty()
+            && project
+                .manifests
+                .iter()
+                .chain(project.profiles.iter().flat_map(|p| &p.manifests))
+                .any(|m| matches!(m.source, berth_core::ManifestSource::Helm(_)))
+    };
+    for c in &project.components {
+        // A related image reaches the cluster through the operator's environment.
+        let related = c.related_image.is_some();
+        if !c.deployed || c.same_as.is_some() && c.repositories.is_empty() || charted(c) || related
+        {
+            continue;
+        }
+        if in_none(&|f| f.unmatched_components.contains(&c.name)) {
+            let sets = if all.len() > 1 {
+                " (in no profile)"
+            } else {
+                ""
+            };
+            warnings.push(Warning::at(Code::UnmatchedComponent, format!("{}:{}", project.file, c.image_pos), format_args!(
+                "component `{}` (`{}`) matches no image in the manifests{sets}; check its `image:` and `match:`, or the manifests' image fields (`imagePaths:` for custom resources); a component that is built but never deployed takes `deployed: false`",
+                c.name, c.image
+            )));
+        }
+    }
+    warnings.extend(unused_configs(project, all));
     let merge = |pick: &dyn Fn(&Findings) -> &Vec<(bool, bool)>, len: usize| -> Vec<(bool, bool)> {
         (0..len)
             .map(|i| {
