@@ -123,6 +123,62 @@ fn helm_values(all: &[&Found], entry: &mut Node, why: &mut String) {
     ));
 }
 
+/// The Makefile variable whose value names `repo` (`*_IMAGE`, `IMG`).
+fn variable_of<'d>(defined: &'d [Defined], repo: &str) -> Option<&'d Defined> {
+    defined.iter().find(|(n, v, _)| {
+        (n.ends_with("_IMAGE") || n == "IMG")
+            && Reference::parse(v).is_ok_and(|r| r.repository().to_string() == *repo)
+    })
+}
+
+/// Whether `repo` is not under the project's registry and organisation.
+fn third_party(project_owner: Option<&str>, repo: &str) -> bool {
+    project_owner.is_some_and(|o| !repo.starts_with(&format!("{o}/")))
+}
+
+/// The name each repository asks for, and how strongly (a Makefile variable
+/// first, then the project's own images, then third-party ones).
+fn wanted(
+    facts: &Facts,
+    by_repo: &[(String, Vec<&Found>)],
+    named: &[berth_make::NameOnly],
+    defined: &[Defined],
+    project_owner: Option<&str>,
+) -> Vec<Wanted> {
+    by_repo
+        .iter()
+        .map(|(repo, _)| {
+            let variable = variable_of(defined, repo);
+            let by_name = named::of_repository(named, repo).filter(|_| variable.is_none());
+            let name = match (variable, by_name) {
+                (Some((n, _, _)), _) if n != "IMG" => component_name(n),
+                (None, Some(n)) => component_name(&n.var),
+                _ => component_name(repo.rsplit('/').next().unwrap_or(repo)),
+            };
+            let mut claimed: Vec<String> = Vec::new();
+            if let Some((var, _, _)) = variable {
+                claimed.push(var.clone());
+                claimed.push(tag_variable(facts, var));
+            }
+            Wanted {
+                name,
+                rank: match (
+                    variable.is_some() || by_name.is_some(),
+                    third_party(project_owner, repo),
+                ) {
+                    (true, _) => 0,
+                    (false, false) => 1,
+                    (false, true) => 2,
+                },
+                owner: third_party(project_owner, repo)
+                    .then(|| repo_owner_name(repo))
+                    .flatten(),
+                claimed,
+            }
+        })
+        .collect()
+}
+
 /// `images:`: one component per repository, in the order first seen, with the
 /// variables the Makefile defines for it and a note of why.
 pub(super) fn components(
@@ -143,49 +199,9 @@ pub(super) fn components(
     }
     let mut images = Node::map(Pos::default());
     let tag_base = defined.iter().find(|(n, _, _)| n == "IMAGE_TAG_BASE");
-    let variable_of = |repo: &str| {
-        defined.iter().find(|(n, v, _)| {
-            (n.ends_with("_IMAGE") || n == "IMG")
-                && Reference::parse(v).is_ok_and(|r| r.repository().to_string() == *repo)
-        })
-    };
-    let third_party_of = |repo: &str| {
-        project_owner
-            .as_ref()
-            .is_some_and(|o| !repo.starts_with(&format!("{o}/")))
-    };
-    let wanted: Vec<Wanted> = by_repo
-        .iter()
-        .map(|(repo, _)| {
-            let variable = variable_of(repo);
-            let by_name = named::of_repository(named, repo).filter(|_| variable.is_none());
-            let name = match (variable, by_name) {
-                (Some((n, _, _)), _) if n != "IMG" => component_name(n),
-                (None, Some(n)) => component_name(&n.var),
-                _ => component_name(repo.rsplit('/').next().unwrap_or(repo)),
-            };
-            let mut claimed: Vec<String> = Vec::new();
-            if let Some((var, _, _)) = variable {
-                claimed.push(var.clone());
-                claimed.push(tag_variable(facts, var));
-            }
-            Wanted {
-                name,
-                rank: match (
-                    variable.is_some() || by_name.is_some(),
-                    third_party_of(repo),
-                ) {
-                    (true, _) => 0,
-                    (false, false) => 1,
-                    (false, true) => 2,
-                },
-                owner: third_party_of(repo)
-                    .then(|| repo_owner_name(repo))
-                    .flatten(),
-                claimed,
-            }
-        })
-        .collect();
+    let variable_of = |repo: &str| variable_of(defined, repo);
+    let third_party_of = |repo: &str| third_party(project_owner, repo);
+    let wanted = wanted(facts, &by_repo, named, defined, project_owner);
     let assigned = assign_names(&wanted);
     for ((repo, all), name) in by_repo.iter().zip(assigned) {
         let variable = variable_of(repo);

@@ -99,15 +99,12 @@ fn owner(reference: &Reference) -> String {
     }
 }
 
-/// Decides a first berth.yaml.
-pub fn plan(facts: &Facts) -> Plan {
-    let mut notes = Vec::new();
-    let (mut manifests, mut profiles) = manifests_and_profiles(facts, &mut notes);
-    add_charts(facts, &mut manifests, &mut profiles, &mut notes);
-    let (mut found, placeholders) = images_in_manifests(facts, &mut notes);
+/// The images the charts' values name, each with the values paths that set it.
+fn chart_images(facts: &Facts, notes: &mut Vec<String>) -> Vec<Found> {
+    let mut found = Vec::new();
     for chart in &facts.charts {
         found.extend(
-            charts::images(chart, &facts.charts, &mut notes)
+            charts::images(chart, &facts.charts, notes)
                 .into_iter()
                 .map(|i| Found {
                     reference: i.reference,
@@ -117,6 +114,43 @@ pub fn plan(facts: &Facts) -> Plan {
                 }),
         );
     }
+    found
+}
+
+/// The variable `registry: {env: …}` names and why: the Makefile's registry
+/// variable, else one its image names compose, else `IMAGE_REGISTRY` — unless
+/// make builds an image no component's variable moves (berth's invented
+/// variable would leave it behind; a note says so).
+fn registry_choice(
+    facts: &Facts,
+    registry_var: Option<&(String, String, String)>,
+    named: &[berth_make::NameOnly],
+    images: &Node,
+    notes: &mut Vec<String>,
+) -> Option<(String, String)> {
+    let built = berth_make::built_images(&facts.make_texts);
+    let mut vars: Vec<&str> = named.iter().map(|n| n.var.as_str()).collect();
+    vars.extend(component_variables(images));
+    match (registry_var, named::registry(named)) {
+        (Some((n, _, at)), _) => Some((n.clone(), format!("registry: {n} (from {at}) moves the project's images"))),
+        (None, Some(composed)) => Some(composed),
+        (None, None) => match named::left_behind(&built, &vars) {
+            None => Some(("IMAGE_REGISTRY".to_string(), "registry: IMAGE_REGISTRY moves the project's images (no registry variable in the Makefile)".to_string())),
+            Some((image, at)) => {
+                notes.push(format!("registry: none written: the Makefile has no registry variable, and make builds `{image}` ({at}), which no component's variable moves; one berth invented would leave it behind (add `registry: {{env: …}}` once every image make builds follows it)"));
+                None
+            }
+        },
+    }
+}
+
+/// Decides a first berth.yaml.
+pub fn plan(facts: &Facts) -> Plan {
+    let mut notes = Vec::new();
+    let (mut manifests, mut profiles) = manifests_and_profiles(facts, &mut notes);
+    add_charts(facts, &mut manifests, &mut profiles, &mut notes);
+    let (mut found, placeholders) = images_in_manifests(facts, &mut notes);
+    found.extend(chart_images(facts, &mut notes));
     let defined = read_make_vars(facts, &placeholders, &mut notes);
     // A placeholder's image comes from the Makefile variable of that name.
     for (var, at) in &placeholders {
@@ -174,20 +208,7 @@ pub fn plan(facts: &Facts) -> Plan {
         set(&mut doc, "profiles", profiles);
     }
     if images.as_map().is_some_and(|m| !m.is_empty()) {
-        let built = berth_make::built_images(&facts.make_texts);
-        let mut vars: Vec<&str> = named.iter().map(|n| n.var.as_str()).collect();
-        vars.extend(component_variables(&images));
-        let chosen = match (&registry_var, named::registry(&named)) {
-            (Some((n, _, at)), _) => Some((n.clone(), format!("registry: {n} (from {at}) moves the project's images"))),
-            (None, Some(composed)) => Some(composed),
-            (None, None) => match named::left_behind(&built, &vars) {
-                None => Some(("IMAGE_REGISTRY".to_string(), "registry: IMAGE_REGISTRY moves the project's images (no registry variable in the Makefile)".to_string())),
-                Some((image, at)) => {
-                    notes.push(format!("registry: none written: the Makefile has no registry variable, and make builds `{image}` ({at}), which no component's variable moves; one berth invented would leave it behind (add `registry: {{env: …}}` once every image make builds follows it)"));
-                    None
-                }
-            },
-        };
+        let chosen = registry_choice(facts, registry_var.as_ref(), &named, &images, &mut notes);
         set(&mut doc, "images", images);
         if let Some(operator) = operator {
             set(&mut doc, "operator", operator);

@@ -218,6 +218,23 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
             NOT_DEPLOYED.iter().map(|d| format!("{d}/")).collect::<Vec<_>>().join(", ")
         ));
     }
+    unbuilt_dependencies(root, &facts, skipped);
+    facts.charts.retain(|c| {
+        let named = !c.name.is_empty();
+        if !named {
+            skipped.push(format!(
+                "{}/Chart.yaml: skipped: no `name:` (not a chart berth init can read)",
+                berth_io::shown(&c.dir)
+            ));
+        }
+        named
+    });
+    Ok(facts)
+}
+
+/// Charts whose `charts/` directory lacks dependencies they list: named with
+/// the command validate will need (berth renders a chart as it is on disk).
+fn unbuilt_dependencies(root: &Path, facts: &Facts, skipped: &mut Vec<String>) {
     for chart in &facts.charts {
         let held: Vec<String> = std::fs::read_dir(root.join(&chart.dir).join("charts"))
             .into_iter()
@@ -238,17 +255,6 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
             ));
         }
     }
-    facts.charts.retain(|c| {
-        let named = !c.name.is_empty();
-        if !named {
-            skipped.push(format!(
-                "{}/Chart.yaml: skipped: no `name:` (not a chart berth init can read)",
-                berth_io::shown(&c.dir)
-            ));
-        }
-        named
-    });
-    Ok(facts)
 }
 
 /// At most this many JSON files are read for related images (a repository's
