@@ -178,28 +178,29 @@ impl Warning {
         if self.at == place {
             return true;
         }
-        let under = |file: &str| file == place || file.starts_with(&format!("{place}/"));
-        let (head, inside) = self.at.split_once('(').unwrap_or((&self.at, ""));
+        // A file or a directory above it is the place's text followed by where a path ends:
+        // compared as text, so a path with spaces or parentheses is named as written.
+        let ends_path = |rest: &str| rest.is_empty() || rest.starts_with([':', '/', ';', ')', ' ']);
         // `kustomize DIR:9:16`: the rendered kustomization's directory.
-        let head = head.strip_prefix("kustomize ").unwrap_or(head);
-        let file = |text: &str| {
-            text.split([':', ' '])
-                .next()
-                .unwrap_or_default()
-                .to_string()
-        };
-        if under(&file(head)) {
+        let head = self.at.strip_prefix("kustomize ").unwrap_or(&self.at);
+        if head.strip_prefix(place).is_some_and(ends_path) {
             return true;
         }
-        inside.split([';', ')']).map(str::trim).any(|part| {
-            let named = ["set by ", "from "]
-                .iter()
-                .find_map(|lead| part.strip_prefix(lead));
-            match named {
-                Some(rest) => under(&file(rest)),
-                None => part == place || generated_by(part, place),
-            }
-        })
+        let named = ["set by ", "from "].iter().any(|lead| {
+            let wanted = format!("{lead}{place}");
+            (self.at.match_indices(&wanted)).any(|(i, _)| ends_path(&self.at[i + wanted.len()..]))
+        });
+        if named {
+            return true;
+        }
+        // The object follows the position: the first ` (` after a line or column number.
+        let inside = (self.at.match_indices(" ("))
+            .find(|(i, _)| self.at[..*i].ends_with(|c: char| c.is_ascii_digit()))
+            .map_or("", |(i, _)| &self.at[i + 2..]);
+        inside
+            .split([';', ')'])
+            .map(str::trim)
+            .any(|part| part == place || generated_by(part, place))
     }
 }
 
@@ -340,6 +341,11 @@ mod tests {
             "kustomize config/default:40:3 (ConfigMap/kserve-inferenceservice-config-7k2h4g6t9m)",
             "data key holds an image",
         );
+        let odd = Warning::at(
+            Code::Drift,
+            "my charts (old)/web/templates/d.yaml:3:9 (Deployment/web; from vals (prod).yaml:2:7)",
+            "image differs",
+        );
         let table: &[(&Warning, &str, bool)] = &[
             (&drift, "charts/ms/templates/decode.yaml", true),
             (&drift, "charts/ms", true),
@@ -368,6 +374,14 @@ mod tests {
             (&generated, "ConfigMap/vice-config", false),
             (&generated, "Secret/inferenceservice-config", false),
             (&generated, "ConfigMap/", false),
+            // A path with spaces and parentheses is named as written (#47 item 4).
+            (&odd, "my charts (old)/web", true),
+            (&odd, "my charts (old)/web/templates/d.yaml", true),
+            (&odd, "my charts", true),
+            (&odd, "my charts (old)/we", false),
+            (&odd, "vals (prod).yaml", true),
+            (&odd, "Deployment/web", true),
+            (&odd, "(old)", false),
         ];
         for (warning, place, expected) in table {
             assert_eq!(warning.is_at(place), *expected, "{place} at {}", warning.at);

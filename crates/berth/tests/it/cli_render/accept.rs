@@ -255,3 +255,21 @@ fn an_overlays_copy_is_accepted_at_its_source_directory() {
     let strict = berth(d).args(["validate", "--strict"]).output().unwrap();
     assert!(strict.status.success(), "{}", stderr(&strict));
 }
+
+/// A directory whose name has spaces and parentheses is acknowledged as written
+/// (#47 item 4: the place was cut at the first space or parenthesis).
+#[test]
+fn a_path_with_spaces_and_parentheses_is_acknowledged_as_written() {
+    let text = "name: x\nmanifests: ['deploy (old)/']\nimages:\n  web: {image: 'ghcr.io/acme/web:v1'}\naccept:\n- warning: copy\n  at: 'deploy (old)'\n  because: an archive of what shipped\n";
+    let dir = project(text);
+    let d = dir.path();
+    fs::create_dir_all(d.join("deploy (old)")).unwrap();
+    fs::write(d.join("deploy (old)/pod.yaml"), POD).unwrap();
+    fs::write(d.join("deploy (old)/images.yaml"), CONFIG).unwrap();
+    let strict = berth(d).args(["validate", "--strict"]).output().unwrap();
+    assert!(strict.status.success(), "{}", stderr(&strict));
+    assert_eq!(
+        stderr(&strict),
+        "note: 1 warning acknowledged by `accept:` in berth.yaml\n"
+    );
+}
