@@ -253,7 +253,14 @@ pub fn build(
     supplied: &Supplied<'_>,
 ) -> Result<CaBundle, CaError> {
     let (system, cluster) = (supplied.system, supplied.cluster);
-    let password = super::ca_password::password(project, spec, supplied.configs)?;
+    let password = super::ca_password::password(project, spec, supplied.configs).map_err(
+        |(pos, problem)| CaError::Password {
+            file: project.file.clone(),
+            pos,
+            bundle: spec.name.clone(),
+            problem,
+        },
+    )?;
     let limit = |problem: String| CaError::Limit {
         file: project.file.clone(),
         pos: spec.pos,

@@ -4,21 +4,17 @@
 use berth_trust::truststore::Password;
 
 /// The password `caBundles.X.password: {config, key}` names: the value of a
-/// `secret: true` config's key, checked (`None` without `password:`).
+/// `secret: true` config's key, checked (`None` without `password:`); else
+/// where `password:` is and what is wrong (the caller names the bundle).
 pub fn password(
     project: &crate::project::Project,
     spec: &crate::project::CaBundleSpec,
     configs: &[super::Generated],
-) -> Result<Option<Password>, super::ca::CaError> {
+) -> Result<Option<Password>, (berth_yaml::Pos, String)> {
     let Some(named) = &spec.password else {
         return Ok(None);
     };
-    let fail = |problem: String| super::ca::CaError::Password {
-        file: project.file.clone(),
-        pos: named.pos,
-        bundle: spec.name.clone(),
-        problem,
-    };
+    let fail = |problem: String| (named.pos, problem);
     let (config, key) = (&named.config, &named.key);
     if !spec.formats.pkcs12 && !spec.formats.jks {
         return Err(fail("it is the Java stores' password, and this bundle writes none: add `formats: [pkcs12]` or `jks`, or the `java` runtime".into()));

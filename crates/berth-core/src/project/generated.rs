@@ -1,9 +1,8 @@
-//! `configs:` of berth.yaml, and [`BundleSpec`], what every CA bundle is
-//! whatever declares it (berth.yaml's `caBundles:` is read in `trust.rs`).
+//! `configs:` of berth.yaml, and the field readers the trust and config
+//! sections share (what a CA bundle is lives in `trust.rs`).
 
 use berth_yaml::{Node, Pos};
 
-use super::trust::Inject;
 use super::{Loader, ProjectError};
 
 pub(super) const CONFIG_KEYS: &[&str] = &[
@@ -18,20 +17,6 @@ pub(super) const CONFIG_KEYS: &[&str] = &[
     "labels",
     "annotations",
 ];
-pub(super) const CA_KEYS: &[&str] = &[
-    "sources",
-    "key",
-    "inject",
-    "hash",
-    "labels",
-    "annotations",
-    "defaults",
-    "formats",
-    "password",
-];
-pub(super) const INJECT_KEYS: &[&str] =
-    &["components", "containers", "mountPath", "env", "runtimes"];
-
 /// A value with the position it was written at, for messages about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Spanned<T> {
@@ -68,26 +53,6 @@ pub struct ConfigSpec {
     /// `labels:` put on the generated object (an operator's cache may select by one).
     pub labels: Vec<(String, String)>,
     /// `annotations:` put on the generated object.
-    pub annotations: Vec<(String, String)>,
-}
-
-/// A CA bundle as any source declares it (berth.yaml's `caBundles:` or a
-/// `Berth`'s `spec.caBundles`): the ConfigMap it becomes and who trusts it.
-/// Where its certificates come from is the source's business ([`super::CaBundleSpec`]
-/// for berth.yaml's files).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BundleSpec {
-    /// The base name.
-    pub name: String,
-    /// `key:` in the ConfigMap (default `ca-bundle.crt`).
-    pub key: String,
-    /// `inject:`, if the bundle is mounted into containers.
-    pub inject: Option<Inject>,
-    /// `hash:` (default true): the name carries the content hash and the object is immutable.
-    pub hash: bool,
-    /// `labels:` put on the generated ConfigMap.
-    pub labels: Vec<(String, String)>,
-    /// `annotations:` put on the generated ConfigMap.
     pub annotations: Vec<(String, String)>,
 }
 

@@ -21,10 +21,12 @@ pub mod schema;
 mod sync;
 mod trust;
 pub use dev::{Dev, Forward};
-pub use generated::{BundleSpec, ConfigSpec, Spanned};
+pub use generated::{ConfigSpec, Spanned};
 pub use helm::{HelmChart, HelmPart};
 pub use sync::{RunStep, SyncPath, SyncRule, SyncTarget};
-pub use trust::{CaBundleSpec, ClusterObject, ClusterSource, Defaults, Inject, PasswordRef};
+pub use trust::{
+    BundleSpec, CaBundleSpec, ClusterObject, ClusterSource, Defaults, Inject, PasswordRef,
+};
 
 /// Name of the project file.
 pub const PROJECT_FILE: &str = "berth.yaml";

@@ -11,8 +11,9 @@ use serde_json::{json, Map, Value};
 
 use super::components::{COMPONENT_KEYS, TAG_KEYS};
 use super::dev::{DEV_KEYS, FORWARD_KEYS};
-use super::generated::{CA_KEYS, CONFIG_KEYS, INJECT_KEYS};
+use super::generated::CONFIG_KEYS;
 use super::sync::{PATH_KEYS, RULE_KEYS, RUN_KEYS, TARGET_KEYS};
+use super::trust::{CA_KEYS, INJECT_KEYS};
 use super::{CONFIG_PATH_KEYS, IMAGE_PATH_KEYS, REGISTRY_KEYS, TOP_KEYS};
 
 /// The schema's `$id`, where editors may fetch it once it is published.

@@ -3,8 +3,6 @@
 
 use berth_yaml::{Node, Pos};
 
-use super::generated::BundleSpec;
-use super::generated::{CA_KEYS, INJECT_KEYS};
 use super::{Loader, ProjectError, Spanned};
 
 /// `caBundles.X.defaults`: the public roots added to the bundle.
@@ -16,6 +14,40 @@ pub enum Defaults {
     /// Mozilla's root program, as the `webpki-root-certs` crate berth is built
     /// with carries it: the same on every machine, updated with berth.
     Mozilla,
+}
+
+pub(super) const CA_KEYS: &[&str] = &[
+    "sources",
+    "key",
+    "inject",
+    "hash",
+    "labels",
+    "annotations",
+    "defaults",
+    "formats",
+    "password",
+];
+pub(super) const INJECT_KEYS: &[&str] =
+    &["components", "containers", "mountPath", "env", "runtimes"];
+
+/// A CA bundle as any source declares it (berth.yaml's `caBundles:` or a
+/// `Berth`'s `spec.caBundles`): the ConfigMap it becomes and who trusts it.
+/// Where its certificates come from is the source's business ([`CaBundleSpec`]
+/// for berth.yaml's files).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundleSpec {
+    /// The base name.
+    pub name: String,
+    /// `key:` in the ConfigMap (default `ca-bundle.crt`).
+    pub key: String,
+    /// `inject:`, if the bundle is mounted into containers.
+    pub inject: Option<Inject>,
+    /// `hash:` (default true): the name carries the content hash and the object is immutable.
+    pub hash: bool,
+    /// `labels:` put on the generated ConfigMap.
+    pub labels: Vec<(String, String)>,
+    /// `annotations:` put on the generated ConfigMap.
+    pub annotations: Vec<(String, String)>,
 }
 
 /// One entry of berth.yaml's `caBundles:`: a [`BundleSpec`] with where it is

@@ -9,6 +9,7 @@
 //! and stops them on SIGINT or SIGTERM.
 
 mod apply;
+mod event;
 mod events;
 mod forward;
 mod logs;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::events::Event;
+use super::event::Event;
 
 struct Line {
     bar: ProgressBar,
