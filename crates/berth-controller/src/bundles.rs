@@ -5,7 +5,7 @@
 use berth_core::configs::trust_bundles::{self, TrustBundle};
 use berth_core::configs::truststore::Password;
 use berth_core::configs::{ca, Generated};
-use berth_core::project::{BundleSpec, ClusterObject, Inject};
+use berth_core::project::{BundleSpec, ClusterObject, Inject, InjectRequest};
 
 use super::{problem, read, rfc3339, Problem, SourceKind, Sources};
 use crate::reason::Reason;
@@ -34,15 +34,14 @@ fn bundle_spec(bundle: &str, spec: &crate::types::CaBundleSpec) -> (BundleSpec, 
         let named_env = (!i.env.is_empty()).then(|| i.env.clone());
         let runtimes =
             (i.runtimes.as_ref()).map(|r| r.iter().map(|r| r.as_str().to_string()).collect());
-        let (inject, needs) = Inject::new(
-            bundle,
-            &key,
-            i.components.clone(),
-            i.containers.clone(),
-            i.mount_path.clone(),
+        let asked = InjectRequest {
+            components: i.components.clone(),
+            containers: i.containers.clone(),
+            mount_path: i.mount_path.clone(),
             named_env,
             runtimes,
-        );
+        };
+        let (inject, needs) = Inject::new(bundle, &key, asked);
         formats.pkcs12 |= needs.pkcs12;
         formats.dir |= needs.dir;
         Inject { password, ..inject }

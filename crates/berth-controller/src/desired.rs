@@ -381,15 +381,12 @@ fn generate_configs(
             };
         let key = spec.key.clone().unwrap_or(default_key);
         if let Some(schema) = &spec.schema {
-            check_schema(
-                name,
-                &field,
-                schema,
-                &key,
-                &bytes,
-                kind == ConfigKind::Secret,
-                sources,
-            )?;
+            let data = Data {
+                key: &key,
+                bytes: &bytes,
+                secret: kind == ConfigKind::Secret,
+            };
+            check_schema(name, &field, schema, data, sources)?;
         }
         let shape = ConfigShape {
             name: name.clone(),
@@ -411,15 +408,22 @@ fn generate_configs(
     Ok((generated, status))
 }
 
+/// A config's data as a schema checks it: its key, bytes, and whether it is a
+/// Secret's (whose values are never shown).
+struct Data<'a> {
+    key: &'a str,
+    bytes: &'a [u8],
+    secret: bool,
+}
+
 fn check_schema(
     name: &str,
     field: &str,
     schema: &crate::types::SchemaSource,
-    key: &str,
-    bytes: &[u8],
-    secret: bool,
+    data: Data<'_>,
     sources: &Sources,
 ) -> Result<(), Problem> {
+    let Data { key, bytes, secret } = data;
     let (value, shown) = match (&schema.inline, &schema.config_map) {
         (Some(inline), None) => (inline.clone(), format!("{field}.schema.inline")),
         (None, Some(r)) => {

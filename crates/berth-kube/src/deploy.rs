@@ -375,11 +375,13 @@ impl Cluster {
             None => {
                 let (record, fingerprints, answers) = self
                     .record_new(
-                        desired,
-                        &objects,
-                        manifest,
+                        NewRecord {
+                            desired,
+                            objects: &objects,
+                            manifest,
+                            rollback_of,
+                        },
                         &mut records,
-                        rollback_of,
                         options,
                         events,
                     )
@@ -408,14 +410,10 @@ impl Cluster {
     /// An apply of objects no record holds yet: a dry run of everything, the
     /// apply, and a new record (refused when the objects are more than berth
     /// records). The record, the fingerprints and the workloads as answered.
-    #[allow(clippy::too_many_arguments)] // one apply's inputs, each used once
     async fn record_new(
         &self,
-        desired: &Desired,
-        objects: &[Planned],
-        manifest: String,
+        new: NewRecord<'_>,
         records: &mut Records,
-        rollback_of: Option<u64>,
         options: &ApplyOptions,
         events: &mut (dyn FnMut(Event) + Send),
     ) -> Result<
@@ -426,6 +424,12 @@ impl Cluster {
         ),
         ClusterError,
     > {
+        let NewRecord {
+            desired,
+            objects,
+            manifest,
+            rollback_of,
+        } = new;
         let before = self.dry_run(objects, options).await?;
         if manifest.len() > RECORD_LIMIT {
             return Err(ClusterError::Record {
@@ -546,4 +550,13 @@ fn workloads_of(answers: BTreeMap<ObjectRef, Value>) -> BTreeMap<ObjectRef, Valu
         .into_iter()
         .filter(|(object, _)| has_rollout(&object.kind))
         .collect()
+}
+
+/// What a new record is made of: the desired state, its planned objects and
+/// their manifest text, and the record it rolls back to, if any.
+struct NewRecord<'a> {
+    desired: &'a Desired,
+    objects: &'a [Planned],
+    manifest: String,
+    rollback_of: Option<u64>,
 }

@@ -144,16 +144,11 @@ async fn copy_manifest(
         let (source, target) = (source.clone(), target.clone());
         tasks.spawn(async move {
             let _permit = permits.acquire_owned().await;
-            copy_blob(
-                &registry,
-                &source,
-                &target,
-                &digest,
+            let blob = Blob {
+                digest: &digest,
                 size,
-                &stats,
-                progress.as_ref(),
-            )
-            .await
+            };
+            copy_blob(&registry, &source, &target, blob, &stats, progress.as_ref()).await
         });
     }
     while let Some(joined) = tasks.join_next().await {
@@ -170,15 +165,21 @@ async fn copy_manifest(
     Ok(())
 }
 
+/// A blob as a manifest names it: its digest and size.
+struct Blob<'a> {
+    digest: &'a str,
+    size: u64,
+}
+
 async fn copy_blob(
     registry: &Registry,
     source: &Reference,
     target: &Reference,
-    digest: &str,
-    size: u64,
+    blob: Blob<'_>,
     stats: &Stats,
     progress: &dyn Progress,
 ) -> Result<(), RegistryError> {
+    let Blob { digest, size } = blob;
     if registry.blob_exists(target, digest).await? {
         stats.blobs_present.fetch_add(1, Ordering::Relaxed);
         stats.bytes_present.fetch_add(size, Ordering::Relaxed);

@@ -25,7 +25,8 @@ pub use generated::{ConfigSpec, Spanned};
 pub use helm::{HelmChart, HelmPart};
 pub use sync::{RunStep, SyncPath, SyncRule, SyncTarget};
 pub use trust::{
-    BundleSpec, CaBundleSpec, ClusterObject, ClusterSource, Defaults, Inject, PasswordRef,
+    BundleSpec, CaBundleSpec, ClusterObject, ClusterSource, Defaults, Inject, InjectRequest,
+    PasswordRef,
 };
 
 /// Name of the project file.

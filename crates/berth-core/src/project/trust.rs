@@ -182,18 +182,21 @@ pub struct Inject {
 }
 
 impl Inject {
-    /// An injection of `components` and `containers` as `env:` and `runtimes:`
-    /// ask (`None`: not written), its paths beside `mount_path` (the default
-    /// one when `None`), and the formats the bundle then needs.
+    /// The injection `asked` for bundle `bundle` (its data key `key`): its
+    /// paths beside the mount path (the default one when not asked), and the
+    /// formats the bundle then needs.
     pub fn new(
         bundle: &str,
         key: &str,
-        components: Vec<String>,
-        containers: Vec<String>,
-        mount_path: Option<String>,
-        named_env: Option<Vec<String>>,
-        runtimes: Option<Vec<String>>,
+        asked: InjectRequest,
     ) -> (Inject, crate::configs::ca::Formats) {
+        let InjectRequest {
+            components,
+            containers,
+            mount_path,
+            named_env,
+            runtimes,
+        } = asked;
         let mount_path =
             mount_path.unwrap_or_else(|| crate::names::default_mount_path(bundle, key));
         let (mut env, java) = runtime_variables(named_env, runtimes);
@@ -222,14 +225,20 @@ impl Inject {
     }
 }
 
-/// `inject:` as written; made an [`Inject`] once the bundle's key is known.
-#[derive(Default)]
-struct InjectEntry {
-    components: Vec<String>,
-    containers: Vec<String>,
-    mount_path: Option<String>,
-    named_env: Option<Vec<String>>,
-    runtimes: Option<Vec<String>>,
+/// `inject:` as written (berth.yaml's or a `Berth`'s); made an [`Inject`]
+/// once the bundle's key is known ([`Inject::new`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InjectRequest {
+    /// The components whose containers get the bundle.
+    pub components: Vec<String>,
+    /// The containers, by name, that get it.
+    pub containers: Vec<String>,
+    /// `mountPath:` (`None`: the default beside the bundle's key).
+    pub mount_path: Option<String>,
+    /// `env:` (`None`: not written).
+    pub named_env: Option<Vec<String>>,
+    /// `runtimes:` (`None`: not written; with neither, every runtime's variables).
+    pub runtimes: Option<Vec<String>>,
 }
 
 impl Loader<'_> {
@@ -438,15 +447,7 @@ impl Loader<'_> {
             }
             if let Some(entry) = entry {
                 // `env:` and `runtimes:` add up; with neither, every runtime's variables.
-                let (inject, needs) = Inject::new(
-                    &spec.name,
-                    &spec.key,
-                    entry.components,
-                    entry.containers,
-                    entry.mount_path,
-                    entry.named_env,
-                    entry.runtimes,
-                );
+                let (inject, needs) = Inject::new(&spec.name, &spec.key, entry);
                 spec.inject = Some(inject);
                 if let (Some(inject), Some(named)) = (&mut spec.spec.inject, &spec.password) {
                     inject.password = Some((named.config.clone(), named.key.clone()));
@@ -464,8 +465,8 @@ impl Loader<'_> {
         node: &Node,
         context: &str,
         components: &[String],
-    ) -> Result<InjectEntry, ProjectError> {
-        let mut inject = InjectEntry::default();
+    ) -> Result<InjectRequest, ProjectError> {
+        let mut inject = InjectRequest::default();
         for (k, v) in self.fields(node, context, INJECT_KEYS)? {
             let field = format!("{context}.{}", k.as_str().unwrap_or_default());
             match k.as_str().unwrap_or_default() {
