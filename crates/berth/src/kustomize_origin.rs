@@ -164,17 +164,16 @@ impl Walk {
                 }
             }
         }
-        for key in ["resources", "bases", "components"] {
-            for item in doc.get(key).and_then(Node::as_seq).unwrap_or_default() {
-                let Some(entry) = item.as_str().filter(|e| !e.contains("://")) else {
-                    continue;
-                };
-                let path = dir.join(entry);
-                if path.is_dir() {
-                    self.collect(&path, &root);
-                } else if key == "resources" {
-                    self.objects(&path, &shown(&path));
-                }
+        // A file among them is a resource (bases and components are directories).
+        for entry in crate::kustomize::entries(&doc, &crate::kustomize::BASE_KEYS) {
+            if crate::kustomize::is_remote(entry) {
+                continue;
+            }
+            let path = dir.join(entry);
+            if path.is_dir() {
+                self.collect(&path, &root);
+            } else {
+                self.objects(&path, &shown(&path));
             }
         }
     }

@@ -618,22 +618,15 @@ fn kustomization(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
     let Some((_, doc)) = crate::kustomize::read_kustomization(&dir) else {
         return;
     };
-    for key in ["resources", "components", "bases"] {
-        for item in doc
-            .get(key)
-            .and_then(berth_yaml::Node::as_seq)
-            .unwrap_or_default()
-        {
-            let Some(entry) = item.as_str() else { continue };
-            if entry.contains("://") || entry.starts_with("github.com/") {
-                continue; // remote
-            }
-            let path = dir.join(entry);
-            if path.is_dir() {
-                kustomization(&path, out, depth + 1);
-            } else {
-                out.push(path.canonicalize().unwrap_or(path));
-            }
+    for entry in crate::kustomize::entries(&doc, &crate::kustomize::BASE_KEYS) {
+        if crate::kustomize::is_remote(entry) {
+            continue;
+        }
+        let path = dir.join(entry);
+        if path.is_dir() {
+            kustomization(&path, out, depth + 1);
+        } else {
+            out.push(path.canonicalize().unwrap_or(path));
         }
     }
 }

@@ -600,12 +600,8 @@ fn kustomization(dir: String, text: &str) -> Kustomization {
         return out;
     };
     let Some(doc) = docs.first() else { return out };
-    for key in ["resources", "bases", "components"] {
-        if let Some(items) = doc.get(key).and_then(Node::as_seq) {
-            out.resources
-                .extend(items.iter().filter_map(Node::as_str).map(str::to_string));
-        }
-    }
+    let bases = crate::kustomize::entries(doc, &crate::kustomize::BASE_KEYS);
+    out.resources.extend(bases.into_iter().map(str::to_string));
     if let Some(items) = doc.get("images").and_then(Node::as_seq) {
         for item in items {
             let text = |k: &str| item.get(k).and_then(Node::as_str).map(str::to_string);

@@ -94,6 +94,8 @@ impl Inputs {
         }
         self.tree(dir)?;
         let (_, doc) = super::read_kustomization(dir)?;
+        // Beyond what builds on: generators', transformers' and validators'
+        // configurations may be kustomizations elsewhere too.
         let keys = [
             "resources",
             "bases",
@@ -102,19 +104,16 @@ impl Inputs {
             "transformers",
             "validators",
         ];
-        for key in keys {
-            let Some(items) = doc.get(key) else { continue };
-            for item in items.as_seq()? {
-                // A map, or a string of YAML, is an inline configuration: nothing to read.
-                let Some(entry) = item.as_str().filter(|e| !e.contains('\n')) else {
-                    continue;
-                };
-                let real = dir.join(entry).canonicalize().ok()?;
-                if real.is_dir() {
-                    self.kustomization(&real)?;
-                } else {
-                    self.files.insert(real);
-                }
+        for entry in super::entries(&doc, &keys) {
+            // A string of YAML is an inline configuration: nothing to read.
+            if entry.contains('\n') {
+                continue;
+            }
+            let real = dir.join(entry).canonicalize().ok()?;
+            if real.is_dir() {
+                self.kustomization(&real)?;
+            } else {
+                self.files.insert(real);
             }
         }
         Some(())

@@ -39,6 +39,29 @@ pub enum Failure {
     Run(berth_io::RunError),
 }
 
+/// The keys whose entries name what a kustomization builds on: resource files
+/// and other kustomizations (local directories or remote bases).
+pub const BASE_KEYS: [&str; 3] = ["resources", "bases", "components"];
+
+/// The string entries of `keys` in kustomization `doc`, in order (maps and
+/// other values skipped).
+pub fn entries<'d>(doc: &'d Node, keys: &[&str]) -> Vec<&'d str> {
+    keys.iter()
+        .filter_map(|key| doc.get(key).and_then(Node::as_seq))
+        .flatten()
+        .filter_map(Node::as_str)
+        .collect()
+}
+
+/// Whether an entry names a remote base, fetched by kustomize: a URL, a
+/// `github.com/…` or `git@…` path, or one with a `?ref=`.
+pub fn is_remote(entry: &str) -> bool {
+    entry.contains("://")
+        || entry.starts_with("github.com/")
+        || entry.starts_with("git@")
+        || entry.contains("?ref=")
+}
+
 /// Whether `name` (a file name, or a path ending in one) is a kustomization file's.
 pub fn is_file_name(name: &str) -> bool {
     let last = name.rsplit('/').next().unwrap_or(name);
