@@ -194,7 +194,7 @@ where
 }
 
 /// What the last reconcile of one `Berth` (by uid) left.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub(crate) struct Memory {
     uid: String,
     /// What its last apply session knew: its records, fingerprints and the
@@ -209,14 +209,26 @@ pub(crate) struct Memory {
 pub(crate) struct Memories(Mutex<HashMap<kube::runtime::reflector::ObjectRef<Berth>, Memory>>);
 
 impl Memories {
-    /// What the last reconcile of `berth` left (nothing for another `Berth` of that name).
-    pub(crate) fn recall(&self, berth: &Berth) -> Memory {
+    /// What the last apply session of `berth` knew, taken out: the session
+    /// resumes from it and [`Memories::update`] puts back what it knows after.
+    /// Moved, never copied — the records may be hundreds of MiB — and safe to
+    /// take, as kube-runtime never reconciles one object twice at a time and a
+    /// failed reconcile forgets the memory anyway.
+    pub(crate) fn take_applied(&self, berth: &Berth) -> Option<berth_kube::Known> {
+        let uid = berth.uid().unwrap_or_default();
+        let mut memories = berth_io::locked(&self.0);
+        (memories.get_mut(&reflector::ObjectRef::from_obj(berth)))
+            .filter(|m| m.uid == uid)
+            .and_then(|m| m.applied.take())
+    }
+
+    /// The status the last reconcile of `berth` wrote (or found unchanged).
+    pub(crate) fn status(&self, berth: &Berth) -> Option<BerthStatus> {
         let uid = berth.uid().unwrap_or_default();
         berth_io::locked(&self.0)
             .get(&reflector::ObjectRef::from_obj(berth))
             .filter(|m| m.uid == uid)
-            .cloned()
-            .unwrap_or_default()
+            .and_then(|m| m.status.clone())
     }
 
     /// Keeps what a reconcile of `berth` left, with `change`.

@@ -23,6 +23,7 @@ pub mod logs;
 pub mod owner;
 pub mod reason;
 mod reconcile;
+pub mod requeue;
 pub mod runtime;
 mod scope;
 pub mod serve;
@@ -34,7 +35,7 @@ mod uninstall;
 
 pub use context::Error;
 pub use reason::Reason;
-pub use reconcile::retry_after;
+pub use requeue::retry_after;
 pub use runtime::{run, Settings};
 pub use shutdown::Shutdown;
 pub use types::{crd_yaml, Berth, BerthSpec, BerthStatus};

@@ -8,7 +8,7 @@
 //! soon and a refusal (RBAC, an invalid object) rarely.
 
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use berth_kube::{Applier, ApplyOptions, ClusterError, Kind, Known, Settled};
 use kube::api::{Api, Patch, PatchParams};
@@ -23,17 +23,11 @@ use crate::context::{Context, Error};
 use crate::desired::{self, Problem};
 use crate::owner;
 use crate::reason::Reason;
+use crate::requeue::{retry_after, Again};
 use crate::sources::{read_sources, unlabel_unused};
 use crate::status;
 use crate::types::{Berth, BerthStatus};
 use crate::{FINALIZER, MANAGER};
-
-/// How often a rolled-out Berth is looked at again with nothing changed. Every
-/// change that matters reaches the controller by watch; this is the safety net
-/// for what no watch shows (a kind it does not watch edited by hand). An hour,
-/// so that thousands of settled Berths do not make a steady stream of requests
-/// (controller-runtime's default resync is ten hours).
-const RESYNC: Duration = Duration::from_secs(3600);
 
 /// What a Berth's status says of a failed apply: the CLI's message, except
 /// where its advice is the CLI's (`--force-conflicts` is no controller flag).
@@ -49,21 +43,6 @@ fn status_message(error: &ClusterError) -> String {
         ),
         other => other.to_string(),
     }
-}
-
-/// The retry delay after the `attempt`-th failure in a row for `reason`:
-/// doubling from 1 s to 1 min when the cause may pass by itself (a timeout, an
-/// unreachable server, a conflict), from 30 s to 15 min when someone has to fix
-/// something (RBAC, an invalid object).
-pub fn retry_after(reason: Reason, attempt: u32) -> Duration {
-    let (first, most) = if reason.is_transient() {
-        (Duration::from_secs(1), Duration::from_secs(60))
-    } else {
-        (Duration::from_secs(30), Duration::from_secs(15 * 60))
-    };
-    first
-        .saturating_mul(1u32 << attempt.saturating_sub(1).min(16))
-        .min(most)
 }
 
 pub(crate) fn error_policy(berth: Arc<Berth>, error: &Error, context: Arc<Context>) -> Action {
@@ -189,7 +168,7 @@ async fn apply(berth: &Berth, context: &Context) -> Result<(Action, Reason), Err
     // no records to list. (A controller stopped between recording an apply and
     // writing the status left one: creating it again fails, and the records
     // are listed then.)
-    let known = context.memories.recall(berth).applied;
+    let known = context.memories.take_applied(berth);
     let first = known.is_none() && berth.status.is_none();
     let known = known.or_else(|| first.then(Known::default));
     let session = |known: Option<Known>| match known {
@@ -215,18 +194,17 @@ async fn apply(berth: &Berth, context: &Context) -> Result<(Action, Reason), Err
                 reason: e.kind().into(),
                 message: status_message(&e),
             };
-            return degraded(context, berth, &problem, Some(&plan), 30).await;
+            return degraded(context, berth, &problem, Some(&plan), Again::Refused).await;
         }
     };
     context.metrics.applied(applied.outcome.as_str());
     let settled = applier.observe(&mut |_| {}).await?;
-    context
-        .memories
-        .update(berth, |m| m.applied = applier.known());
+    let known = applier.into_known();
+    context.memories.update(berth, |m| m.applied = known);
     let (again, reason) = match &settled {
-        Settled::Progressing(_) => (Duration::from_secs(5), Reason::RollingOut),
-        Settled::RolledOut => (RESYNC, Reason::RolledOut),
-        Settled::Failed(..) => (Duration::from_secs(300), Reason::RolloutFailed),
+        Settled::Progressing(_) => (Again::RollingOut, Reason::RollingOut),
+        Settled::RolledOut => (Again::RolledOut, Reason::RolledOut),
+        Settled::Failed(..) => (Again::RolloutFailed, Reason::RolloutFailed),
     };
     write_status(
         context,
@@ -235,7 +213,7 @@ async fn apply(berth: &Berth, context: &Context) -> Result<(Action, Reason), Err
         reason,
     )
     .await?;
-    Ok((Action::requeue(again), reason))
+    Ok((Action::requeue(again.after()), reason))
 }
 
 /// A source request RBAC refused is the Berth's to show (R1 of #46: it was only logged, and
@@ -264,17 +242,17 @@ async fn refused(
         ),
     };
     tracing::warn!(berth = %ObjectRef::from_obj(berth), reason = "Forbidden", "{}", problem.message);
-    degraded(context, berth, &problem, None, 30).await
+    degraded(context, berth, &problem, None, Again::Refused).await
 }
 
 /// Writes `Degraded` for `problem` (the running generation untouched) and looks
-/// again after `seconds`.
+/// again as `again` says.
 async fn degraded(
     context: &Context,
     berth: &Berth,
     problem: &Problem,
     plan: Option<&desired::Plan>,
-    seconds: u64,
+    again: Again,
 ) -> Result<(Action, Reason), Error> {
     write_status(
         context,
@@ -283,26 +261,24 @@ async fn degraded(
         problem.reason,
     )
     .await?;
-    Ok((
-        Action::requeue(Duration::from_secs(seconds)),
-        problem.reason,
-    ))
+    Ok((Action::requeue(again.after()), problem.reason))
 }
 
-/// What `berth` wants now, or the problem that stops it with the seconds after which
-/// to look again.
+/// What `berth` wants now, or the problem that stops it and when to look again.
 async fn plan_for(
     berth: &Berth,
     namespace: &str,
     sources: &desired::Sources,
     context: &Context,
-) -> Result<desired::Plan, (Problem, u64)> {
+) -> Result<desired::Plan, (Problem, Again)> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
     // The spec is parsed once; pinning and planning both read it.
-    let parsed = desired::parse(berth, namespace).map_err(|p| (p, 300))?;
-    let pins = pin(berth, &parsed, context).await.map_err(|p| (p, 60))?;
+    let parsed = desired::parse(berth, namespace).map_err(|p| (p, Again::InvalidSpec))?;
+    let pins = pin(berth, &parsed, context)
+        .await
+        .map_err(|p| (p, Again::PinFailed))?;
     // Rendering is CPU work (schemas, certificates, large workloads): off the
     // async workers, which also renew the Lease and serve /readyz. The runtime is
     // multi-threaded (`berth controller` builds it), as block_in_place needs.
@@ -319,20 +295,16 @@ async fn plan_for(
                 ),
             };
             // Soon again: the watch's first list may just not be done.
-            (problem, 30)
+            (problem, Again::TrustBundlesUnlisted)
         })?),
     };
     let trust = trust.as_deref();
     tokio::task::block_in_place(|| parsed.plan(berth, sources, trust, &pins, now)).map_err(
+        // A source that exists carries the label, so its edits arrive by watch; one
+        // that does not exist yet has no label to be watched by: look again soon.
         |problem| {
-            // A source that exists carries the label, so its edits arrive by watch; one
-            // that does not exist yet has no label to be watched by: look again soon.
-            let after = if problem.reason == Reason::SourceMissing {
-                10
-            } else {
-                300
-            };
-            (problem, after)
+            let again = Again::after_plan(problem.reason);
+            (problem, again)
         },
     )
 }
@@ -403,10 +375,7 @@ async fn write_status(
     // (the watch is behind under load): compare with the status this replica
     // last wrote (else the newest the watch has), keep its transition times, and
     // write nothing when nothing changed.
-    let live = context
-        .memories
-        .recall(berth)
-        .status
+    let live = (context.memories.status(berth))
         .or_else(|| {
             context
                 .berths
@@ -474,6 +443,7 @@ async fn write_status(
 mod tests {
     use super::*;
     use kube::runtime::finalizer;
+    use std::time::Duration;
 
     fn api_error(code: u16) -> Error {
         Error::Kube(kube::Error::Api(
@@ -481,17 +451,6 @@ mod tests {
                 .with_code(code)
                 .boxed(),
         ))
-    }
-
-    #[test]
-    fn timeouts_are_retried_soon_and_refusals_rarely() {
-        let s = Duration::from_secs;
-        assert_eq!(retry_after(Reason::Unreachable, 1), s(1));
-        assert_eq!(retry_after(Reason::Unreachable, 3), s(4));
-        assert_eq!(retry_after(Reason::Unreachable, 30), s(60));
-        assert_eq!(retry_after(Reason::Forbidden, 1), s(30));
-        assert_eq!(retry_after(Reason::Forbidden, 2), s(60));
-        assert_eq!(retry_after(Reason::Invalid, 40), s(15 * 60));
     }
 
     #[test]
@@ -540,3 +499,7 @@ mod tests {
         assert!(cut.len() <= 1000 && cut.ends_with("..."), "{}", cut.len());
     }
 }
+
+#[cfg(test)]
+#[path = "reconcile_tests.rs"]
+mod request_tests;

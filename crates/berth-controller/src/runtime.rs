@@ -84,6 +84,19 @@ const DISCOVERY: Duration = Duration::from_secs(30);
 /// (30 s by default) must cover this, the Lease's release and the exit.
 const DRAIN: Duration = Duration::from_secs(8);
 
+/// The controller's own async runtime, apart from the CLI's two-worker one: a
+/// worker per CPU the pod may use (std reads the cgroup's quota), at least two,
+/// because a reconcile renders on its worker with `block_in_place` while the
+/// others renew the Lease, serve `/readyz` and drive the watches.
+pub fn async_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    let cpus = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cpus.max(2))
+        .thread_name("berth-controller")
+        .enable_all()
+        .build()
+}
+
 /// Runs the controller until a termination signal (then `Ok`), or until the
 /// Lease is lost ([`Error::LeadershipLost`]).
 pub async fn run(client: Client, settings: Settings, shutdown: Shutdown) -> Result<(), Error> {

@@ -160,6 +160,15 @@ impl<'c> Applier<'c> {
         }
     }
 
+    /// What this session knows, as [`Applier::known`], moved out of it: what a
+    /// long-running caller keeps for the next session without copying the records.
+    pub fn into_known(self) -> Option<Known> {
+        match self.last {
+            Some(last) => Some(last.known),
+            None => self.resumed,
+        }
+    }
+
     /// Forgets everything after an error: what went wrong may be what it knew.
     fn remember<T>(&mut self, result: Result<T, ClusterError>) -> Result<T, ClusterError> {
         if result.is_err() {

@@ -1,11 +1,19 @@
 //! A stand-in for kube-apiserver's answers to the requests an apply session
-//! makes — discovery of `v1` and `apps/v1`, server-side apply (and its dry
-//! run), get, create, list by label (whole or as metadata), delete — so that
-//! [`crate::Applier`]'s and the collector's tests run in milliseconds and count every request.
+//! and a controller's reconcile make — discovery of `v1`, `apps/v1` and
+//! `batch/v1`, server-side apply (and its dry run), merge and JSON patches (a
+//! source's label, a finalizer), the `status` subresource, get, create, list by
+//! label (whole or as metadata), delete — so that [`crate::Applier`]'s and the
+//! controller's `reconcile` tests run in milliseconds and count every request
+//! (feature `test-support` for crates above this one). A request can be made to
+//! fail as RBAC would refuse it ([`FakeApi::refuse`]).
 //! What it does not do as the real server does (a patch is merged into the
 //! object, managed fields are one entry per manager, a Deployment rolls out at
 //! once) is what these tests do not judge: the real server is tested on the
 //! plane (`crates/berth/tests/it/cluster.rs`, `controller.rs`).
+
+// Test support only (compiled for tests, or with `test-support` for the tests of the crates
+// above): a poisoned lock or a malformed fixture is a failed test, so it may unwrap.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -21,20 +29,23 @@ use crate::remember::Watches;
 
 /// The fake's objects and the requests it answered.
 #[derive(Default)]
-pub(crate) struct State {
+pub struct State {
     /// `(resource path without name, name)` → object.
     objects: BTreeMap<(String, String), Value>,
     /// `METHOD PATH` of every request, in order.
-    pub(crate) requests: Vec<String>,
+    pub requests: Vec<String>,
     version: u64,
+    /// `(METHOD, path prefix)` answered 403, as RBAC refuses a request.
+    refused: Vec<(String, String)>,
 }
 
 /// The fake server: a [`kube::Client`] for it, and its state.
 #[derive(Clone, Default)]
-pub(crate) struct FakeApi(pub(crate) Arc<Mutex<State>>);
+pub struct FakeApi(pub Arc<Mutex<State>>);
 
 impl FakeApi {
-    pub(crate) fn client(&self) -> kube::Client {
+    /// A client whose every request this fake answers (default namespace `shop`).
+    pub fn client(&self) -> kube::Client {
         let state = self.clone();
         let service = tower::service_fn(move |request: Request<kube::client::Body>| {
             let state = state.clone();
@@ -43,14 +54,40 @@ impl FakeApi {
         kube::Client::new(service, "shop")
     }
 
+    /// Answers `method` on every path that starts with `prefix` with a 403, as RBAC would.
+    pub fn refuse(&self, method: &str, prefix: &str) {
+        let mut state = self.0.lock().unwrap();
+        state.refused.push((method.to_string(), prefix.to_string()));
+    }
+
+    /// The object `name` of `collection`, as it lives.
+    pub fn object(&self, collection: &str, name: &str) -> Option<Value> {
+        let state = self.0.lock().unwrap();
+        state
+            .objects
+            .get(&(collection.to_string(), name.to_string()))
+            .cloned()
+    }
+
+    /// Every object of `collection`.
+    pub fn objects(&self, collection: &str) -> Vec<Value> {
+        let state = self.0.lock().unwrap();
+        state
+            .objects
+            .iter()
+            .filter(|((c, _), _)| c == collection)
+            .map(|(_, o)| o.clone())
+            .collect()
+    }
+
     /// The requests answered since the last call, as `METHOD PATH`.
-    pub(crate) fn take_requests(&self) -> Vec<String> {
+    pub fn take_requests(&self) -> Vec<String> {
         std::mem::take(&mut self.0.lock().unwrap().requests)
     }
 
     /// Puts `object` into `collection` as if created there (another client's
     /// object: a Pod, a workload).
-    pub(crate) fn put(&self, collection: &str, object: Value) {
+    pub fn put(&self, collection: &str, object: Value) {
         let mut state = self.0.lock().unwrap();
         let name = object["metadata"]["name"].as_str().unwrap().to_string();
         let object = state.stamped(object, &name, None);
@@ -60,7 +97,7 @@ impl FakeApi {
     /// Sets the top-level `field` of a live object as another field manager
     /// (`kubectl edit`) would: the field's ownership moves to that manager, so
     /// berth's managed-fields entry, and its fingerprint, change.
-    pub(crate) fn edit(&self, collection: &str, name: &str, field: &str, value: Value) {
+    pub fn edit(&self, collection: &str, name: &str, field: &str, value: Value) {
         let mut state = self.0.lock().unwrap();
         state.version += 1;
         let version = state.version.to_string();
@@ -86,11 +123,9 @@ impl FakeApi {
         let method = request.method().to_string();
         let path = request.uri().path().to_string();
         let query = request.uri().query().unwrap_or_default().to_string();
-        let metadata_only = request
-            .headers()
-            .get("accept")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.contains("PartialObjectMetadata"));
+        let (accept, content_type) = (header(&request, "accept"), header(&request, "content-type"));
+        let metadata_only = accept.contains("PartialObjectMetadata");
+        let patch = PatchType::of(&content_type);
         let body = request
             .into_body()
             .collect()
@@ -100,7 +135,19 @@ impl FakeApi {
         let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         let mut state = self.0.lock().unwrap();
         state.requests.push(format!("{method} {path}"));
-        let (status, answer) = state.handle(&method, &path, &query, metadata_only, body);
+        let refused = (state.refused.iter()).any(|(m, p)| *m == method && path.starts_with(p));
+        let (status, answer) = if refused {
+            (StatusCode::FORBIDDEN, status(403, "Forbidden", &path))
+        } else {
+            let request = Asked {
+                method: &method,
+                path: &path,
+                query: &query,
+                metadata_only,
+                patch,
+            };
+            state.handle(&request, body)
+        };
         Response::builder()
             .status(status)
             .header("content-type", "application/json")
@@ -111,21 +158,23 @@ impl FakeApi {
 
 impl State {
     /// Deletes an object as another client would.
-    pub(crate) fn remove(&mut self, collection: &str, name: &str) {
+    pub fn remove(&mut self, collection: &str, name: &str) {
         self.objects
             .remove(&(collection.to_string(), name.to_string()));
     }
 
-    fn handle(
-        &mut self,
-        method: &str,
-        path: &str,
-        query: &str,
-        metadata_only: bool,
-        body: Value,
-    ) -> (StatusCode, Value) {
-        if let Some(list) = discovery(path) {
+    fn handle(&mut self, asked: &Asked<'_>, body: Value) -> (StatusCode, Value) {
+        let (method, query) = (asked.method, asked.query);
+        if let Some(list) = discovery(asked.path) {
             return (StatusCode::OK, list);
+        }
+        // The `status` subresource: a patch of the object's `status` alone.
+        let (path, subresource) = match asked.path.strip_suffix("/status") {
+            Some(object) if is_named(object) => (object, true),
+            _ => (asked.path, false),
+        };
+        if subresource {
+            return self.patch_status(path, body);
         }
         if path.matches('/').count() <= 3 {
             return not_found(path); // a group version this server does not serve
@@ -140,7 +189,25 @@ impl State {
                 Some(object) => (StatusCode::OK, object.clone()),
                 None => not_found(&name),
             },
-            ("GET", None) => (StatusCode::OK, self.list(&collection, query, metadata_only)),
+            ("GET", None) => (
+                StatusCode::OK,
+                self.list(&collection, query, asked.metadata_only),
+            ),
+            ("PATCH", Some(name)) if asked.patch != PatchType::Apply => {
+                let Some(live) = self.objects.get(&key(&name)).cloned() else {
+                    return not_found(&name);
+                };
+                let Some(mut object) = patched(live.clone(), body, asked.patch) else {
+                    return (
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        status(422, "Invalid", &name),
+                    );
+                };
+                object["metadata"]["managedFields"] = live["metadata"]["managedFields"].clone();
+                let object = self.stamped(object, &name, Some(&live));
+                self.objects.insert(key(&name), object.clone());
+                (StatusCode::OK, object)
+            }
             ("PATCH", Some(name)) => {
                 let dry = query.contains("dryRun=All");
                 let manager = param(query, "fieldManager").unwrap_or_default();
@@ -172,6 +239,22 @@ impl State {
                 status(405, "MethodNotAllowed", path),
             ),
         }
+    }
+
+    /// A patch of a named object's `status` subresource (server-side apply).
+    fn patch_status(&mut self, path: &str, body: Value) -> (StatusCode, Value) {
+        let Some((collection, name)) = path.rsplit_once('/') else {
+            return not_found(path);
+        };
+        let key = (collection.to_string(), name.to_string());
+        let Some(mut object) = self.objects.get(&key).cloned() else {
+            return not_found(name);
+        };
+        merge(&mut object["status"], &body["status"]);
+        self.version += 1;
+        object["metadata"]["resourceVersion"] = json!(self.version.to_string());
+        self.objects.insert(key, object.clone());
+        (StatusCode::OK, object)
     }
 
     /// A server-side apply of `patch` by `manager`: merged into what lives, the
@@ -385,7 +468,11 @@ fn merge(into: &mut Value, patch: &Value) {
     match (into, patch) {
         (Value::Object(into), Value::Object(patch)) => {
             for (k, v) in patch {
-                merge(into.entry(k.clone()).or_insert(Value::Null), v);
+                match v {
+                    // A merge patch's `null` takes the key away.
+                    Value::Null => drop(into.remove(k)),
+                    v => merge(into.entry(k.clone()).or_insert(Value::Null), v),
+                }
             }
         }
         (into, patch) => *into = patch.clone(),
@@ -411,4 +498,64 @@ fn not_found(name: &str) -> (StatusCode, Value) {
 fn status(code: u16, reason: &str, name: &str) -> Value {
     json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code,
            "reason": reason, "message": format!("{name}: {reason}")})
+}
+
+/// A request header's text, empty when absent.
+fn header<B>(request: &Request<B>, name: &str) -> String {
+    (request.headers().get(name))
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// How a PATCH's body is read, from its content type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PatchType {
+    /// `application/apply-patch+yaml`: server-side apply.
+    Apply,
+    /// `application/merge-patch+json` (and a strategic merge, read the same way here).
+    Merge,
+    /// `application/json-patch+json`: RFC 6902 operations.
+    Json,
+}
+
+impl PatchType {
+    fn of(content_type: &str) -> PatchType {
+        if content_type.contains("json-patch") {
+            PatchType::Json
+        } else if content_type.contains("merge-patch") {
+            PatchType::Merge
+        } else {
+            PatchType::Apply
+        }
+    }
+}
+
+/// What a request asks, apart from its body.
+struct Asked<'a> {
+    method: &'a str,
+    path: &'a str,
+    query: &'a str,
+    metadata_only: bool,
+    patch: PatchType,
+}
+
+/// `live` with a merge or JSON patch applied; `None` when a JSON patch's test fails.
+fn patched(mut live: Value, body: Value, how: PatchType) -> Option<Value> {
+    match how {
+        PatchType::Json => {
+            let mut operations: json_patch::Patch = serde_json::from_value(body).ok()?;
+            // The API server's test of an absent path against `null` passes (a finalizer's
+            // first patch tests `/metadata/finalizers` so); the crate's does not.
+            operations.0.retain(|op| match op {
+                json_patch::PatchOperation::Test(t) => {
+                    !(t.value.is_null() && live.pointer(t.path.as_str()).is_none())
+                }
+                _ => true,
+            });
+            json_patch::patch(&mut live, &operations).ok()?;
+        }
+        PatchType::Merge | PatchType::Apply => merge(&mut live, &body),
+    }
+    Some(live)
 }

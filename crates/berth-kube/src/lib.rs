@@ -20,8 +20,8 @@ mod connect;
 mod deploy;
 mod error;
 mod exec;
-#[cfg(test)]
-mod fake;
+#[cfg(any(test, feature = "test-support"))]
+pub mod fake;
 pub mod fence;
 mod gitops;
 pub mod kubeconfig;

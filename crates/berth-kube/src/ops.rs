@@ -6,8 +6,8 @@ use std::future::Future;
 
 use berth_core::cluster::ObjectRef;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
-use kube::core::GroupVersionKind;
-use kube::discovery::{pinned_kind, ApiResource, Scope};
+use kube::core::GroupVersion;
+use kube::discovery::{pinned_group, ApiResource, Scope};
 use serde_json::Value;
 
 use crate::connect::Cluster;
@@ -43,13 +43,15 @@ impl Cluster {
             return Ok(found);
         }
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-        let gvk = GroupVersionKind::gvk(group, version, kind);
-        let discovered = self
+        // One request answers for every kind of the group version: all are kept, so
+        // the next kind of `v1` (a Secret after a ConfigMap) asks nothing.
+        let gv = GroupVersion::gv(group, version);
+        let served = self
             .timed(|| format!("discover the {api_version} API"), async {
-                match pinned_kind(&self.client, &gvk).await {
-                    Ok((resource, caps)) => Ok(Some((resource, caps.scope == Scope::Namespaced))),
-                    Err(kube::Error::Discovery(_)) => Ok(None),
-                    Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+                match pinned_group(&self.client, &gv).await {
+                    Ok(group) => Ok(group.versioned_resources(version)),
+                    Err(kube::Error::Discovery(_)) => Ok(Vec::new()),
+                    Err(kube::Error::Api(status)) if status.code == 404 => Ok(Vec::new()),
                     Err(e) => Err(explain(
                         e,
                         &self.server,
@@ -60,11 +62,13 @@ impl Cluster {
                 }
             })
             .await?;
-        {
-            let mut cache = berth_io::locked(&self.kinds);
-            cache.insert(key, discovered.clone());
+        let mut cache = berth_io::locked(&self.kinds);
+        for (resource, caps) in served {
+            let namespaced = caps.scope == Scope::Namespaced;
+            let key = (api_version.to_string(), resource.kind.clone());
+            cache.insert(key, Some((resource, namespaced)));
         }
-        Ok(discovered)
+        Ok(cache.entry(key).or_insert(None).clone())
     }
 
     /// Forgets discovered kinds (after CRDs are applied, new kinds appear).

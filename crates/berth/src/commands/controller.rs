@@ -29,7 +29,9 @@ pub fn run(args: &ControllerArgs) -> Result<u8> {
     });
     // Every line of a controller's run goes through its log formatter and
     // redaction, the one that ends it too: a failure is logged, not printed.
-    let outcome = crate::runtime::get()?.block_on(async {
+    let runtime = berth_controller::runtime::async_runtime()
+        .map_err(|e| anyhow::anyhow!("cannot start the controller's async runtime: {e}"))?;
+    let outcome = runtime.block_on(async {
         // First: SIGTERM and SIGINT are caught from here on, whatever comes next.
         let shutdown = berth_controller::Shutdown::install()?;
         let election = args
@@ -72,6 +74,8 @@ pub fn run(args: &ControllerArgs) -> Result<u8> {
         .await?;
         Ok::<_, anyhow::Error>(())
     });
+    // What is still running (a watch's request, a blocked read) is not waited for.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     match outcome {
         Ok(()) => Ok(0),
         Err(e) => {
