@@ -32,8 +32,7 @@ fn bundle_spec(bundle: &str, spec: &crate::types::CaBundleSpec) -> (BundleSpec, 
     let password = (spec.password.as_ref()).map(|r| (r.name.clone(), r.key.clone()));
     let inject = spec.inject.as_ref().map(|i| {
         let named_env = (!i.env.is_empty()).then(|| i.env.clone());
-        let runtimes =
-            (i.runtimes.as_ref()).map(|r| r.iter().map(|r| r.as_str().to_string()).collect());
+        let runtimes = (i.runtimes.as_ref()).map(|r| r.iter().map(|&r| r.into()).collect());
         let asked = InjectRequest {
             components: i.components.clone(),
             containers: i.containers.clone(),

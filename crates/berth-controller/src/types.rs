@@ -221,16 +221,18 @@ pub enum Runtime {
     Java,
 }
 
-impl Runtime {
-    /// Its name, as in berth.yaml.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Runtime::Openssl => "openssl",
-            Runtime::Python => "python",
-            Runtime::Node => "node",
-            Runtime::Go => "go",
-            Runtime::Curl => "curl",
-            Runtime::Java => "java",
+/// The CRD's enum is core's, spelled for the schema: berth.yaml and a `Berth`
+/// inject through the same [`berth_core::project::Runtime`].
+impl From<Runtime> for berth_core::project::Runtime {
+    fn from(runtime: Runtime) -> Self {
+        use berth_core::project::Runtime as Core;
+        match runtime {
+            Runtime::Openssl => Core::Openssl,
+            Runtime::Python => Core::Python,
+            Runtime::Node => Core::Node,
+            Runtime::Go => Core::Go,
+            Runtime::Curl => Core::Curl,
+            Runtime::Java => Core::Java,
         }
     }
 }
@@ -408,5 +410,22 @@ mod tests {
             yaml.starts_with("apiVersion: apiextensions.k8s.io/v1\n"),
             "{yaml}"
         );
+    }
+
+    #[test]
+    fn the_crds_runtimes_are_cores_by_name() {
+        let crd = [
+            Runtime::Openssl,
+            Runtime::Python,
+            Runtime::Node,
+            Runtime::Go,
+            Runtime::Curl,
+            Runtime::Java,
+        ];
+        for runtime in crd {
+            let core: berth_core::project::Runtime = runtime.into();
+            assert_eq!(serde_json::to_value(runtime).unwrap(), core.name());
+        }
+        assert_eq!(crd.len(), berth_core::project::Runtime::ALL.len());
     }
 }

@@ -73,20 +73,6 @@ pub fn is_config_key(key: &str) -> bool {
         && !key.starts_with("..")
 }
 
-/// The runtimes `caBundles.X.inject.runtimes` names, and the variables each
-/// reads a CA bundle from (all set to the bundle's path in the container):
-/// OpenSSL and Go read `SSL_CERT_FILE` (which replaces their default store);
-/// Python's `requests` reads `REQUESTS_CA_BUNDLE` (it ignores `SSL_CERT_FILE`),
-/// `httpx` and `ssl` read `SSL_CERT_FILE`; Node adds `NODE_EXTRA_CA_CERTS` to its
-/// own roots; curl reads `CURL_CA_BUNDLE`.
-pub const RUNTIMES: &[(&str, &[&str])] = &[
-    ("openssl", &["SSL_CERT_FILE", "SSL_CERT_DIR"]),
-    ("python", &["REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"]),
-    ("node", &["NODE_EXTRA_CA_CERTS"]),
-    ("go", &["SSL_CERT_FILE"]),
-    ("curl", &["CURL_CA_BUNDLE"]),
-];
-
 /// The variables a client reads *instead of* its default store: a bundle set
 /// through one of them must carry the public roots too (`defaults:`), or the
 /// client can no longer reach public endpoints.
@@ -100,20 +86,3 @@ pub const REPLACING_VARIABLES: &[&str] = &[
 /// The variable OpenSSL reads a hashed directory from: set to the directory
 /// form of a bundle, never to its PEM file.
 pub const CERT_DIR_VARIABLE: &str = "SSL_CERT_DIR";
-
-/// The variables of `runtimes`, each once, in [`RUNTIMES`]' order.
-pub fn runtime_variables<'a>(runtimes: impl IntoIterator<Item = &'a str>) -> Vec<String> {
-    let chosen: Vec<&str> = runtimes.into_iter().collect();
-    let mut out: Vec<String> = Vec::new();
-    for (runtime, variables) in RUNTIMES {
-        if !chosen.contains(runtime) {
-            continue;
-        }
-        for variable in *variables {
-            if !out.iter().any(|v| v == variable) {
-                out.push((*variable).to_string());
-            }
-        }
-    }
-    out
-}

@@ -17,12 +17,14 @@ mod dev;
 mod generated;
 mod helm;
 mod load;
+mod runtime;
 pub mod schema;
 mod sync;
 mod trust;
 pub use dev::{Dev, Forward};
 pub use generated::{ConfigSpec, Spanned};
 pub use helm::{HelmChart, HelmPart};
+pub use runtime::Runtime;
 pub use sync::{RunStep, SyncPath, SyncRule, SyncTarget};
 pub use trust::{
     BundleSpec, CaBundleSpec, ClusterObject, ClusterSource, Defaults, Inject, InjectRequest,

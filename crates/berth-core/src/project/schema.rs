@@ -279,7 +279,7 @@ fn inject(key: &str) -> Option<Value> {
         "containers" => texts("Containers, by name, that get the bundle."),
         "mountPath" => text("Where the bundle is mounted."),
         "env" => texts("Variables set to the bundle's path, beside the runtimes' (with neither `env:` nor `runtimes:`, every runtime's)."),
-        "runtimes" => json!({"type": "array", "items": {"enum": ["openssl", "python", "node", "go", "curl", "java"]}, "description": "Runtimes whose variables point at the bundle: openssl SSL_CERT_FILE and SSL_CERT_DIR (a directory of the certificates named as `openssl rehash` names them), go SSL_CERT_FILE, python REQUESTS_CA_BUNDLE and SSL_CERT_FILE, node NODE_EXTRA_CA_CERTS, curl CURL_CA_BUNDLE, java a PKCS#12 truststore through JAVA_TOOL_OPTIONS (default: all)."}),
+        "runtimes" => json!({"type": "array", "items": {"enum": super::Runtime::names()}, "description": "Runtimes whose variables point at the bundle: openssl SSL_CERT_FILE and SSL_CERT_DIR (a directory of the certificates named as `openssl rehash` names them), go SSL_CERT_FILE, python REQUESTS_CA_BUNDLE and SSL_CERT_FILE, node NODE_EXTRA_CA_CERTS, curl CURL_CA_BUNDLE, java a PKCS#12 truststore through JAVA_TOOL_OPTIONS (default: all)."}),
         _ => return None,
     })
 }

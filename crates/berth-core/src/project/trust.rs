@@ -199,8 +199,8 @@ impl Inject {
         } = asked;
         let mount_path =
             mount_path.unwrap_or_else(|| crate::names::default_mount_path(bundle, key));
-        let (mut env, java) = runtime_variables(named_env, runtimes);
-        let dir = env.iter().any(|v| v == crate::names::CERT_DIR_VARIABLE);
+        let (mut env, needs) = runtime_variables(named_env, runtimes);
+        let (java, dir) = (needs.pkcs12, needs.dir);
         env.retain(|v| v != crate::names::CERT_DIR_VARIABLE);
         // Beside the PEM file: the same directory.
         let beside = mount_path
@@ -216,12 +216,7 @@ impl Inject {
             password: None,
             mount_path,
         };
-        let formats = crate::configs::ca::Formats {
-            pkcs12: java,
-            jks: false,
-            dir,
-        };
-        (inject, formats)
+        (inject, needs)
     }
 }
 
@@ -238,7 +233,7 @@ pub struct InjectRequest {
     /// `env:` (`None`: not written).
     pub named_env: Option<Vec<String>>,
     /// `runtimes:` (`None`: not written; with neither, every runtime's variables).
-    pub runtimes: Option<Vec<String>>,
+    pub runtimes: Option<Vec<super::Runtime>>,
 }
 
 impl Loader<'_> {
@@ -500,17 +495,11 @@ impl Loader<'_> {
                 "runtimes" => {
                     let mut chosen = Vec::new();
                     for item in self.strings(v, &field)? {
-                        if item.value != "java"
-                            && !crate::names::RUNTIMES.iter().any(|(r, _)| *r == item.value)
-                        {
-                            return Err(self.invalid(
-                                v,
-                                &field,
-                                &item.value,
-                                "a runtime is one of openssl, python, node, go, curl, java",
-                            ));
-                        }
-                        chosen.push(item.value);
+                        let Some(runtime) = super::Runtime::parse(&item.value) else {
+                            let hint = super::runtime::ONE_OF;
+                            return Err(self.invalid(v, &field, &item.value, hint));
+                        };
+                        chosen.push(runtime);
                     }
                     inject.runtimes = Some(chosen);
                 }
@@ -537,31 +526,29 @@ fn written_keys(node: &Node) -> String {
 }
 
 /// The variables `inject.env:` and `inject.runtimes:` ask for (they add up;
-/// with neither, every runtime's), and whether the `java` runtime is among them.
+/// with neither, every runtime's), and the forms of the bundle they need.
 fn runtime_variables(
     named_env: Option<Vec<String>>,
-    runtimes: Option<Vec<String>>,
-) -> (Vec<String>, bool) {
-    // Java reads a truststore, not a variable naming a PEM file.
-    let java = match (&named_env, &runtimes) {
-        (None, None) => true,
-        (_, Some(chosen)) => chosen.iter().any(|r| r == "java"),
-        (Some(_), None) => false,
+    runtimes: Option<Vec<super::Runtime>>,
+) -> (Vec<String>, crate::configs::ca::Formats) {
+    // Only `env:` written: the variables named, and no runtime's truststore.
+    let chosen = match (&named_env, runtimes) {
+        (None, None) => super::Runtime::ALL.to_vec(),
+        (_, runtimes) => runtimes.unwrap_or_default(),
     };
-    let env = match (named_env, runtimes) {
-        (None, None) => {
-            crate::names::runtime_variables(crate::names::RUNTIMES.iter().map(|(r, _)| *r))
+    let mut env = named_env.unwrap_or_default();
+    for variable in super::Runtime::variables_of(&chosen) {
+        if !env.contains(&variable) {
+            env.push(variable);
         }
-        (env, runtimes) => {
-            let mut all = env.unwrap_or_default();
-            let chosen = runtimes.iter().flatten().map(String::as_str);
-            for variable in crate::names::runtime_variables(chosen) {
-                if !all.contains(&variable) {
-                    all.push(variable);
-                }
-            }
-            all
-        }
-    };
-    (env, java)
+    }
+    let mut needs = crate::configs::ca::Formats::default();
+    for runtime in &chosen {
+        let more = runtime.needs();
+        needs.pkcs12 |= more.pkcs12;
+        needs.dir |= more.dir;
+    }
+    // `SSL_CERT_DIR` named in `env:` alone asks for the directory too.
+    needs.dir |= env.iter().any(|v| v == crate::names::CERT_DIR_VARIABLE);
+    (env, needs)
 }
