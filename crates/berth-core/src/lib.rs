@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod configs;
 pub mod gitops;
 pub mod kinds;
+pub mod kustomization;
 pub mod lock;
 pub mod mirror;
 pub mod names;

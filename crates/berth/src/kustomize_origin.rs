@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 use berth_core::render::Findings;
 use berth_core::{Manifest, ManifestSource, Project};
 use berth_ref::Reference;
-use berth_yaml::Node;
 
 /// Adds to each drift in an overlay's output the `images:` entry that set its tag.
 pub fn attribute(project: &Project, manifests: &[Manifest], findings: &mut Findings) {
@@ -132,7 +131,7 @@ impl Walk {
             return;
         }
         self.seen.push(dir.clone());
-        let Some((file, doc)) = crate::kustomize::read_kustomization(&dir) else {
+        let Some((file, kustomization)) = crate::kustomize::read_kustomization(&dir) else {
             return;
         };
         let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
@@ -142,33 +141,21 @@ impl Walk {
                 .display()
                 .to_string()
         };
-        for item in doc.get("images").and_then(Node::as_seq).unwrap_or_default() {
-            let text = |key: &str| item.get(key).and_then(Node::as_str).map(str::to_string);
-            let Some(name) = text("name") else { continue };
-            let pos = item.get("newTag").map_or(item.pos, |n| n.pos);
+        for edit in &kustomization.images {
             self.entries.push(Entry {
                 file: shown(&file),
-                pos,
-                name,
-                new_name: text("newName"),
-                new_tag: text("newTag"),
+                pos: edit.pos,
+                name: edit.name.clone(),
+                new_name: edit.new_name.clone(),
+                new_tag: edit.new_tag.clone(),
             });
         }
-        for (key, kind) in [
-            ("configMapGenerator", "ConfigMap"),
-            ("secretGenerator", "Secret"),
-        ] {
-            for item in doc.get(key).and_then(Node::as_seq).unwrap_or_default() {
-                if let Some(name) = item.get("name").and_then(Node::as_str) {
-                    self.sources.push((kind.into(), name.into(), shown(&file)));
-                }
-            }
+        for (kind, name) in &kustomization.generated {
+            self.sources
+                .push(((*kind).into(), name.clone(), shown(&file)));
         }
         // A file among them is a resource (bases and components are directories).
-        for entry in crate::kustomize::entries(&doc, &crate::kustomize::BASE_KEYS) {
-            if crate::kustomize::is_remote(entry) {
-                continue;
-            }
+        for entry in kustomization.local_bases() {
             let path = dir.join(entry);
             if path.is_dir() {
                 self.collect(&path, &root);

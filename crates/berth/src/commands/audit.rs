@@ -615,13 +615,10 @@ fn kustomization(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
         return;
     }
     out.push(dir.clone());
-    let Some((_, doc)) = crate::kustomize::read_kustomization(&dir) else {
+    let Some((_, read)) = crate::kustomize::read_kustomization(&dir) else {
         return;
     };
-    for entry in crate::kustomize::entries(&doc, &crate::kustomize::BASE_KEYS) {
-        if crate::kustomize::is_remote(entry) {
-            continue;
-        }
+    for entry in read.local_bases() {
         let path = dir.join(entry);
         if path.is_dir() {
             kustomization(&path, out, depth + 1);

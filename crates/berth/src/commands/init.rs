@@ -596,19 +596,12 @@ fn kustomization(dir: String, text: &str) -> Kustomization {
         resources: Vec::new(),
         images: Vec::new(),
     };
-    let Ok(docs) = berth_yaml::load_all(text, Limits::default()) else {
+    let Ok(read) = crate::kustomize::Kustomization::parse(text) else {
         return out;
     };
-    let Some(doc) = docs.first() else { return out };
-    let bases = crate::kustomize::entries(doc, &crate::kustomize::BASE_KEYS);
-    out.resources.extend(bases.into_iter().map(str::to_string));
-    if let Some(items) = doc.get("images").and_then(Node::as_seq) {
-        for item in items {
-            let text = |k: &str| item.get(k).and_then(Node::as_str).map(str::to_string);
-            if let Some(name) = text("name") {
-                out.images.push((name, text("newName"), text("newTag")));
-            }
-        }
-    }
+    out.resources = read.bases;
+    out.images = (read.images.into_iter())
+        .map(|edit| (edit.name, edit.new_name, edit.new_tag))
+        .collect();
     out
 }

@@ -93,22 +93,11 @@ impl Inputs {
             return None;
         }
         self.tree(dir)?;
-        let (_, doc) = super::read_kustomization(dir)?;
+        let (_, kustomization) = super::read_kustomization(dir)?;
         // Beyond what builds on: generators', transformers' and validators'
-        // configurations may be kustomizations elsewhere too.
-        let keys = [
-            "resources",
-            "bases",
-            "components",
-            "generators",
-            "transformers",
-            "validators",
-        ];
-        for entry in super::entries(&doc, &keys) {
-            // A string of YAML is an inline configuration: nothing to read.
-            if entry.contains('\n') {
-                continue;
-            }
+        // configurations may be kustomizations elsewhere too. A remote base
+        // does not resolve here: not cacheable.
+        for entry in kustomization.bases.iter().chain(&kustomization.plugins) {
             let real = dir.join(entry).canonicalize().ok()?;
             if real.is_dir() {
                 self.kustomization(&real)?;

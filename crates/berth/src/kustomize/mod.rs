@@ -10,12 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use berth_yaml::{Limits, Node};
-
 pub use cache::Fingerprint;
-
-/// The names kustomize looks for in a directory, in its order.
-pub const FILE_NAMES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
 /// How long one `kubectl kustomize` may take (remote bases are fetched).
 pub const TIMEOUT: Duration = Duration::from_secs(120);
@@ -39,52 +34,22 @@ pub enum Failure {
     Run(berth_io::RunError),
 }
 
-/// The keys whose entries name what a kustomization builds on: resource files
-/// and other kustomizations (local directories or remote bases).
-pub const BASE_KEYS: [&str; 3] = ["resources", "bases", "components"];
-
-/// The string entries of `keys` in kustomization `doc`, in order (maps and
-/// other values skipped).
-pub fn entries<'d>(doc: &'d Node, keys: &[&str]) -> Vec<&'d str> {
-    keys.iter()
-        .filter_map(|key| doc.get(key).and_then(Node::as_seq))
-        .flatten()
-        .filter_map(Node::as_str)
-        .collect()
-}
-
-/// Whether an entry names a remote base, fetched by kustomize: a URL, a
-/// `github.com/…` or `git@…` path, or one with a `?ref=`.
-pub fn is_remote(entry: &str) -> bool {
-    entry.contains("://")
-        || entry.starts_with("github.com/")
-        || entry.starts_with("git@")
-        || entry.contains("?ref=")
-}
-
-/// Whether `name` (a file name, or a path ending in one) is a kustomization file's.
-pub fn is_file_name(name: &str) -> bool {
-    let last = name.rsplit('/').next().unwrap_or(name);
-    FILE_NAMES.contains(&last)
-}
+pub use berth_core::kustomization::{is_file_name, Kustomization, FILE_NAMES};
 
 /// Whether `dir` holds a kustomization file.
 pub fn is_kustomization(dir: &Path) -> bool {
     FILE_NAMES.iter().any(|name| dir.join(name).is_file())
 }
 
-/// The kustomization file of `dir` and its first document, when there is one
-/// that reads (bounded) and parses.
-pub fn read_kustomization(dir: &Path) -> Option<(PathBuf, Node)> {
+/// The kustomization file of `dir` and what it says, when there is one that
+/// reads (bounded) and parses.
+pub fn read_kustomization(dir: &Path) -> Option<(PathBuf, Kustomization)> {
     let (file, text) = FILE_NAMES.iter().find_map(|name| {
         let path = dir.join(name);
         let bytes = crate::fs_source::read_bounded(&path).ok()?;
         Some((path, String::from_utf8(bytes).ok()?))
     })?;
-    let doc = berth_yaml::load_all(&text, Limits::default())
-        .ok()
-        .and_then(|docs| docs.into_iter().next())?;
-    Some((file, doc))
+    Some((file, Kustomization::parse(&text).ok()?))
 }
 
 /// `kubectl kustomize DIR`'s output: from the cache when every input is as it
