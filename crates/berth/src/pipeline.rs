@@ -195,7 +195,7 @@ fn run<T>(
     let mut rendered = render(&spec, &inputs).map_err(explain)?;
     let findings = findings(&mut rendered);
     if settings.paths.is_empty() {
-        crate::helm::attribute(project, manifests, resolution, findings);
+        crate::helm::attribute(project, &charts, resolution, findings);
         crate::kustomize_origin::attribute(project, manifests, findings);
     }
     let mut warnings = generation.warnings;

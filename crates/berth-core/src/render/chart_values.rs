@@ -2,7 +2,8 @@
 //! values a chart has a place for (so a profile of two charts does not send one chart's values
 //! to the other, whose `values.schema.json` refuses them), and where a chart's own default
 //! disagrees with berth.yaml's (a `helm install` of the chart alone runs another image: drift,
-//! as a kustomization's `newTag`). The CLI reads the files; this decides.
+//! as a kustomization's `newTag`); and which layer gave a value a warning names
+//! ([`ChartValues::origin`]). The CLI reads the files once; this decides.
 
 use berth_yaml::{Node, Pos};
 
@@ -30,6 +31,29 @@ pub struct ChartValues {
 }
 
 impl ChartValues {
+    /// The layers in the order helm applies them: the chart's own values.yaml, then the
+    /// `values:` files, then `set:`.
+    pub fn layers(&self) -> impl DoubleEndedIterator<Item = &(String, Node)> {
+        self.own.iter().chain(&self.given)
+    }
+
+    /// `FILE:LINE:COLUMN `path`` of the last layer that spells `image` (the whole
+    /// reference, or its tag under an image's `tag:` key), and the path: what a warning
+    /// about the chart's output names as the value's origin.
+    pub fn origin(&self, image: &str) -> Option<(String, String)> {
+        let tag = berth_ref::Reference::parse(image)
+            .ok()
+            .and_then(|r| r.tag().map(|t| t.to_string()));
+        self.layers().rev().find_map(|(name, node)| {
+            let (pos, path) = find(node, "", image, tag.as_deref())?;
+            let place = match name.ends_with("(`set:`)") {
+                true => format!("{name} `{path}`"),
+                false => format!("{name}:{pos} `{path}`"),
+            };
+            Some((place, path))
+        })
+    }
+
     /// Whether the chart has a place for the dotted `path`: its own values (or a layer given to
     /// it) hold the path or its parent mapping, or the path is under `global` or a
     /// dependency's key (a subchart's values are its own business).
@@ -342,3 +366,46 @@ fn berth_io_free_shown(text: &str) -> String {
 #[cfg(test)]
 #[path = "chart_values_tests.rs"]
 mod tests;
+
+/// The scalar below `node` that is `image`, else a `tag:` that is its tag in a
+/// mapping that looks like an image (a `repository:` beside it, or a path
+/// naming an image).
+fn find(node: &Node, path: &str, image: &str, tag: Option<&str>) -> Option<(Pos, String)> {
+    if let Some(items) = node.as_seq() {
+        return items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| find(item, &format!("{path}[{i}]"), image, tag));
+    }
+    let entries = node.as_map()?;
+    for (key, value) in entries {
+        let key = key.as_str().unwrap_or_default();
+        let child = child_path(path, key);
+        if value.as_str() == Some(image) {
+            return Some((value.pos, child));
+        }
+        let image_like =
+            node.get("repository").is_some() || path.to_ascii_lowercase().contains("image");
+        if key == "tag" && image_like && tag.is_some() && value.as_str() == tag {
+            return Some((value.pos, child));
+        }
+        if let Some(found) = find(value, &child, image, tag) {
+            return Some(found);
+        }
+    }
+    None
+}
+
+/// Values layers merged as helm merges them: mappings key by key, anything else replaced.
+pub fn merge_values(into: &mut Node, over: &Node) {
+    let (Some(entries), Some(overs)) = (into.as_map_mut(), over.as_map()) else {
+        *into = over.clone();
+        return;
+    };
+    for (key, value) in overs {
+        match entries.iter_mut().find(|(k, _)| k.as_str() == key.as_str()) {
+            Some((_, existing)) => merge_values(existing, value),
+            None => entries.push((key.clone(), value.clone())),
+        }
+    }
+}

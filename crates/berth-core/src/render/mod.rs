@@ -26,8 +26,8 @@ use crate::configs::Generated;
 use crate::resolve::Resolution;
 use crate::suggest::hint;
 pub use chart_values::{
-    child_path, default_drift, dotted_keys, for_charts, leaves, lookup, values_for_charts,
-    ChartValues,
+    child_path, default_drift, dotted_keys, for_charts, leaves, lookup, merge_values,
+    values_for_charts, ChartValues,
 };
 use documents::expand_list;
 pub use findings::{operator_missing, path_warnings, unreached_overrides, Stray};

@@ -235,7 +235,7 @@ fn values_layer(chart: &HelmChart, images: Option<&Node>) -> Result<String> {
         None => Node::map(Default::default()),
     };
     if let Some(images) = images {
-        merge(&mut layer, images);
+        berth_core::render::merge_values(&mut layer, images);
     }
     let mut out = String::new();
     if layer.as_map().is_some_and(|m| !m.is_empty()) {
@@ -244,20 +244,6 @@ fn values_layer(chart: &HelmChart, images: Option<&Node>) -> Result<String> {
         out.push_str("{}\n");
     }
     Ok(out)
-}
-
-/// Mappings merged key by key; anything else replaced, as Helm merges values files.
-fn merge(into: &mut Node, over: &Node) {
-    let (Some(entries), Some(overs)) = (into.as_map_mut(), over.as_map()) else {
-        *into = over.clone();
-        return;
-    };
-    for (key, value) in overs {
-        match entries.iter_mut().find(|(k, _)| k.as_str() == key.as_str()) {
-            Some((_, existing)) => merge(existing, value),
-            None => entries.push((key.clone(), value.clone())),
-        }
-    }
 }
 
 /// Where a values file (or `set:`) gives a chart value that berth sets to
