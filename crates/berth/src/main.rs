@@ -88,9 +88,8 @@ fn env(cli: &Cli, args: &cli::EnvArgs) -> Result<u8> {
     commands::env::run(command, &resolution)
 }
 
-/// Runs the command: one arm per command, each a few lines that turn its flags
-/// into settings and call it. Longer than 100 lines because it is the one place
-/// that lists all 22 commands; splitting it would scatter that list.
+/// Runs the command: one arm per command, the one list of all of them, each a
+/// few lines that turn its flags into settings and call it (the longer ones below).
 fn run(cli: &Cli) -> Result<u8> {
     match &cli.command {
         Command::Ref(args) => Ok(if commands::ref_cmd::run(&args.into())? {
@@ -141,14 +140,7 @@ fn run(cli: &Cli) -> Result<u8> {
         Command::Diff(args) => with_resolution(cli, &args.target.resolve, |project, resolution| {
             commands::cluster::diff(&settings::Cluster::diff(args, project), project, resolution)
         }),
-        Command::Rollback(args) => {
-            let project = project_file::load(cli.project.as_deref())?;
-            commands::cluster::rollback(
-                &settings::connection(&args.cluster, &project),
-                &settings::rollout(&args.rollout),
-                &project,
-            )
-        }
+        Command::Rollback(args) => rollback(cli, args),
         Command::Validate(args) if args.pin => with_pins(cli, args, |project, resolution| {
             commands::validate::run(&settings::validate(args)?, project, resolution).map(|()| 0)
         }),
@@ -159,37 +151,9 @@ fn run(cli: &Cli) -> Result<u8> {
                 resolution,
             )
         }),
-        Command::Dev(args) => {
-            let project = project_file::load(cli.project.as_deref())?;
-            let settings = settings::Dev::resolve(args, &project)?;
-            commands::dev::run(
-                &settings,
-                commands::dev::Source {
-                    project: cli.project.clone(),
-                    resolve: args.apply.target.resolve.clone(),
-                    render: settings.render.clone(),
-                },
-                project,
-            )
-        }
-        Command::Push(args) => {
-            if args.render.out.is_some() || args.render.pin {
-                anyhow::bail!("--out and --pin do not apply to `berth push`: it renders into the artifact; pin with `berth pin` and push with --locked");
-            }
-            let push = settings::Push::resolve(args)?;
-            with_resolution(cli, &args.render.resolve, |project, resolution| {
-                commands::push::run(&push.for_project(project), project, resolution)
-            })
-        }
-        Command::Gc(args) => {
-            // berth.yaml is optional: its `namespace:` is a default, as for apply.
-            let project = project_file::load(cli.project.as_deref()).ok();
-            commands::gc::run(
-                &settings::connection_for(&args.cluster, project.as_ref()),
-                args.keep as usize,
-                args.dry_run,
-            )
-        }
+        Command::Dev(args) => dev(cli, args),
+        Command::Push(args) => push(cli, args),
+        Command::Gc(args) => gc(cli, args),
         Command::Controller(args) => commands::controller::run(args),
         Command::Init(args) if args.check => {
             commands::init::check(args.dir.as_deref(), cli.project.as_deref())
@@ -199,21 +163,63 @@ fn run(cli: &Cli) -> Result<u8> {
         Command::Man => commands::about::man().map(|()| 0),
         Command::Schema => commands::about::schema().map(|()| 0),
         Command::Version(args) => commands::about::version(args.output).map(|()| 0),
-        Command::Audit(args) => {
-            let project = project_file::load(cli.project.as_deref())?;
-            let audit = commands::audit::Audit {
-                root: args.path.clone(),
-                strict: args.strict,
-                json: args.output == cli::RefFormat::Json,
-                exclude: args.exclude.clone(),
-                all: args.all,
-            };
-            commands::audit::run(&audit, &project)
-        }
+        Command::Audit(args) => audit(cli, args),
         Command::Validate(args) => with_resolution(cli, &args.resolve, |project, resolution| {
             commands::validate::run(&settings::validate(args)?, project, resolution).map(|()| 0)
         }),
     }
+}
+
+fn rollback(cli: &Cli, args: &cli::RollbackArgs) -> Result<u8> {
+    let project = project_file::load(cli.project.as_deref())?;
+    commands::cluster::rollback(
+        &settings::connection(&args.cluster, &project),
+        &settings::rollout(&args.rollout),
+        &project,
+    )
+}
+
+fn dev(cli: &Cli, args: &cli::DevArgs) -> Result<u8> {
+    let project = project_file::load(cli.project.as_deref())?;
+    let settings = settings::Dev::resolve(args, &project)?;
+    let source = commands::dev::Source {
+        project: cli.project.clone(),
+        resolve: args.apply.target.resolve.clone(),
+        render: settings.render.clone(),
+    };
+    commands::dev::run(&settings, source, project)
+}
+
+fn push(cli: &Cli, args: &cli::PushArgs) -> Result<u8> {
+    if args.render.out.is_some() || args.render.pin {
+        anyhow::bail!("--out and --pin do not apply to `berth push`: it renders into the artifact; pin with `berth pin` and push with --locked");
+    }
+    let push = settings::Push::resolve(args)?;
+    with_resolution(cli, &args.render.resolve, |project, resolution| {
+        commands::push::run(&push.for_project(project), project, resolution)
+    })
+}
+
+fn gc(cli: &Cli, args: &cli::GcArgs) -> Result<u8> {
+    // berth.yaml is optional: its `namespace:` is a default, as for apply.
+    let project = project_file::load(cli.project.as_deref()).ok();
+    commands::gc::run(
+        &settings::connection_for(&args.cluster, project.as_ref()),
+        args.keep as usize,
+        args.dry_run,
+    )
+}
+
+fn audit(cli: &Cli, args: &cli::AuditArgs) -> Result<u8> {
+    let project = project_file::load(cli.project.as_deref())?;
+    let audit = commands::audit::Audit {
+        root: args.path.clone(),
+        strict: args.strict,
+        json: args.output == cli::RefFormat::Json,
+        exclude: args.exclude.clone(),
+        all: args.all,
+    };
+    commands::audit::run(&audit, &project)
 }
 
 /// `--pin`: resolves, pins every image on the fly, then resolves again with the pins as a lock.

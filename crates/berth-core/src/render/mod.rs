@@ -11,6 +11,7 @@ mod helm;
 mod images;
 mod inject;
 mod input;
+mod pass;
 mod placeholders;
 pub mod pods;
 mod refs;
@@ -29,12 +30,12 @@ pub use chart_values::{
     child_path, default_drift, dotted_keys, for_charts, leaves, lookup, merge_values,
     values_for_charts, ChartValues,
 };
-use documents::expand_list;
 pub use findings::{operator_missing, path_warnings, unreached_overrides, Stray};
 pub use helm::{image_values, HelmValuesError};
 pub use images::ImageRewriter;
 pub use inject::CaInjector;
 pub use input::{Input, TextStream};
+use pass::{transform, Transformed, UsedIn};
 pub use placeholders::{unfilled_placeholders, Unfilled};
 pub use refs::{for_each_reference, referenced, ConfigRewriter, Site, CONFIG_HASH_ANNOTATION};
 pub use spec::{Definition, Spec};
@@ -367,264 +368,9 @@ pub fn render_objects(spec: &Spec<'_>, inputs: &[Input]) -> Result<RenderedObjec
 }
 
 /// The namespaces that use one generated config (`None`: an object without one).
-type UsedIn = std::collections::BTreeSet<Option<String>>;
-
-/// What [`transform`] saw besides the objects themselves.
-struct Transformed {
-    /// Image fields that matched a component.
-    matched: usize,
-    /// Per generated config, the namespaces that use it.
-    used_in: Vec<UsedIn>,
-    /// The one namespace every object that names one names (none if they differ
-    /// or none does): where a config no object uses goes, beside the others.
-    home: Option<String>,
-    /// Components (indices) no image field matched.
-    unmatched: Vec<usize>,
-    /// `file:line:column` and value of image fields that are no reference.
-    unparsed: Vec<(String, String)>,
-    drifted: Vec<DriftFinding>,
-    strays: Vec<Stray>,
-    missing_keys: Vec<MissingKeyFinding>,
-    image_paths_seen: Vec<(bool, bool)>,
-    config_paths_seen: Vec<(bool, bool)>,
-    related: Vec<related::RelatedFinding>,
-    operator_missing: Option<related::RelatedFinding>,
-    trust: Vec<(String, String)>,
-    containers: std::collections::BTreeSet<String>,
-    replaced_keys: Vec<ReplacedKey>,
-}
-
-/// Each input object transformed (images, pull policies, CA injection, config
-/// references), handed to `each` with its apiVersion and kind; what it saw on the
-/// way is returned ([`Transformed`]).
-/// The objects rendered so far, by kustomize's resource id (group, kind,
-/// namespace, name: not the version), with the first definition's input and
-/// position: a second one is an error, as in kustomize.
-#[derive(Default)]
-struct Seen(std::collections::HashMap<ResourceId, (usize, Pos)>);
-
-/// Finds the components' repositories in text (image strays in ConfigMaps and env).
-fn component_scanner(resolution: &Resolution<'_>) -> crate::scan::Scanner {
-    crate::scan::Scanner::new(
-        resolution
-            .images
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (i, r.component.repositories.as_slice())),
-    )
-}
-
 /// `metadata.<field>` of an object, when it is text.
 pub(crate) fn metadata_text<'n>(object: &'n Node, field: &str) -> Option<&'n str> {
     object.get("metadata")?.get(field)?.as_str()
-}
-
-/// kustomize's resource id: group, kind, namespace, name.
-type ResourceId = (String, String, Option<String>, String);
-
-impl Seen {
-    fn admit(
-        &mut self,
-        inputs: &[Input],
-        input_index: usize,
-        object: &Node,
-        api_version: &str,
-        kind: &str,
-        namespace: &Option<String>,
-    ) -> Result<(), RenderError> {
-        let name = metadata_text(object, "name")
-            .unwrap_or_default()
-            .to_string();
-        let group = api_version
-            .rsplit_once('/')
-            .map_or("", |(g, _)| g)
-            .to_string();
-        let id = (group, kind.to_string(), namespace.clone(), name.clone());
-        if let Some(&(first_input, first_pos)) = self.0.get(&id) {
-            let first_file = &inputs[first_input].name;
-            return Err(RenderError::Duplicate {
-                file: inputs[input_index].name.clone(),
-                pos: object.pos,
-                object: match namespace {
-                    Some(ns) => format!("{kind}/{name} (namespace {ns})"),
-                    None => format!("{kind}/{name}"),
-                },
-                first: format!("{first_file}:{first_pos}"),
-            });
-        }
-        self.0.insert(id, (input_index, object.pos));
-        Ok(())
-    }
-}
-
-/// The one pass over every object of every input, each object checked,
-/// rewritten (images, related images, CA bundles, config references), its
-/// findings gathered and handed to `each` before the next is read.
-/// Longer than 100 lines (about 120): each step is one call, and splitting the
-/// per-object closure would thread its eight accumulators through another signature.
-fn transform(
-    spec: &Spec<'_>,
-    inputs: &[Input],
-    each: &mut dyn FnMut(Node, String, String),
-) -> Result<Transformed, RenderError> {
-    let rewriter = ImageRewriter::new(
-        spec.resolution,
-        &spec.pull_policies,
-        spec.image_paths,
-        spec.only_overridden,
-    );
-    let mut injector = CaInjector::new(&spec.ca_bundles, spec.resolution);
-    let mut related = related::RelatedImages::new(spec.operator, spec.resolution);
-    let mut related_findings = Vec::new();
-    let mut trust = Vec::new();
-    let mut configs = ConfigRewriter::new(spec.generated);
-    let scanner = component_scanner(spec.resolution);
-    let mut matched = 0;
-    let mut unparsed = Vec::new();
-    let mut drifted = Vec::new();
-    let mut strays = Vec::new();
-    let mut missing_keys = Vec::new();
-    let mut seen = Seen::default();
-    let mut namespaces = std::collections::BTreeSet::new();
-    let mut replaced_keys = Vec::new();
-    for (input_index, input) in inputs.iter().enumerate() {
-        let replaced = input::for_each_document(input, spec.limits, &mut |doc| {
-            if doc.is_null() {
-                return Ok(()); // empty documents are skipped
-            }
-            for mut object in expand_list(&input.name, doc)? {
-                let (api_version, kind) = documents::checked(&input.name, &object)?;
-                check_collision(spec, input, &object, &kind)?;
-                matched += rewriter.rewrite(&mut object, &api_version, &kind);
-                // The object too: a kustomize output's line is not in any source file.
-                let object_name = metadata_text(&object, "name")
-                    .unwrap_or("(no name)")
-                    .to_string();
-                let at = |pos: Pos| format!("{}:{pos} ({kind}/{object_name})", input.name);
-                unparsed.extend(
-                    rewriter
-                        .take_unparsed()
-                        .into_iter()
-                        .map(|(p, v)| (at(p), v)),
-                );
-                related.apply(&mut object, &kind, &object_name, &at, &mut related_findings);
-                drifted.extend(rewriter.take_drift().into_iter().map(|d| DriftFinding {
-                    at: at(d.pos),
-                    found: d.found,
-                    component: d.component,
-                }));
-                findings::strays(
-                    &scanner,
-                    &mut object,
-                    &kind,
-                    // What berth rewrote, or wrote itself (no source position).
-                    &|pos| rewriter.rewrote_path_field(pos) || pos == Pos::default(),
-                    &at,
-                    input.values_set.then_some(spec.resolution),
-                    &mut strays,
-                );
-                injector.inject(&mut object, &kind, &at, &mut trust);
-                let namespace = metadata_text(&object, "namespace").map(str::to_string);
-                configs.rewrite(&mut object, &kind, namespace.as_deref());
-                configs.rewrite_paths(
-                    &mut object,
-                    &api_version,
-                    &kind,
-                    namespace.as_deref(),
-                    spec.config_paths,
-                );
-                missing_keys.extend(configs.take_missing().into_iter().map(|missing| {
-                    MissingKeyFinding::new(
-                        &spec.generated[missing.config],
-                        at(missing.pos),
-                        missing,
-                    )
-                }));
-                seen.admit(
-                    inputs,
-                    input_index,
-                    &object,
-                    &api_version,
-                    &kind,
-                    &namespace,
-                )?;
-                namespaces.extend(namespace);
-                each(object, api_version, kind);
-            }
-            Ok(())
-        })?;
-        replaced_keys.extend(replaced.into_iter().map(|r| ReplacedKey {
-            at: format!("{}:{}", input.name, r.last),
-            key: r.key,
-            first: r.first,
-        }));
-    }
-    let mut operator_missing = None;
-    if let (Some(operator), false, false) =
-        (spec.operator, related.is_empty(), related.operator_seen)
-    {
-        operator_missing = Some(related::RelatedFinding {
-            at: operator.at.clone(),
-            problem: format!("`operator:` names container `{}` of {}/{}, which no object of the manifests has, so no `RELATED_IMAGE_*` variable was set: check the workload's kind, name and container", operator.container, operator.kind, operator.name),
-        });
-    }
-    let mut config_paths_seen = configs.paths_seen.clone();
-    config_paths_seen.resize(spec.config_paths.len(), (false, false));
-    // One namespace for every namespaced object: the spec.generated configs' too.
-    let home = (namespaces.len() == 1)
-        .then(|| namespaces.pop_first())
-        .flatten();
-    Ok(Transformed {
-        matched,
-        used_in: configs.used_in,
-        home,
-        unmatched: rewriter.unmatched(),
-        unparsed,
-        drifted,
-        strays,
-        missing_keys,
-        image_paths_seen: rewriter.paths_seen(),
-        config_paths_seen,
-        related: related_findings,
-        operator_missing,
-        trust,
-        containers: injector.containers_seen,
-        replaced_keys,
-    })
-}
-
-/// A ConfigMap or Secret of the manifests whose name is a generated config's base
-/// or generated name: kustomize's own generator output, or an inline copy.
-fn check_collision(
-    spec: &Spec<'_>,
-    input: &Input,
-    object: &Node,
-    kind: &str,
-) -> Result<(), RenderError> {
-    let Some(name) = metadata_text(object, "name") else {
-        return Ok(());
-    };
-    let Some(index) = spec
-        .generated
-        .iter()
-        .position(|g| g.kind.as_str() == kind && (g.base_name == name || g.name == name))
-    else {
-        return Ok(());
-    };
-    let namespace = metadata_text(object, "namespace");
-    Err(RenderError::Collision {
-        file: input.name.clone(),
-        pos: object.pos,
-        object: match namespace {
-            Some(ns) => format!("{kind}/{name} (namespace {ns})"),
-            None => format!("{kind}/{name}"),
-        },
-        generated: spec
-            .definitions
-            .get(index)
-            .map(ToString::to_string)
-            .unwrap_or_default(),
-    })
 }
 
 /// Each generated config in every namespace that uses it (once in `home`, the
