@@ -14,11 +14,10 @@ pub mod lock;
 pub mod mirror;
 pub mod names;
 pub mod project;
-pub mod redact;
 pub mod render;
 pub mod resolve;
 pub mod scan;
-pub mod suggest;
+pub use berth_io::suggest;
 pub use berth_trust::time;
 pub mod warning;
 

@@ -16,6 +16,7 @@ pub mod limits;
 mod lock;
 mod process;
 pub mod redact;
+pub mod suggest;
 pub mod write;
 
 pub use berth_ref::shown;

@@ -30,6 +30,7 @@ mod pods;
 mod records;
 mod references;
 mod remember;
+pub mod secret;
 mod streams;
 
 pub use applier::{Applied, Applier};

@@ -1,5 +1,6 @@
 //! What berth shows of a Secret: never a value. Every place that prints a
-//! Secret (today `berth diff`) passes it through here first.
+//! Secret (today `berth diff`) passes it through here first. (What peers say
+//! is redacted in one place too: `berth_io::redact`.)
 
 use serde_json::Value;
 

@@ -166,7 +166,7 @@ pub fn diff(
     let mut out = String::new();
     for mut change in changes {
         if change.object.kind == "Secret" {
-            berth_core::redact::mask_secret_pair(change.live.as_mut(), &mut change.merged);
+            berth_kube::secret::mask_secret_pair(change.live.as_mut(), &mut change.merged);
         }
         let before = change.live.as_ref().map(to_yaml).unwrap_or_default();
         let after = to_yaml(&change.merged);
