@@ -546,7 +546,7 @@ impl Parsed {
             bundle_specs.iter().collect(),
         );
         let inputs = [Input::objects(
-            format!("{origin} spec.workloads"),
+            berth_core::place::File::Name(format!("{origin} spec.workloads")),
             workloads,
         )];
         let rendered = render::render_objects(&spec, &inputs)

@@ -13,6 +13,7 @@ pub mod kustomization;
 pub mod lock;
 pub mod mirror;
 pub mod names;
+pub mod place;
 pub mod project;
 pub mod render;
 pub mod resolve;
@@ -21,6 +22,7 @@ pub use berth_io::suggest;
 pub use berth_trust::time;
 pub mod warning;
 
+pub use place::Place;
 pub use project::{Component, Manifest, ManifestSource, Project, ProjectError, PullPolicy};
 pub use resolve::{Origin, Overrides, Resolution, ResolveError, ResolvedImage};
 pub use warning::{Code, Warning};

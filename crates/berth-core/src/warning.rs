@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use crate::place::Place;
+
 /// What a warning is about. The text of each code (`as_str`) is a contract:
 /// users write it in berth.yaml's `accept:`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -128,22 +130,20 @@ impl fmt::Display for Code {
     }
 }
 
-/// One warning: its code, the place it is about (`file:line:column (Kind/name)`,
-/// `berth.yaml:12`, a variable's name) and its line of text.
+/// One warning: its code, the place it is about and its line of text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Warning {
     /// What it is about.
     pub code: Code,
-    /// Where: what `accept:`'s `at` is matched against.
-    pub at: String,
+    /// Where: what `accept:`'s `at` is matched against ([`Place::is_named_by`]).
+    pub at: Place,
     /// The whole line, the place included, without the code.
     pub text: String,
 }
 
 impl Warning {
     /// A warning whose line is `AT: MESSAGE`.
-    pub fn at(code: Code, at: impl Into<String>, message: impl fmt::Display) -> Warning {
-        let at = at.into();
+    pub fn at(code: Code, at: Place, message: impl fmt::Display) -> Warning {
         let text = format!("{at}: {message}");
         Warning { code, at, text }
     }
@@ -152,7 +152,7 @@ impl Warning {
     pub fn about(code: Code, subject: impl Into<String>, text: impl Into<String>) -> Warning {
         Warning {
             code,
-            at: subject.into(),
+            at: Place::name(subject),
             text: text.into(),
         }
     }
@@ -164,67 +164,6 @@ impl Warning {
         }
         self
     }
-
-    /// Whether `place` (an `accept:` entry's `at`) names this warning's place:
-    /// the same text; a file it names (`deploy/x.yaml` before a line number,
-    /// a kustomization's `set by FILE`, a values file's `from FILE`) or a
-    /// directory above one (`charts/ms`); or the object in parentheses
-    /// (`Deployment/ms-decode`).
-    pub fn is_at(&self, place: &str) -> bool {
-        let place = place.trim_end_matches('/');
-        if place.is_empty() {
-            return false;
-        }
-        if self.at == place {
-            return true;
-        }
-        // A file or a directory above it is the place's text followed by where a path ends:
-        // compared as text, so a path with spaces or parentheses is named as written.
-        let ends_path = |rest: &str| rest.is_empty() || rest.starts_with([':', '/', ';', ')', ' ']);
-        // `kustomize DIR:9:16`: the rendered kustomization's directory.
-        let head = self.at.strip_prefix("kustomize ").unwrap_or(&self.at);
-        if head.strip_prefix(place).is_some_and(ends_path) {
-            return true;
-        }
-        let named = ["set by ", "from "].iter().any(|lead| {
-            let wanted = format!("{lead}{place}");
-            (self.at.match_indices(&wanted)).any(|(i, _)| ends_path(&self.at[i + wanted.len()..]))
-        });
-        if named {
-            return true;
-        }
-        // The object follows the position: the first ` (` after a line or column number.
-        let inside = (self.at.match_indices(" ("))
-            .find(|(i, _)| self.at[..*i].ends_with(|c: char| c.is_ascii_digit()))
-            .map_or("", |(i, _)| &self.at[i + 2..]);
-        inside
-            .split([';', ')'])
-            .map(str::trim)
-            .any(|part| part == place || generated_by(part, place))
-    }
-}
-
-/// Whether the object `part` (`ConfigMap/kserve-inferenceservice-config-7k2h4g6t9m`) is what a
-/// kustomize generator named in `place` (`ConfigMap/inferenceservice-config`) made: the
-/// generator's name, behind a `namePrefix` and before kustomize's 10-character hash (#46
-/// item 7: `accept: at:` the name the user wrote, not the one kustomize computed).
-fn generated_by(part: &str, place: &str) -> bool {
-    let (Some((kind, name)), Some((wanted_kind, wanted))) =
-        (part.split_once('/'), place.split_once('/'))
-    else {
-        return false;
-    };
-    let Some((head, hash)) = name.rsplit_once('-') else {
-        return false;
-    };
-    let hashed = hash.len() == 10
-        && hash
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
-    kind == wanted_kind
-        && !wanted.is_empty()
-        && hashed
-        && (head == wanted || head.ends_with(&format!("-{wanted}")))
 }
 
 impl fmt::Display for Warning {
@@ -242,14 +181,14 @@ pub struct Accept {
     pub at: String,
     /// Why it is right as it is (required: the next reader needs it).
     pub because: String,
-    /// Where the entry is in berth.yaml, `file:line:column`, for the stale warning.
-    pub pos: String,
+    /// Where the entry is in berth.yaml, for the stale warning.
+    pub pos: Place,
 }
 
 impl Accept {
     /// Whether this entry acknowledges `warning`.
     pub fn matches(&self, warning: &Warning) -> bool {
-        self.code == warning.code && warning.is_at(&self.at)
+        self.code == warning.code && warning.at.is_named_by(&self.at)
     }
 }
 
@@ -319,72 +258,7 @@ mod tests {
             code,
             at: at.into(),
             because: "reviewed".into(),
-            pos: "berth.yaml:3:5".into(),
-        }
-    }
-
-    #[test]
-    fn a_place_is_the_whole_location_its_file_a_directory_above_it_or_its_object() {
-        let drift = Warning::at(
-            Code::Drift,
-            "charts/ms/templates/decode.yaml:15:18 (Deployment/ms-decode; from values.yaml:4:14)",
-            "image differs",
-        );
-        let variable = Warning::about(Code::UnreachedOverride, "IMAGE_REGISTRY", "x is set");
-        let bumped = Warning::at(
-            Code::Drift,
-            "kustomize overlay:9:16 (Deployment/c; set by overlay/kustomization.yaml:3:59 `newTag: v2`)",
-            "image differs",
-        );
-        let generated = Warning::at(
-            Code::Copy,
-            "kustomize config/default:40:3 (ConfigMap/kserve-inferenceservice-config-7k2h4g6t9m)",
-            "data key holds an image",
-        );
-        let odd = Warning::at(
-            Code::Drift,
-            "my charts (old)/web/templates/d.yaml:3:9 (Deployment/web; from vals (prod).yaml:2:7)",
-            "image differs",
-        );
-        let table: &[(&Warning, &str, bool)] = &[
-            (&drift, "charts/ms/templates/decode.yaml", true),
-            (&drift, "charts/ms", true),
-            (&drift, "charts/ms/", true),
-            (&drift, "charts/m", false),
-            (&drift, "Deployment/ms-decode", true),
-            (&drift, "Deployment/ms", false),
-            (&drift, "values.yaml", true),
-            (&drift, "other.yaml", false),
-            (&drift, "", false),
-            (&variable, "IMAGE_REGISTRY", true),
-            (&variable, "IMAGE", false),
-            (&bumped, "overlay", true),
-            (&bumped, "overlay/kustomization.yaml", true),
-            (&bumped, "Deployment/c", true),
-            (&bumped, "kustomize", false),
-            // A kustomize generator's ConfigMap by the name the generator gives it (#46 item 7).
-            (&generated, "ConfigMap/inferenceservice-config", true),
-            (
-                &generated,
-                "ConfigMap/kserve-inferenceservice-config-7k2h4g6t9m",
-                true,
-            ),
-            (&generated, "ConfigMap/config", true),
-            (&generated, "ConfigMap/service-config", false),
-            (&generated, "ConfigMap/vice-config", false),
-            (&generated, "Secret/inferenceservice-config", false),
-            (&generated, "ConfigMap/", false),
-            // A path with spaces and parentheses is named as written (#47 item 4).
-            (&odd, "my charts (old)/web", true),
-            (&odd, "my charts (old)/web/templates/d.yaml", true),
-            (&odd, "my charts", true),
-            (&odd, "my charts (old)/we", false),
-            (&odd, "vals (prod).yaml", true),
-            (&odd, "Deployment/web", true),
-            (&odd, "(old)", false),
-        ];
-        for (warning, place, expected) in table {
-            assert_eq!(warning.is_at(place), *expected, "{place} at {}", warning.at);
+            pos: Place::file("berth.yaml").at(berth_yaml::Pos { line: 3, column: 5 }),
         }
     }
 
@@ -393,10 +267,14 @@ mod tests {
         let warnings = vec![
             Warning::at(
                 Code::Copy,
-                "deploy/cm.yaml:3:1 (ConfigMap/x)",
+                Place::file("deploy/cm.yaml").line(3).object("ConfigMap/x"),
                 "holds an image",
             ),
-            Warning::at(Code::Drift, "deploy/cm.yaml:9:1 (Deployment/y)", "differs"),
+            Warning::at(
+                Code::Drift,
+                Place::file("deploy/cm.yaml").line(9).object("Deployment/y"),
+                "differs",
+            ),
         ];
         let entries = [
             accept_entry(Code::Copy, "ConfigMap/x"),

@@ -485,7 +485,7 @@ fn read_make_vars(
             continue;
         }
         match defs.value(&var.name) {
-            Some(Ok(value)) => out.push((var.name.clone(), value, var.at.clone())),
+            Some(Ok(value)) => out.push((var.name.clone(), value, var.at.to_string())),
             Some(Err(Unexpandable::TooLong)) => notes.push(format!(
                 "{}: `{}` expands past {EXPANSION_LIMIT} characters; not used (set it in berth.yaml by hand)",
                 var.at, var.name

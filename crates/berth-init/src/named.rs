@@ -38,9 +38,9 @@ pub(super) fn registry(named: &[NameOnly]) -> Option<(String, String)> {
 /// name-only variables): a registry variable berth invents would move the
 /// components and leave that image behind (the OGX operator's bundle).
 pub(super) fn left_behind<'t>(
-    built: &'t [(String, String)],
+    built: &'t [(String, berth_core::Place)],
     vars: &[&str],
-) -> Option<&'t (String, String)> {
+) -> Option<&'t (String, berth_core::Place)> {
     built.iter().find(|(image, _)| {
         !vars
             .iter()

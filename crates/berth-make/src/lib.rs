@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use berth_ref::Reference;
 
-use berth_core::Project;
+use berth_core::{Place, Project};
 
 mod named;
 mod targets;
@@ -25,7 +25,7 @@ pub struct MakeVar {
     /// Its value as written.
     pub value: String,
     /// `Makefile:3`.
-    pub at: String,
+    pub at: Place,
     /// `?=`: set only when not yet defined (the first such line wins).
     pub conditional: bool,
 }
@@ -248,7 +248,7 @@ fn definition(file: &str, n: usize, line: &str) -> Option<MakeVar> {
     Some(MakeVar {
         name: name.to_string(),
         value,
-        at: format!("{file}:{}", n + 1),
+        at: Place::file(file).line(u32::try_from(n + 1).unwrap_or(u32::MAX)),
         conditional: left.ends_with('?'),
     })
 }

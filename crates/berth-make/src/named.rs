@@ -8,7 +8,7 @@
 
 use crate::{Defs, MakeVar};
 use berth_core::warning::{Code, Warning};
-use berth_core::Project;
+use berth_core::{Place, Project};
 
 /// A Makefile variable holding an image's last path component only.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,7 +18,7 @@ pub struct NameOnly {
     /// Its value (`kserve-controller`).
     pub name: String,
     /// Where it is defined (`kserve-images.env:6`).
-    pub at: String,
+    pub at: Place,
     /// The registry variable make puts before it (`KO_DOCKER_REPO`), the one
     /// most compositions use.
     pub registry: Option<String>,
@@ -27,7 +27,7 @@ pub struct NameOnly {
     /// `file:line` of a build or tag command that names the image with no tag
     /// (`docker build … -t ${KO_DOCKER_REPO}/${CONTROLLER_IMG}`): make builds
     /// `:latest` there, whatever tag berth deploys.
-    pub untagged_build: Option<String>,
+    pub untagged_build: Option<Place>,
 }
 
 impl NameOnly {
@@ -123,7 +123,7 @@ fn composition(var: &str, texts: &[(String, String)]) -> (Option<String>, Option
 
 /// The first `-t`/`--tag` of a build or tag command that names `var`'s image
 /// with no tag after it, as `file:line`.
-fn untagged_build(var: &str, texts: &[(String, String)]) -> Option<String> {
+fn untagged_build(var: &str, texts: &[(String, String)]) -> Option<Place> {
     let spelled = [format!("$({var})"), format!("${{{var}}}")];
     built_images(texts)
         .into_iter()
@@ -133,7 +133,7 @@ fn untagged_build(var: &str, texts: &[(String, String)]) -> Option<String> {
 
 /// The images make builds: the word after each `-t`/`--tag` of a `build`,
 /// `buildx build` or `tag` command line (quotes removed), with its `file:line`.
-pub fn built_images(texts: &[(String, String)]) -> Vec<(String, String)> {
+pub fn built_images(texts: &[(String, String)]) -> Vec<(String, Place)> {
     let mut out = Vec::new();
     for (file, text) in texts {
         for (index, line) in text.lines().enumerate() {
@@ -145,7 +145,8 @@ pub fn built_images(texts: &[(String, String)]) -> Vec<(String, String)> {
             for pair in words.windows(2) {
                 if pair[0] == "-t" || pair[0] == "--tag" {
                     let image = pair[1].trim_matches(['"', '\'']);
-                    out.push((image.to_string(), format!("{file}:{}", index + 1)));
+                    let line = u32::try_from(index + 1).unwrap_or(u32::MAX);
+                    out.push((image.to_string(), Place::file(file).line(line)));
                 }
             }
         }

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Result};
+use berth_core::place::File;
 use berth_core::render::Input;
 use berth_core::{Manifest, ManifestSource, Project};
 
@@ -58,7 +59,7 @@ pub fn gather(
                 stdin_used = true;
                 // Read as it arrives: each document is checked once it is complete.
                 inputs.push(Input::stream(
-                    "<stdin>",
+                    File::Name("<stdin>".into()),
                     Box::new(ReadText::new(std::io::stdin().lock(), MAX_FILE)),
                 ));
             }
@@ -112,7 +113,7 @@ fn absolute(dir: &Path, source: &ManifestSource) -> ManifestSource {
     }
 }
 
-fn input(name: String, bytes: Vec<u8>) -> Result<Input> {
+fn input(name: File, bytes: Vec<u8>) -> Result<Input> {
     let text = String::from_utf8(bytes).map_err(|e| {
         let offset = e.utf8_error().valid_up_to() as u64;
         anyhow!("{name}: {}", crate::text_stream::not_utf8(offset))
@@ -146,7 +147,7 @@ fn read_path(
         let file =
             std::fs::File::open(path).map_err(|e| anyhow!("cannot read {}: {e}", shown(path)))?;
         inputs.push(Input::stream(
-            shown(path),
+            File::Path(shown(path)),
             Box::new(ReadText::new(file, MAX_FILE)),
         ));
         return Ok(());
@@ -158,7 +159,7 @@ fn read_path(
             crate::fs_source::read_bounded
         };
         let bytes = read(path).map_err(|e| anyhow!("cannot read {}: {e}", shown(path)))?;
-        inputs.push(input(shown(path), bytes)?);
+        inputs.push(input(File::Path(shown(path)), bytes)?);
         return Ok(());
     }
     // A `manifests:` directory means every YAML file below it; one holding a
@@ -186,7 +187,7 @@ fn read_path(
         }
         let bytes = crate::fs_source::read_bounded(&file)
             .map_err(|e| anyhow!("cannot read {}: {e}", shown(&file)))?;
-        inputs.push(input(shown(&file), bytes)?);
+        inputs.push(input(File::Path(shown(&file)), bytes)?);
     }
     Ok(())
 }
@@ -212,9 +213,9 @@ fn collect_yaml(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
-/// How an overlay's output is named in messages (`kustomize deploy/overlay`).
-pub fn kustomize_name(dir: &Path) -> String {
-    format!("kustomize {}", shown(dir))
+/// What an overlay's output is in places and messages (`kustomize deploy/overlay`).
+pub fn kustomize_output(dir: &Path) -> File {
+    File::Kustomize(shown(dir))
 }
 
 /// `kubectl kustomize DIR`, as one input.
@@ -236,7 +237,7 @@ fn kustomize(dir: &Path) -> Result<Input> {
         Failure::Refused(why) => anyhow!("kubectl kustomize {} failed: {why}", shown(dir)),
         Failure::Run(e) => anyhow!("kubectl kustomize {}: {e}", shown(dir)),
     })?;
-    input(kustomize_name(dir), stdout)
+    input(kustomize_output(dir), stdout)
 }
 
 fn is_kustomization(dir: &Path) -> bool {

@@ -11,8 +11,9 @@
 
 use std::path::{Path, PathBuf};
 
+use berth_core::place::{How, Via};
 use berth_core::render::Findings;
-use berth_core::{Manifest, ManifestSource, Project};
+use berth_core::{Manifest, ManifestSource, Place, Project};
 use berth_ref::Reference;
 
 /// Adds to each drift in an overlay's output the `images:` entry that set its tag.
@@ -22,8 +23,8 @@ pub fn attribute(project: &Project, manifests: &[Manifest], findings: &mut Findi
             continue;
         };
         let dir = project.dir.join(dir);
-        let prefix = format!("{}:", crate::inputs::kustomize_name(&dir));
-        let ours = |at: &String| at.starts_with(&prefix);
+        let output = crate::inputs::kustomize_output(&dir);
+        let ours = |at: &Place| at.is_in(&output);
         if !findings.drifted.iter().any(|d| ours(&d.at))
             && !findings.strays.iter().any(|s| ours(&s.at))
         {
@@ -31,45 +32,31 @@ pub fn attribute(project: &Project, manifests: &[Manifest], findings: &mut Findi
         }
         let mut walk = Walk::default();
         walk.collect(&dir, &project.dir);
-        for at in findings
-            .drifted
-            .iter_mut()
-            .map(|d| &mut d.at)
+        for at in (findings.drifted.iter_mut().map(|d| &mut d.at))
             .chain(findings.strays.iter_mut().map(|s| &mut s.at))
+            .filter(|at| ours(at))
         {
-            if ours(at) {
-                if let Some(file) = walk.source_of(at) {
-                    *at = with_part(at, &format!("from {file}"));
-                }
+            if let Some(file) = at.object.as_deref().and_then(|o| walk.source_of(o)) {
+                let from = Via {
+                    how: How::From,
+                    file: file.to_string(),
+                    spot: None,
+                    detail: None,
+                };
+                at.via.push(from);
             }
         }
-        let entries = walk.entries;
-        for drift in &mut findings.drifted {
-            if !drift.at.starts_with(&prefix) {
-                continue;
-            }
+        for drift in findings.drifted.iter_mut().filter(|d| ours(&d.at)) {
             let Ok(found) = Reference::parse(&drift.found) else {
                 continue;
             };
-            let tag = found.tag().map(|t| t.to_string());
-            let last = found.repository().last_component().to_string();
-            let origin = entries.iter().find(|e| {
-                let names = [Some(&e.name), e.new_name.as_ref()];
-                let named = names.into_iter().flatten().any(|n| {
-                    n.rsplit('/')
-                        .next()
-                        .is_some_and(|l| l.split([':', '@']).next() == Some(&last))
+            if let Some(entry) = walk.setting(&found) {
+                drift.at.via.push(Via {
+                    how: How::SetBy,
+                    file: entry.file.clone(),
+                    spot: Some(entry.pos.into()),
+                    detail: entry.new_tag.as_ref().map(|tag| format!("newTag: {tag}")),
                 });
-                named && e.new_tag.is_some() && e.new_tag == tag
-            });
-            if let Some(entry) = origin {
-                let place = format!(
-                    "{}:{} `newTag: {}`",
-                    entry.file,
-                    entry.pos,
-                    entry.new_tag.as_deref().unwrap_or_default()
-                );
-                drift.at = with_part(&drift.at, &format!("set by {place}"));
             }
         }
     }
@@ -85,14 +72,6 @@ struct Entry {
     new_tag: Option<String>,
 }
 
-/// `at` with `part` added inside its parentheses: `x (Kind/name; part)`.
-fn with_part(at: &str, part: &str) -> String {
-    match at.strip_suffix(')') {
-        Some(head) => format!("{head}; {part})"),
-        None => format!("{at} ({part})"),
-    }
-}
-
 /// What a walk of a kustomization and those it builds on found.
 #[derive(Default)]
 struct Walk {
@@ -105,12 +84,25 @@ struct Walk {
 }
 
 impl Walk {
-    /// The source file of the object `at` names (`… (Kind/name…)`): the one of
-    /// that kind and name, else the longest name the output's contains (a
-    /// `namePrefix`, a generator's hash).
-    fn source_of(&self, at: &str) -> Option<&str> {
-        let inside = at.rsplit_once(" (")?.1;
-        let object = inside.split([';', ')']).next()?;
+    /// The `images:` entry that set `found`'s tag: the outermost that names its
+    /// repository's last component with that `newTag`.
+    fn setting(&self, found: &Reference) -> Option<&Entry> {
+        let tag = found.tag().map(|t| t.to_string());
+        let last = found.repository().last_component().to_string();
+        self.entries.iter().find(|e| {
+            let names = [Some(&e.name), e.new_name.as_ref()];
+            let named = names.into_iter().flatten().any(|n| {
+                n.rsplit('/')
+                    .next()
+                    .is_some_and(|l| l.split([':', '@']).next() == Some(&last))
+            });
+            named && e.new_tag.is_some() && e.new_tag == tag
+        })
+    }
+
+    /// The source file of `object` (`Kind/name`): the one of that kind and name, else
+    /// the longest name the output's contains (a `namePrefix`, a generator's hash).
+    fn source_of(&self, object: &str) -> Option<&str> {
         let (kind, name) = object.split_once('/')?;
         let same_kind = || self.sources.iter().filter(|(k, _, _)| k == kind);
         same_kind()

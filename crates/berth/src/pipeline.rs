@@ -15,7 +15,7 @@ use berth_core::lock::Lock;
 use berth_core::render::{self, path_warnings, Findings, RenderError, Spec, Workload};
 use berth_core::resolve::{self, Overrides};
 use berth_core::warning::{self, Code, Warning};
-use berth_core::{Project, Resolution};
+use berth_core::{Place, Project, Resolution};
 
 use crate::cli::ResolveArgs;
 use crate::fs_source::Fs;
@@ -92,7 +92,7 @@ pub fn generate(
     for spec in &project.ca_bundles {
         if cluster.is_none() {
             for source in &spec.cluster_sources {
-                warnings.push(Warning::at(Code::ClusterSource, format!("{}:{}", project.file, source.pos), format_args!(
+                warnings.push(Warning::at(Code::ClusterSource, Place::file(&project.file).at(source.pos), format_args!(
                     "CA bundle `{}` reads {} from the cluster, which `berth apply`, `berth diff` and `berth dev` do; this command reaches no cluster and renders the bundle without it",
                     spec.name, source.from.describe()
                 )));

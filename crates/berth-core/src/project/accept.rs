@@ -41,7 +41,7 @@ impl Loader<'_> {
             kind,
             name,
             container,
-            at: format!("{}:{}", self.file, node.pos),
+            at: crate::place::Place::file(self.file).at(node.pos),
         })
     }
 
@@ -107,7 +107,7 @@ impl Loader<'_> {
                 code,
                 at,
                 because,
-                pos: format!("{}:{}", self.file, item.pos),
+                pos: crate::place::Place::file(self.file).at(item.pos),
             });
         }
         Ok(out)

@@ -69,7 +69,7 @@ pub struct Operator {
     /// The container's name.
     pub container: String,
     /// Where `operator:` is written (`berth.yaml:12:3`).
-    pub at: String,
+    pub at: crate::place::Place,
 }
 
 /// A loaded, validated `berth.yaml`.

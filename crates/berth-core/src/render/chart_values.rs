@@ -8,9 +8,60 @@
 use berth_yaml::{Node, Pos};
 
 use super::helm::insert;
+use crate::place::{How, Place, Via};
 use crate::project::HelmPart;
 use crate::resolve::{Resolution, ResolvedImage};
 use crate::warning::{Code, Warning};
+
+/// Which values layer: a file, or a `helm:` entry's `set:` in berth.yaml.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Layer {
+    /// A values file (the chart's own, a subchart's, a `values:` entry), as shown.
+    File(String),
+    /// A `helm:` entry's `set:` in berth.yaml (`file`), whose entry is at `pos`.
+    Set {
+        /// berth.yaml, as shown.
+        file: String,
+        /// The `helm:` entry.
+        pos: Pos,
+    },
+}
+
+impl Layer {
+    /// Where a value found at `pos` of this layer is: the file's line, or the `helm:` entry.
+    pub fn place(&self, pos: Pos) -> Place {
+        match self {
+            Layer::File(file) => Place::file(file).at(pos),
+            Layer::Set { file, pos } => Place::file(file).at(*pos),
+        }
+    }
+
+    /// How a value found at `pos` of this layer, at values path `path`, reached a chart's
+    /// output: `from prod.values.yaml:4:14 `decode.image``.
+    pub fn via(&self, pos: Pos, path: &str) -> Via {
+        let (file, spot, detail) = match self {
+            Layer::File(file) => (file, pos, path.to_string()),
+            Layer::Set { file, pos } => (file, *pos, format!("set: {path}")),
+        };
+        Via {
+            how: How::From,
+            file: file.clone(),
+            spot: Some(spot.into()),
+            detail: Some(detail),
+        }
+    }
+
+    /// Whether the layer is a `set:`.
+    pub fn is_set(&self) -> bool {
+        matches!(self, Layer::Set { .. })
+    }
+}
+
+impl From<&str> for Layer {
+    fn from(file: &str) -> Layer {
+        Layer::File(file.to_string())
+    }
+}
 
 /// A chart's values as berth could read them (a local chart directory).
 #[derive(Debug, Clone, Default)]
@@ -19,38 +70,34 @@ pub struct ChartValues {
     /// is not opened, and every image value reaches it.
     pub opened: bool,
     /// The chart's `values.yaml` (its name for messages, its tree), when it has one.
-    pub own: Option<(String, Node)>,
+    pub own: Option<(Layer, Node)>,
     /// The chart's `appVersion`: what an empty `tag:` usually stands for.
     pub app_version: Option<String>,
     /// Each dependency's key in the parent's values (its alias, else its name), with its own
     /// `values.yaml` when the subchart is a directory under `charts/`.
-    pub dependencies: Vec<(String, Option<(String, Node)>)>,
+    pub dependencies: Vec<(String, Option<(Layer, Node)>)>,
     /// The layers the user gives the chart (`values:` files, `set:`), by name for messages;
     /// they count as places too.
-    pub given: Vec<(String, Node)>,
+    pub given: Vec<(Layer, Node)>,
 }
 
 impl ChartValues {
     /// The layers in the order helm applies them: the chart's own values.yaml, then the
     /// `values:` files, then `set:`.
-    pub fn layers(&self) -> impl DoubleEndedIterator<Item = &(String, Node)> {
+    pub fn layers(&self) -> impl DoubleEndedIterator<Item = &(Layer, Node)> {
         self.own.iter().chain(&self.given)
     }
 
-    /// `FILE:LINE:COLUMN `path`` of the last layer that spells `image` (the whole
-    /// reference, or its tag under an image's `tag:` key), and the path: what a warning
-    /// about the chart's output names as the value's origin.
-    pub fn origin(&self, image: &str) -> Option<(String, String)> {
+    /// Where the last layer that spells `image` (the whole reference, or its tag under an
+    /// image's `tag:` key) does, and the path: what a warning about the chart's output names
+    /// as the value's origin.
+    pub fn origin(&self, image: &str) -> Option<(Via, String)> {
         let tag = berth_ref::Reference::parse(image)
             .ok()
             .and_then(|r| r.tag().map(|t| t.to_string()));
         self.layers().rev().find_map(|(name, node)| {
             let (pos, path) = find(node, "", image, tag.as_deref())?;
-            let place = match name.ends_with("(`set:`)") {
-                true => format!("{name} `{path}`"),
-                false => format!("{name}:{pos} `{path}`"),
-            };
-            Some((place, path))
+            Some((name.via(pos, &path), path))
         })
     }
 
@@ -221,7 +268,7 @@ fn disowned(chart: &ChartValues, image: &ResolvedImage<'_>, all: &[&ResolvedImag
 /// berth deploys. One `[drift]` warning per place, at the values file's line.
 pub fn default_drift(chart: &ChartValues, resolution: &Resolution<'_>, file: &str) -> Vec<Warning> {
     let mut out = Vec::new();
-    let mut trees: Vec<(&str, &str, &Node)> = Vec::new(); // (prefix, file, values)
+    let mut trees: Vec<(&str, &Layer, &Node)> = Vec::new(); // (prefix, file, values)
     if let Some((name, tree)) = &chart.own {
         trees.push(("", name, tree));
     }
@@ -268,7 +315,7 @@ pub fn default_drift(chart: &ChartValues, resolution: &Resolution<'_>, file: &st
                 if same {
                     continue;
                 }
-                out.push(Warning::at(Code::Drift, format!("{name}:{}", found.pos), format_args!(
+                out.push(Warning::at(Code::Drift, name.place(found.pos), format_args!(
                     "the chart's default for `{path}` is {shown}, but berth.yaml's default for component `{}` is `{}` ({file}:{}), and berth sets `{}`: `helm install` of the chart alone runs another image than berth deploys; make the chart's values agree with berth.yaml (or berth.yaml with the chart)",
                     c.name, c.image, c.image_pos, image.reference
                 )));

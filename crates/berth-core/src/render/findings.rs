@@ -14,7 +14,7 @@ use crate::warning::{Code, Warning};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stray {
     /// `file:line:column (Kind/name)`.
-    pub at: String,
+    pub at: crate::place::Place,
     /// Where in the object: `data key `run.yaml``, `env `RELATED_IMAGE_X` of container `c``.
     pub place: String,
     /// The spelling.
@@ -46,7 +46,7 @@ pub(super) fn strays(
     object: &mut Node,
     kind: &str,
     skip: &dyn Fn(berth_yaml::Pos) -> bool,
-    at: &dyn Fn(berth_yaml::Pos) -> String,
+    at: &dyn Fn(berth_yaml::Pos) -> crate::place::Place,
     chart: Option<&Resolution<'_>>,
     out: &mut Vec<Stray>,
 ) {
@@ -313,12 +313,12 @@ pub fn path_warnings(
             .unwrap_or_default();
         let shown = format!("{{kind: {}, path: {}{key}}}", entry.kind, entry.text);
         if !kind {
-            out.push(Warning::at(Code::UnusedPath, format!("{}:{}", project.file, entry.pos), format_args!(
+            out.push(Warning::at(Code::UnusedPath, crate::Place::file(&project.file).at(entry.pos), format_args!(
                 "`{section}` entry `{shown}` matches nothing: no object of kind `{}` is in the manifests; check the kind's spelling, or remove the entry",
                 entry.kind
             )));
         } else if !field {
-            out.push(Warning::at(Code::UnusedPath, format!("{}:{}", project.file, entry.pos), format_args!(
+            out.push(Warning::at(Code::UnusedPath, crate::Place::file(&project.file).at(entry.pos), format_args!(
                 "`{section}` entry `{shown}` matches no field: no `{}` object has `{}`; check the field path against the objects",
                 entry.kind, entry.text
             )));

@@ -62,8 +62,8 @@ impl<'a> CaInjector<'a> {
         &mut self,
         object: &mut Node,
         kind: &str,
-        at: &dyn Fn(Pos) -> String,
-        out: &mut Vec<(String, String)>,
+        at: &dyn Fn(Pos) -> crate::place::Place,
+        out: &mut Vec<(crate::place::Place, String)>,
     ) {
         if self.rules.is_empty() {
             return;

@@ -76,11 +76,11 @@ fn java_options_are_appended_and_another_truststore_is_kept_and_said() {
 fn a_variable_the_container_sets_otherwise_is_kept_and_said() {
     let out = rendered("[{name: NODE_EXTRA_CA_CERTS, value: /opt/ca.pem}, {name: CURL_CA_BUNDLE, valueFrom: {configMapKeyRef: {name: x, key: y}}}]");
     assert!(out.yaml.contains("value: /opt/ca.pem\n"), "{}", out.yaml);
-    let said: Vec<&str> = out
+    let said: Vec<String> = out
         .findings
         .trust
         .iter()
-        .map(|(at, _)| at.as_str())
+        .map(|(at, _)| at.to_string())
         .collect();
     assert_eq!(said, ["in.yaml:8:11 (Pod/p)", "in.yaml:8:60 (Pod/p)"]);
     assert!(

@@ -6,6 +6,7 @@ use std::cell::{Cell, RefCell};
 use berth_yaml::{Documents, Limits, Node};
 
 use super::RenderError;
+use crate::place::File;
 
 /// The text of an input read as it arrives, piece by piece. The edge that reads
 /// (stdin, a pipe) implements it, so the core stays free of I/O.
@@ -55,8 +56,9 @@ impl Iterator for StreamChars<'_> {
 /// One input: its name (for messages) and its text, a stream of it, or objects
 /// already parsed.
 pub struct Input {
-    /// A file path, `<stdin>`, `kustomize DIR`, or `Berth ns/name spec.workloads`.
-    pub name: String,
+    /// A file path, `<stdin>`, `kustomize DIR`'s or a chart's output, or `Berth ns/name
+    /// spec.workloads`: what its findings' places are in.
+    pub file: File,
     /// The YAML text (empty for a stream or objects).
     pub text: String,
     /// Set for an input read as it arrives: each document is rendered, and its
@@ -77,9 +79,9 @@ pub struct Input {
 
 impl Input {
     /// An input whose whole text is at hand.
-    pub fn text(name: impl Into<String>, text: impl Into<String>) -> Input {
+    pub fn text(file: impl Into<File>, text: impl Into<String>) -> Input {
         Input {
-            name: name.into(),
+            file: file.into(),
             text: text.into(),
             stream: None,
             objects: Vec::new(),
@@ -89,9 +91,9 @@ impl Input {
     }
 
     /// Objects already parsed, each one document.
-    pub fn objects(name: impl Into<String>, objects: Vec<Node>) -> Input {
+    pub fn objects(file: impl Into<File>, objects: Vec<Node>) -> Input {
         Input {
-            name: name.into(),
+            file: file.into(),
             text: String::new(),
             stream: None,
             objects,
@@ -101,9 +103,9 @@ impl Input {
     }
 
     /// An input read as it arrives.
-    pub fn stream(name: impl Into<String>, text: Box<dyn TextStream>) -> Input {
+    pub fn stream(file: impl Into<File>, text: Box<dyn TextStream>) -> Input {
         Input {
-            name: name.into(),
+            file: file.into(),
             text: String::new(),
             stream: Some(RefCell::new(text)),
             objects: Vec::new(),
@@ -116,7 +118,7 @@ impl Input {
 impl std::fmt::Debug for Input {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Input")
-            .field("name", &self.name)
+            .field("file", &self.file)
             .field("text_len", &self.text.len())
             .field("stream", &self.stream.is_some())
             .field("objects", &self.objects.len())
@@ -181,7 +183,7 @@ pub(crate) fn for_each_document(
     // A stream cut short (a limit, a read error) explains a YAML error at its cut.
     if let Some(message) = stream.as_deref_mut().and_then(|s| s.failure()) {
         return Err(RenderError::Read {
-            file: input.name.clone(),
+            file: input.file.to_string(),
             message,
         });
     }
@@ -189,7 +191,7 @@ pub(crate) fn for_each_document(
         return Ok(replaced);
     };
     let templated = templated.get() || input.text.contains("{{");
-    let file = input.name.clone();
+    let file = input.file.to_string();
     Err(if templated {
         RenderError::Template { file, source }
     } else {

@@ -28,7 +28,7 @@ use crate::resolve::Resolution;
 use crate::suggest::hint;
 pub use chart_values::{
     child_path, default_drift, dotted_keys, for_charts, leaves, lookup, merge_values,
-    values_for_charts, ChartValues,
+    values_for_charts, ChartValues, Layer,
 };
 pub use findings::{operator_missing, path_warnings, unreached_overrides, Stray};
 pub use helm::{image_values, HelmValuesError};
@@ -79,7 +79,7 @@ pub struct Findings {
     pub unused_configs: Vec<String>,
     /// `file:line:column (Kind/name)` and value of image fields that are neither a
     /// reference nor a placeholder of a component's variable (`${NOPE_IMAGE}`, `BAD REF`).
-    pub unparsed_images: Vec<(String, String)>,
+    pub unparsed_images: Vec<(crate::place::Place, String)>,
     /// Components (indices into the resolution) no image field matched.
     pub unmatched: Vec<usize>,
     /// Image fields whose own tag or digest berth replaced with berth.yaml's default
@@ -99,7 +99,7 @@ pub struct Findings {
     /// set, like an unmatched component: a profile may leave the operator out).
     pub operator_missing: Option<related::RelatedFinding>,
     /// `(where, what)`: a CA bundle's variable a container already set otherwise.
-    pub trust: Vec<(String, String)>,
+    pub trust: Vec<(crate::place::Place, String)>,
     /// The names of the pods' containers, when a CA bundle is injected (for a
     /// rule that chose none).
     pub containers: std::collections::BTreeSet<String>,
@@ -112,7 +112,7 @@ pub struct Findings {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReplacedKey {
     /// `input:line:column` of the second key.
-    pub at: String,
+    pub at: crate::place::Place,
     /// The key.
     pub key: String,
     /// Where the key was first written (same input).
@@ -123,7 +123,7 @@ pub struct ReplacedKey {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DriftFinding {
     /// `file:line:column (Kind/name)`.
-    pub at: String,
+    pub at: crate::place::Place,
     /// The field's value.
     pub found: String,
     /// The component (index into the resolution).
@@ -134,7 +134,7 @@ pub struct DriftFinding {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MissingKeyFinding {
     /// `file:line:column (Kind/name)`.
-    pub at: String,
+    pub at: crate::place::Place,
     /// The field that asks.
     pub field: &'static str,
     /// The config's base name.
@@ -147,7 +147,7 @@ pub struct MissingKeyFinding {
 
 impl MissingKeyFinding {
     /// The finding for `missing`, a key config `generated` lacks, asked for at `at`.
-    fn new(generated: &Generated, at: String, missing: refs::MissingKey) -> Self {
+    fn new(generated: &Generated, at: crate::place::Place, missing: refs::MissingKey) -> Self {
         MissingKeyFinding {
             at,
             field: missing.field,

@@ -12,6 +12,7 @@ use super::{
     CaInjector, ConfigRewriter, DriftFinding, ImageRewriter, Input, MissingKeyFinding, RenderError,
     ReplacedKey, Spec,
 };
+use crate::place::Place;
 use crate::resolve::Resolution;
 
 pub(super) type UsedIn = std::collections::BTreeSet<Option<String>>;
@@ -28,7 +29,7 @@ pub(super) struct Transformed {
     /// Components (indices) no image field matched.
     pub(super) unmatched: Vec<usize>,
     /// `file:line:column` and value of image fields that are no reference.
-    pub(super) unparsed: Vec<(String, String)>,
+    pub(super) unparsed: Vec<(crate::place::Place, String)>,
     pub(super) drifted: Vec<DriftFinding>,
     pub(super) strays: Vec<Stray>,
     pub(super) missing_keys: Vec<MissingKeyFinding>,
@@ -36,7 +37,7 @@ pub(super) struct Transformed {
     pub(super) config_paths_seen: Vec<(bool, bool)>,
     pub(super) related: Vec<related::RelatedFinding>,
     pub(super) operator_missing: Option<related::RelatedFinding>,
-    pub(super) trust: Vec<(String, String)>,
+    pub(super) trust: Vec<(crate::place::Place, String)>,
     pub(super) containers: std::collections::BTreeSet<String>,
     pub(super) replaced_keys: Vec<ReplacedKey>,
 }
@@ -55,14 +56,14 @@ pub(super) fn transform(
             if doc.is_null() {
                 return Ok(()); // empty documents are skipped
             }
-            for object in expand_list(&input.name, doc)? {
+            for object in expand_list(&input.file.to_string(), doc)? {
                 pass.object(inputs, index, object, each)?;
             }
             Ok(())
         })?;
         pass.replaced_keys
             .extend(replaced.into_iter().map(|r| ReplacedKey {
-                at: format!("{}:{}", input.name, r.last),
+                at: Place::in_(input.file.clone()).at(r.last),
                 key: r.key,
                 first: r.first,
             }));
@@ -81,12 +82,12 @@ struct Pass<'s, 'r> {
     seen: Seen,
     namespaces: std::collections::BTreeSet<String>,
     matched: usize,
-    unparsed: Vec<(String, String)>,
+    unparsed: Vec<(crate::place::Place, String)>,
     drifted: Vec<DriftFinding>,
     strays: Vec<Stray>,
     missing_keys: Vec<MissingKeyFinding>,
     related_findings: Vec<related::RelatedFinding>,
-    trust: Vec<(String, String)>,
+    trust: Vec<(crate::place::Place, String)>,
     replaced_keys: Vec<ReplacedKey>,
 }
 
@@ -126,14 +127,18 @@ impl<'s, 'r> Pass<'s, 'r> {
         each: &mut dyn FnMut(Node, String, String),
     ) -> Result<(), RenderError> {
         let (spec, input) = (self.spec, &inputs[index]);
-        let (api_version, kind) = documents::checked(&input.name, &object)?;
+        let (api_version, kind) = documents::checked(&input.file.to_string(), &object)?;
         check_collision(spec, input, &object, &kind)?;
         self.matched += self.rewriter.rewrite(&mut object, &api_version, &kind);
         // The object too: a kustomize output's line is not in any source file.
         let object_name = metadata_text(&object, "name")
             .unwrap_or("(no name)")
             .to_string();
-        let at = |pos: Pos| format!("{}:{pos} ({kind}/{object_name})", input.name);
+        let at = |pos: Pos| {
+            Place::in_(input.file.clone())
+                .at(pos)
+                .object(format!("{kind}/{object_name}"))
+        };
         let unparsed = self.rewriter.take_unparsed().into_iter();
         self.unparsed.extend(unparsed.map(|(p, v)| (at(p), v)));
         let related = &mut self.related_findings;
@@ -246,9 +251,9 @@ impl Seen {
             .to_string();
         let id = (group, kind.to_string(), namespace.clone(), name.clone());
         if let Some(&(first_input, first_pos)) = self.0.get(&id) {
-            let first_file = &inputs[first_input].name;
+            let first_file = &inputs[first_input].file;
             return Err(RenderError::Duplicate {
-                file: inputs[index].name.clone(),
+                file: inputs[index].file.to_string(),
                 pos: object.pos,
                 object: match namespace {
                     Some(ns) => format!("{kind}/{name} (namespace {ns})"),
@@ -293,7 +298,7 @@ fn check_collision(
     };
     let namespace = metadata_text(object, "namespace");
     Err(RenderError::Collision {
-        file: input.name.clone(),
+        file: input.file.to_string(),
         pos: object.pos,
         object: match namespace {
             Some(ns) => format!("{kind}/{name} (namespace {ns})"),

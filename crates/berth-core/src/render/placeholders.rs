@@ -14,8 +14,8 @@ use berth_yaml::{Node, Value};
 /// One placeholder left in an object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unfilled {
-    /// `Deployment/epp` (with ` in namespace NS` when it has one).
-    pub object: String,
+    /// The object (`Deployment/epp in namespace NS`).
+    pub object: crate::Place,
     /// The field (`spec.template.spec.containers[0].args[0]`).
     pub field: String,
     /// The placeholder (`${POOL_NAME}`).
@@ -32,10 +32,10 @@ pub fn unfilled_placeholders(objects: &[Node]) -> Vec<Unfilled> {
             .unwrap_or_default();
         let name = super::metadata_text(object, "name").unwrap_or_default();
         let namespace = super::metadata_text(object, "namespace");
-        let shown = match namespace {
-            Some(ns) => format!("{kind}/{name} in namespace {ns}"),
-            None => format!("{kind}/{name}"),
-        };
+        let shown = crate::Place::in_(crate::place::File::Rendered {
+            object: format!("{kind}/{name}"),
+            namespace: namespace.map(str::to_string),
+        });
         let Some(entries) = object.as_map() else {
             continue;
         };

@@ -41,7 +41,7 @@ struct Related {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RelatedFinding {
     /// `file:line:column (Kind/name)`.
-    pub at: String,
+    pub at: crate::place::Place,
     /// What is wrong and how to fix it.
     pub problem: String,
 }
@@ -89,7 +89,7 @@ impl<'a> RelatedImages<'a> {
         object: &mut Node,
         kind: &str,
         name: &str,
-        at: &dyn Fn(Pos) -> String,
+        at: &dyn Fn(Pos) -> crate::place::Place,
         out: &mut Vec<RelatedFinding>,
     ) {
         if self.related.is_empty() {
@@ -116,7 +116,7 @@ impl<'a> RelatedImages<'a> {
     fn fill_csv(
         &mut self,
         csv: &mut Node,
-        at: &dyn Fn(Pos) -> String,
+        at: &dyn Fn(Pos) -> crate::place::Place,
         out: &mut Vec<RelatedFinding>,
     ) {
         let Some(spec) = csv.get_mut("spec") else {
@@ -157,7 +157,7 @@ impl<'a> RelatedImages<'a> {
     fn fill_list(
         &self,
         items: &mut Vec<Node>,
-        at: &dyn Fn(Pos) -> String,
+        at: &dyn Fn(Pos) -> crate::place::Place,
         out: &mut Vec<RelatedFinding>,
     ) {
         for item in items.iter_mut() {
@@ -200,7 +200,7 @@ impl<'a> RelatedImages<'a> {
     fn set_env(
         &self,
         spec: &mut Node,
-        at: &dyn Fn(Pos) -> String,
+        at: &dyn Fn(Pos) -> crate::place::Place,
         out: &mut Vec<RelatedFinding>,
     ) -> bool {
         let Some(operator) = self.operator else {

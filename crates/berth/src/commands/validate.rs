@@ -8,7 +8,7 @@
 use anyhow::{bail, Result};
 use berth_core::render::{path_warnings, Findings};
 use berth_core::warning::{self, Code, Warning};
-use berth_core::{Project, Resolution};
+use berth_core::{Place, Project, Resolution};
 
 use crate::pipeline;
 use crate::settings::Render;
@@ -16,7 +16,7 @@ use crate::settings::Render;
 pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) -> Result<()> {
     let mut warnings = Vec::new();
     for (first, second, repository) in project.shared_repositories() {
-        warnings.push(Warning::at(Code::SharedRepository, format!("{}:{}", project.file, second.image_pos), format_args!(
+        warnings.push(Warning::at(Code::SharedRepository, Place::file(&project.file).at(second.image_pos), format_args!(
             "components `{}` and `{}` both claim repository `{repository}`; `{}` (the first) gets every image there: give one of them a different `image:` or `match:`",
             first.name, second.name, first.name
         )));
@@ -162,7 +162,7 @@ fn public_roots(project: &Project) -> Vec<Warning> {
         if replacing.is_empty() {
             continue;
         }
-        out.push(Warning::at(Code::PublicRoots, format!("{}:{}", project.file, bundle.pos), format_args!(
+        out.push(Warning::at(Code::PublicRoots, Place::file(&project.file).at(bundle.pos), format_args!(
             "CA bundle `{}` holds only its own certificates, and {} replace the client's default store with it, so those clients can no longer reach public endpoints: add `defaults: system` (the public roots), or inject only Node's additive `NODE_EXTRA_CA_CERTS` (`runtimes: [node]`)",
             bundle.name,
             replacing.join(", ")
@@ -231,7 +231,7 @@ fn wrongly_undeployed(project: &Project, all: &[Findings]) -> Vec<Warning> {
                 && !all.is_empty()
                 && !in_none(&|f| f.unmatched_components.contains(&c.name))
         })
-        .map(|c| Warning::at(Code::WronglyUndeployed, format!("{}:{}", project.file, c.image_pos), format_args!(
+        .map(|c| Warning::at(Code::WronglyUndeployed, Place::file(&project.file).at(c.image_pos), format_args!(
             "component `{}` says `deployed: false`, but the manifests run its image (`{}`); remove `deployed: false`, so that validate checks it like the others",
             c.name, c.image.repository()
         )))
@@ -247,7 +247,7 @@ fn undeployed_targets(project: &Project) -> Vec<Warning> {
     for rule in &project.sync {
         if let berth_core::project::SyncTarget::Component(name) = &rule.target {
             if undeployed(name) {
-                out.push(Warning::at(Code::WronglyUndeployed, format!("{}:{}", project.file, rule.pos), format_args!(
+                out.push(Warning::at(Code::WronglyUndeployed, Place::file(&project.file).at(rule.pos), format_args!(
                     "sync rule `{}` targets component `{name}`, which says `deployed: false`: no pod runs its image, so the rule reaches no container; target a deployed component, or remove `deployed: false` if the manifests do run it",
                     rule.name
                 )));
@@ -256,7 +256,7 @@ fn undeployed_targets(project: &Project) -> Vec<Warning> {
     }
     for forward in &project.dev.forward {
         if undeployed(&forward.component) {
-            out.push(Warning::at(Code::WronglyUndeployed, format!("{}:{}", project.file, forward.pos), format_args!(
+            out.push(Warning::at(Code::WronglyUndeployed, Place::file(&project.file).at(forward.pos), format_args!(
                 "`dev.forward` to port {} of component `{}`, which says `deployed: false`: no pod runs its image, so `berth dev` has nothing to forward to; name a deployed component",
                 forward.port, forward.component
             )));
@@ -308,12 +308,12 @@ fn unused_configs(project: &Project, all: &[Findings]) -> Vec<Warning> {
                 )
                 .collect::<Vec<_>>()
                 .join(" or ");
-            out.push(Warning::at(Code::UnusedConfig, format!("{}:{pos}", project.file), format_args!(
+            out.push(Warning::at(Code::UnusedConfig, Place::file(&project.file).at(pos), format_args!(
                 "`{name}` is injected into no container: none is {chose} ({seen}); name a container in `inject.containers` or its component in `inject.components`"
             )));
             continue;
         }
-        out.push(Warning::at(Code::UnusedConfig, format!("{}:{pos}", project.file), format_args!(
+        out.push(Warning::at(Code::UnusedConfig, Place::file(&project.file).at(pos), format_args!(
             "`{name}` is referenced by no object in the manifests, so its generated name reaches nothing; refer to `{name}` from a pod spec (or inject it), list a custom resource's field that names it under `configPaths:`, or remove it"
         )));
     }
@@ -349,7 +349,7 @@ fn aggregated(project: &Project, all: &[Findings]) -> Vec<Warning> {
             } else {
                 ""
             };
-            warnings.push(Warning::at(Code::UnmatchedComponent, format!("{}:{}", project.file, c.image_pos), format_args!(
+            warnings.push(Warning::at(Code::UnmatchedComponent, Place::file(&project.file).at(c.image_pos), format_args!(
                 "component `{}` (`{}`) matches no image in the manifests{sets}; check its `image:` and `match:`, or the manifests' image fields (`imagePaths:` for custom resources); a component that is built but never deployed takes `deployed: false`",
                 c.name, c.image
             )));

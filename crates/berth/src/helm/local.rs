@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use berth_core::project::HelmChart;
-use berth_core::render::ChartValues;
+use berth_core::render::{ChartValues, Layer};
 use berth_core::{Manifest, ManifestSource, Project};
 use berth_yaml::{Limits, Node};
 
@@ -30,14 +30,17 @@ fn read(project: &Project, chart: &HelmChart, manifest: &Manifest) -> ChartValue
     let mut values = ChartValues::default();
     for file in &chart.values {
         if let Some(tree) = document(&project.dir.join(&file.value)) {
-            values.given.push((file.value.clone(), tree));
+            values.given.push((Layer::File(file.value.clone()), tree));
         }
     }
     if let Some(set) = &chart.set {
         if let Some(tree) = first(set) {
-            values
-                .given
-                .push((format!("{}:{} (`set:`)", project.file, manifest.pos), tree));
+            let file = project.file.clone();
+            let set = Layer::Set {
+                file,
+                pos: manifest.pos,
+            };
+            values.given.push((set, tree));
         }
     }
     let dir = project.dir.join(&chart.chart);
@@ -46,7 +49,8 @@ fn read(project: &Project, chart: &HelmChart, manifest: &Manifest) -> ChartValue
     }
     values.opened = true;
     let shown = chart.chart.trim_end_matches('/');
-    values.own = document(&dir.join("values.yaml")).map(|t| (format!("{shown}/values.yaml"), t));
+    values.own = document(&dir.join("values.yaml"))
+        .map(|t| (Layer::File(format!("{shown}/values.yaml")), t));
     let meta = document(&dir.join("Chart.yaml"));
     values.app_version = meta
         .as_ref()
@@ -72,8 +76,8 @@ fn read(project: &Project, chart: &HelmChart, manifest: &Manifest) -> ChartValue
             .filter(|path| crate::fs_source::contained(&project.dir, path).is_ok());
         if let Some(source) = source {
             let shown = (source.strip_prefix(&project.dir).unwrap_or(&source)).display();
-            let own =
-                document(&source.join("values.yaml")).map(|t| (format!("{shown}/values.yaml"), t));
+            let own = document(&source.join("values.yaml"))
+                .map(|t| (Layer::File(format!("{shown}/values.yaml")), t));
             if own.is_some() {
                 values.dependencies.push((key, own));
                 continue;
@@ -100,7 +104,7 @@ fn read(project: &Project, chart: &HelmChart, manifest: &Manifest) -> ChartValue
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            (format!("{shown}/charts/{dir}/values.yaml"), t)
+            (Layer::File(format!("{shown}/charts/{dir}/values.yaml")), t)
         });
         let aliases: Vec<&String> = keys
             .iter()

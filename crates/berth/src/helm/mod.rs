@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
 use berth_core::lock::ChartPin;
+use berth_core::place::File;
 use berth_core::project::HelmChart;
 use berth_core::render::{ChartValues, Input};
 use berth_core::{Code, Project, Warning};
@@ -61,7 +62,7 @@ pub fn template(
     let mut command = Command::new(binary());
     command.args(arguments(project, chart, origin, archive.as_deref())?);
     let layer = values_layer(chart, images).map_err(|e| anyhow!("{origin}: {e}"))?;
-    let name = input_name(chart);
+    let name = output(chart);
     let run = berth_io::run(&mut command, layer.as_bytes(), TIMEOUT, MAX_FILE);
     let output = run.map_err(|e| match e {
         berth_io::RunError::Spawn(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow!(
@@ -88,10 +89,10 @@ pub fn template(
     }
     let text = String::from_utf8(output.stdout)
         .map_err(|_| anyhow!("{origin}: `{name}` printed something that is not UTF-8"))?;
-    Ok(by_template(&name, &text)
+    Ok(by_template(&chart.chart, &text)
         .into_iter()
-        .map(|(name, text)| {
-            let mut input = Input::text(name, text);
+        .map(|(file, text)| {
+            let mut input = Input::text(file, text);
             input.values_set = images.is_some();
             input.last_key_wins = true;
             input
@@ -99,18 +100,21 @@ pub fn template(
         .collect())
 }
 
-/// How a chart's output is named in messages (`helm template charts/router`).
-fn input_name(chart: &HelmChart) -> String {
-    format!("helm template {}", chart.chart)
+/// What a chart's output is in places and messages (`helm template charts/router`).
+fn output(chart: &HelmChart) -> File {
+    File::Helm {
+        chart: chart.chart.clone(),
+        template: None,
+    }
 }
 
-/// Helm's output cut at each `# Source: TEMPLATE` document, each named
-/// `NAME: TEMPLATE` (line numbers then count from its `# Source:` line);
-/// output without those comments stays whole.
-fn by_template(name: &str, text: &str) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
+/// Helm's output of `chart` cut at each `# Source: TEMPLATE` document, each in
+/// that template (line numbers then count from its `# Source:` line); output
+/// without those comments stays whole.
+fn by_template(chart: &str, text: &str) -> Vec<(File, String)> {
+    let mut out: Vec<(Option<String>, String)> = Vec::new();
     let mut lines = text.split_inclusive('\n').peekable();
-    let mut current: Option<(String, String)> = None;
+    let mut current: Option<(Option<String>, String)> = None;
     while let Some(line) = lines.next() {
         let next_is_source = lines.peek().is_some_and(|l| l.starts_with("# Source: "));
         if line.trim_end() == "---" && next_is_source {
@@ -120,20 +124,26 @@ fn by_template(name: &str, text: &str) -> Vec<(String, String)> {
         if let Some(template) = line.strip_prefix("# Source: ") {
             if current.as_ref().is_none_or(|(_, t)| !t.is_empty()) {
                 out.extend(current.take());
-                current = Some((format!("{name}: {}", template.trim_end()), String::new()));
+                current = Some((Some(template.trim_end().to_string()), String::new()));
             }
         }
         match &mut current {
             Some((_, body)) => body.push_str(line),
-            None => current = Some((name.to_string(), line.to_string())),
+            None => current = Some((None, line.to_string())),
         }
     }
     out.extend(current);
     out.retain(|(_, body)| !body.trim().is_empty());
     if out.is_empty() {
-        out.push((name.to_string(), text.to_string()));
+        out.push((None, text.to_string()));
     }
-    out
+    let chart = chart.to_string();
+    (out.into_iter())
+        .map(|(template, body)| {
+            let chart = chart.clone();
+            (File::Helm { chart, template }, body)
+        })
+        .collect()
 }
 
 /// The helm berth ran, for a failure's message (asked only then: a render
@@ -263,9 +273,9 @@ pub fn disagreements(
             resolution,
             &project.file,
         ));
-        for (name, document) in values.given.iter().filter(|(n, _)| n.ends_with("(`set:`)")) {
+        for (name, document) in values.given.iter().filter(|(n, _)| n.is_set()) {
             for key in berth_core::render::dotted_keys(document) {
-                out.push(Warning::at(Code::DottedKey, name.clone(), format_args!(
+                out.push(Warning::at(Code::DottedKey, name.place(document.pos), format_args!(
                     "`set:` key `{}` holds dots: a values layer reads it as one key of that name, not as the path helm's `--set` reads, so the chart does not see it; write it nested (`{}`)",
                     berth_io::shown(&key), nested_example(&key)
                 )));
@@ -281,12 +291,7 @@ pub fn disagreements(
                 let Some(text) = found.as_str().filter(|t| t != value) else {
                     continue;
                 };
-                let at = if name.contains("(`set:`)") {
-                    name.clone()
-                } else {
-                    format!("{name}:{}", found.pos)
-                };
-                out.push(Warning::at(Code::ValuesOverride, at, format_args!(
+                out.push(Warning::at(Code::ValuesOverride, name.place(found.pos), format_args!(
                     "`{key}` is `{}`, but berth sets it to `{value}` (the image berth.yaml resolves): the values file is overridden; remove the value there, or change berth.yaml",
                     berth_io::shown(text)
                 )));
@@ -313,8 +318,8 @@ mod tests {
     #[test]
     fn helm_output_is_cut_at_each_source_comment() {
         let text = "---\n# Source: web/templates/a.yaml\nkind: A\n---\n# Source: web/templates/b.yaml\nkind: B\n---\n# Source: web/templates/b.yaml\nkind: C\n";
-        let parts = by_template("helm template web", text);
-        let names: Vec<&str> = parts.iter().map(|(n, _)| n.as_str()).collect();
+        let parts = by_template("web", text);
+        let names: Vec<String> = parts.iter().map(|(n, _)| n.to_string()).collect();
         assert_eq!(
             names,
             [
@@ -324,9 +329,11 @@ mod tests {
             ]
         );
         assert_eq!(parts[1].1, "# Source: web/templates/b.yaml\nkind: B\n");
-        assert_eq!(
-            by_template("x", "kind: A\n"),
-            [("x".to_string(), "kind: A\n".to_string())]
-        );
+        let whole = by_template("x", "kind: A\n");
+        let whole: Vec<(String, &str)> = whole
+            .iter()
+            .map(|(f, t)| (f.to_string(), t.as_str()))
+            .collect();
+        assert_eq!(whole, [("helm template x".to_string(), "kind: A\n")]);
     }
 }

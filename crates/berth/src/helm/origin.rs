@@ -21,22 +21,22 @@ pub fn attribute(
     findings: &mut Findings,
 ) {
     for (chart, values) in charts {
-        let prefix = format!("{}: ", super::input_name(chart));
+        let output = super::output(chart);
         for drift in &mut findings.drifted {
-            if drift.at.starts_with(&prefix) {
+            if drift.at.is_in(&output) {
                 if let Some((origin, _)) = values.origin(&drift.found) {
-                    add(&mut drift.at, &origin);
+                    drift.at.via.push(origin);
                 }
             }
         }
         for stray in &mut findings.strays {
-            if !stray.at.starts_with(&prefix) {
+            if !stray.at.is_in(&output) {
                 continue;
             }
             let Some((origin, path)) = values.origin(&stray.text) else {
                 continue;
             };
-            add(&mut stray.at, &origin);
+            stray.at.via.push(origin);
             let Some(image) = resolution.images.get(stray.component) else {
                 continue;
             };
@@ -52,25 +52,17 @@ pub fn attribute(
     }
 }
 
-/// `at` (`file:line:column (Kind/name)`) with the value's origin inside its parentheses.
-fn add(at: &mut String, origin: &str) {
-    *at = match at.strip_suffix(')') {
-        Some(head) => format!("{head}; from {origin})"),
-        None => format!("{at} (from {origin})"),
-    };
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use berth_yaml::{Limits, Node, Pos};
 
-    fn layer(name: &str, text: &str) -> (String, Node) {
+    fn layer(name: &str, text: &str) -> (berth_core::render::Layer, Node) {
         let node = berth_yaml::load_all(text, Limits::default())
             .ok()
             .and_then(|d| d.into_iter().next());
         (
-            name.to_string(),
+            name.into(),
             node.unwrap_or_else(|| Node::map(Pos::default())),
         )
     }
@@ -94,18 +86,21 @@ mod tests {
         let cases = [
             (
                 "ghcr.io/a/m:v1",
-                Some("c/values.yaml:3:12 `decode.containers[0].image`"),
+                Some("from c/values.yaml:3:12 `decode.containers[0].image`"),
             ),
             (
                 "ghcr.io/a/m:v2",
-                Some("prod.yaml:3:22 `decode.containers[0].image`"),
+                Some("from prod.yaml:3:22 `decode.containers[0].image`"),
             ),
-            ("ghcr.io/a/epp:v9", Some("tag.yaml:3:10 `epp.image.tag`")),
+            (
+                "ghcr.io/a/epp:v9",
+                Some("from tag.yaml:3:10 `epp.image.tag`"),
+            ),
             ("ghcr.io/a/other:v3", None),
         ];
         for (image, want) in cases {
             assert_eq!(
-                values.origin(image).map(|(o, _)| o).as_deref(),
+                values.origin(image).map(|(o, _)| o.to_string()).as_deref(),
                 want,
                 "{image}"
             );

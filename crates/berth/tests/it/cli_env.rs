@@ -102,6 +102,10 @@ fn a_make_word_berth_would_shadow_is_refused() {
 /// `berth env` and make agree on the image when berth's registry variable is
 /// the one make composes with.
 #[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
 fn a_name_only_make_variable_is_understood() {
     crate::common::require_program(crate::common::Group::Tools, "make");
     let dir = project("name: x\nregistry: {env: KO_DOCKER_REPO}\nimages:\n  controller: {image: docker.io/kserve/kserve-controller:latest}\n");
