@@ -5,7 +5,7 @@
 use berth_core::configs::trust_bundles::{self, TrustBundle};
 use berth_core::configs::truststore::Password;
 use berth_core::configs::{ca, Generated};
-use berth_core::project::{BundleSpec, ClusterObject, Inject, InjectRequest};
+use berth_core::project::{ClusterObject, Defaults, InjectRequest, TrustSpec};
 
 use super::{problem, read, rfc3339, Problem, SourceKind, Sources};
 use crate::reason::Reason;
@@ -13,24 +13,25 @@ use crate::types::{Berth, BundleStatus};
 
 /// The CA bundles of `spec.caBundles` with their injection rules (their
 /// sources are read apart, from the cluster).
-pub(super) fn bundle_specs(berth: &Berth) -> Vec<BundleSpec> {
+pub(super) fn bundle_specs(berth: &Berth) -> Vec<TrustSpec> {
     (berth.spec.ca_bundles.iter())
-        .map(|(name, spec)| bundle_spec(name, spec).0)
+        .map(|(name, spec)| bundle_spec(name, spec))
         .collect()
 }
 
-/// One bundle as the core takes it, and the forms its ConfigMap holds: those
-/// `formats` names and those its runtimes read (berth.yaml's rules, through
-/// the same [`Inject::new`]).
-fn bundle_spec(bundle: &str, spec: &crate::types::CaBundleSpec) -> (BundleSpec, ca::Formats) {
-    let key = spec.key.clone().unwrap_or_else(|| ca::DEFAULT_KEY.into());
-    let mut formats = ca::Formats {
-        pkcs12: spec.formats.contains(&crate::types::CaFormat::Pkcs12),
-        jks: spec.formats.contains(&crate::types::CaFormat::Jks),
-        dir: false,
-    };
-    let password = (spec.password.as_ref()).map(|r| (r.name.clone(), r.key.clone()));
-    let inject = spec.inject.as_ref().map(|i| {
+/// One bundle as the core takes it: the forms its ConfigMap holds are those `formats` names
+/// and those its runtimes read (berth.yaml's rules, through the same [`TrustSpec::inject`]).
+fn bundle_spec(bundle: &str, spec: &crate::types::CaBundleSpec) -> TrustSpec {
+    let mut trust = TrustSpec::new(bundle);
+    if let Some(key) = &spec.key {
+        trust.key = key.clone();
+    }
+    trust.formats.pkcs12 = spec.formats.contains(&crate::types::CaFormat::Pkcs12);
+    trust.formats.jks = spec.formats.contains(&crate::types::CaFormat::Jks);
+    trust.defaults = spec.defaults.map(|d| match d {
+        crate::types::DefaultRoots::Mozilla => Defaults::Mozilla,
+    });
+    if let Some(i) = &spec.inject {
         let named_env = (!i.env.is_empty()).then(|| i.env.clone());
         let runtimes = (i.runtimes.as_ref()).map(|r| r.iter().map(|&r| r.into()).collect());
         let asked = InjectRequest {
@@ -40,20 +41,10 @@ fn bundle_spec(bundle: &str, spec: &crate::types::CaBundleSpec) -> (BundleSpec, 
             named_env,
             runtimes,
         };
-        let (inject, needs) = Inject::new(bundle, &key, asked);
-        formats.pkcs12 |= needs.pkcs12;
-        formats.dir |= needs.dir;
-        Inject { password, ..inject }
-    });
-    let spec = BundleSpec {
-        name: bundle.to_string(),
-        inject,
-        key,
-        hash: true,
-        labels: Vec::new(),
-        annotations: Vec::new(),
-    };
-    (spec, formats)
+        let password = (spec.password.as_ref()).map(|r| (r.name.clone(), r.key.clone()));
+        trust.inject(asked, password);
+    }
+    trust
 }
 
 /// One CA source's PEM, named for messages: inline, a ConfigMap's key, or
@@ -152,27 +143,19 @@ pub(super) fn build_bundles(
             let field = format!("{field}.sources[{i}]");
             pem.push(source_pem(&field, source, sources, trust)?);
         }
-        if spec.defaults == Some(crate::types::DefaultRoots::Mozilla) {
-            pem.push(ca::mozilla_roots());
-        }
-        let (bundle_spec, formats) = bundle_spec(name, spec);
-        let shape = ca::BundleShape {
-            name: name.clone(),
-            key: bundle_spec.key,
-            hash: true,
-            formats,
-            password: password(&field, spec, sources)?,
-        };
-        let bundle = ca::from_pem(&shape, &pem, now, true).map_err(|e| {
+        let trust = bundle_spec(name, spec);
+        let password = password(&field, spec, sources)?;
+        // No system store: a Berth's `defaults:` are Mozilla's roots, the same everywhere.
+        let bundle = ca::assemble(&trust, pem, None, password, now, true).map_err(|e| {
             let reason = match &e {
-                ca::PemError::Content {
+                ca::Refused::Pem(ca::PemError::Content {
                     fault: ca::PemFault::PrivateKey,
                     ..
-                } => Reason::PrivateKeyInSource,
-                ca::PemError::Content {
+                }) => Reason::PrivateKeyInSource,
+                ca::Refused::Pem(ca::PemError::Content {
                     fault: ca::PemFault::Expired | ca::PemFault::NotYetValid,
                     ..
-                } => Reason::ExpiredCertificate,
+                }) => Reason::ExpiredCertificate,
                 _ => Reason::InvalidCertificate,
             };
             problem(reason, format!("{field}: {e}"))

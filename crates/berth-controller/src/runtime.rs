@@ -332,7 +332,7 @@ async fn discover_trust_bundles(
 ) -> Discovered {
     match settings.cluster_trust_bundles {
         true => tokio::select! {
-            found = tokio::time::timeout(DISCOVERY, trust_bundle_api(client)) => found.unwrap_or_else(|_| {
+            found = tokio::time::timeout(DISCOVERY, trust_bundle_api(client, settings)) => found.unwrap_or_else(|_| {
                 tracing::warn!(after = ?DISCOVERY, "--cluster-trust-bundles: the API server did not answer discovery; Berths that name a ClusterTrustBundle are Degraded until the controller restarts");
                 Discovered::NoAnswer
             }),
@@ -355,27 +355,22 @@ enum Discovered {
 
 /// The newest served version of the ClusterTrustBundle API (with a warning
 /// when the cluster serves none or discovery fails: Berths that name one say so).
-async fn trust_bundle_api(client: &Client) -> Discovered {
-    use berth_core::configs::trust_bundles::{KIND, VERSIONS};
-    for version in VERSIONS {
-        let (group, version) = version.split_once('/').unwrap_or_default();
-        let gvk = kube::api::GroupVersionKind::gvk(group, version, KIND);
-        match kube::discovery::pinned_kind(client, &gvk).await {
-            Ok((resource, _)) => {
-                tracing::info!(version, "watching ClusterTrustBundles");
-                return Discovered::Served(resource);
-            }
-            // This version is not served: try the next.
-            Err(kube::Error::Discovery(_)) => {}
-            Err(kube::Error::Api(status)) if status.code == 404 => {}
-            Err(e) => {
-                tracing::warn!(error = %crate::logged::error(&e), "--cluster-trust-bundles: discovery of the ClusterTrustBundle API failed; Berths that name one are Degraded until the controller restarts");
-                return Discovered::NoAnswer;
-            }
+async fn trust_bundle_api(client: &Client, settings: &Settings) -> Discovered {
+    let cluster = Cluster::new(client.clone(), "default", settings.server.as_str());
+    match cluster.trust_bundle_api().await {
+        Ok(Some(resource)) => {
+            tracing::info!(version = %resource.version, "watching ClusterTrustBundles");
+            Discovered::Served(resource)
+        }
+        Ok(None) => {
+            tracing::warn!("--cluster-trust-bundles: the cluster serves no ClusterTrustBundle API (certificates.k8s.io); Berths that name one are Degraded");
+            Discovered::NotServed
+        }
+        Err(e) => {
+            tracing::warn!(error = %crate::logged::error(&e), "--cluster-trust-bundles: discovery of the ClusterTrustBundle API failed; Berths that name one are Degraded until the controller restarts");
+            Discovered::NoAnswer
         }
     }
-    tracing::warn!("--cluster-trust-bundles: the cluster serves no ClusterTrustBundle API (certificates.k8s.io); Berths that name one are Degraded");
-    Discovered::NotServed
 }
 
 /// With `--cluster-trust-bundles` and a served API, the controller also

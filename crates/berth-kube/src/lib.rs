@@ -32,6 +32,7 @@ mod references;
 mod remember;
 pub mod secret;
 mod streams;
+mod trust_bundles;
 
 pub use applier::{Applied, Applier};
 pub use berth_core::cluster::{Desired, ObjectRef, Settled};

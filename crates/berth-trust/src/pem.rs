@@ -64,6 +64,24 @@ pub enum PemFault {
     NotYetValid,
 }
 
+/// A certificate past its `notAfter` or before its `notBefore`: a warning (an error
+/// when strict), kept as a value so that the caller places it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lapsed {
+    /// The source it is in, as named for messages.
+    pub source: String,
+    /// Its subject.
+    pub subject: String,
+    /// `expired on …`, `not valid until …`.
+    pub problem: String,
+}
+
+impl std::fmt::Display for Lapsed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "certificate `{}` is {}", self.subject, self.problem)
+    }
+}
+
 /// A bundle's certificates and what the user should know about them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Parsed {
@@ -72,7 +90,7 @@ pub struct Parsed {
     /// Duplicates dropped.
     pub duplicates: usize,
     /// Expired or not-yet-valid certificates (errors instead when strict).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Lapsed>,
     /// The earliest `notAfter` of the certificates (seconds since the Unix epoch).
     pub first_expiry: Option<i64>,
 }
@@ -224,7 +242,7 @@ fn check_block(
     block: &Pem,
     now: i64,
     strict: bool,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Lapsed>,
 ) -> Result<(String, i64), PemError> {
     let content = |shown: &str, fault: PemFault, problem: String| PemError::Content {
         source_name: shown.to_string(),
@@ -289,7 +307,11 @@ fn check_block(
                 format!("certificate `{subject}` is {problem}; remove it from the source or replace it with a current one"),
             ));
         }
-        warnings.push(format!("{shown}: certificate `{subject}` is {problem}"));
+        warnings.push(Lapsed {
+            source: shown.to_string(),
+            subject: subject.clone(),
+            problem,
+        });
     }
     Ok((subject, validity.not_after.timestamp()))
 }

@@ -104,7 +104,7 @@ pub fn generate(
             configs: &generated,
         };
         let bundle = ca::build(project, spec, &files, now, strict, &supplied)?;
-        warnings.extend(bundle.warnings.into_iter().map(certificate));
+        warnings.extend(bundle.warnings);
         generated.push(bundle.generated);
     }
     if let Some(engine) = gitops {
@@ -287,12 +287,6 @@ pub fn warnings_of(
         &findings.config_paths_seen,
     ));
     out
-}
-
-/// A CA bundle's warning (`FILE: certificate … (in caBundles.NAME)`) as a value.
-fn certificate(text: String) -> Warning {
-    let at = text.split(": ").next().unwrap_or_default().to_string();
-    Warning::about(Code::Certificate, at, text)
 }
 
 /// The warnings berth.yaml's `accept:` does not acknowledge, as lines.

@@ -82,7 +82,7 @@ async fn trust_bundles(
     cluster: &Cluster,
     from: &ClusterObject,
 ) -> Result<std::result::Result<String, String>> {
-    let Some(api_version) = served_version(cluster).await? else {
+    let Some(api) = cluster.trust_bundle_api().await? else {
         return Ok(Err(format!(
             "{} needs the ClusterTrustBundle API, but {}",
             from.describe(),
@@ -92,7 +92,7 @@ async fn trust_bundles(
     let found: Vec<TrustBundle> = match from {
         ClusterObject::TrustBundle { name } => {
             let object = ObjectRef {
-                api_version,
+                api_version: api.api_version.clone(),
                 kind: trust_bundles::KIND.into(),
                 name: name.clone(),
                 namespace: None,
@@ -103,7 +103,7 @@ async fn trust_bundles(
         ClusterObject::Signer { labels, .. } => {
             let selector = ClusterObject::selector(labels);
             let listed = cluster.list(
-                &api_version,
+                &api.api_version,
                 trust_bundles::KIND,
                 "",
                 &selector,
@@ -120,18 +120,4 @@ async fn trust_bundles(
         };
         format!("{}; check with `{check}`", from.missing())
     }))
-}
-
-/// The newest version of certificates.k8s.io serving ClusterTrustBundles.
-async fn served_version(cluster: &Cluster) -> Result<Option<String>> {
-    for version in trust_bundles::VERSIONS {
-        if cluster
-            .resource(version, trust_bundles::KIND)
-            .await?
-            .is_some()
-        {
-            return Ok(Some((*version).to_string()));
-        }
-    }
-    Ok(None)
 }

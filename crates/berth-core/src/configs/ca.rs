@@ -9,7 +9,7 @@ use berth_trust::pem::{encode as encode_pem, Certificate, Parsed};
 use berth_yaml::Pos;
 
 use super::{hash, under, ConfigKind, FileSource, Generated};
-use crate::project::{CaBundleSpec, Project};
+use crate::project::{CaBundleSpec, Defaults, Project, TrustSpec};
 
 pub use crate::names::{default_mount_path, DEFAULT_ENV, DEFAULT_KEY};
 pub use berth_trust::mozilla_roots;
@@ -27,8 +27,8 @@ pub struct CaBundle {
     pub certificates: usize,
     /// Duplicates dropped.
     pub duplicates: usize,
-    /// Expired or not-yet-valid certificates (errors instead when strict).
-    pub warnings: Vec<String>,
+    /// Expired or not-yet-valid certificates (errors instead when strict), at their source.
+    pub warnings: Vec<crate::Warning>,
     /// The earliest `notAfter` of its certificates (seconds since the Unix epoch).
     pub first_expiry: Option<i64>,
 }
@@ -121,10 +121,55 @@ pub const PKCS12_KEY: &str = "truststore.p12";
 /// The data key of the JKS truststore.
 pub const JKS_KEY: &str = "truststore.jks";
 
+/// Why [`assemble`] refused a bundle.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    /// A source is not usable PEM, or a limit was passed.
+    #[error(transparent)]
+    Pem(#[from] PemError),
+    /// `defaults: system`, and the caller found no system store.
+    #[error("`defaults: system` needs this machine's public roots, and none was found at /etc/ssl/certs/ca-certificates.crt; install Debian's ca-certificates, or set BERTH_SYSTEM_CA_BUNDLE to the PEM file of the roots to add")]
+    NoSystemStore,
+}
+
+/// The one door for a bundle's certificates, for berth.yaml's bundles and a `Berth`'s
+/// alike: the `(name, PEM)` sources the caller read, in order, and the public roots
+/// `spec.defaults` adds (`system`: the store the caller found), checked at time `now`
+/// (seconds since the Unix epoch) and combined into the bundle's ConfigMap with the
+/// forms `spec.formats` names, its labels and annotations. The Java stores' `password`
+/// is the caller's to read (`None`: the default).
+pub fn assemble(
+    spec: &TrustSpec,
+    mut sources: Vec<(String, Vec<u8>)>,
+    system: Option<&SystemStore>,
+    password: Option<super::truststore::Password>,
+    now: i64,
+    strict: bool,
+) -> Result<CaBundle, Refused> {
+    match spec.defaults {
+        Some(Defaults::Mozilla) => sources.push(mozilla_roots()),
+        Some(Defaults::System) => {
+            let store = system.ok_or(Refused::NoSystemStore)?;
+            sources.push((store.shown.clone(), store.bytes.clone()));
+        }
+        None => {}
+    }
+    let shape = BundleShape {
+        name: spec.name.clone(),
+        key: spec.key.clone(),
+        hash: spec.hash,
+        formats: spec.formats,
+        password,
+    };
+    let mut bundle = from_pem(&shape, &sources, now, strict)?;
+    bundle.generated.labels = spec.labels.clone();
+    bundle.generated.annotations = spec.annotations.clone();
+    Ok(bundle)
+}
+
 /// Builds a bundle from `(source name, PEM bytes)` pairs at time `now` (seconds
-/// since the Unix epoch): the entry point for callers that do not read files
-/// (the controller reads ConfigMaps).
-pub fn from_pem(
+/// since the Unix epoch), as `shape` says; [`assemble`] is the door callers use.
+pub(crate) fn from_pem(
     shape: &BundleShape,
     sources: &[(String, Vec<u8>)],
     now: i64,
@@ -145,6 +190,13 @@ pub fn from_pem(
             if shape.formats == Formats::default() { "" } else { ", or leave out forms no container reads (`formats:`; `inject.runtimes` without `openssl` needs no hashed directory, without `java` no PKCS#12 store)" }
         )));
     }
+    let warnings = (warnings.into_iter())
+        .map(|lapsed| {
+            let at = crate::Place::file(&lapsed.source);
+            let message = format!("{lapsed} (in caBundles.{})", shape.name);
+            crate::Warning::at(crate::Code::Certificate, at, message)
+        })
+        .collect();
     Ok(CaBundle {
         generated,
         certificates: certificates.len(),
@@ -291,55 +343,28 @@ pub fn build(
     // has none and says so itself.
     for source in &spec.cluster_sources {
         if let Some(read) = cluster.iter().find(|c| c.from == source.from) {
-            total += read.pem.len();
             sources.push((read.from.describe(), read.pem.clone().into_bytes()));
         }
     }
-    if spec.defaults == Some(crate::project::Defaults::Mozilla) {
-        sources.push(mozilla_roots());
-    }
-    if spec.defaults == Some(crate::project::Defaults::System) {
-        let store = system.ok_or_else(|| CaError::Read {
-            file: project.file.clone(),
-            pos: spec.pos,
-            bundle: spec.name.clone(),
-            path: "the system store".into(),
-            reason: "`defaults: system` needs this machine's public roots, and none was found at /etc/ssl/certs/ca-certificates.crt; install Debian's ca-certificates, or set BERTH_SYSTEM_CA_BUNDLE to the PEM file of the roots to add".into(),
-        })?;
-        total += store.bytes.len();
-        if total > MAX_BUNDLE_BYTES {
-            return Err(limit(format!(
-                "the sources and the system store hold more than {} MB of PEM",
-                MAX_BUNDLE_BYTES >> 20
-            )));
-        }
-        sources.push((store.shown.clone(), store.bytes.clone()));
-    }
-    let shape = BundleShape {
-        name: spec.name.clone(),
-        key: spec.key.clone(),
-        hash: spec.hash,
-        formats: spec.formats,
-        password,
-    };
-    let mut bundle = from_pem(&shape, &sources, now, strict).map_err(|e| match e {
-        PemError::Content {
+    assemble(spec, sources, system, password, now, strict).map_err(|e| match e {
+        Refused::Pem(PemError::Content {
             source_name,
             problem,
             ..
-        } => CaError::Content {
+        }) => CaError::Content {
             path: source_name,
             problem,
             bundle: spec.name.clone(),
         },
-        PemError::Limit(problem) => limit(problem),
-    })?;
-    for warning in &mut bundle.warnings {
-        warning.push_str(&format!(" (in caBundles.{})", spec.name));
-    }
-    bundle.generated.labels = spec.labels.clone();
-    bundle.generated.annotations = spec.annotations.clone();
-    Ok(bundle)
+        Refused::Pem(PemError::Limit(problem)) => limit(problem),
+        Refused::NoSystemStore => CaError::Read {
+            file: project.file.clone(),
+            pos: spec.pos,
+            bundle: spec.name.clone(),
+            path: "the system store".into(),
+            reason: e.to_string(),
+        },
+    })
 }
 
 /// The files of a bundle's sources, in order: named files as given, directory entries sorted.

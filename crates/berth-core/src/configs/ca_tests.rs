@@ -85,12 +85,14 @@ fn expired_and_future_certificates_warn_or_fail_when_strict() {
     let bundle = build_with("[a.pem]", files.clone(), false).unwrap();
     assert_eq!(bundle.warnings.len(), 2);
     assert!(
-        bundle.warnings[0].contains("`CN=old` is expired on"),
+        bundle.warnings[0].text.contains("`CN=old` is expired on"),
         "{:?}",
         bundle.warnings
     );
     assert!(
-        bundle.warnings[1].contains("`CN=future` is not valid until"),
+        bundle.warnings[1]
+            .text
+            .contains("`CN=future` is not valid until"),
         "{:?}",
         bundle.warnings
     );

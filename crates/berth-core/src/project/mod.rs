@@ -27,8 +27,8 @@ pub use helm::{HelmChart, HelmPart};
 pub use runtime::Runtime;
 pub use sync::{RunStep, SyncPath, SyncRule, SyncTarget};
 pub use trust::{
-    BundleSpec, CaBundleSpec, ClusterObject, ClusterSource, Defaults, Inject, InjectRequest,
-    PasswordRef,
+    CaBundleSpec, ClusterObject, ClusterSource, Defaults, Inject, InjectRequest, PasswordRef,
+    TrustSpec,
 };
 
 /// Name of the project file.

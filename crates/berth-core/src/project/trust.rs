@@ -35,7 +35,7 @@ pub(super) const INJECT_KEYS: &[&str] =
 /// Where its certificates come from is the source's business ([`CaBundleSpec`]
 /// for berth.yaml's files).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BundleSpec {
+pub struct TrustSpec {
     /// The base name.
     pub name: String,
     /// `key:` in the ConfigMap (default `ca-bundle.crt`).
@@ -48,22 +48,49 @@ pub struct BundleSpec {
     pub labels: Vec<(String, String)>,
     /// `annotations:` put on the generated ConfigMap.
     pub annotations: Vec<(String, String)>,
+    /// `defaults:`: the public roots added, when asked.
+    pub defaults: Option<Defaults>,
+    /// `formats:` beyond PEM, and those its injected runtimes read ([`TrustSpec::inject`]).
+    pub formats: crate::configs::ca::Formats,
 }
 
-/// One entry of berth.yaml's `caBundles:`: a [`BundleSpec`] with where it is
+impl TrustSpec {
+    /// A bundle named `name` as nothing but its name says: the default key, hashed,
+    /// not injected, PEM only, no public roots.
+    pub fn new(name: impl Into<String>) -> TrustSpec {
+        TrustSpec {
+            name: name.into(),
+            key: crate::names::DEFAULT_KEY.into(),
+            inject: None,
+            hash: true,
+            labels: Vec::new(),
+            annotations: Vec::new(),
+            defaults: None,
+            formats: crate::configs::ca::Formats::default(),
+        }
+    }
+
+    /// Injected as `asked` (once the key is known), with the Java stores' password from
+    /// `password` (a Secret's `(name, key)`): the paths beside the mount path, and the
+    /// forms the runtimes read added to `formats` — the one place either is derived.
+    pub fn inject(&mut self, asked: InjectRequest, password: Option<(String, String)>) {
+        let (inject, needs) = Inject::new(&self.name, &self.key, asked);
+        self.inject = Some(Inject { password, ..inject });
+        self.formats.pkcs12 |= needs.pkcs12;
+        self.formats.dir |= needs.dir;
+    }
+}
+
+/// One entry of berth.yaml's `caBundles:`: a [`TrustSpec`] with where it is
 /// written and the PEM files or directories it combines.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CaBundleSpec {
     /// What any source says of a bundle.
-    pub spec: BundleSpec,
+    pub spec: TrustSpec,
     /// Where the entry is.
     pub pos: Pos,
     /// `sources:`: PEM files or directories.
     pub sources: Vec<Spanned<String>>,
-    /// `defaults:`: the public roots added, when asked.
-    pub defaults: Option<Defaults>,
-    /// `formats:` beyond PEM (PKCS#12 also when the `java` runtime is injected).
-    pub formats: crate::configs::ca::Formats,
     /// `sources:` entries `{configMap: NAME, key: KEY}`: read from the cluster
     /// (the workloads' namespace) by the commands that reach one.
     pub cluster_sources: Vec<ClusterSource>,
@@ -147,14 +174,14 @@ impl ClusterObject {
 
 /// berth.yaml's bundle reads as what any source says of it.
 impl std::ops::Deref for CaBundleSpec {
-    type Target = BundleSpec;
-    fn deref(&self) -> &BundleSpec {
+    type Target = TrustSpec;
+    fn deref(&self) -> &TrustSpec {
         &self.spec
     }
 }
 
 impl std::ops::DerefMut for CaBundleSpec {
-    fn deref_mut(&mut self) -> &mut BundleSpec {
+    fn deref_mut(&mut self) -> &mut TrustSpec {
         &mut self.spec
     }
 }
@@ -393,18 +420,9 @@ impl Loader<'_> {
         for (name, key, value) in self.named(node, "caBundles", "a mapping of bundle names", 63)? {
             let context = format!("caBundles.{name}");
             let mut spec = CaBundleSpec {
-                spec: BundleSpec {
-                    name,
-                    key: crate::names::DEFAULT_KEY.into(),
-                    inject: None,
-                    hash: true,
-                    labels: Vec::new(),
-                    annotations: Vec::new(),
-                },
+                spec: TrustSpec::new(name),
                 pos: key.pos,
                 sources: Vec::new(),
-                defaults: None,
-                formats: crate::configs::ca::Formats::default(),
                 cluster_sources: Vec::new(),
                 password: None,
             };
@@ -442,13 +460,8 @@ impl Loader<'_> {
             }
             if let Some(entry) = entry {
                 // `env:` and `runtimes:` add up; with neither, every runtime's variables.
-                let (inject, needs) = Inject::new(&spec.name, &spec.key, entry);
-                spec.inject = Some(inject);
-                if let (Some(inject), Some(named)) = (&mut spec.spec.inject, &spec.password) {
-                    inject.password = Some((named.config.clone(), named.key.clone()));
-                }
-                spec.formats.pkcs12 |= needs.pkcs12;
-                spec.formats.dir |= needs.dir;
+                let password = (spec.password.as_ref()).map(|p| (p.config.clone(), p.key.clone()));
+                spec.spec.inject(entry, password);
             }
             out.push(spec);
         }

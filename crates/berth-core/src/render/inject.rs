@@ -6,11 +6,11 @@ use berth_ref::{Reference, Repository};
 use berth_yaml::{Node, Pos, Value};
 
 use super::pods::for_each_pod;
-use crate::project::{BundleSpec, Inject};
+use crate::project::{Inject, TrustSpec};
 use crate::resolve::Resolution;
 
 struct Rule<'a> {
-    bundle: &'a BundleSpec,
+    bundle: &'a TrustSpec,
     inject: &'a Inject,
     /// Repositories of the chosen components, before and after resolution.
     repositories: HashSet<Repository>,
@@ -28,7 +28,7 @@ pub struct CaInjector<'a> {
 
 impl<'a> CaInjector<'a> {
     /// Injection rules of `bundles`.
-    pub fn new(bundles: &[&'a BundleSpec], resolution: &Resolution<'_>) -> Self {
+    pub fn new(bundles: &[&'a TrustSpec], resolution: &Resolution<'_>) -> Self {
         let rules = bundles
             .iter()
             .copied()

@@ -8,7 +8,7 @@ use super::{Options, RenderError};
 use crate::configs::Generated;
 use berth_yaml::Pos;
 
-use crate::project::{BundleSpec, ImagePath, Project, PullPolicy};
+use crate::project::{ImagePath, Project, PullPolicy, TrustSpec};
 use crate::resolve::Resolution;
 use crate::suggest::closest;
 
@@ -49,7 +49,7 @@ pub struct Spec<'a> {
     /// manifests hold an object of the same name.
     pub definitions: Vec<Definition>,
     /// The CA bundles and which containers get each (`inject`).
-    pub ca_bundles: Vec<&'a BundleSpec>,
+    pub ca_bundles: Vec<&'a TrustSpec>,
     /// Image fields beyond pod specs.
     pub image_paths: &'a [ImagePath],
     /// Fields of custom resources that name a config or CA bundle.
@@ -72,7 +72,7 @@ impl<'a> Spec<'a> {
         resolution: &'a Resolution<'a>,
         generated: &'a [Generated],
         definitions: Vec<Definition>,
-        ca_bundles: Vec<&'a BundleSpec>,
+        ca_bundles: Vec<&'a TrustSpec>,
     ) -> Spec<'a> {
         Spec {
             origin,
