@@ -112,15 +112,11 @@ fn own_images(chart: &Chart, notes: &mut Vec<String>) -> Vec<ValuesImage> {
 }
 
 /// `- helm: {chart: DIR, release: NAME}`.
-pub(super) fn source(chart: &Chart) -> Node {
-    let mut helm = super::Node::map(Default::default());
-    super::set(&mut helm, "chart", super::text(&chart.dir));
-    if !chart.name.is_empty() {
-        super::set(&mut helm, "release", super::text(&release(&chart.name)));
+pub(super) fn source(chart: &Chart) -> super::Source {
+    super::Source::Helm {
+        chart: chart.dir.clone(),
+        release: (!chart.name.is_empty()).then(|| release(&chart.name)),
     }
-    let mut entry = super::Node::map(Default::default());
-    super::set(&mut entry, "helm", helm);
-    entry
 }
 
 /// A chart's name as a release name (lowercase letters, digits, `-`; ≤ 53).

@@ -1,11 +1,9 @@
 //! The components init proposes: one per repository the manifests and charts
 //! run, named and given the Makefile variables that move it.
 
-use berth_ref::Reference;
-use berth_yaml::{Node, Pos};
-
 use super::names::{assign_names, component_name, repo_owner_name, Wanted};
-use super::{named, plain, set, text, Defined, Facts, Found};
+use super::{named, Defined, Facts, Found, Proposed};
+use berth_ref::Reference;
 
 /// The tag variable of image variable `var`: what its raw value ends in
 /// (`:$(EPP_TAG)`), else `NAME_TAG`.
@@ -103,15 +101,11 @@ fn repository_env<'d>(
 }
 
 /// `helmValues:` from the chart values that carry the component's image, if any.
-fn helm_values(all: &[&Found], entry: &mut Node, why: &mut String) {
+fn helm_values(all: &[&Found], entry: &mut Proposed, why: &mut String) {
     let Some(f) = all.iter().find(|f| !f.helm_values.is_empty()) else {
         return;
     };
-    let mut values = Node::map(Pos::default());
-    for (part, path) in &f.helm_values {
-        set(&mut values, part, text(path));
-    }
-    set(entry, "helmValues", values);
+    entry.helm_values = f.helm_values.clone();
     let paths: Vec<String> = f
         .helm_values
         .iter()
@@ -187,7 +181,7 @@ pub(super) fn components(
     defined: &[Defined],
     project_owner: Option<&str>,
     notes: &mut Vec<String>,
-) -> Node {
+) -> Vec<Proposed> {
     // --- components: one per repository, in the order first seen.
     let mut by_repo: Vec<(String, Vec<&Found>)> = Vec::new();
     for f in found {
@@ -197,7 +191,7 @@ pub(super) fn components(
             None => by_repo.push((repo, vec![f])),
         }
     }
-    let mut images = Node::map(Pos::default());
+    let mut images = Vec::new();
     let tag_base = defined.iter().find(|(n, _, _)| n == "IMAGE_TAG_BASE");
     let variable_of = |repo: &str| variable_of(defined, repo);
     let third_party_of = |repo: &str| third_party(project_owner, repo);
@@ -218,25 +212,28 @@ pub(super) fn components(
         }
         // Not under the project's registry (another registry or organisation).
         let third_party = third_party_of(repo);
-        let mut entry = Node::map(Pos::default());
-        set(&mut entry, "image", text(&image));
-        let mut why = format!("component `{name}`: {image} ({}", all[0].at);
+        let mut entry = Proposed {
+            image: image.clone(),
+            third_party,
+            ..Proposed::default()
+        };
+        let mut why = all[0].at.to_string();
         why.push_str(&make_note);
         if let Some((var, _, at)) = variable {
-            set(&mut entry, "env", text(var));
+            entry.env = Some(var.clone());
             why.push_str(&format!("; {var} from {at}"));
             let tag_var = tag_variable(facts, var);
             if let Some((t, _, at)) = defined.iter().find(|(n, _, _)| *n == tag_var) {
-                set(&mut entry, "tagEnv", text(t));
+                entry.tag_env = Some(t.clone());
                 why.push_str(&format!("; {t} from {at}"));
             }
         }
         if let Some((base_var, at)) = repository_env(variable, defined, tag_base, repo) {
-            set(&mut entry, "repositoryEnv", text(base_var));
+            entry.repository_env = Some(base_var.to_string());
             why.push_str(&format!("; {base_var} from {at}"));
         }
         if let Some(base) = &variant_of {
-            set(&mut entry, "tagSuffix", plain("true"));
+            entry.tag_suffix = true;
             why.push_str(&format!(
                 "; tags that add a suffix to `{}` are its variants",
                 base.tag().map(|t| t.to_string()).unwrap_or_default()
@@ -248,14 +245,12 @@ pub(super) fn components(
         }
         helm_values(all, &mut entry, &mut why);
         if third_party {
-            set(&mut entry, "registry", plain("false"));
             why.push_str(
                 "; third-party: not under the project's registry, so IMAGE_REGISTRY leaves it",
             );
         }
-        why.push(')');
-        notes.push(why);
-        set(&mut images, &name, entry);
+        notes.push(format!("component `{name}`: {image} ({why})"));
+        images.push(Proposed { name, why, ..entry });
     }
     if by_repo.is_empty() {
         notes.push("images: none found in the manifests' pods; add `images:` by hand".into());

@@ -2,7 +2,7 @@
 //! kustomizations, Helm charts and YAML manifests, the images their pods run
 //! (and charts' values hold), and the image variables its Makefile defines.
 //! Pure: the CLI reads the files and hands them over as [`Facts`]; this
-//! decides and explains ([`Plan`]).
+//! decides ([`propose`]) and the [`Proposal`] writes and explains itself.
 
 #![warn(missing_docs)]
 
@@ -12,6 +12,7 @@ mod components;
 mod manifests;
 mod named;
 mod names;
+mod proposal;
 mod related;
 mod salvage;
 pub use berth_make::{make_vars, MakeVar, EXPANSION_LIMIT};
@@ -20,12 +21,13 @@ pub use charts::Chart;
 use components::components;
 pub use manifests::candidates;
 use manifests::{add_charts, bundle_input, manifests_and_profiles};
+pub use proposal::{Proposal, Proposed, ProposedOperator, Source};
 pub use salvage::salvage;
 
 use std::collections::BTreeMap;
 
 use berth_ref::Reference;
-use berth_yaml::{Limits, Node, Pos};
+use berth_yaml::{Limits, Node};
 
 /// A kustomization found in the repository.
 #[derive(Debug, Clone)]
@@ -65,15 +67,6 @@ pub struct Facts {
     /// only in files none renders are no components, and the tags come from
     /// the first output that runs the image.
     pub built: Option<Vec<(String, String)>>,
-}
-
-/// What `berth init` writes and why.
-#[derive(Debug, Clone)]
-pub struct Plan {
-    /// The berth.yaml text.
-    pub yaml: String,
-    /// One line per decision.
-    pub notes: Vec<String>,
 }
 
 /// One project image found.
@@ -125,7 +118,7 @@ fn registry_choice(
     facts: &Facts,
     registry_var: Option<&(String, String, String)>,
     named: &[berth_make::NameOnly],
-    images: &Node,
+    images: &[Proposed],
     notes: &mut Vec<String>,
 ) -> Option<(String, String)> {
     let built = berth_make::built_images(&facts.make_texts);
@@ -145,7 +138,7 @@ fn registry_choice(
 }
 
 /// Decides a first berth.yaml.
-pub fn plan(facts: &Facts) -> Plan {
+pub fn propose(facts: &Facts) -> Proposal {
     let mut notes = Vec::new();
     let (mut manifests, mut profiles) = manifests_and_profiles(facts, &mut notes);
     add_charts(facts, &mut manifests, &mut profiles, &mut notes);
@@ -197,49 +190,37 @@ pub fn plan(facts: &Facts) -> Plan {
             &mut notes,
         )
     });
-    // --- the file, through berth-yaml's emitter: names from directories and
-    // Makefiles are quoted where YAML needs it, so none can add a key.
-    let mut doc = Node::map(Pos::default());
-    set(&mut doc, "name", text(&project_name(&facts.name)));
-    if let Some(manifests) = manifests {
-        set(&mut doc, "manifests", manifests);
-    }
-    if let Some(profiles) = profiles {
-        set(&mut doc, "profiles", profiles);
-    }
-    if images.as_map().is_some_and(|m| !m.is_empty()) {
-        let chosen = registry_choice(facts, registry_var.as_ref(), &named, &images, &mut notes);
-        set(&mut doc, "images", images);
-        if let Some(operator) = operator {
-            set(&mut doc, "operator", operator);
-        }
-        if let Some((var, why)) = chosen {
-            let mut registry = Node::map(Pos::default());
-            set(&mut registry, "env", text(&var));
-            set(&mut doc, "registry", registry);
+    let mut proposal = Proposal {
+        name: project_name(&facts.name),
+        manifests,
+        profiles,
+        ..Proposal::default()
+    };
+    if !images.is_empty() {
+        proposal.registry =
+            registry_choice(facts, registry_var.as_ref(), &named, &images, &mut notes).map(
+                |(var, why)| {
+                    notes.push(why);
+                    var
+                },
+            );
+        proposal.tag = shared_tag.map(|(var, why)| {
             notes.push(why);
-        }
-        if let Some((var, why)) = shared_tag {
-            let mut tag = Node::map(Pos::default());
-            set(&mut tag, "env", text(&var));
-            set(&mut doc, "tag", tag);
-            notes.push(why);
-        }
+            var
+        });
+        proposal.operator = operator;
     }
-    let mut yaml = String::from("# Written by `berth init`; every key is in docs/berth-yaml.md.\n");
-    berth_yaml::write_document(&mut yaml, &doc);
-    Plan { yaml, notes }
+    proposal.components = images;
+    proposal.notes = notes;
+    proposal
 }
 
 /// The `env:`, `tagEnv:` and `repositoryEnv:` variables of the components
 /// proposed in `images`.
-fn component_variables(images: &Node) -> Vec<&str> {
-    let components = images.as_map().into_iter().flatten().map(|(_, c)| c);
-    components
-        .flat_map(|c| {
-            ["env", "tagEnv", "repositoryEnv"].map(|key| c.get(key).and_then(Node::as_str))
-        })
-        .flatten()
+fn component_variables(images: &[Proposed]) -> Vec<&str> {
+    (images.iter())
+        .flat_map(|c| [&c.env, &c.tag_env, &c.repository_env])
+        .filter_map(|v| v.as_deref())
         .collect()
 }
 
@@ -426,38 +407,6 @@ fn project_owner(
         })
 }
 
-/// A string node (quoted by the emitter where plain text would not stay a string).
-fn text(value: &str) -> Node {
-    Node::string(value, Pos::default())
-}
-
-/// A plain scalar whose YAML type is meant (`false`).
-fn plain(text: &str) -> Node {
-    Node::plain(text, Pos::default())
-}
-
-fn seq(items: impl IntoIterator<Item = Node>) -> Node {
-    let mut node = Node::seq(Pos::default());
-    if let Some(all) = node.as_seq_mut() {
-        all.extend(items);
-    }
-    node
-}
-
-/// `- kustomize: DIR`.
-fn kustomize(dir: &str) -> Node {
-    let mut node = Node::map(Pos::default());
-    set(&mut node, "kustomize", text(dir));
-    node
-}
-
-/// Appends `key: value` to the mapping `map`.
-fn set(map: &mut Node, key: &str, value: Node) {
-    if let Some(entries) = map.as_map_mut() {
-        entries.push((text(key), value));
-    }
-}
-
 /// The Makefile variables init reads — image, tag, registry and placeholder
 /// variables — as `(name, expanded value, where)` in file order, each once,
 /// expanded lazily and within [`EXPANSION_LIMIT`]; a value that cannot be
@@ -586,7 +535,7 @@ B9 = $(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)
             make_vars: make_vars("Makefile", &many),
             ..Facts::default()
         };
-        let _ = plan(&facts);
+        let _ = propose(&facts);
         assert!(start.elapsed() < std::time::Duration::from_secs(2));
     }
 
@@ -610,16 +559,22 @@ B9 = $(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)
             ..Facts::default()
         }
         };
-        let alone = plan(&facts(""));
+        let alone = propose(&facts(""));
         assert!(
-            alone.yaml.contains("registry:\n  env: IMAGE_REGISTRY\n"),
+            alone
+                .to_yaml()
+                .contains("registry:\n  env: IMAGE_REGISTRY\n"),
             "{}",
-            alone.yaml
+            alone.to_yaml()
         );
-        let bundled = plan(&facts(
+        let bundled = propose(&facts(
             "bundle-build:\n\t$(TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .\n",
         ));
-        assert!(!bundled.yaml.contains("registry:"), "{}", bundled.yaml);
+        assert!(
+            !bundled.to_yaml().contains("registry:"),
+            "{}",
+            bundled.to_yaml()
+        );
         assert!(
             bundled.notes.iter().any(|n| n.starts_with("registry: none written: the Makefile has no registry variable, and make builds `$(BUNDLE_IMG)` (Makefile:7)")),
             "{:?}",
@@ -662,13 +617,17 @@ B9 = $(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)
             ]),
             ..Facts::default()
         };
-        let plan = plan(&facts);
+        let plan = propose(&facts);
         assert!(
-            plan.yaml.contains("profiles:\n  default:\n  - kustomize: config/default\n  crds:\n  - kustomize: config/crd/full\n  - kustomize: config/crd/full/llmisvc\n"),
+            plan.to_yaml().contains("profiles:\n  default:\n  - kustomize: config/default\n  crds:\n  - kustomize: config/crd/full\n  - kustomize: config/crd/full/llmisvc\n"),
             "{}",
-            plan.yaml
+            plan.to_yaml()
         );
-        assert!(!plan.yaml.contains("config/crd/minimal"), "{}", plan.yaml);
+        assert!(
+            !plan.to_yaml().contains("config/crd/minimal"),
+            "{}",
+            plan.to_yaml()
+        );
         assert!(
             plan.notes.iter().any(|n| n == "left out kustomization config/crd/minimal: CRDs only, and CRDs config/crd/full holds too (an alternative: list it by hand in place of config/crd/full)"),
             "{:?}",
@@ -692,9 +651,9 @@ B9 = $(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)
             ],
             ..Facts::default()
         };
-        let plan = plan(&facts);
+        let plan = propose(&facts);
         // The release overlay first: its tags are the defaults, not the dev one's.
-        assert!(plan.yaml.contains("name: katib\nmanifests:\n- kustomize: overlays/release\nprofiles:\n  release:\n  - kustomize: overlays/release\n  dev:\n  - kustomize: overlays/dev\n"), "{}", plan.yaml);
+        assert!(plan.to_yaml().contains("name: katib\nmanifests:\n- kustomize: overlays/release\nprofiles:\n  release:\n  - kustomize: overlays/release\n  dev:\n  - kustomize: overlays/dev\n"), "{}", plan.to_yaml());
     }
 
     /// #36 item 1: an operator-sdk layout: `config/manifests` (bundle input) is
@@ -723,11 +682,11 @@ B9 = $(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)
             ],
             ..Facts::default()
         };
-        let plan = plan(&facts);
+        let plan = propose(&facts);
         assert!(
-            plan.yaml.contains("manifests:\n- kustomize: config/default\nprofiles:\n  default:\n  - kustomize: config/default\n  crd:\n  - kustomize: config/crd\n"),
+            plan.to_yaml().contains("manifests:\n- kustomize: config/default\nprofiles:\n  default:\n  - kustomize: config/default\n  crd:\n  - kustomize: config/crd\n"),
             "{}",
-            plan.yaml
+            plan.to_yaml()
         );
     }
 
@@ -756,26 +715,26 @@ B9 = $(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)
             ],
             ..Facts::default()
         };
-        let plan = plan(&facts);
+        let plan = propose(&facts);
         assert!(
-            plan.yaml.contains("manifests:\n- kustomize: deploy/environments/dev\nprofiles:\n  gateway:\n  - helm:\n      chart: charts/gateway\n      release: gateway\n  standalone:\n  - helm:\n      chart: charts/standalone\n      release: standalone\n"),
+            plan.to_yaml().contains("manifests:\n- kustomize: deploy/environments/dev\nprofiles:\n  gateway:\n  - helm:\n      chart: charts/gateway\n      release: gateway\n  standalone:\n  - helm:\n      chart: charts/standalone\n      release: standalone\n"),
             "{}",
-            plan.yaml
+            plan.to_yaml()
         );
-        assert!(!plan.yaml.contains("charts/lib"), "{}", plan.yaml);
+        assert!(!plan.to_yaml().contains("charts/lib"), "{}", plan.to_yaml());
         // A chart that is all the repository deploys is `manifests:`, with no profile.
         let alone = Facts {
             name: "router".into(),
             charts: vec![chart("charts/router", "router", false)],
             ..Facts::default()
         };
-        let plan = super::plan(&alone);
+        let plan = super::propose(&alone);
         assert!(
-            plan.yaml
+            plan.to_yaml()
                 .contains("manifests:\n- helm:\n    chart: charts/router\n    release: router\n")
-                && !plan.yaml.contains("profiles"),
+                && !plan.to_yaml().contains("profiles"),
             "{}",
-            plan.yaml
+            plan.to_yaml()
         );
         assert!(
             !plan
@@ -803,11 +762,11 @@ B9 = $(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)
             ),
             ..Facts::default()
         };
-        let plan = plan(&facts);
+        let plan = propose(&facts);
         assert!(
-            plan.yaml.contains("  epp:\n    image: ghcr.io/llm-d/epp:dev\n    env: EPP_IMAGE\n    tagEnv: EPP_TAG\n    repositoryEnv: EPP_IMAGE_TAG_BASE\n"),
+            plan.to_yaml().contains("  epp:\n    image: ghcr.io/llm-d/epp:dev\n    env: EPP_IMAGE\n    tagEnv: EPP_TAG\n    repositoryEnv: EPP_IMAGE_TAG_BASE\n"),
             "{}",
-            plan.yaml
+            plan.to_yaml()
         );
     }
 
@@ -832,11 +791,11 @@ B9 = $(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)
             ),
             ..Facts::default()
         };
-        let plan = plan(&facts);
+        let plan = propose(&facts);
         assert!(
-            plan.yaml.contains("  sidecar:\n    image: ghcr.io/llm-d/llm-d-routing-sidecar:dev\n    env: SIDECAR_IMAGE\n    tagEnv: SIDECAR_TAG\n"),
+            plan.to_yaml().contains("  sidecar:\n    image: ghcr.io/llm-d/llm-d-routing-sidecar:dev\n    env: SIDECAR_IMAGE\n    tagEnv: SIDECAR_TAG\n"),
             "{}",
-            plan.yaml
+            plan.to_yaml()
         );
         assert!(
             plan.notes.iter().any(|n| n.contains("the default is make's `SIDECAR_IMAGE` (Makefile:3), not the manifests' `ghcr.io/llm-d/llm-d-routing-sidecar:0.0.5`")),
@@ -856,10 +815,10 @@ B9 = $(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)
             }],
             ..Facts::default()
         };
-        let plan = plan(&facts);
-        let docs = berth_yaml::load_all(&plan.yaml, Limits::default()).unwrap();
+        let plan = propose(&facts);
+        let docs = berth_yaml::load_all(&plan.to_yaml(), Limits::default()).unwrap();
         let doc = &docs[0];
-        assert!(doc.get("namespace").is_none(), "{}", plan.yaml);
+        assert!(doc.get("namespace").is_none(), "{}", plan.to_yaml());
         assert_eq!(
             doc.get("manifests").and_then(|m| m.as_seq()).unwrap()[0]
                 .get("kustomize")

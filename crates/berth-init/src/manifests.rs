@@ -4,16 +4,16 @@
 
 use std::collections::BTreeSet;
 
-use berth_yaml::{Node, Pos};
+use berth_yaml::Node;
 
 use super::names::profile_name;
-use super::{charts, kustomize, normalize, seq, set, text, Chart, Facts, Kustomization};
+use super::{charts, normalize, Chart, Facts, Kustomization, Source};
 
 /// Each chart as a `helm:` source, in `manifests:` and in every profile.
 pub(super) fn add_charts(
     facts: &Facts,
-    manifests: &mut Option<Node>,
-    profiles: &mut Option<Node>,
+    manifests: &mut Vec<Source>,
+    profiles: &mut Vec<(String, Vec<Source>)>,
     notes: &mut Vec<String>,
 ) {
     // A library chart renders nothing by itself: the charts that depend on it do.
@@ -24,25 +24,17 @@ pub(super) fn add_charts(
     // Without other manifests the first chart is `manifests:`; with them, or with
     // several charts (a repository's charts are alternatives, such as a router
     // with or without a gateway), each chart is a profile of its own.
-    if manifests.is_none() {
-        *manifests = Some(seq([charts::source(first)]));
+    if manifests.is_empty() {
+        *manifests = vec![charts::source(first)];
     }
-    let alone = profiles.is_none()
-        && charts.len() == 1
-        && manifests
-            .as_ref()
-            .and_then(Node::as_seq)
-            .is_some_and(|m| m.len() == 1);
+    let alone = profiles.is_empty() && charts.len() == 1 && manifests.len() == 1;
     if !alone {
-        let all = profiles.get_or_insert_with(|| Node::map(Pos::default()));
         // Distinct from the kustomize profiles and from each other (two charts of one name).
-        let mut taken: Vec<String> = (all.as_map().unwrap_or_default().iter())
-            .filter_map(|(k, _)| k.as_str().map(str::to_string))
-            .collect();
+        let mut taken: Vec<String> = profiles.iter().map(|(name, _)| name.clone()).collect();
         for chart in &charts {
             let name = profile_name(&charts::release_name(&chart.name), &taken);
             taken.push(name.clone());
-            set(all, &name, seq([charts::source(chart)]));
+            profiles.push((name, vec![charts::source(chart)]));
         }
     }
     let dirs: Vec<&str> = charts.iter().map(|c| c.dir.as_str()).collect();
@@ -151,7 +143,7 @@ pub(super) fn applied_by_make(facts: &Facts) -> Vec<(String, String)> {
 pub(super) fn manifests_and_profiles(
     facts: &Facts,
     notes: &mut Vec<String>,
-) -> (Option<Node>, Option<Node>) {
+) -> (Vec<Source>, Vec<(String, Vec<Source>)>) {
     // --- manifests: the kustomizations no other one uses, else YAML directories;
     // one that does not build (it needs the network, a generated file) is left out.
     let mut leaves = candidates(facts);
@@ -161,8 +153,8 @@ pub(super) fn manifests_and_profiles(
         ));
     }
     leaves.retain(|k| !facts.unbuildable.iter().any(|(d, _)| *d == k.dir));
-    let mut manifests: Option<Node> = None;
-    let mut profiles: Option<Node> = None;
+    let mut manifests: Vec<Source> = Vec::new();
+    let mut profiles: Vec<(String, Vec<Source>)> = Vec::new();
     let kustomized: Vec<&str> = facts
         .kustomizations
         .iter()
@@ -188,7 +180,7 @@ pub(super) fn manifests_and_profiles(
                     "manifests: {} (the directories that hold Kubernetes YAML)",
                     dirs.join(", ")
                 ));
-                manifests = Some(seq(dirs.iter().map(|d| text(&format!("{d}/")))));
+                manifests = dirs.iter().map(|d| Source::Dir(format!("{d}/"))).collect();
             }
         }
         [one] => {
@@ -197,7 +189,7 @@ pub(super) fn manifests_and_profiles(
                 one.dir,
                 why_first(facts, &one.dir, "the one kustomization no other uses")
             ));
-            manifests = Some(seq([kustomize(&one.dir)]));
+            manifests = vec![Source::Kustomize(one.dir.clone())];
         }
         [first, rest @ ..] => {
             let why = format!(
@@ -209,8 +201,7 @@ pub(super) fn manifests_and_profiles(
                 first.dir,
                 why_first(facts, &first.dir, &why)
             ));
-            manifests = Some(seq([kustomize(&first.dir)]));
-            let mut all = Node::map(Pos::default());
+            manifests = vec![Source::Kustomize(first.dir.clone())];
             let mut names: Vec<String> = Vec::new();
             let crds = crds_profile(facts, &leaves, notes);
             if let Some((_, dirs)) = &crds {
@@ -227,13 +218,13 @@ pub(super) fn manifests_and_profiles(
                 // a DNS label and made distinct (#46 item 5: a long path aborted init).
                 let name = profile_name(if unique_base { base } else { &k.dir }, &names);
                 names.push(name.clone());
-                set(&mut all, &name, seq([kustomize(&k.dir)]));
+                profiles.push((name, vec![Source::Kustomize(k.dir.clone())]));
             }
             if let Some((together, _)) = crds {
                 let name = profile_name("crds", &names);
-                set(&mut all, &name, seq(together.iter().map(|d| kustomize(d))));
+                let together = together.iter().map(|d| Source::Kustomize(d.clone()));
+                profiles.push((name, together.collect()));
             }
-            profiles = Some(all);
         }
     }
     (manifests, profiles)

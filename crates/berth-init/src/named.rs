@@ -114,7 +114,7 @@ pub(super) fn made_tag(
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::{plan, Chart, Facts, Kustomization};
+    use super::super::{propose, Chart, Facts, Kustomization};
     use berth_make::make_vars;
 
     const IMAGES_ENV: &str = "TAG ?= latest\nCONTROLLER_IMG ?= kserve-controller\nHUGGINGFACE_IMG ?= huggingfaceserver\nGRPC_IMG ?= custom-model-grpc\nGRPC_IMG_TAG ?= ${KO_DOCKER_REPO}/${GRPC_IMG}:${TAG}\n";
@@ -177,8 +177,8 @@ mod tests {
             ],
             ..Facts::default()
         };
-        let plan = plan(&facts);
-        let yaml = &plan.yaml;
+        let plan = propose(&facts);
+        let yaml = &plan.to_yaml();
         assert!(
             yaml.contains("manifests:\n- kustomize: config/default\n"),
             "{yaml}"

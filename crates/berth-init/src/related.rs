@@ -8,9 +8,9 @@
 //! mirror copies the images.
 
 use berth_ref::Reference;
-use berth_yaml::{Limits, Node, Pos, Value};
+use berth_yaml::{Limits, Node, Value};
 
-use super::{plain, set, text};
+use super::{Proposed, ProposedOperator};
 
 /// The operator's container and its `RELATED_IMAGE_*` variables.
 pub(super) struct Operator {
@@ -85,9 +85,9 @@ pub(super) fn propose(
     operator: &Operator,
     data: &[(String, String)],
     third_party: &dyn Fn(&str) -> bool,
-    images: &mut Node,
+    images: &mut Vec<Proposed>,
     notes: &mut Vec<String>,
-) -> Option<Node> {
+) -> Option<ProposedOperator> {
     let mut added = 0;
     for (suffix, value, at) in &operator.variables {
         let name = suffix.to_ascii_lowercase().replace('_', "-");
@@ -101,35 +101,38 @@ pub(super) fn propose(
             notes.push(format!("RELATED_IMAGE_{suffix} ({at}): no image found (its value is empty or no reference, and no JSON file maps `{name}` to one); add component `{name}` with `relatedImage: true` by hand"));
             continue;
         };
-        if images.get(&name).is_some() {
+        if images.iter().any(|c| c.name == name) {
             notes.push(format!("RELATED_IMAGE_{suffix} ({at}): component `{name}` exists already; give it `relatedImage: true` by hand if it is this image"));
             continue;
         }
-        let mut entry = Node::map(Pos::default());
-        set(&mut entry, "image", text(&reference.to_string()));
         let mut why = format!(
-            "component `{name}`: {reference} (RELATED_IMAGE_{suffix} of {}'s container `{}`, {at}{source}; an image the operator pulls at run time",
+            "RELATED_IMAGE_{suffix} of {}'s container `{}`, {at}{source}; an image the operator pulls at run time",
             operator.workload, operator.container
         );
-        if third_party(&reference.repository().to_string()) {
-            set(&mut entry, "registry", plain("false"));
+        let third_party = third_party(&reference.repository().to_string());
+        if third_party {
             why.push_str("; third-party: the registry variable leaves it");
         }
-        set(&mut entry, "relatedImage", plain("true"));
-        why.push(')');
-        notes.push(why);
-        set(images, &name, entry);
+        notes.push(format!("component `{name}`: {reference} ({why})"));
+        images.push(Proposed {
+            name,
+            image: reference.to_string(),
+            third_party,
+            related_image: true,
+            why,
+            ..Proposed::default()
+        });
         added += 1;
     }
     (added > 0).then(|| {
-        let mut entry = Node::map(Pos::default());
-        set(&mut entry, "workload", text(&operator.workload));
-        set(&mut entry, "container", text(&operator.container));
         notes.push(format!(
             "operator: {}'s container `{}` gets the RELATED_IMAGE_* variables",
             operator.workload, operator.container
         ));
-        entry
+        ProposedOperator {
+            workload: operator.workload.clone(),
+            container: operator.container.clone(),
+        }
     })
 }
 
@@ -164,7 +167,7 @@ fn find_key(node: &Node, suffix: &str) -> Option<Reference> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::{plan, Facts};
+    use super::super::{propose, Facts};
 
     /// The OGX operator's shape: empty `RELATED_IMAGE_*` values, the images in
     /// a JSON map keyed by the names the variables spell; one with no image is
@@ -181,11 +184,11 @@ mod tests {
             )],
             ..Facts::default()
         };
-        let plan = plan(&facts);
+        let plan = propose(&facts);
         assert!(
-            plan.yaml.contains("  starter:\n    image: docker.io/other/starter:latest\n    registry: false\n    relatedImage: true\n  remote-vllm:\n    image: docker.io/other/vllm:0.3\n    registry: false\n    relatedImage: true\n  pinned:\n    image: quay.io/acme/pinned:v2\n    relatedImage: true\noperator:\n  workload: Deployment/op-manager\n  container: manager\n"),
+            plan.to_yaml().contains("  starter:\n    image: docker.io/other/starter:latest\n    registry: false\n    relatedImage: true\n  remote-vllm:\n    image: docker.io/other/vllm:0.3\n    registry: false\n    relatedImage: true\n  pinned:\n    image: quay.io/acme/pinned:v2\n    relatedImage: true\noperator:\n  workload: Deployment/op-manager\n  container: manager\n"),
             "{}",
-            plan.yaml
+            plan.to_yaml()
         );
         assert!(
             plan.notes.iter().any(|n| n

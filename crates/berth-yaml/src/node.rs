@@ -124,6 +124,31 @@ impl Node {
         }
     }
 
+    /// A sequence of `items`, built rather than read (no position): what berth writes.
+    pub fn seq_of(items: impl IntoIterator<Item = Node>) -> Node {
+        Node {
+            pos: Pos::default(),
+            tag: None,
+            value: Value::Seq(items.into_iter().collect()),
+        }
+    }
+
+    /// A mapping of `entries` (string keys, in order), built rather than read.
+    pub fn map_of<'k>(entries: impl IntoIterator<Item = (&'k str, Node)>) -> Node {
+        let mut node = Node::map(Pos::default());
+        for (key, value) in entries {
+            node.push_entry(key, value);
+        }
+        node
+    }
+
+    /// Appends `key: value` to this mapping (a node of another kind is left as it is).
+    pub fn push_entry(&mut self, key: &str, value: Node) {
+        if let Value::Map(entries) = &mut self.value {
+            entries.push((Node::string(key, Pos::default()), value));
+        }
+    }
+
     /// The scalar, if this is one.
     pub fn as_scalar(&self) -> Option<&Scalar> {
         match &self.value {

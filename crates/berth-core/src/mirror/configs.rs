@@ -100,24 +100,24 @@ fn mirror_sets(entries: &[&Entry], options: &Options, kind: &str, list: &str) ->
         let source = entry.source.repository().to_string();
         let mirror = entry.mirror.repository().to_string();
         let mut item = map();
-        set(&mut item, "source", string(&source));
-        set(&mut item, "mirrors", seq([string(&mirror)]));
+        item.push_entry("source", string(&source));
+        item.push_entry("mirrors", Node::seq_of([string(&mirror)]));
         if let Some(policy) = options.policy.as_str() {
-            set(&mut item, "mirrorSourcePolicy", string(policy));
+            item.push_entry("mirrorSourcePolicy", string(policy));
         }
         let mut spec = map();
-        set(&mut spec, list, seq([item]));
+        spec.push_entry(list, Node::seq_of([item]));
         let mut labels = map();
-        set(&mut labels, "app.kubernetes.io/managed-by", string("berth"));
-        set(&mut labels, "berth.dev/project", string(&options.project));
+        labels.push_entry("app.kubernetes.io/managed-by", string("berth"));
+        labels.push_entry("berth.dev/project", string(&options.project));
         let mut metadata = map();
-        set(&mut metadata, "name", string(&object_name(options, entry)));
-        set(&mut metadata, "labels", labels);
+        metadata.push_entry("name", string(&object_name(options, entry)));
+        metadata.push_entry("labels", labels);
         let mut object = map();
-        set(&mut object, "apiVersion", string("config.openshift.io/v1"));
-        set(&mut object, "kind", string(kind));
-        set(&mut object, "metadata", metadata);
-        set(&mut object, "spec", spec);
+        object.push_entry("apiVersion", string("config.openshift.io/v1"));
+        object.push_entry("kind", string(kind));
+        object.push_entry("metadata", metadata);
+        object.push_entry("spec", spec);
         if !text.is_empty() {
             text.push_str("---\n");
         }
@@ -279,18 +279,4 @@ fn map() -> Node {
 
 fn string(text: &str) -> Node {
     Node::string(text, Pos::default())
-}
-
-fn seq(items: impl IntoIterator<Item = Node>) -> Node {
-    let mut node = Node::seq(Pos::default());
-    if let Some(all) = node.as_seq_mut() {
-        all.extend(items);
-    }
-    node
-}
-
-fn set(map: &mut Node, key: &str, value: Node) {
-    if let Some(entries) = map.as_map_mut() {
-        entries.push((string(key), value));
-    }
 }

@@ -24,16 +24,9 @@ pub fn check(dir: Option<&Path>, project: Option<&Path>) -> Result<u8> {
     let mut skipped = Vec::new();
     let mut facts = gather(&root, &mut skipped)?;
     facts.unbuildable = unbuildable(&root, &mut facts, &mut skipped);
-    let plan = berth_init::plan(&facts);
-    let proposed = berth_core::project::parse(
-        berth_core::project::PROJECT_FILE,
-        root.clone(),
-        &plan.yaml,
-    )
-    .map_err(|e| {
-        anyhow!("internal error: what berth init would write does not load ({e}); please report it")
-    })?;
-    let differences = berth_init::check::differences(&kept, &proposed, &plan.notes);
+    // Compared as decided: the proposal is not written and read back.
+    let proposal = berth_init::propose(&facts);
+    let differences = berth_init::check::differences(&kept, &proposal);
     let mut out = String::new();
     for line in &differences {
         out.push_str(line);
@@ -98,7 +91,8 @@ pub fn run(dir: Option<&Path>, project: Option<&Path>) -> Result<u8> {
     let mut skipped = Vec::new();
     let mut facts = gather(&root, &mut skipped)?;
     facts.unbuildable = unbuildable(&root, &mut facts, &mut skipped);
-    let mut plan = berth_init::plan(&facts);
+    let proposal = berth_init::propose(&facts);
+    let mut notes = proposal.notes().to_vec();
     // What it writes must load: an entry that does not is left out with its
     // reason (#46 item 5); one the error names no entry of is a bug, never output.
     let load = |yaml: &str| {
@@ -106,16 +100,16 @@ pub fn run(dir: Option<&Path>, project: Option<&Path>) -> Result<u8> {
             .map(drop)
             .map_err(|e| e.to_string())
     };
-    match berth_init::salvage(&plan.yaml, &load) {
+    let yaml = match berth_init::salvage(&proposal.to_yaml(), &load) {
         Ok((yaml, left_out)) => {
-            plan.yaml = yaml;
-            plan.notes.extend(left_out);
+            notes.extend(left_out);
+            yaml
         }
         Err(e) => bail!("internal error: the berth.yaml berth init made does not load ({e}); nothing was written; please report it"),
-    }
+    };
     // The one writer: a new temporary beside it (never a planted file or link),
     // then linked into place, which fails if berth.yaml appeared meanwhile.
-    berth_io::write_atomic(&root, &target, plan.yaml.as_bytes(), berth_io::WriteMode::CreateNew)
+    berth_io::write_atomic(&root, &target, yaml.as_bytes(), berth_io::WriteMode::CreateNew)
         .map_err(|e| match e {
             berth_io::WriteError::Exists(_) => anyhow!(
                 "{} already exists; berth init never replaces it (remove it first to start over, or edit it)",
@@ -123,7 +117,7 @@ pub fn run(dir: Option<&Path>, project: Option<&Path>) -> Result<u8> {
             ),
             other => anyhow!("berth init: {other}"),
         })?;
-    for note in skipped.iter().chain(&plan.notes) {
+    for note in skipped.iter().chain(&notes) {
         say!("berth init: {note}");
     }
     say!(
