@@ -17,8 +17,8 @@ pub mod place;
 pub mod project;
 pub mod render;
 pub mod resolve;
-pub mod scan;
 pub use berth_io::suggest;
+pub use berth_ref::scan;
 pub use berth_trust::time;
 pub mod warning;
 

@@ -23,6 +23,7 @@
 mod digest;
 mod error;
 mod name;
+pub mod scan;
 mod shown;
 
 pub use digest::{lower_hex, Algorithm, Digest};

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use berth_ref::{Reference, Repository};
+use crate::{Reference, Repository};
 
 /// A component image spelt in a line.
 #[derive(Debug, Clone, PartialEq, Eq)]
