@@ -1,0 +1,344 @@
+use super::*;
+
+#[test]
+fn make_variables_are_read_and_expanded() {
+    let vars = make_vars(
+            "Makefile",
+            "VERSION ?= 0.0.1\nIMAGE_TAG_BASE ?= example.com/memcached-operator\nIMG ?= $(IMAGE_TAG_BASE):v$(VERSION)\nall:\n\techo IMG=x\nA += b\n",
+        );
+    let names: Vec<&str> = vars.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["VERSION", "IMAGE_TAG_BASE", "IMG"]);
+    let defs = Defs::new(&vars);
+    assert_eq!(
+        defs.value("IMG").unwrap().unwrap(),
+        "example.com/memcached-operator:v0.0.1"
+    );
+}
+
+#[test]
+fn expansion_is_lazy_bounded_and_follows_make() {
+    let text = "\
+IMAGE ?= $(REG)/epp:$(TAG)
+TAG ?= dev
+TAG ?= ignored
+REG = first
+REG = ghcr.io/llm-d
+SELF = $(SELF)x
+FN = $(shell date)-${UNDEFINED}
+B0 = xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+B1 = $(B0)$(B0)$(B0)$(B0)$(B0)$(B0)$(B0)$(B0)$(B0)$(B0)
+B2 = $(B1)$(B1)$(B1)$(B1)$(B1)$(B1)$(B1)$(B1)$(B1)$(B1)
+B3 = $(B2)$(B2)$(B2)$(B2)$(B2)$(B2)$(B2)$(B2)$(B2)$(B2)
+B9 = $(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)$(B3)
+";
+    let vars = make_vars("Makefile", text);
+    let defs = Defs::new(&vars);
+    // Defined later in the file, `?=` keeps the first, `=` the last.
+    assert_eq!(
+        defs.value("IMAGE").unwrap().unwrap(),
+        "ghcr.io/llm-d/epp:dev"
+    );
+    assert_eq!(defs.value("SELF").unwrap(), Err(Unexpandable::TooDeep));
+    assert_eq!(defs.value("FN").unwrap().unwrap(), "$(shell date)-");
+    assert_eq!(defs.value("B9").unwrap(), Err(Unexpandable::TooLong));
+    assert!(defs.value("NOPE").is_none());
+    // 20,000 variables read in well under a second (was 65 s).
+    let many: String = (0..20_000)
+        .map(|i| format!("V{i} ?= $(V{})x\n", i + 1))
+        .collect();
+    let start = std::time::Instant::now();
+    let facts = Facts {
+        make_vars: make_vars("Makefile", &many),
+        ..Facts::default()
+    };
+    let _ = propose(&facts);
+    assert!(start.elapsed() < std::time::Duration::from_secs(2));
+}
+
+/// #46 item 6: the OGX operator's shape. Its Makefile has no registry
+/// variable and builds a bundle no component is; an invented
+/// `IMAGE_REGISTRY` would move the operator and leave the bundle behind.
+#[test]
+fn no_registry_variable_is_invented_that_would_leave_a_built_image_behind() {
+    let makefile = |extra: &str| {
+        format!("IMAGE_TAG_BASE ?= quay.io/acme/op\nIMG ?= $(IMAGE_TAG_BASE):latest\nBUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v1\nbuild:\n\t$(TOOL) build -t ${{IMG}} .\n{extra}")
+    };
+    let facts = |extra: &str| {
+        Facts {
+            name: "op".into(),
+            manifests: vec![(
+                "manager.yaml".into(),
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: m}\nspec:\n  containers: [{name: c, image: 'quay.io/acme/op:latest'}]\n".into(),
+            )],
+            make_vars: make_vars("Makefile", &makefile(extra)),
+            make_texts: vec![("Makefile".into(), makefile(extra))],
+            ..Facts::default()
+        }
+    };
+    let alone = propose(&facts(""));
+    assert!(
+        alone
+            .to_yaml()
+            .contains("registry:\n  env: IMAGE_REGISTRY\n"),
+        "{}",
+        alone.to_yaml()
+    );
+    let bundled = propose(&facts(
+        "bundle-build:\n\t$(TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .\n",
+    ));
+    assert!(
+        !bundled.to_yaml().contains("registry:"),
+        "{}",
+        bundled.to_yaml()
+    );
+    assert!(
+            bundled.notes.iter().any(|n| n.starts_with("registry: none written: the Makefile has no registry variable, and make builds `$(BUNDLE_IMG)` (Makefile:7)")),
+            "{:?}",
+            bundled.notes
+        );
+}
+
+/// #46 item 6: KServe's CRD-only kustomizations (12 of its 29 profiles) are one
+/// `crds` profile; one holding CRDs another holds (`minimal` beside `full`)
+/// is an alternative, left out with a note.
+#[test]
+fn crd_only_kustomizations_are_one_profile() {
+    let k = |dir: &str| Kustomization {
+        dir: dir.into(),
+        resources: vec!["x.yaml".into()],
+        images: Vec::new(),
+    };
+    let crd = |name: &str| {
+        format!("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: {name}}}\n---\n")
+    };
+    let facts = Facts {
+        name: "kserve".into(),
+        kustomizations: vec![
+            k("config/default"),
+            k("config/crd/full"),
+            k("config/crd/full/llmisvc"),
+            k("config/crd/minimal"),
+        ],
+        built: Some(vec![
+            (
+                "config/default".into(),
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n".into(),
+            ),
+            (
+                "config/crd/full".into(),
+                crd("a.serving.kserve.io") + &crd("b.serving.kserve.io"),
+            ),
+            ("config/crd/full/llmisvc".into(), crd("c.serving.kserve.io")),
+            ("config/crd/minimal".into(), crd("a.serving.kserve.io")),
+        ]),
+        ..Facts::default()
+    };
+    let plan = propose(&facts);
+    assert!(
+            plan.to_yaml().contains("profiles:\n  default:\n  - kustomize: config/default\n  crds:\n  - kustomize: config/crd/full\n  - kustomize: config/crd/full/llmisvc\n"),
+            "{}",
+            plan.to_yaml()
+        );
+    assert!(
+        !plan.to_yaml().contains("config/crd/minimal"),
+        "{}",
+        plan.to_yaml()
+    );
+    assert!(
+            plan.notes.iter().any(|n| n == "left out kustomization config/crd/minimal: CRDs only, and CRDs config/crd/full holds too (an alternative: list it by hand in place of config/crd/full)"),
+            "{:?}",
+            plan.notes
+        );
+}
+
+#[test]
+fn one_leaf_overlay_is_the_manifests_and_several_are_profiles() {
+    let k = |dir: &str, resources: &[&str]| Kustomization {
+        dir: dir.into(),
+        resources: resources.iter().map(|r| r.to_string()).collect(),
+        images: Vec::new(),
+    };
+    let facts = Facts {
+        name: "Katib".into(),
+        kustomizations: vec![
+            k("base", &["a.yaml"]),
+            k("overlays/dev", &["../../base"]),
+            k("overlays/release", &["../../base"]),
+        ],
+        ..Facts::default()
+    };
+    let plan = propose(&facts);
+    // The release overlay first: its tags are the defaults, not the dev one's.
+    assert!(plan.to_yaml().contains("name: katib\nmanifests:\n- kustomize: overlays/release\nprofiles:\n  release:\n  - kustomize: overlays/release\n  dev:\n  - kustomize: overlays/dev\n"), "{}", plan.to_yaml());
+}
+
+/// #36 item 1: an operator-sdk layout: `config/manifests` (bundle input) is
+/// not deployed, so `config/default` is the leaf; a CRD-only kustomization
+/// comes after the overlay that deploys the workloads.
+#[test]
+fn bundle_input_is_not_the_manifests_and_crds_come_last() {
+    let k = |dir: &str, resources: &[&str]| Kustomization {
+        dir: dir.into(),
+        resources: resources.iter().map(|r| r.to_string()).collect(),
+        images: Vec::new(),
+    };
+    let facts = Facts {
+        name: "op".into(),
+        kustomizations: vec![
+            k("config/crd", &["bases/x.yaml"]),
+            k("config/default", &["../rbac", "../manager"]),
+            k("config/manager", &["manager.yaml"]),
+            k("config/rbac", &["role.yaml"]),
+            k(
+                "config/manifests",
+                &["../default", "../samples", "../scorecard"],
+            ),
+            k("config/samples", &["x.yaml"]),
+            k("config/scorecard", &["bases/config.yaml"]),
+        ],
+        ..Facts::default()
+    };
+    let plan = propose(&facts);
+    assert!(
+            plan.to_yaml().contains("manifests:\n- kustomize: config/default\nprofiles:\n  default:\n  - kustomize: config/default\n  crd:\n  - kustomize: config/crd\n"),
+            "{}",
+            plan.to_yaml()
+        );
+}
+
+/// A repository's charts are alternatives (a router with or without a
+/// gateway): each is a profile of its own, beside the overlays; a library
+/// chart is none.
+#[test]
+fn charts_are_profiles_beside_the_overlays_and_a_library_is_none() {
+    let chart = |dir: &str, name: &str, library: bool| Chart {
+        dir: dir.into(),
+        name: name.into(),
+        library,
+        ..Chart::default()
+    };
+    let facts = Facts {
+        name: "router".into(),
+        kustomizations: vec![Kustomization {
+            dir: "deploy/environments/dev".into(),
+            resources: vec!["d.yaml".into()],
+            images: Vec::new(),
+        }],
+        charts: vec![
+            chart("charts/gateway", "gateway", false),
+            chart("charts/standalone", "standalone", false),
+            chart("charts/lib", "router", true),
+        ],
+        ..Facts::default()
+    };
+    let plan = propose(&facts);
+    assert!(
+            plan.to_yaml().contains("manifests:\n- kustomize: deploy/environments/dev\nprofiles:\n  gateway:\n  - helm:\n      chart: charts/gateway\n      release: gateway\n  standalone:\n  - helm:\n      chart: charts/standalone\n      release: standalone\n"),
+            "{}",
+            plan.to_yaml()
+        );
+    assert!(!plan.to_yaml().contains("charts/lib"), "{}", plan.to_yaml());
+    // A chart that is all the repository deploys is `manifests:`, with no profile.
+    let alone = Facts {
+        name: "router".into(),
+        charts: vec![chart("charts/router", "router", false)],
+        ..Facts::default()
+    };
+    let plan = super::propose(&alone);
+    assert!(
+        plan.to_yaml()
+            .contains("manifests:\n- helm:\n    chart: charts/router\n    release: router\n")
+            && !plan.to_yaml().contains("profiles"),
+        "{}",
+        plan.to_yaml()
+    );
+    assert!(
+        !plan
+            .notes
+            .iter()
+            .any(|n| n.starts_with("manifests: none found")),
+        "{:?}",
+        plan.notes
+    );
+}
+
+/// #36 item 1: a component's own `<X>_IMAGE_TAG_BASE` is its repository
+/// variable, so `make … EPP_IMAGE_TAG_BASE=…` under `berth env` is honoured.
+#[test]
+fn a_components_own_image_tag_base_is_its_repository_variable() {
+    let facts = Facts {
+            name: "router".into(),
+            manifests: vec![(
+                "deploy/d.yaml".into(),
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: e, image: ghcr.io/llm-d/epp:dev}]\n".into(),
+            )],
+            make_vars: make_vars(
+                "Makefile",
+                "EPP_IMAGE_TAG_BASE ?= ghcr.io/llm-d/epp\nEPP_TAG ?= dev\nEPP_IMAGE ?= $(EPP_IMAGE_TAG_BASE):$(EPP_TAG)\n",
+            ),
+            ..Facts::default()
+        };
+    let plan = propose(&facts);
+    assert!(
+            plan.to_yaml().contains("  epp:\n    image: ghcr.io/llm-d/epp:dev\n    env: EPP_IMAGE\n    tagEnv: EPP_TAG\n    repositoryEnv: EPP_IMAGE_TAG_BASE\n"),
+            "{}",
+            plan.to_yaml()
+        );
+}
+
+/// #36 item 1: llm-d-router's sidecar: a test overlay bumps `newTag: 0.0.5`,
+/// the Makefile says `SIDECAR_TAG ?= dev`; the default is make's.
+#[test]
+fn the_default_tag_is_the_makefiles_not_an_overlays() {
+    let facts = Facts {
+            name: "router".into(),
+            kustomizations: vec![Kustomization {
+                dir: "deploy/test".into(),
+                resources: vec!["d.yaml".into()],
+                images: vec![("ghcr.io/llm-d/llm-d-routing-sidecar".into(), None, Some("0.0.5".into()))],
+            }],
+            manifests: vec![(
+                "deploy/test/d.yaml".into(),
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: s, image: ghcr.io/llm-d/llm-d-routing-sidecar:latest}]\n".into(),
+            )],
+            make_vars: make_vars(
+                "Makefile",
+                "IMAGE_REGISTRY ?= ghcr.io/llm-d\nSIDECAR_TAG ?= dev\nSIDECAR_IMAGE ?= $(IMAGE_REGISTRY)/llm-d-routing-sidecar:$(SIDECAR_TAG)\n",
+            ),
+            ..Facts::default()
+        };
+    let plan = propose(&facts);
+    assert!(
+            plan.to_yaml().contains("  sidecar:\n    image: ghcr.io/llm-d/llm-d-routing-sidecar:dev\n    env: SIDECAR_IMAGE\n    tagEnv: SIDECAR_TAG\n"),
+            "{}",
+            plan.to_yaml()
+        );
+    assert!(
+            plan.notes.iter().any(|n| n.contains("the default is make's `SIDECAR_IMAGE` (Makefile:3), not the manifests' `ghcr.io/llm-d/llm-d-routing-sidecar:0.0.5`")),
+            "{:?}",
+            plan.notes
+        );
+}
+
+#[test]
+fn names_from_directories_and_makefiles_cannot_add_keys() {
+    let facts = Facts {
+        name: "x\nnamespace: kube-system".into(),
+        kustomizations: vec![Kustomization {
+            dir: "a: b\nnamespace: kube-system #".into(),
+            resources: Vec::new(),
+            images: Vec::new(),
+        }],
+        ..Facts::default()
+    };
+    let plan = propose(&facts);
+    let docs = berth_yaml::load_all(&plan.to_yaml(), Limits::default()).unwrap();
+    let doc = &docs[0];
+    assert!(doc.get("namespace").is_none(), "{}", plan.to_yaml());
+    assert_eq!(
+        doc.get("manifests").and_then(|m| m.as_seq()).unwrap()[0]
+            .get("kustomize")
+            .and_then(Node::as_str),
+        Some("a: b\nnamespace: kube-system #")
+    );
+}
