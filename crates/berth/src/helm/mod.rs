@@ -291,8 +291,13 @@ pub fn disagreements(
                 let Some(text) = found.as_str().filter(|t| t != value) else {
                     continue;
                 };
+                let layer = if name.is_set() {
+                    "the `helm:` entry's `set:`"
+                } else {
+                    "the values file"
+                };
                 out.push(Warning::at(Code::ValuesOverride, name.place(found.pos), format_args!(
-                    "`{key}` is `{}`, but berth sets it to `{value}` (the image berth.yaml resolves): the values file is overridden; remove the value there, or change berth.yaml",
+                    "`{key}` is `{}`, but berth sets it to `{value}` (the image berth.yaml resolves): {layer} is overridden; remove the value there, or change berth.yaml",
                     berth_io::shown(text)
                 )));
             }

@@ -439,6 +439,30 @@ fn a_values_file_pinning_another_tag_is_named_and_fails_strict_validation() {
     assert!(!rendered.contains("v0.2.9"), "{rendered}");
 }
 
+/// A `set:` value berth overrides is placed at the `helm:` entry in berth.yaml and says it
+/// is the entry's `set:` (#47 item 4: a layer is typed, not a name with a suffix).
+#[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
+fn a_set_value_berth_overrides_is_placed_at_its_helm_entry() {
+    let dir = project("");
+    let yaml = std::fs::read_to_string(dir.path().join("berth.yaml")).unwrap();
+    let yaml = yaml.replace(
+        "release: router\n",
+        "release: router\n      set: {image: {tag: v0.2.8}}\n",
+    );
+    std::fs::write(dir.path().join("berth.yaml"), yaml).unwrap();
+    let out = berth(dir.path(), &["validate", "--strict"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", common::transcript(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("berth.yaml:5:7: `image.tag` is `v0.2.8`, but berth sets it to `v0.3.0` (the image berth.yaml resolves): the `helm:` entry's `set:` is overridden"),
+        "{stderr}"
+    );
+}
+
 #[test]
 #[cfg_attr(
     not(feature = "test-plane"),
