@@ -57,10 +57,23 @@ fn read(project: &Project, chart: &HelmChart, manifest: &Manifest) -> ChartValue
         .and_then(|m| m.get("appVersion"))
         .and_then(Node::as_str)
         .map(str::to_string);
+    values.dependencies = dependencies(project, &dir, shown, meta.as_ref());
+    values
+}
+
+/// Each dependency of the chart in `dir` (shown as `shown`) by the key its values sit under
+/// in the parent's (its alias, else its name), with its own values.yaml when berth can read
+/// it: a `file://` source inside the project, or a subchart directory under `charts/`.
+fn dependencies(
+    project: &Project,
+    dir: &Path,
+    shown: &str,
+    meta: Option<&Node>,
+) -> Vec<(String, Option<(Layer, Node)>)> {
+    let mut dependencies = Vec::new();
     // The key a dependency's values sit under: its alias, else its name.
     let mut keys: Vec<(String, String)> = Vec::new(); // (name, key)
     for dependency in meta
-        .as_ref()
         .and_then(|m| m.get("dependencies"))
         .and_then(Node::as_seq)
         .unwrap_or_default()
@@ -79,7 +92,7 @@ fn read(project: &Project, chart: &HelmChart, manifest: &Manifest) -> ChartValue
             let own = document(&source.join("values.yaml"))
                 .map(|t| (Layer::File(format!("{shown}/values.yaml")), t));
             if own.is_some() {
-                values.dependencies.push((key, own));
+                dependencies.push((key, own));
                 continue;
             }
         }
@@ -112,19 +125,19 @@ fn read(project: &Project, chart: &HelmChart, manifest: &Manifest) -> ChartValue
             .map(|(_, k)| k)
             .collect();
         if aliases.is_empty() {
-            values.dependencies.push((name, own));
+            dependencies.push((name, own));
         } else {
             for key in aliases {
-                values.dependencies.push((key.clone(), own.clone()));
+                dependencies.push((key.clone(), own.clone()));
             }
         }
     }
     for (_, key) in keys {
-        if !values.dependencies.iter().any(|(k, _)| *k == key) {
-            values.dependencies.push((key, None));
+        if !dependencies.iter().any(|(k, _)| *k == key) {
+            dependencies.push((key, None));
         }
     }
-    values
+    dependencies
 }
 
 /// `a/b/../c` as `a/c`: one spelling of a file two charts share (`file://../routerlib`), so
