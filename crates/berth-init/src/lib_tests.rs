@@ -3,9 +3,9 @@ use super::*;
 #[test]
 fn make_variables_are_read_and_expanded() {
     let vars = make_vars(
-            "Makefile",
-            "VERSION ?= 0.0.1\nIMAGE_TAG_BASE ?= example.com/memcached-operator\nIMG ?= $(IMAGE_TAG_BASE):v$(VERSION)\nall:\n\techo IMG=x\nA += b\n",
-        );
+        "Makefile",
+        "VERSION ?= 0.0.1\nIMAGE_TAG_BASE ?= example.com/memcached-operator\nIMG ?= $(IMAGE_TAG_BASE):v$(VERSION)\nall:\n\techo IMG=x\nA += b\n",
+    );
     let names: Vec<&str> = vars.iter().map(|v| v.name.as_str()).collect();
     assert_eq!(names, ["VERSION", "IMAGE_TAG_BASE", "IMG"]);
     let defs = Defs::new(&vars);
@@ -65,15 +65,15 @@ fn no_registry_variable_is_invented_that_would_leave_a_built_image_behind() {
     };
     let facts = |extra: &str| {
         Facts {
-            name: "op".into(),
-            manifests: vec![(
-                "manager.yaml".into(),
-                "apiVersion: v1\nkind: Pod\nmetadata: {name: m}\nspec:\n  containers: [{name: c, image: 'quay.io/acme/op:latest'}]\n".into(),
-            )],
-            make_vars: make_vars("Makefile", &makefile(extra)),
-            make_texts: vec![("Makefile".into(), makefile(extra))],
-            ..Facts::default()
-        }
+        name: "op".into(),
+        manifests: vec![(
+            "manager.yaml".into(),
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: m}\nspec:\n  containers: [{name: c, image: 'quay.io/acme/op:latest'}]\n".into(),
+        )],
+        make_vars: make_vars("Makefile", &makefile(extra)),
+        make_texts: vec![("Makefile".into(), makefile(extra))],
+        ..Facts::default()
+    }
     };
     let alone = propose(&facts(""));
     assert!(
@@ -92,10 +92,10 @@ fn no_registry_variable_is_invented_that_would_leave_a_built_image_behind() {
         bundled.to_yaml()
     );
     assert!(
-            bundled.notes.iter().any(|n| n.starts_with("registry: none written: the Makefile has no registry variable, and make builds `$(BUNDLE_IMG)` (Makefile:7)")),
-            "{:?}",
-            bundled.notes
-        );
+        bundled.notes.iter().any(|n| n.starts_with("registry: none written: the Makefile has no registry variable, and make builds `$(BUNDLE_IMG)` (Makefile:7)")),
+        "{:?}",
+        bundled.notes
+    );
 }
 
 /// #46 item 6: KServe's CRD-only kustomizations (12 of its 29 profiles) are one
@@ -135,20 +135,20 @@ fn crd_only_kustomizations_are_one_profile() {
     };
     let plan = propose(&facts);
     assert!(
-            plan.to_yaml().contains("profiles:\n  default:\n  - kustomize: config/default\n  crds:\n  - kustomize: config/crd/full\n  - kustomize: config/crd/full/llmisvc\n"),
-            "{}",
-            plan.to_yaml()
-        );
+        plan.to_yaml().contains("profiles:\n  default:\n  - kustomize: config/default\n  crds:\n  - kustomize: config/crd/full\n  - kustomize: config/crd/full/llmisvc\n"),
+        "{}",
+        plan.to_yaml()
+    );
     assert!(
         !plan.to_yaml().contains("config/crd/minimal"),
         "{}",
         plan.to_yaml()
     );
     assert!(
-            plan.notes.iter().any(|n| n == "left out kustomization config/crd/minimal: CRDs only, and CRDs config/crd/full holds too (an alternative: list it by hand in place of config/crd/full)"),
-            "{:?}",
-            plan.notes
-        );
+        plan.notes.iter().any(|n| n == "left out kustomization config/crd/minimal: CRDs only, and CRDs config/crd/full holds too (an alternative: list it by hand in place of config/crd/full)"),
+        "{:?}",
+        plan.notes
+    );
 }
 
 #[test]
@@ -200,10 +200,10 @@ fn bundle_input_is_not_the_manifests_and_crds_come_last() {
     };
     let plan = propose(&facts);
     assert!(
-            plan.to_yaml().contains("manifests:\n- kustomize: config/default\nprofiles:\n  default:\n  - kustomize: config/default\n  crd:\n  - kustomize: config/crd\n"),
-            "{}",
-            plan.to_yaml()
-        );
+        plan.to_yaml().contains("manifests:\n- kustomize: config/default\nprofiles:\n  default:\n  - kustomize: config/default\n  crd:\n  - kustomize: config/crd\n"),
+        "{}",
+        plan.to_yaml()
+    );
 }
 
 /// A repository's charts are alternatives (a router with or without a
@@ -233,10 +233,10 @@ fn charts_are_profiles_beside_the_overlays_and_a_library_is_none() {
     };
     let plan = propose(&facts);
     assert!(
-            plan.to_yaml().contains("manifests:\n- kustomize: deploy/environments/dev\nprofiles:\n  gateway:\n  - helm:\n      chart: charts/gateway\n      release: gateway\n  standalone:\n  - helm:\n      chart: charts/standalone\n      release: standalone\n"),
-            "{}",
-            plan.to_yaml()
-        );
+        plan.to_yaml().contains("manifests:\n- kustomize: deploy/environments/dev\nprofiles:\n  gateway:\n  - helm:\n      chart: charts/gateway\n      release: gateway\n  standalone:\n  - helm:\n      chart: charts/standalone\n      release: standalone\n"),
+        "{}",
+        plan.to_yaml()
+    );
     assert!(!plan.to_yaml().contains("charts/lib"), "{}", plan.to_yaml());
     // A chart that is all the repository deploys is `manifests:`, with no profile.
     let alone = Facts {
@@ -267,23 +267,23 @@ fn charts_are_profiles_beside_the_overlays_and_a_library_is_none() {
 #[test]
 fn a_components_own_image_tag_base_is_its_repository_variable() {
     let facts = Facts {
-            name: "router".into(),
-            manifests: vec![(
-                "deploy/d.yaml".into(),
-                "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: e, image: ghcr.io/llm-d/epp:dev}]\n".into(),
-            )],
-            make_vars: make_vars(
-                "Makefile",
-                "EPP_IMAGE_TAG_BASE ?= ghcr.io/llm-d/epp\nEPP_TAG ?= dev\nEPP_IMAGE ?= $(EPP_IMAGE_TAG_BASE):$(EPP_TAG)\n",
-            ),
-            ..Facts::default()
-        };
+        name: "router".into(),
+        manifests: vec![(
+            "deploy/d.yaml".into(),
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: e, image: ghcr.io/llm-d/epp:dev}]\n".into(),
+        )],
+        make_vars: make_vars(
+            "Makefile",
+            "EPP_IMAGE_TAG_BASE ?= ghcr.io/llm-d/epp\nEPP_TAG ?= dev\nEPP_IMAGE ?= $(EPP_IMAGE_TAG_BASE):$(EPP_TAG)\n",
+        ),
+        ..Facts::default()
+    };
     let plan = propose(&facts);
     assert!(
-            plan.to_yaml().contains("  epp:\n    image: ghcr.io/llm-d/epp:dev\n    env: EPP_IMAGE\n    tagEnv: EPP_TAG\n    repositoryEnv: EPP_IMAGE_TAG_BASE\n"),
-            "{}",
-            plan.to_yaml()
-        );
+        plan.to_yaml().contains("  epp:\n    image: ghcr.io/llm-d/epp:dev\n    env: EPP_IMAGE\n    tagEnv: EPP_TAG\n    repositoryEnv: EPP_IMAGE_TAG_BASE\n"),
+        "{}",
+        plan.to_yaml()
+    );
 }
 
 /// #36 item 1: llm-d-router's sidecar: a test overlay bumps `newTag: 0.0.5`,
@@ -291,33 +291,33 @@ fn a_components_own_image_tag_base_is_its_repository_variable() {
 #[test]
 fn the_default_tag_is_the_makefiles_not_an_overlays() {
     let facts = Facts {
-            name: "router".into(),
-            kustomizations: vec![Kustomization {
-                dir: "deploy/test".into(),
-                resources: vec!["d.yaml".into()],
-                images: vec![("ghcr.io/llm-d/llm-d-routing-sidecar".into(), None, Some("0.0.5".into()))],
-            }],
-            manifests: vec![(
-                "deploy/test/d.yaml".into(),
-                "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: s, image: ghcr.io/llm-d/llm-d-routing-sidecar:latest}]\n".into(),
-            )],
-            make_vars: make_vars(
-                "Makefile",
-                "IMAGE_REGISTRY ?= ghcr.io/llm-d\nSIDECAR_TAG ?= dev\nSIDECAR_IMAGE ?= $(IMAGE_REGISTRY)/llm-d-routing-sidecar:$(SIDECAR_TAG)\n",
-            ),
-            ..Facts::default()
-        };
+        name: "router".into(),
+        kustomizations: vec![Kustomization {
+            dir: "deploy/test".into(),
+            resources: vec!["d.yaml".into()],
+            images: vec![("ghcr.io/llm-d/llm-d-routing-sidecar".into(), None, Some("0.0.5".into()))],
+        }],
+        manifests: vec![(
+            "deploy/test/d.yaml".into(),
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: s, image: ghcr.io/llm-d/llm-d-routing-sidecar:latest}]\n".into(),
+        )],
+        make_vars: make_vars(
+            "Makefile",
+            "IMAGE_REGISTRY ?= ghcr.io/llm-d\nSIDECAR_TAG ?= dev\nSIDECAR_IMAGE ?= $(IMAGE_REGISTRY)/llm-d-routing-sidecar:$(SIDECAR_TAG)\n",
+        ),
+        ..Facts::default()
+    };
     let plan = propose(&facts);
     assert!(
-            plan.to_yaml().contains("  sidecar:\n    image: ghcr.io/llm-d/llm-d-routing-sidecar:dev\n    env: SIDECAR_IMAGE\n    tagEnv: SIDECAR_TAG\n"),
-            "{}",
-            plan.to_yaml()
-        );
+        plan.to_yaml().contains("  sidecar:\n    image: ghcr.io/llm-d/llm-d-routing-sidecar:dev\n    env: SIDECAR_IMAGE\n    tagEnv: SIDECAR_TAG\n"),
+        "{}",
+        plan.to_yaml()
+    );
     assert!(
-            plan.notes.iter().any(|n| n.contains("the default is make's `SIDECAR_IMAGE` (Makefile:3), not the manifests' `ghcr.io/llm-d/llm-d-routing-sidecar:0.0.5`")),
-            "{:?}",
-            plan.notes
-        );
+        plan.notes.iter().any(|n| n.contains("the default is make's `SIDECAR_IMAGE` (Makefile:3), not the manifests' `ghcr.io/llm-d/llm-d-routing-sidecar:0.0.5`")),
+        "{:?}",
+        plan.notes
+    );
 }
 
 #[test]

@@ -18,9 +18,9 @@ fn a_panicked_container_thread_is_a_failed_outcome_not_a_missing_one() {
     });
     let err = outcome.result.unwrap_err().to_string();
     assert_eq!(
-            err,
-            "the sync into fake:web stopped unexpectedly (boom); this is a bug in berth, please report it"
-        );
+        err,
+        "the sync into fake:web stopped unexpectedly (boom); this is a bug in berth, please report it"
+    );
 }
 
 /// One container whose every exec fails, counting execs.
