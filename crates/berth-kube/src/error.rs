@@ -1,6 +1,7 @@
 //! Cluster failures, typed so a caller can tell a timeout from an RBAC refusal
 //! (the controller's status conditions do), each displayed as one line that
-//! says what to do. The client error stays attached as the source.
+//! says what to do. The client error stays attached as the source, as a
+//! [`ClientError`]: one short line in a printed chain, never kube's dump.
 
 use berth_io::redact::peer_text;
 use std::time::Duration;
@@ -28,22 +29,18 @@ pub enum ClusterError {
         cause: String,
         /// The client's error.
         #[source]
-        source: Box<kube::Error>,
+        source: ClientError,
     },
     /// RBAC refused a request.
-    #[error("{}", forbidden(verb, resource, namespace, server, message))]
+    #[error("{}", forbidden(request, message))]
     Forbidden {
-        /// `list`, `patch`, `create`...
-        verb: String,
-        /// `pods`, `deployments.apps`...
-        resource: String,
-        /// The namespace (`<cluster>` for cluster-scoped objects).
-        namespace: String,
-        /// The API server's URL, named when no namespace is (K09 of #46: a 403 on discovery
-        /// said "`discover` … in namespace `<cluster>`", no RBAC terms and no server).
-        server: String,
+        /// What was refused.
+        request: Box<Refused>,
         /// The server's message.
         message: String,
+        /// The client's error (the server's answer).
+        #[source]
+        source: ClientError,
     },
     /// The objects cannot be planned (a kind the cluster does not serve).
     #[error(transparent)]
@@ -71,6 +68,9 @@ pub enum ClusterError {
         action: String,
         /// The server's message.
         message: String,
+        /// The client's error (the server's answer).
+        #[source]
+        source: ClientError,
     },
     /// The server refused an object as invalid (422, 400).
     #[error("{action}: {message}")]
@@ -79,6 +79,9 @@ pub enum ClusterError {
         action: String,
         /// The server's message (which field, why).
         message: String,
+        /// The client's error (the server's answer).
+        #[source]
+        source: ClientError,
     },
     /// A request got no answer in time.
     #[error("{action}: the API server did not answer within {} s; is it overloaded, or the connection stalled?", after.as_secs())]
@@ -141,9 +144,76 @@ pub enum ClusterError {
         message: String,
         /// The client's error.
         #[source]
-        source: Box<kube::Error>,
+        source: ClientError,
     },
 }
+
+/// The request RBAC refused, as RBAC names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    /// `list`, `patch`, `create`...
+    pub verb: String,
+    /// `pods`, `deployments.apps`...
+    pub resource: String,
+    /// The namespace (`<cluster>` for cluster-scoped objects).
+    pub namespace: String,
+    /// The API server's URL, named when no namespace is (K09 of #46: a 403 on discovery
+    /// said "`discover` … in namespace `<cluster>`", no RBAC terms and no server).
+    pub server: String,
+}
+
+/// The client's error behind a [`ClusterError`], kept whole for a caller that
+/// needs it ([`ClientError::client`]) and shown as one short line of its own.
+/// kube's `Display` of an API answer appends a `Debug` dump of the whole answer
+/// (which may echo the request, credentials included), and a chain printed with
+/// `{:#}` (`berth dev`'s events, the controller's exit) shows every level: so
+/// this level says only the HTTP status or the class of failure (the level above
+/// already said the server's words, redacted), and it ends the chain.
+pub struct ClientError(Box<kube::Error>);
+
+impl ClientError {
+    /// The client's error as kube gave it.
+    pub fn client(&self) -> &kube::Error {
+        &self.0
+    }
+}
+
+impl From<kube::Error> for ClientError {
+    fn from(error: kube::Error) -> Self {
+        ClientError(Box::new(error))
+    }
+}
+
+impl std::fmt::Display for ClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &*self.0 {
+            kube::Error::Api(status) => write!(
+                f,
+                "the API server answered HTTP {} ({})",
+                status.code,
+                peer_text(&status.reason)
+            ),
+            kube::Error::HyperError(_) | kube::Error::Service(_) => {
+                f.write_str("the connection failed")
+            }
+            kube::Error::Auth(_) => f.write_str("authentication failed"),
+            kube::Error::SerdeError(_) => f.write_str("the answer could not be decoded"),
+            kube::Error::ReadEvents(_) => f.write_str("reading the answer failed"),
+            _ => f.write_str("the Kubernetes client failed"),
+        }
+    }
+}
+
+/// As its `Display`: a `{:?}` of a [`ClusterError`] must not dump the answer either.
+impl std::fmt::Debug for ClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ClientError({self})")
+    }
+}
+
+/// The chain ends here: what lies below is kube's own error, reached through
+/// [`ClientError::client`], not printed.
+impl std::error::Error for ClientError {}
 
 /// What kind of failure a [`ClusterError`] or a client error is: decided once,
 /// here, for every caller — the controller's condition reasons and retry policy,
@@ -254,36 +324,44 @@ pub(crate) fn explain(
             if status.code == 403 && status.message.contains("cannot set blockOwnerDeletion") =>
         {
             ClusterError::Forbidden {
-                verb: "update".into(),
-                resource: "the owner's finalizers (e.g. berths/finalizers)".into(),
-                namespace: namespace.into(),
-                server: server.into(),
+                request: Box::new(Refused {
+                    verb: "update".into(),
+                    resource: "the owner's finalizers (e.g. berths/finalizers)".into(),
+                    namespace: namespace.into(),
+                    server: server.into(),
+                }),
                 message: format!(
                     "needed to {verb} {resource} with an owner reference that blocks deletion, under the OwnerReferencesPermissionEnforcement admission plugin; the server said: {}",
                     peer_text(&status.message)
                 ),
+                source: error.into(),
             }
         }
         kube::Error::Api(status) if status.code == 403 => ClusterError::Forbidden {
-            verb: verb.into(),
-            resource: resource.into(),
-            namespace: namespace.into(),
-            server: server.into(),
+            request: Box::new(Refused {
+                verb: verb.into(),
+                resource: resource.into(),
+                namespace: namespace.into(),
+                server: server.into(),
+            }),
             message: peer_text(&status.message),
+            source: error.into(),
         },
         kube::Error::Api(status) if status.code == 404 => ClusterError::NotFound {
             action,
             message: peer_text(&status.message),
+            source: error.into(),
         },
         kube::Error::Api(status) if matches!(status.code, 400 | 422) => ClusterError::Invalid {
             action,
             message: peer_text(&status.message),
+            source: error.into(),
         },
         kube::Error::Api(status) => ClusterError::Api {
             action,
             code: Some(status.code),
             message: peer_text(&status.message),
-            source: Box::new(error),
+            source: error.into(),
         },
         // An answer past berth's bound (http-body-util's `Limited`).
         _ if root_cause(&error) == "length limit exceeded" => ClusterError::Api {
@@ -293,7 +371,7 @@ pub(crate) fn explain(
                 "the answer is larger than {}, berth's bound on one answer; is {server} a Kubernetes API server (a proxy in front of it may be streaming)?",
                 berth_io::limits::size(berth_io::limits::API_BODY as u64)
             ),
-            source: Box::new(error),
+            source: error.into(),
         },
         // Not JSON: a login page, a proxy's HTML, an empty redirect.
         kube::Error::SerdeError(_) => ClusterError::Api {
@@ -303,22 +381,22 @@ pub(crate) fn explain(
                 "the answer is not the API server's JSON ({}); is {server} the API server itself, not a proxy, a login page or a redirect (berth does not follow redirects)?",
                 peer_text(&root_cause(&error))
             ),
-            source: Box::new(error),
+            source: error.into(),
         },
         kube::Error::HyperError(_) | kube::Error::Service(_) => ClusterError::Unreachable {
             server: server.into(),
             cause: peer_text(&root_cause(&error)),
-            source: Box::new(error),
+            source: error.into(),
         },
         kube::Error::Auth(auth) => ClusterError::Config {
             message: format!("cannot authenticate to {server}: {}", auth_message(auth)),
-            source: Some(Box::new(error)),
+            source: Some(Box::new(ClientError::from(error))),
         },
         _ => ClusterError::Api {
             action,
             code: None,
             message: peer_text(&root_cause(&error)),
-            source: Box::new(error),
+            source: error.into(),
         },
     }
 }
@@ -357,7 +435,13 @@ pub(crate) fn auth_message(error: &kube::client::AuthError) -> String {
 /// A 403 as RBAC says it: the verb and resource in a namespace; for discovery and
 /// cluster-scoped objects, the server that refused and a hint at the credentials (a server
 /// that refuses discovery usually does not accept who is asking).
-fn forbidden(verb: &str, resource: &str, namespace: &str, server: &str, message: &str) -> String {
+fn forbidden(request: &Refused, message: &str) -> String {
+    let Refused {
+        verb,
+        resource,
+        namespace,
+        server,
+    } = request;
     if namespace == "<cluster>" && verb == "discover" {
         return format!(
             "forbidden: the API server {server} refused to list {resource} ({message}); the kubeconfig's credentials are not accepted there, or RBAC lets them read nothing: check the user and context"
@@ -389,6 +473,58 @@ mod tests {
         assert!(!message.contains("s3cr3t") && !message.contains("Output"));
     }
 
+    /// #47 item 6: every answer the server gave stays attached as the source, and
+    /// the whole chain, printed as `{:#}` prints it, is lines of words: no `Debug`
+    /// dump of the answer, no credential it echoed, the server's words once.
+    #[test]
+    fn a_printed_chain_has_the_status_but_no_dump_and_no_credential() {
+        let answer = |code: u16, reason: &str| {
+            kube::Error::Api(Box::new(kube::core::Status {
+                code,
+                reason: reason.into(),
+                message: "denied: Authorization: Bearer s3cr3t-token".into(),
+                ..kube::core::Status::default()
+            }))
+        };
+        for (code, reason, kind) in [
+            (403, "Forbidden", Kind::Forbidden),
+            (404, "NotFound", Kind::NotFound),
+            (422, "Invalid", Kind::Invalid),
+            (500, "InternalError", Kind::Unreachable),
+        ] {
+            let error = explain(
+                answer(code, reason),
+                "https://api:6443",
+                "patch",
+                "pods",
+                "dev",
+            );
+            assert_eq!(error.kind(), kind);
+            let mut chain = vec![error.to_string()];
+            let mut level = std::error::Error::source(&error);
+            while let Some(below) = level {
+                chain.push(below.to_string());
+                level = below.source();
+            }
+            let printed = chain.join(": ");
+            assert_eq!(chain.len(), 2, "{printed}");
+            assert!(
+                printed.ends_with(&format!(": the API server answered HTTP {code} ({reason})")),
+                "{printed}"
+            );
+            assert!(
+                !printed.contains("Status {") && !printed.contains("s3cr3t"),
+                "{printed}"
+            );
+            assert!(!format!("{error:?}").contains("s3cr3t"), "{error:?}");
+            let source =
+                std::error::Error::source(&error).and_then(|s| s.downcast_ref::<ClientError>());
+            assert!(
+                matches!(source.map(ClientError::client), Some(kube::Error::Api(s)) if s.code == code)
+            );
+        }
+    }
+
     /// #34 item 4: one classification, by type and status code, never by text.
     #[test]
     fn every_failure_has_one_kind() {
@@ -396,7 +532,13 @@ mod tests {
             action: "get".into(),
             code,
             message: "m".into(),
-            source: Box::new(kube::Error::LinesCodecMaxLineLengthExceeded),
+            source: kube::Error::LinesCodecMaxLineLengthExceeded.into(),
+        };
+        let status = |code: u16| {
+            kube::Error::Api(Box::new(kube::core::Status {
+                code,
+                ..kube::core::Status::default()
+            }))
         };
         let object = || {
             Box::new(ObjectRef {
@@ -423,11 +565,14 @@ mod tests {
             ),
             (
                 ClusterError::Forbidden {
-                    verb: "v".into(),
-                    resource: "r".into(),
-                    namespace: "n".into(),
-                    server: "s".into(),
+                    request: Box::new(Refused {
+                        verb: "v".into(),
+                        resource: "r".into(),
+                        namespace: "n".into(),
+                        server: "s".into(),
+                    }),
                     message: "m".into(),
+                    source: status(403).into(),
                 },
                 Kind::Forbidden,
             ),
@@ -435,6 +580,7 @@ mod tests {
                 ClusterError::NotFound {
                     action: "a".into(),
                     message: "m".into(),
+                    source: status(404).into(),
                 },
                 Kind::NotFound,
             ),
@@ -442,6 +588,7 @@ mod tests {
                 ClusterError::Invalid {
                     action: "a".into(),
                     message: "m".into(),
+                    source: status(422).into(),
                 },
                 Kind::Invalid,
             ),

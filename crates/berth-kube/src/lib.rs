@@ -38,7 +38,7 @@ pub use applier::{Applied, Applier};
 pub use berth_core::cluster::{Desired, ObjectRef, Settled};
 pub use connect::{Cluster, Connection, REQUEST_TIMEOUT};
 pub use deploy::{ApplyOptions, Change, Event, RolloutState, CONCURRENCY};
-pub use error::{ClusterError, Kind};
+pub use error::{ClientError, ClusterError, Kind, Refused};
 pub use exec::ExecOutput;
 pub use gitops::{Collected, Foreign, Judged};
 pub use ops::Shape;

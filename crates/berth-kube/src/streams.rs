@@ -39,7 +39,7 @@ impl LogLines {
                     action: self.what.clone(),
                     code: None,
                     message: e.to_string(),
-                    source: Box::new(kube::Error::ReadEvents(e)),
+                    source: kube::Error::ReadEvents(e).into(),
                 })?;
             if chunk.is_empty() {
                 if self.line.is_empty() && self.dropped == 0 {
@@ -150,9 +150,10 @@ impl Cluster {
                 action: what(),
                 code: None,
                 message: berth_io::redact::peer_text(&message),
-                source: Box::new(kube::Error::ReadEvents(std::io::Error::other(
+                source: kube::Error::ReadEvents(std::io::Error::other(
                     "the pod side of the port-forward failed",
-                ))),
+                ))
+                .into(),
             }),
             (Ok(bytes), None) => Ok(bytes),
             // The local client went away mid-stream: its business, not a failure of the forward.
@@ -168,7 +169,7 @@ impl Cluster {
                 action: what(),
                 code: None,
                 message: e.to_string(),
-                source: Box::new(kube::Error::ReadEvents(e)),
+                source: kube::Error::ReadEvents(e).into(),
             }),
         }
     }
