@@ -286,6 +286,9 @@ fn components(berth: &Berth) -> Result<Vec<Component>, Problem> {
             pull_policy,
             repositories,
             deployed: true,
+            // A `Berth` names one image per component; variants are berth.yaml's.
+            resource: None,
+            variants: Vec::new(),
         }));
     }
     Ok(components)

@@ -57,6 +57,9 @@ pub struct ChartPin {
 pub struct LockEntry {
     /// The component.
     pub component: String,
+    /// The member of the component's image family it pins (`None`: the selected
+    /// one, or a component without `variants:`).
+    pub variant: Option<String>,
     /// The resolved reference that was pinned (no digest).
     pub image: Reference,
     /// Its digest (of the index, or of one platform's manifest with `--platform`).
@@ -159,7 +162,7 @@ impl Lock {
         {
             known_keys(
                 item,
-                &["component", "image", "digest", "platform"],
+                &["component", "variant", "image", "digest", "platform"],
                 &invalid,
             )?;
             let image_text = text(item, "image")?;
@@ -173,15 +176,24 @@ impl Lock {
                 .and_then(Node::as_str)
                 .map(str::to_string);
             let component = text(item, "component")?;
-            if let Some((_, first)) = seen.iter().find(|(c, _)| *c == component) {
+            let variant = item
+                .get("variant")
+                .and_then(Node::as_str)
+                .map(str::to_string);
+            let key = match &variant {
+                Some(variant) => format!("{component}` variant `{variant}"),
+                None => component.clone(),
+            };
+            if let Some((_, first)) = seen.iter().find(|(c, _)| *c == key) {
                 return Err(invalid(
                     item.pos,
-                    format!("component `{component}` is pinned twice (first at line {}); which digest is meant is ambiguous: keep one entry, or run `berth pin` to rewrite the lock", first.line),
+                    format!("component `{key}` is pinned twice (first at line {}); which digest is meant is ambiguous: keep one entry, or run `berth pin` to rewrite the lock", first.line),
                 ));
             }
-            seen.push((component.clone(), item.pos));
+            seen.push((key, item.pos));
             entries.push(LockEntry {
                 component,
+                variant,
                 image,
                 digest,
                 platform,
@@ -213,17 +225,18 @@ impl Lock {
     /// The file's text: deterministic, entries sorted by component.
     pub fn to_yaml(&self) -> String {
         let mut entries: Vec<&LockEntry> = self.entries.iter().collect();
-        entries.sort_by(|a, b| a.component.cmp(&b.component));
+        entries.sort_by(|a, b| (&a.component, &a.variant).cmp(&(&b.component, &b.variant)));
         let mut out = format!("{HEADER}version: {VERSION}\nimages:");
         if entries.is_empty() {
             out.push_str(" []");
         }
         out.push('\n');
         for e in entries {
-            out.push_str(&format!(
-                "- component: {}\n  image: {}\n  digest: {}\n",
-                e.component, e.image, e.digest
-            ));
+            out.push_str(&format!("- component: {}\n", e.component));
+            if let Some(variant) = &e.variant {
+                out.push_str(&format!("  variant: {variant}\n"));
+            }
+            out.push_str(&format!("  image: {}\n  digest: {}\n", e.image, e.digest));
             if let Some(platform) = &e.platform {
                 out.push_str(&format!("  platform: {platform}\n"));
             }
@@ -318,6 +331,7 @@ mod tests {
     fn entry(component: &str, image: &str, hex: char) -> LockEntry {
         LockEntry {
             component: component.into(),
+            variant: None,
             image: Reference::parse(image).unwrap(),
             digest: Digest::parse(&format!("sha256:{}", hex.to_string().repeat(64))).unwrap(),
             platform: None,

@@ -26,8 +26,10 @@ use crate::suggest::hint;
 
 mod error;
 mod origin;
+mod variants;
 pub use error::{RepositoryConflict, ResolveError, TagConflict};
 pub use origin::{Given, Origin, Origins, SourceNames, Var, VarSource};
+pub use variants::{ResolvedVariant, SelectedBy, Selection};
 
 /// Overrides of the default references, as the caller was given them (the
 /// CLI's flags, a controller's custom resource).
@@ -37,6 +39,8 @@ pub struct Overrides {
     pub images: Vec<(String, String)>,
     /// Tags by component, in order (`--tag NAME=TAG`).
     pub tags: Vec<(String, String)>,
+    /// Variants by component, in order (`--variant NAME=VARIANT`).
+    pub variants: Vec<(String, String)>,
     /// A registry prefix for every component (`--registry PREFIX`).
     pub registry: Option<String>,
     /// The pins of a lock, applied last (`--locked`).
@@ -65,6 +69,19 @@ pub struct ResolvedImage<'p> {
     pub origins: Origins,
     /// An override that was present but did not apply, and why.
     pub ignored: Option<String>,
+    /// A family's selected member (`None` for a component without `variants:`):
+    /// `reference` is its image.
+    pub variant: Option<Selection>,
+    /// Every member of a family, `default` first, each moved by the component's
+    /// overrides (the selected one is `reference`); empty without `variants:`.
+    pub variants: Vec<ResolvedVariant>,
+}
+
+impl ResolvedImage<'_> {
+    /// The member called `name`, resolved.
+    pub fn member(&self, name: &str) -> Option<&ResolvedVariant> {
+        self.variants.iter().find(|v| v.name == name)
+    }
 }
 
 /// Every component's resolved image, in file order.
@@ -185,6 +202,7 @@ pub fn resolve_catalog<'p>(
     let read = |name: &str| read_variable(overrides, env, name);
     let image_flags = per_component(&project, &overrides.names.image, &overrides.images)?;
     let tag_flags = per_component(&project, &overrides.names.tag, &overrides.tags)?;
+    let variant_flags = per_component(&project, &overrides.names.variant, &overrides.variants)?;
     let registry = match (&overrides.registry, project.registry_env) {
         (Some(prefix), _) => Some((
             Origin::Registry(Given::new(&overrides.names.registry, "")),
@@ -237,16 +255,22 @@ pub fn resolve_catalog<'p>(
                     .as_ref()
                     .and_then(|var| read(var))
                     .map(|(v, value)| (Origin::RepositoryEnv(v), value));
-                resolve_one(
+                let given = Partial {
+                    full,
+                    tag,
+                    repository,
+                    registry: registry.as_ref(),
+                };
+                let flag = find(&variant_flags, name);
+                if component.variants.is_empty() && flag.is_none() {
+                    return resolve_one(component, default, given);
+                }
+                let selection = variants::select(
                     component,
-                    default,
-                    Partial {
-                        full,
-                        tag,
-                        repository,
-                        registry: registry.as_ref(),
-                    },
-                )
+                    flag.map(|v| (variants::given(&overrides.names.variant, name), v)),
+                    read(&component.variant_env),
+                )?;
+                resolve_family(project.file, component, default, given, selection)
             },
         )?;
     }
@@ -324,6 +348,79 @@ fn own_default(project: &Catalog<'_>, component: &Component) -> Base {
         digest: reference.digest().map(|_| origin.clone()),
     };
     (reference, origins)
+}
+
+/// A family: every member resolved with the registry and the family tag, the
+/// selected one with the full and repository overrides too.
+fn resolve_family<'p>(
+    file: &str,
+    component: &'p Component,
+    default: Base,
+    given: Partial<'_>,
+    selection: Option<Selection>,
+) -> Result<ResolvedImage<'p>, ResolveError> {
+    let selected = selection
+        .as_ref()
+        .map_or(crate::project::DEFAULT_VARIANT, |s| s.name.as_str());
+    let mut ignored = Vec::new();
+    let mut members = Vec::new();
+    let names = std::iter::once(None).chain(component.variants.iter().map(Some));
+    for variant in names {
+        let name = variant.map_or(crate::project::DEFAULT_VARIANT, |v| v.name.as_str());
+        let mut not_applied = Vec::new();
+        let (base, tag) = match variant {
+            None => (default.clone(), given.tag.clone()),
+            Some(v) => (
+                variants::base(file, component, v, &default),
+                variants::tag_for(v, given.tag.clone(), &mut not_applied),
+            ),
+        };
+        let plain = Partial {
+            full: None,
+            tag: tag.clone(),
+            repository: None,
+            registry: given.registry,
+        };
+        let member = resolve_one(component, base.clone(), plain)?;
+        // The full and repository overrides name the selected member's image: a
+        // profile may select another one later (`Resolution::for_profile`).
+        let when_selected = if given.full.is_some() || given.repository.is_some() {
+            let partial = Partial {
+                full: given.full.clone(),
+                tag,
+                repository: given.repository.clone(),
+                registry: given.registry,
+            };
+            let resolved = resolve_one(component, base, partial)?;
+            Some(Box::new(ResolvedVariant::new(name, resolved, &not_applied)))
+        } else {
+            None
+        };
+        if name == selected {
+            ignored.extend(not_applied.iter().cloned());
+        }
+        let mut member = ResolvedVariant::new(name, member, &not_applied);
+        member.when_selected = when_selected;
+        members.push(member);
+    }
+    let chosen = members
+        .iter()
+        .find(|m| m.name == selected)
+        .map(ResolvedVariant::as_selected)
+        .cloned();
+    // `select` refused a name that is not a member.
+    let chosen = chosen.ok_or_else(|| ResolveError::UnknownVariant {
+        selection: selected.to_string(),
+        problem: crate::project::unknown_variant(component, selected),
+    })?;
+    Ok(ResolvedImage {
+        component,
+        reference: chosen.reference,
+        origins: chosen.origins,
+        ignored: chosen.ignored,
+        variant: selection,
+        variants: members,
+    })
 }
 
 /// The overrides of one component that were set, with their sources.
@@ -426,6 +523,8 @@ fn resolve_one<'p>(
         reference,
         origins,
         ignored,
+        variant: None,
+        variants: Vec::new(),
     })
 }
 
@@ -484,6 +583,8 @@ fn resolve_full<'p>(
         },
         reference,
         ignored,
+        variant: None,
+        variants: Vec::new(),
     })
 }
 
@@ -500,6 +601,21 @@ fn apply_lock<'p>(
         Some(entry) => {
             image.reference = image.reference.with_digest(entry.digest.clone());
             image.origins.digest = Some(Origin::Lock(Given::new(&names.lock, "")));
+            // Every member of a family renders pinned: each has its own pin.
+            for member in &mut image.variants {
+                if member.reference.digest().is_some() {
+                    continue;
+                }
+                let Some(entry) = lock.find(&member.reference) else {
+                    return Err(ResolveError::NotLocked {
+                        component: format!("{}` variant `{}", image.component.name, member.name),
+                        image: member.reference.to_string(),
+                        pinned: None,
+                    });
+                };
+                member.reference = member.reference.with_digest(entry.digest.clone());
+                member.origins.digest = Some(Origin::Lock(Given::new(&names.lock, "")));
+            }
             Ok(image)
         }
         None => Err(ResolveError::NotLocked {
@@ -552,3 +668,8 @@ fn find<'a>(pairs: &[(&str, &'a str)], name: &str) -> Option<&'a str> {
 #[cfg(test)]
 #[path = "resolve_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+#[path = "resolve/variants_tests.rs"]
+mod variants_tests;

@@ -60,6 +60,7 @@ fn cli_names() -> SourceNames {
     SourceNames {
         image: "--image {component}=".into(),
         tag: "--tag {component}=".into(),
+        variant: "--variant {component}=".into(),
         registry: "--registry ".into(),
         lock: "berth.lock (--locked)".into(),
     }
@@ -72,6 +73,7 @@ fn messages_name_the_callers_sources() {
     let names = SourceNames {
         image: "spec.images.{component}.image: ".into(),
         tag: "spec.images.{component}.tag: ".into(),
+        variant: "spec.variants.".into(),
         registry: "spec.registry: ".into(),
         lock: "status.images".into(),
     };

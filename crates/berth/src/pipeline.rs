@@ -180,6 +180,10 @@ fn run<T>(
 ) -> Result<(T, Vec<Warning>, Vec<Warning>)> {
     let generation = generate(project, settings.strict, settings.gitops(project), cluster)?;
     let manifests = settings.manifests(project)?;
+    // A profile's `variants:` select the family members its manifests run.
+    let profile = (settings.profile.as_deref())
+        .and_then(|name| project.profiles.iter().find(|p| p.name == name));
+    let resolution = &*resolution.for_profile(profile, &project.file);
     let charts = crate::helm::local::charts(project, manifests);
     let values: Vec<_> = charts.iter().map(|(_, v)| v).collect();
     let scoped = render::values_for_charts(resolution, &values)

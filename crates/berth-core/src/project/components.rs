@@ -23,7 +23,12 @@ pub(super) const COMPONENT_KEYS: &[&str] = &[
     "deployed",
     "tagSuffix",
     "relatedImage",
+    "variants",
+    "variantEnv",
+    "resource",
 ];
+/// The keys of a profile's map form.
+pub(super) const PROFILE_KEYS: &[&str] = &["manifests", "variants"];
 pub(super) const TAG_KEYS: &[&str] = &["env"];
 
 impl Loader<'_> {
@@ -148,11 +153,14 @@ impl Loader<'_> {
             pull_policy: None,
             repositories: Vec::new(),
             deployed: true,
+            resource: None,
+            variants: Vec::new(),
         };
         let mut component = Component {
             image_pos: node.pos,
             env: default_variable(name, "IMAGE"),
             tag_env: default_variable(name, "TAG"),
+            variant_env: default_variable(name, "VARIANT"),
             ..Component::from_spec(spec)
         };
         let mut matches = Vec::new();
@@ -172,6 +180,9 @@ impl Loader<'_> {
                 "helmValues" => component.helm_values = self.helm_values(v, &key)?,
                 "tagSuffix" => component.tag_suffix = self.bool(v, &key)?,
                 "relatedImage" => component.related_image = self.related_image(v, &key, name)?,
+                "variants" => component.variants = self.variants(v, &key)?,
+                "variantEnv" => component.variant_env = self.variable(v, &key)?,
+                "resource" => component.resource = Some(self.resource(v, &key)?),
                 _ => {}
             }
         }
@@ -189,6 +200,14 @@ impl Loader<'_> {
                 component.image = reference;
                 component.image_pos = pos;
             }
+            (None, Some((_, pos))) if !component.variants.is_empty() => {
+                return Err(ProjectError::SameAs {
+                    file: self.file.to_string(),
+                    pos,
+                    component: name.to_string(),
+                    problem: "a `sameAs:` component follows another's image and has no variants of its own; give it its own `image:`, or put the variants on the other component".into(),
+                })
+            }
             (None, Some((other, pos))) => {
                 // `image` is filled in from `other` once every component is read.
                 component.same_as = Some(other);
@@ -198,7 +217,11 @@ impl Loader<'_> {
                 return Err(self.missing(node.pos, "image", format!("component `{name}`")))
             }
         }
-        for repository in matches {
+        let variants = component
+            .variants
+            .iter()
+            .map(|v| v.image.repository().clone());
+        for repository in matches.into_iter().chain(variants.collect::<Vec<_>>()) {
             if !component.repositories.contains(&repository) {
                 component.repositories.push(repository);
             }
@@ -234,7 +257,28 @@ impl Loader<'_> {
                 63,
                 "a profile name is lowercase letters, digits and `-` (it is given as `--profile NAME`)",
             )?;
-            let manifests = self.manifests(value)?;
+            let context = format!("profiles.{name}");
+            let (manifests, variants) = match value.get("manifests") {
+                _ if value.as_map().is_none() => (self.manifests(value)?, Vec::new()),
+                None => {
+                    return Err(self.missing(value.pos, "manifests", format!("profile `{name}`")))
+                }
+                Some(_) => {
+                    let mut manifests = Vec::new();
+                    let mut variants = Vec::new();
+                    for (k, v) in self.fields(value, &context, PROFILE_KEYS)? {
+                        match k.as_str().unwrap_or_default() {
+                            "manifests" => manifests = self.manifests(v)?,
+                            "variants" => {
+                                variants =
+                                    self.profile_variants(v, &format!("{context}.variants"))?
+                            }
+                            _ => {}
+                        }
+                    }
+                    (manifests, variants)
+                }
+            };
             if manifests.is_empty() {
                 return Err(self.wrong(
                     value,
@@ -245,6 +289,7 @@ impl Loader<'_> {
             out.push(Profile {
                 name: name.to_string(),
                 manifests,
+                variants,
                 pos: key.pos,
             });
         }

@@ -134,6 +134,7 @@ impl Loader<'_> {
             tag_pos = node.pos;
         }
         self.check_same_as(&mut project)?;
+        self.check_profile_variants(&project)?;
         self.check_variables(&project, tag_pos)?;
         self.check_generated_names(&project)?;
         Ok(project)
@@ -516,6 +517,7 @@ impl Loader<'_> {
                 Some((&c.env, "env")),
                 Some((&c.tag_env, "tagEnv")),
                 c.repository_env.as_ref().map(|v| (v, "repositoryEnv")),
+                (!c.variants.is_empty()).then_some((&c.variant_env, "variantEnv")),
             ];
             for (var, role) in roles.into_iter().flatten() {
                 uses.push((var, format!("`images.{}.{role}`", c.name), c.image_pos));

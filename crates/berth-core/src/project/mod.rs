@@ -21,6 +21,7 @@ mod runtime;
 pub mod schema;
 mod sync;
 mod trust;
+mod variants;
 pub use dev::{Dev, Forward};
 pub use generated::{ConfigSpec, Spanned};
 pub use helm::{HelmChart, HelmPart};
@@ -30,6 +31,7 @@ pub use trust::{
     CaBundleSpec, ClusterObject, ClusterSource, Defaults, Inject, InjectRequest, PasswordRef,
     TrustSpec,
 };
+pub use variants::{unknown_variant, Variant, DEFAULT_VARIANT};
 
 /// Name of the project file.
 pub const PROJECT_FILE: &str = "berth.yaml";
@@ -135,6 +137,11 @@ pub struct ComponentSpec {
     /// `deployed:` (default true); `false`: built and pushed, never in manifests, so
     /// nothing looks for it there.
     pub deployed: bool,
+    /// `resource:`: the extended resource a pod running the default image must request.
+    pub resource: Option<String>,
+    /// `variants:`, in file order: the family's other members (their repositories
+    /// are in `repositories` too).
+    pub variants: Vec<Variant>,
 }
 
 /// One entry of berth.yaml's `images:`: a [`ComponentSpec`] with where it is
@@ -174,6 +181,8 @@ pub struct Component {
     /// `RELATED_IMAGE_<NAME>` on `operator:`'s container and fills a
     /// ClusterServiceVersion's `spec.relatedImages`.
     pub related_image: Option<String>,
+    /// `variantEnv:` (default `<NAME>_VARIANT`): the variable that selects a variant.
+    pub variant_env: String,
 }
 
 impl Component {
@@ -193,6 +202,7 @@ impl Component {
             helm_values: Vec::new(),
             tag_suffix: false,
             related_image: None,
+            variant_env: String::new(),
         }
     }
 }
@@ -218,6 +228,9 @@ pub struct Profile {
     pub name: String,
     /// Its manifests, in order.
     pub manifests: Vec<Manifest>,
+    /// `variants: {COMPONENT: VARIANT}` of the map form: which member of each
+    /// family its manifests run, with where each is written.
+    pub variants: Vec<(String, String, Pos)>,
     /// Where the key is written.
     pub pos: Pos,
 }
@@ -509,6 +522,9 @@ impl Project {
         for c in &self.components {
             out.extend([c.env.as_str(), c.tag_env.as_str()]);
             out.extend(c.repository_env.as_deref());
+            if !c.variants.is_empty() {
+                out.push(c.variant_env.as_str());
+            }
         }
         out.retain(|v| !v.is_empty());
         out

@@ -81,7 +81,8 @@ fn top(key: &str) -> Option<Value> {
         "registry" => object("registry", REGISTRY_KEYS, registry, &[]),
         "tag" => object("tag", TAG_KEYS, tag, &[]),
         "profiles" => {
-            json!({"type": "object", "additionalProperties": {"$ref": "#/$defs/manifests"}, "propertyNames": {"pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"}, "description": "Alternative manifest sets, chosen with --profile NAME."})
+            let map_form = json!({"type": "object", "properties": {"manifests": {"$ref": "#/$defs/manifests"}, "variants": {"type": "object", "additionalProperties": {"type": "string"}, "description": "The variant each component's family runs in this profile: {COMPONENT: VARIANT}."}}, "required": ["manifests"], "additionalProperties": false});
+            json!({"type": "object", "additionalProperties": {"oneOf": [{"$ref": "#/$defs/manifests"}, map_form]}, "propertyNames": {"pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"}, "description": "Alternative manifest sets, chosen with --profile NAME: a list of manifests, or {manifests, variants}."})
         }
         "imagePaths" => {
             json!({"type": "array", "items": object("imagePaths[]", IMAGE_PATH_KEYS, field_path, &["kind", "path"]), "description": "Fields of other kinds that hold an image."})
@@ -181,8 +182,33 @@ fn component(key: &str) -> Option<Value> {
         }
         "tagSuffix" => boolean("true: a manifest's tag that is the default tag plus a suffix (`latest-gpu` for `latest`) is a variant, rewritten to the resolved tag plus that suffix (`v0.17.0-gpu`)."),
         "helmValues" => object("images.NAME.helmValues", super::helm::HELM_VALUE_KEYS, helm_value, &[]),
+        "variants" => {
+            json!({"type": "object", "additionalProperties": object("images.NAME.variants.VARIANT", super::variants::VARIANT_KEYS, variant, &["image"]), "propertyNames": {"pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "not": {"const": "default"}}, "description": "The family's other images (an accelerator's or a platform's build), selected with --variant NAME=VARIANT, <NAME>_VARIANT or a profile's `variants:`."})
+        }
+        "variantEnv" => variable("The variable that selects a variant (default <NAME>_VARIANT)."),
+        "resource" => resource("The extended resource a pod running the default image requests (nvidia.com/gpu)."),
         _ => return None,
     })
+}
+
+fn variant(key: &str) -> Option<Value> {
+    Some(match key {
+        "image" => {
+            text("A repository (follows the family's tag) or a reference with its own tag (kept).")
+        }
+        "tagSuffix" => {
+            json!({"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$", "description": "Appended to the family's tag (-arm64)."})
+        }
+        "platform" => {
+            json!({"type": "string", "pattern": "^[A-Za-z0-9_]+/[A-Za-z0-9_]+(/[A-Za-z0-9_]+)?$", "description": "The platform its image provides (linux/arm64)."})
+        }
+        "resource" => resource("The extended resource a pod running it requests (amd.com/gpu)."),
+        _ => return None,
+    })
+}
+
+fn resource(description: &str) -> Value {
+    json!({"type": "string", "pattern": "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "description": description})
 }
 
 fn helm_value(key: &str) -> Option<Value> {

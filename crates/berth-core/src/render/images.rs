@@ -22,6 +22,55 @@ struct Target {
     /// `tagSuffix: true`: berth.yaml's default tag, of which a field's tag plus a
     /// suffix (`latest-gpu`) is a variant.
     variant_of: Option<String>,
+    /// A family's members other than the default: a field running one is that member.
+    members: Vec<Member>,
+    /// The selected member and what selected it, when something did (a field
+    /// running another member then contradicts it).
+    explicit: Option<(String, String)>,
+}
+
+/// A member of a component's image family, as fields are matched against it.
+struct Member {
+    /// Its name.
+    name: String,
+    /// Its repository as berth.yaml writes it.
+    repository: Repository,
+    /// `tagSuffix:`: a field of its repository is this member only with a tag ending so.
+    suffix: Option<String>,
+    /// Whether the default image has the same repository (then only the suffix tells).
+    shares_repository: bool,
+    /// What a field running it becomes when nothing selected another member.
+    reference: Reference,
+}
+
+impl Member {
+    fn runs(&self, own: &Reference) -> bool {
+        own.repository() == &self.repository
+            && match &self.suffix {
+                Some(suffix) => own
+                    .tag()
+                    .is_some_and(|t| t.as_str().ends_with(suffix.as_str())),
+                None => !self.shares_repository,
+            }
+    }
+}
+
+/// A field that runs one member of a family while a flag, variable or profile
+/// selected another: neither silently wins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VariantConflict {
+    /// Where the field is.
+    pub pos: Pos,
+    /// The field's value.
+    pub found: String,
+    /// The component.
+    pub component: String,
+    /// The member the field runs.
+    pub runs: String,
+    /// The member selected.
+    pub selected: String,
+    /// What selected it.
+    pub by: String,
 }
 
 /// Parts of a field's own reference no override changed (`--only-overridden`).
@@ -156,6 +205,51 @@ fn placeholder_tag(image: &str) -> Option<Reference> {
         .filter(|r| r.tag().is_none() && r.digest().is_none())
 }
 
+/// A [`VariantConflict`] at its place in the manifests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Contradiction {
+    /// Where the field is (file:line:column, the object).
+    pub at: crate::place::Place,
+    /// What disagrees.
+    pub conflict: VariantConflict,
+}
+
+impl std::fmt::Display for Contradiction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = &self.conflict;
+        write!(
+            f,
+            "{}: `{}` runs variant `{}` of component `{}`, but {} selects `{}`; select `{}` (or drop the selection), or run the default image there so the selection applies",
+            self.at,
+            berth_io::shown(&c.found),
+            c.runs,
+            c.component,
+            c.by,
+            c.selected,
+            c.runs
+        )
+    }
+}
+
+/// A family's members but the default, suffixed ones first (they are the more
+/// specific match where they share a repository).
+fn members(resolved: &crate::resolve::ResolvedImage<'_>) -> Vec<Member> {
+    let component = resolved.component;
+    let mut out: Vec<Member> = (component.variants.iter())
+        .filter_map(|v| {
+            Some(Member {
+                name: v.name.clone(),
+                repository: v.image.repository().clone(),
+                suffix: v.tag_suffix.clone(),
+                shares_repository: v.image.repository() == component.image.repository(),
+                reference: resolved.member(&v.name)?.reference.clone(),
+            })
+        })
+        .collect();
+    out.sort_by_key(|m| m.suffix.is_none());
+    out
+}
+
 /// Matches images by normalized repository (so `nginx` matches
 /// `docker.io/library/nginx`; tag and digest are ignored) and rewrites them.
 pub struct ImageRewriter<'a> {
@@ -163,6 +257,8 @@ pub struct ImageRewriter<'a> {
     /// Components by their full-reference variable (`EPP_IMAGE`), for placeholders.
     by_variable: HashMap<&'a str, usize>,
     targets: Vec<Target>,
+    /// The components' names, by target.
+    names: Vec<String>,
     image_paths: &'a [ImagePath],
     /// Image fields matched, per target (for `berth validate`'s warnings).
     hits: Vec<std::cell::Cell<usize>>,
@@ -177,6 +273,8 @@ pub struct ImageRewriter<'a> {
     paths_seen: Vec<(std::cell::Cell<bool>, std::cell::Cell<bool>)>,
     /// Positions of the fields `imagePaths` rewrote (they are not stray copies).
     path_fields: std::cell::RefCell<std::collections::HashSet<Pos>>,
+    /// Fields running another member than the one selected, since the last take.
+    conflicts: std::cell::RefCell<Vec<VariantConflict>>,
 }
 
 /// An image field whose tag or digest berth replaces with berth.yaml's default
@@ -219,6 +317,8 @@ impl<'a> ImageRewriter<'a> {
                     pull_policy: None,
                     keep: None,
                     variant_of: None,
+                    members: Vec::new(),
+                    explicit: None,
                 });
                 continue;
             }
@@ -259,6 +359,10 @@ impl<'a> ImageRewriter<'a> {
                 pull_policy: pull_policies.get(i).copied().flatten(),
                 keep,
                 variant_of,
+                members: members(resolved),
+                explicit: (resolved.variant.as_ref())
+                    .filter(|s| s.by.is_explicit())
+                    .map(|s| (s.name.clone(), s.to_string())),
             });
         }
         let hits = resolution
@@ -271,17 +375,28 @@ impl<'a> ImageRewriter<'a> {
             by_variable,
             hits,
             unparsed: std::cell::RefCell::new(Vec::new()),
-            overridden: resolution
-                .images
-                .iter()
-                .map(|r| r.origins.overridden())
+            // A selected variant is an override too: the default's tag is not the field's.
+            overridden: (resolution.images.iter())
+                .map(|r| {
+                    r.origins.overridden() || r.variant.as_ref().is_some_and(|s| s.by.is_explicit())
+                })
                 .collect(),
             drift: std::cell::RefCell::new(Vec::new()),
             paths_seen: image_paths.iter().map(|_| Default::default()).collect(),
             path_fields: Default::default(),
+            conflicts: Default::default(),
+            names: (resolution.images.iter())
+                .map(|r| r.component.name.clone())
+                .collect(),
             targets,
             image_paths,
         }
+    }
+
+    /// The fields seen since the last call that run another member of a family
+    /// than the one selected.
+    pub fn take_conflicts(&self) -> Vec<VariantConflict> {
+        std::mem::take(&mut *self.conflicts.borrow_mut())
     }
 
     /// The drifted image fields seen since the last call.
@@ -326,6 +441,11 @@ impl<'a> ImageRewriter<'a> {
         let index = *self.by_repository.get(reference.repository())?;
         self.hit(index);
         let target = &self.targets[index];
+        if let Some(own) = &own {
+            if let Some(member) = target.members.iter().find(|m| m.runs(own)) {
+                return Some(self.member(index, member, own, image, pos));
+            }
+        }
         if let Some(rewrite) = own.as_ref().and_then(|own| target.variant(own)) {
             return Some(rewrite);
         }
@@ -342,6 +462,46 @@ impl<'a> ImageRewriter<'a> {
             }
         }
         Some(target.for_field(own.as_ref()))
+    }
+
+    /// A field running `member` of target `index`'s family: the selected member's
+    /// image when that is the member, the member's own when nothing selected
+    /// another, and a conflict when something did.
+    fn member(
+        &self,
+        index: usize,
+        member: &Member,
+        own: &Reference,
+        image: &str,
+        pos: Pos,
+    ) -> Rewrite {
+        let target = &self.targets[index];
+        match &target.explicit {
+            Some((selected, by)) if *selected != member.name => {
+                self.conflicts.borrow_mut().push(VariantConflict {
+                    pos,
+                    found: image.to_string(),
+                    component: self.names[index].clone(),
+                    runs: member.name.clone(),
+                    selected: selected.clone(),
+                    by: by.clone(),
+                });
+                target.for_field(Some(own))
+            }
+            Some(_) => target.for_field(Some(own)),
+            None => self.member_rewrite(index, member),
+        }
+    }
+
+    /// What a field running `member` becomes when nothing selected another.
+    fn member_rewrite(&self, index: usize, member: &Member) -> Rewrite {
+        let target = &self.targets[index];
+        Rewrite {
+            pull_policy: target.pull_policy.map(|p| p.for_image(&member.reference)),
+            keeps_always: target.pull_policy == Some(PullPolicy::Auto)
+                && member.reference.digest().is_none(),
+            image: member.reference.to_string(),
+        }
     }
 
     fn hit(&self, index: usize) {

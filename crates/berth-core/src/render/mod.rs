@@ -32,7 +32,7 @@ pub use chart_values::{
 };
 pub use findings::{operator_missing, path_warnings, unreached_overrides, Stray};
 pub use helm::{image_values, HelmValuesError};
-pub use images::ImageRewriter;
+pub use images::{ImageRewriter, VariantConflict};
 pub use inject::CaInjector;
 pub use input::{Input, TextStream};
 use pass::{transform, Transformed, UsedIn};
@@ -181,6 +181,10 @@ pub struct ObjectInfo {
 /// Why a render failed. Nothing is written when it does.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RenderError {
+    /// A container runs one member of a family while another was selected: the
+    /// overlay's image and the selection disagree, and neither may win silently.
+    #[error("{0}")]
+    VariantConflict(Box<images::Contradiction>),
     /// A mapping key that is a mapping or a list: no Kubernetes object has one, and
     /// `name: {{ .Release.Name }}` is read as one.
     #[error("{file}:{pos}: a mapping key that is not text, which no Kubernetes object has; `{{{{ … }}}}` reads as one in YAML: if this is an unrendered template, run `helm template` (or your templating step) first")]

@@ -139,6 +139,14 @@ impl<'s, 'r> Pass<'s, 'r> {
                 .at(pos)
                 .object(format!("{kind}/{object_name}"))
         };
+        if let Some(conflict) = self.rewriter.take_conflicts().into_iter().next() {
+            return Err(RenderError::VariantConflict(Box::new(
+                super::images::Contradiction {
+                    at: at(conflict.pos),
+                    conflict,
+                },
+            )));
+        }
         let unparsed = self.rewriter.take_unparsed().into_iter();
         self.unparsed.extend(unparsed.map(|(p, v)| (at(p), v)));
         let related = &mut self.related_findings;

@@ -41,6 +41,14 @@ pub enum ResolveError {
         /// The closest component name.
         suggestion: Option<String>,
     },
+    /// A selection names no variant of the component.
+    #[error("{selection}: {problem}")]
+    UnknownVariant {
+        /// What selected it (`--variant modelserver=rokm`).
+        selection: String,
+        /// What the component has.
+        problem: String,
+    },
     /// `--locked`, and berth.lock has no pin for the resolved image.
     #[error(
         "component `{component}`: berth.lock has no digest for `{image}`{}; run `berth pin` to update the lock, or drop --locked",

@@ -47,6 +47,8 @@ pub struct SourceNames {
     pub image: String,
     /// A tag: `--tag {component}=`.
     pub tag: String,
+    /// A variant: `--variant {component}=`.
+    pub variant: String,
     /// The registry prefix: `--registry `.
     pub registry: String,
     /// The lock: `berth.lock (--locked)`.
@@ -59,6 +61,7 @@ impl Default for SourceNames {
         SourceNames {
             image: "image override {component}=".into(),
             tag: "tag override {component}=".into(),
+            variant: "variant override {component}=".into(),
             registry: "registry override ".into(),
             lock: "lock".into(),
         }

@@ -501,6 +501,10 @@ pub struct ResolveArgs {
     /// Use TAG for component NAME (replaces the default's tag and drops its digest). Repeatable.
     #[arg(long = "tag", value_name = "NAME=TAG", value_parser = name_value)]
     pub tags: Vec<(String, String)>,
+    /// Run VARIANT of component NAME's image family (`images.NAME.variants`; `default` is its
+    /// own `image:`), over `<NAME>_VARIANT` and a profile's `variants:`. Repeatable.
+    #[arg(long = "variant", value_name = "NAME=VARIANT", value_parser = name_value)]
+    pub variants: Vec<(String, String)>,
     /// Replace everything before the last path component of every default image,
     /// e.g. `quay.io/me` (overrides the `registry.env` variable).
     #[arg(long, value_name = "PREFIX")]

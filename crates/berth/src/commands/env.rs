@@ -19,8 +19,8 @@ pub fn run(command_line: &[std::ffi::OsString], resolution: &Resolution<'_>) -> 
     })?;
     let mut command = Command::new(program);
     command.args(rest);
-    for image in &resolution.images {
-        command.env(&image.component.env, image.reference.to_string());
+    for (variable, image) in resolution.variables() {
+        command.env(variable, image);
     }
     let shown = program.to_string_lossy();
     let failure = |e: std::io::Error| -> Result<u8> {

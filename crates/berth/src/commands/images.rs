@@ -11,11 +11,9 @@ use crate::settings::Images;
 pub fn run(args: &Images, resolution: &Resolution<'_>) -> Result<()> {
     let format = args.output;
     let images = &resolution.images;
+    let variables = resolution.variables();
     let line = |f: &dyn Fn(&str, &str) -> String| -> String {
-        images
-            .iter()
-            .map(|i| f(&i.component.env, &i.reference.to_string()))
-            .collect()
+        variables.iter().map(|(var, image)| f(var, image)).collect()
     };
     let text = match format {
         ImagesFormat::Env => line(&|var, image| format!("{var}={image}\n")),
@@ -31,9 +29,12 @@ pub fn run(args: &Images, resolution: &Resolution<'_>) -> Result<()> {
             berth_yaml::write_document(&mut s, &berth_yaml::json::from_json(&structured(images)));
             s
         }
-        ImagesFormat::List => distinct(images).iter().map(|r| format!("{r}\n")).collect(),
+        ImagesFormat::List => distinct(resolution)
+            .iter()
+            .map(|r| format!("{r}\n"))
+            .collect(),
         ImagesFormat::Imageset => {
-            let additional: Vec<serde_json::Value> = distinct(images)
+            let additional: Vec<serde_json::Value> = distinct(resolution)
                 .iter()
                 .map(|r| json!({"name": r}))
                 .collect();
@@ -55,7 +56,10 @@ pub fn run(args: &Images, resolution: &Resolution<'_>) -> Result<()> {
             ]];
             rows.extend(images.iter().map(|i| {
                 vec![
-                    i.component.name.clone(),
+                    match &i.variant {
+                        Some(selected) => format!("{} ({})", i.component.name, selected.name),
+                        None => i.component.name.clone(),
+                    },
                     i.component.env.clone(),
                     i.reference.to_string(),
                     summary(i),
@@ -84,11 +88,12 @@ pub fn run(args: &Images, resolution: &Resolution<'_>) -> Result<()> {
     Ok(())
 }
 
-/// Every resolved reference once, in file order (a `sameAs` component's copy once).
-fn distinct(images: &[ResolvedImage<'_>]) -> Vec<String> {
+/// Every resolved reference once, in file order (a `sameAs` component's copy
+/// once, a family's every member).
+fn distinct(resolution: &Resolution<'_>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for image in images {
-        let reference = image.reference.to_string();
+    for reference in resolution.every_image() {
+        let reference = reference.to_string();
         if !out.contains(&reference) {
             out.push(reference);
         }
@@ -173,7 +178,7 @@ fn structured(images: &[ResolvedImage<'_>]) -> serde_json::Value {
         .iter()
         .map(|i| {
             let r = &i.reference;
-            json!({
+            let mut out = json!({
                 "component": i.component.name,
                 "variable": i.component.env,
                 "image": r.to_string(),
@@ -189,7 +194,31 @@ fn structured(images: &[ResolvedImage<'_>]) -> serde_json::Value {
                     "digest": origin(i.origins.digest.as_ref()),
                 },
                 "note": i.ignored,
-            })
+            });
+            if let (Some(selected), Some(map)) = (&i.variant, out.as_object_mut()) {
+                map.insert("variant".into(), json!(selected.name));
+                map.insert("variants".into(), variants(i));
+            }
+            out
         })
         .collect()
+}
+
+/// A family's variants, each with its variable and image (only a family has the key).
+fn variants(i: &ResolvedImage<'_>) -> serde_json::Value {
+    let members = i.component.variants.iter().filter_map(|v| {
+        let member = i.member(&v.name)?;
+        let selected = i.variant.as_ref().is_some_and(|s| s.name == v.name);
+        let image = if selected {
+            &i.reference
+        } else {
+            &member.reference
+        };
+        Some(json!({
+            "name": v.name,
+            "variable": v.variable(&i.component.name),
+            "image": image.to_string(),
+        }))
+    });
+    serde_json::Value::Array(members.collect())
 }

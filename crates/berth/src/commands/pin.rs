@@ -48,12 +48,12 @@ pub fn pin(settings: &RegistrySettings, resolution: &Resolution<'_>) -> Result<L
         settings.options.clone(),
         DockerConfig::load()?,
     )?);
+    // Every member of a family is pinned, each on its own entry.
+    let wanted = pinned_images(resolution);
     // A reference that already names a digest is pinned as it is.
-    let to_fetch: Vec<_> = resolution
-        .images
-        .iter()
-        .filter(|i| i.reference.digest().is_none())
-        .map(|i| i.reference.clone())
+    let to_fetch: Vec<_> = (wanted.iter())
+        .filter(|(_, _, r)| r.digest().is_none())
+        .map(|(_, _, r)| r.clone())
         .collect();
     let runtime = crate::runtime::get()?;
     let results = runtime.block_on(berth_registry::pin_all(
@@ -65,8 +65,8 @@ pub fn pin(settings: &RegistrySettings, resolution: &Resolution<'_>) -> Result<L
     let mut fetched = results.into_iter();
     let mut entries = Vec::new();
     let mut failures = Vec::new();
-    for image in &resolution.images {
-        let digest = match image.reference.digest() {
+    for (component, variant, reference) in wanted {
+        let digest = match reference.digest() {
             Some(digest) => digest.clone(),
             None => match fetched.next() {
                 Some(Ok(pinned)) => pinned.digest,
@@ -78,8 +78,9 @@ pub fn pin(settings: &RegistrySettings, resolution: &Resolution<'_>) -> Result<L
             },
         };
         entries.push(LockEntry {
-            component: image.component.name.clone(),
-            image: image.reference.without_digest(),
+            component: component.to_string(),
+            variant,
+            image: reference.without_digest(),
             digest,
             platform: platform.as_ref().map(|p| p.to_string()),
         });
@@ -95,6 +96,27 @@ pub fn pin(settings: &RegistrySettings, resolution: &Resolution<'_>) -> Result<L
             failures.join("\n  ")
         )),
     }
+}
+
+/// What `berth pin` pins: each component's resolved image, then each member of
+/// a family that is not the selected one (which the first entry pins).
+fn pinned_images<'r>(
+    resolution: &'r Resolution<'_>,
+) -> Vec<(&'r str, Option<String>, berth_ref::Reference)> {
+    let mut out = Vec::new();
+    for image in &resolution.images {
+        out.push((image.component.name.as_str(), None, image.reference.clone()));
+        let selected = image.variant.as_ref().map(|s| s.name.as_str());
+        for member in image
+            .variants
+            .iter()
+            .filter(|m| Some(m.name.as_str()) != selected)
+        {
+            let (name, reference) = (member.name.clone(), member.reference.clone());
+            out.push((image.component.name.as_str(), Some(name), reference));
+        }
+    }
+    out
 }
 
 /// Through berth-io's one writer: a new temporary beside berth.lock, then a

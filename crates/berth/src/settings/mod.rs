@@ -26,6 +26,7 @@ fn source_names() -> SourceNames {
     SourceNames {
         image: "--image {component}=".into(),
         tag: "--tag {component}=".into(),
+        variant: "--variant {component}=".into(),
         registry: "--registry ".into(),
         lock: "berth.lock (--locked)".into(),
     }
@@ -44,6 +45,7 @@ pub fn overrides(args: &cli::ResolveArgs, lock: Option<berth_core::lock::Lock>) 
         present,
         images: args.images.clone(),
         tags: args.tags.clone(),
+        variants: args.variants.clone(),
         registry: args.registry.clone(),
         lock,
         command_line,

@@ -38,3 +38,4 @@ mod sync_kube;
 mod trust_clients;
 mod trust_controller;
 mod trust_rotation;
+mod variants;

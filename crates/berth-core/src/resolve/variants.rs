@@ -1,0 +1,281 @@
+//! Variant families: which member of a component's family is selected (highest
+//! first: `--variant`, `<NAME>_VARIANT`, the profile's `variants:`, the default),
+//! and every member's image moved by the component's overrides as the default
+//! image is — the registry prefix and the family tag move them all, a full or
+//! repository override names the selected member's image, and a member with a
+//! tag of its own keeps it.
+
+use std::fmt;
+
+use berth_ref::Reference;
+
+use super::{Base, Given, Origin, Origins, ResolveError, Var};
+use crate::project::{unknown_variant, Component, Variant, DEFAULT_VARIANT};
+
+/// What selected a component's variant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SelectedBy {
+    /// The caller's override (`--variant NAME=VARIANT`).
+    Flag(Given),
+    /// The component's variant variable (`variantEnv:`, default `<NAME>_VARIANT`).
+    Variable(Var),
+    /// The profile's `variants:`.
+    Profile {
+        /// The profile.
+        name: String,
+        /// Where its entry is written (`berth.yaml:14:7`).
+        at: String,
+    },
+    /// Nothing: the component's own `image:`.
+    Default,
+}
+
+impl SelectedBy {
+    /// Whether anything chose the variant (a container running another member
+    /// then contradicts it).
+    pub fn is_explicit(&self) -> bool {
+        !matches!(self, SelectedBy::Default)
+    }
+}
+
+/// A component's selected variant, and what selected it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection {
+    /// The variant's name (`default` for the component's own `image:`).
+    pub name: String,
+    /// What selected it.
+    pub by: SelectedBy,
+}
+
+impl fmt::Display for Selection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.by {
+            SelectedBy::Flag(given) => write!(f, "`{}`", given.with(&self.name)),
+            SelectedBy::Variable(var) => {
+                write!(f, "`{}={}` ({})", var.name, self.name, var.source_text())
+            }
+            SelectedBy::Profile { name, at } => write!(f, "profile `{name}` ({at})"),
+            SelectedBy::Default => write!(f, "the default (`{}`)", self.name),
+        }
+    }
+}
+
+/// One member of a family, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedVariant {
+    /// Its name (`default` for the component's own `image:`).
+    pub name: String,
+    /// Its image, moved by the registry prefix and the family tag.
+    pub reference: Reference,
+    /// Where each part came from.
+    pub origins: Origins,
+    /// An override that did not reach it, and why.
+    pub ignored: Option<String>,
+    /// When a full or repository override is set: the member as it is when it is
+    /// the one selected (those overrides name the selected member's image).
+    pub when_selected: Option<Box<ResolvedVariant>>,
+}
+
+impl ResolvedVariant {
+    pub(super) fn new(name: &str, resolved: super::ResolvedImage<'_>, ignored: &[String]) -> Self {
+        let ignored: Vec<String> = ignored.iter().cloned().chain(resolved.ignored).collect();
+        ResolvedVariant {
+            name: name.to_string(),
+            reference: resolved.reference,
+            origins: resolved.origins,
+            ignored: (!ignored.is_empty()).then(|| ignored.join("; ")),
+            when_selected: None,
+        }
+    }
+
+    /// Its image in `image`'s resolution: the selected member's is `image.reference`.
+    fn as_selected_if<'a>(
+        &'a self,
+        image: &'a super::ResolvedImage<'_>,
+        name: &str,
+    ) -> &'a Reference {
+        match &image.variant {
+            Some(selection) if selection.name == name => &image.reference,
+            _ => &self.reference,
+        }
+    }
+
+    /// The member as it is when selected.
+    pub fn as_selected(&self) -> &ResolvedVariant {
+        self.when_selected.as_deref().unwrap_or(self)
+    }
+}
+
+impl<'p> super::Resolution<'p> {
+    /// The variables `berth images --output env` prints and `berth env` sets, in
+    /// order: each component's `<NAME>_IMAGE` (a family's selected member), then
+    /// each of its variants' `<NAME>_<VARIANT>_IMAGE`.
+    pub fn variables(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for image in &self.images {
+            out.push((image.component.env.clone(), image.reference.to_string()));
+            for variant in &image.component.variants {
+                if let Some(member) = image.member(&variant.name) {
+                    let reference = member.as_selected_if(image, &variant.name);
+                    out.push((
+                        variant.variable(&image.component.name),
+                        reference.to_string(),
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    /// Every image the project runs, each once, in file order: a family's every
+    /// member (for `--output list`, promote and mirror).
+    pub fn every_image(&self) -> Vec<&Reference> {
+        let mut out: Vec<&Reference> = Vec::new();
+        for image in &self.images {
+            let members = image.variants.iter().map(|m| {
+                if image.variant.as_ref().is_some_and(|s| s.name == m.name) {
+                    &image.reference
+                } else {
+                    &m.reference
+                }
+            });
+            for reference in std::iter::once(&image.reference).chain(members) {
+                if !out.contains(&reference) {
+                    out.push(reference);
+                }
+            }
+        }
+        out
+    }
+
+    /// The resolution a render of `profile` uses: a family no flag or variable
+    /// selected runs the member the profile's `variants:` names. `file` names
+    /// berth.yaml in what the selection says.
+    pub fn for_profile(
+        &self,
+        profile: Option<&crate::project::Profile>,
+        file: &str,
+    ) -> std::borrow::Cow<'_, super::Resolution<'p>> {
+        use std::borrow::Cow;
+        let Some(profile) = profile.filter(|p| !p.variants.is_empty()) else {
+            return Cow::Borrowed(self);
+        };
+        let mut out = self.clone();
+        for image in &mut out.images {
+            let explicit = image.variant.as_ref().is_some_and(|s| s.by.is_explicit());
+            let entry = profile
+                .variants
+                .iter()
+                .find(|(c, _, _)| *c == image.component.name);
+            let (Some((_, name, pos)), false) = (entry, explicit) else {
+                continue;
+            };
+            let Some(member) = image
+                .member(name)
+                .map(ResolvedVariant::as_selected)
+                .cloned()
+            else {
+                continue; // the loader refused a name that is not a member
+            };
+            image.reference = member.reference;
+            image.origins = member.origins;
+            image.ignored = member.ignored;
+            image.variant = Some(Selection {
+                name: name.clone(),
+                by: SelectedBy::Profile {
+                    name: profile.name.clone(),
+                    at: format!("{file}:{pos}"),
+                },
+            });
+        }
+        Cow::Owned(out)
+    }
+}
+
+/// The selection for `component` by a flag or a variable, the highest that gives
+/// one (a profile's comes later: `Resolution::for_profile`); a name
+/// that is not one of its variants is an error listing those it has.
+pub(super) fn select(
+    component: &Component,
+    flag: Option<(Given, &str)>,
+    variable: Option<(Var, String)>,
+) -> Result<Option<Selection>, ResolveError> {
+    let chosen = match (flag, variable) {
+        (Some((given, name)), _) => Some((name.to_string(), SelectedBy::Flag(given))),
+        (None, Some((var, name))) => Some((name, SelectedBy::Variable(var))),
+        (None, None) => None,
+    };
+    let selection = match chosen {
+        Some((name, by)) => Selection { name, by },
+        None if component.variants.is_empty() => return Ok(None),
+        None => Selection {
+            name: DEFAULT_VARIANT.to_string(),
+            by: SelectedBy::Default,
+        },
+    };
+    if !component.has_variant(&selection.name) {
+        return Err(ResolveError::UnknownVariant {
+            selection: selection.to_string(),
+            problem: unknown_variant(component, &selection.name),
+        });
+    }
+    Ok(Some(selection))
+}
+
+/// A variant's default, before any override: its repository with the family's
+/// tag (plus its suffix), or its own tag. A family digest is the default image's
+/// and no other member's.
+pub(super) fn base(file: &str, component: &Component, variant: &Variant, family: &Base) -> Base {
+    let (family_reference, family_origins) = family;
+    let here = Origin::Project {
+        file: file.to_string(),
+        component: format!("{}.variants.{}", component.name, variant.name),
+    };
+    let mut reference = variant.image.clone();
+    let mut tag_origin = here.clone();
+    if !variant.own_tag() {
+        reference = reference.without_digest();
+        if let Some(tag) = family_reference.tag() {
+            let text = format!("{tag}{}", variant.tag_suffix.as_deref().unwrap_or_default());
+            if let Ok(tag) = berth_ref::Tag::parse(&text) {
+                reference = reference.with_tag(tag);
+            }
+        }
+        if let Some(origin) = &family_origins.tag {
+            tag_origin = origin.clone();
+        }
+    }
+    let origins = Origins {
+        registry: here.clone(),
+        name: here.clone(),
+        tag: reference.tag().map(|_| tag_origin),
+        digest: reference.digest().map(|_| here),
+    };
+    (reference, origins)
+}
+
+/// The tag override as it reaches `variant`: with its suffix, or not at all for
+/// a variant with a tag of its own (said in `ignored`).
+pub(super) fn tag_for(
+    variant: &Variant,
+    tag: Option<(Origin, String)>,
+    ignored: &mut Vec<String>,
+) -> Option<(Origin, String)> {
+    let (origin, value) = tag?;
+    if variant.own_tag() {
+        ignored.push(format!(
+            "{origin} (`{}`) not applied to variant `{}`: it keeps its own tag (`{}`)",
+            berth_io::shown(&value),
+            variant.name,
+            variant.image
+        ));
+        return None;
+    }
+    let suffix = variant.tag_suffix.as_deref().unwrap_or_default();
+    Some((origin, format!("{value}{suffix}")))
+}
+
+/// `given`'s template with the component filled in (`--variant modelserver=`).
+pub(super) fn given(template: &str, component: &str) -> Given {
+    Given::new(template, component)
+}
