@@ -142,6 +142,9 @@ pub struct Place {
     pub object: Option<String>,
     /// The files the value came through, outermost last.
     pub via: Vec<Via>,
+    /// What else the place is about, which `accept: at:` may name although the
+    /// line does not print it as a place: a family member (`modelserver/rocm`).
+    pub subject: Option<String>,
 }
 
 impl Place {
@@ -162,6 +165,7 @@ impl Place {
             spot: None,
             object: None,
             via: Vec::new(),
+            subject: None,
         }
     }
 
@@ -180,6 +184,12 @@ impl Place {
     /// The same place in `object` (`Kind/name`).
     pub fn object(mut self, object: impl Into<String>) -> Place {
         self.object = Some(object.into());
+        self
+    }
+
+    /// The same place, about `subject` too (`modelserver/rocm`).
+    pub fn about(mut self, subject: impl Into<String>) -> Place {
+        self.subject = Some(subject.into());
         self
     }
 
@@ -222,6 +232,7 @@ impl Place {
             File::Name(name) => name == at,
         };
         in_file
+            || self.subject.as_deref() == Some(at)
             || self.via.iter().any(|via| within(&via.file, at))
             || (self.object.as_deref()).is_some_and(|o| o == at || generated_by(o, at))
     }

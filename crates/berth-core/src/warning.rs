@@ -59,6 +59,10 @@ pub enum Code {
     DottedKey,
     /// A chart's output writes one mapping key twice; the last value is kept.
     DuplicateKey,
+    /// A container runs a family member without requesting its extended resource.
+    VariantResource,
+    /// A variant keeps a tag of its own that is not the family's.
+    VariantLag,
 }
 
 impl Code {
@@ -87,6 +91,8 @@ impl Code {
         Code::ClusterSource,
         Code::DottedKey,
         Code::DuplicateKey,
+        Code::VariantResource,
+        Code::VariantLag,
     ];
 
     /// The code as written in a warning and in `accept:`.
@@ -115,6 +121,8 @@ impl Code {
             Code::ClusterSource => "cluster-source",
             Code::DottedKey => "dotted-key",
             Code::DuplicateKey => "duplicate-key",
+            Code::VariantResource => "variant-resource",
+            Code::VariantLag => "variant-lag",
         }
     }
 

@@ -31,7 +31,7 @@ pub use trust::{
     CaBundleSpec, ClusterObject, ClusterSource, Defaults, Inject, InjectRequest, PasswordRef,
     TrustSpec,
 };
-pub use variants::{unknown_variant, Variant, DEFAULT_VARIANT};
+pub use variants::{lagging, unknown_variant, Variant, DEFAULT_VARIANT};
 
 /// Name of the project file.
 pub const PROJECT_FILE: &str = "berth.yaml";

@@ -243,3 +243,27 @@ pub fn unknown_variant(component: &Component, variant: &str) -> String {
         names.join(", ")
     )
 }
+
+/// `[variant-lag]`: each variant that keeps a tag of its own other than the
+/// family's (the default image's): no family tag moves it, on purpose or not.
+pub fn lagging(project: &Project) -> Vec<crate::Warning> {
+    let mut out = Vec::new();
+    for component in &project.components {
+        let Some(family) = component.image.tag() else {
+            continue;
+        };
+        for variant in &component.variants {
+            let Some(own) = variant.image.tag().filter(|t| *t != family) else {
+                continue;
+            };
+            let at = crate::place::Place::file(&project.file)
+                .at(variant.pos)
+                .about(format!("{}/{}", component.name, variant.name));
+            out.push(crate::Warning::at(crate::Code::VariantLag, at, format_args!(
+                "variant `{}` of component `{}` keeps its own tag `{own}` while the family is at `{family}`: `{}` and the shared tag do not move it; write its `image:` as a repository alone to follow the family, or acknowledge the lag (`accept:` with `at: {}/{}`)",
+                variant.name, component.name, component.tag_env, component.name, variant.name
+            )));
+        }
+    }
+    out
+}

@@ -267,6 +267,9 @@ impl super::Findings {
         for (at, problem) in &self.trust {
             out.push(Warning::at(Code::TrustVariable, at.clone(), problem));
         }
+        for (at, problem) in &self.variant_resources {
+            out.push(Warning::at(Code::VariantResource, at.clone(), problem));
+        }
         for replaced in &self.replaced_keys {
             out.push(Warning::at(Code::DuplicateKey, replaced.at.clone(), format_args!(
                 "key `{}` is written twice in one mapping (first at {}); berth keeps the last value, as helm install and kubectl do, so the first is never deployed: remove one of them from the chart's template",

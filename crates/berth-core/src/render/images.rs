@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use berth_ref::{Reference, Repository};
 use berth_yaml::{Node, Pos, Value};
 
+use super::family::{Family, Member, Resources, VariantConflict};
 use super::pods::{for_each_container, for_each_pod, for_each_volume};
 use crate::project::{ImagePath, PathSegment, PullPolicy};
 use crate::resolve::Resolution;
@@ -22,55 +23,8 @@ struct Target {
     /// `tagSuffix: true`: berth.yaml's default tag, of which a field's tag plus a
     /// suffix (`latest-gpu`) is a variant.
     variant_of: Option<String>,
-    /// A family's members other than the default: a field running one is that member.
-    members: Vec<Member>,
-    /// The selected member and what selected it, when something did (a field
-    /// running another member then contradicts it).
-    explicit: Option<(String, String)>,
-}
-
-/// A member of a component's image family, as fields are matched against it.
-struct Member {
-    /// Its name.
-    name: String,
-    /// Its repository as berth.yaml writes it.
-    repository: Repository,
-    /// `tagSuffix:`: a field of its repository is this member only with a tag ending so.
-    suffix: Option<String>,
-    /// Whether the default image has the same repository (then only the suffix tells).
-    shares_repository: bool,
-    /// What a field running it becomes when nothing selected another member.
-    reference: Reference,
-}
-
-impl Member {
-    fn runs(&self, own: &Reference) -> bool {
-        own.repository() == &self.repository
-            && match &self.suffix {
-                Some(suffix) => own
-                    .tag()
-                    .is_some_and(|t| t.as_str().ends_with(suffix.as_str())),
-                None => !self.shares_repository,
-            }
-    }
-}
-
-/// A field that runs one member of a family while a flag, variable or profile
-/// selected another: neither silently wins.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VariantConflict {
-    /// Where the field is.
-    pub pos: Pos,
-    /// The field's value.
-    pub found: String,
-    /// The component.
-    pub component: String,
-    /// The member the field runs.
-    pub runs: String,
-    /// The member selected.
-    pub selected: String,
-    /// What selected it.
-    pub by: String,
+    /// The component's image family, when it has variants or a `resource:`.
+    family: Option<Family>,
 }
 
 /// Parts of a field's own reference no override changed (`--only-overridden`).
@@ -102,6 +56,8 @@ struct Rewrite {
     /// `auto` without a digest: a manifest's explicit `Always` stays (a moving tag
     /// such as `:dev` written with `Always` must keep being pulled).
     keeps_always: bool,
+    /// A family's field: the target and the member the field runs once rewritten.
+    runs: Option<(usize, String)>,
 }
 
 impl Target {
@@ -119,6 +75,7 @@ impl Target {
             keeps_always: self.pull_policy == Some(PullPolicy::Auto)
                 && reference.digest().is_none(),
             image: reference.to_string(),
+            runs: None,
         }
     }
 
@@ -136,6 +93,7 @@ impl Target {
             pull_policy: self.pull_policy.map(|p| p.for_image(&reference)),
             keeps_always: self.pull_policy == Some(PullPolicy::Auto),
             image: reference.to_string(),
+            runs: None,
         })
     }
 
@@ -205,51 +163,6 @@ fn placeholder_tag(image: &str) -> Option<Reference> {
         .filter(|r| r.tag().is_none() && r.digest().is_none())
 }
 
-/// A [`VariantConflict`] at its place in the manifests.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Contradiction {
-    /// Where the field is (file:line:column, the object).
-    pub at: crate::place::Place,
-    /// What disagrees.
-    pub conflict: VariantConflict,
-}
-
-impl std::fmt::Display for Contradiction {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let c = &self.conflict;
-        write!(
-            f,
-            "{}: `{}` runs variant `{}` of component `{}`, but {} selects `{}`; select `{}` (or drop the selection), or run the default image there so the selection applies",
-            self.at,
-            berth_io::shown(&c.found),
-            c.runs,
-            c.component,
-            c.by,
-            c.selected,
-            c.runs
-        )
-    }
-}
-
-/// A family's members but the default, suffixed ones first (they are the more
-/// specific match where they share a repository).
-fn members(resolved: &crate::resolve::ResolvedImage<'_>) -> Vec<Member> {
-    let component = resolved.component;
-    let mut out: Vec<Member> = (component.variants.iter())
-        .filter_map(|v| {
-            Some(Member {
-                name: v.name.clone(),
-                repository: v.image.repository().clone(),
-                suffix: v.tag_suffix.clone(),
-                shares_repository: v.image.repository() == component.image.repository(),
-                reference: resolved.member(&v.name)?.reference.clone(),
-            })
-        })
-        .collect();
-    out.sort_by_key(|m| m.suffix.is_none());
-    out
-}
-
 /// Matches images by normalized repository (so `nginx` matches
 /// `docker.io/library/nginx`; tag and digest are ignored) and rewrites them.
 pub struct ImageRewriter<'a> {
@@ -275,6 +188,8 @@ pub struct ImageRewriter<'a> {
     path_fields: std::cell::RefCell<std::collections::HashSet<Pos>>,
     /// Fields running another member than the one selected, since the last take.
     conflicts: std::cell::RefCell<Vec<VariantConflict>>,
+    /// Containers lacking their member's resource, since the last take.
+    resources: std::cell::RefCell<Vec<(usize, Resources)>>,
 }
 
 /// An image field whose tag or digest berth replaces with berth.yaml's default
@@ -317,8 +232,7 @@ impl<'a> ImageRewriter<'a> {
                     pull_policy: None,
                     keep: None,
                     variant_of: None,
-                    members: Vec::new(),
-                    explicit: None,
+                    family: None,
                 });
                 continue;
             }
@@ -359,10 +273,7 @@ impl<'a> ImageRewriter<'a> {
                 pull_policy: pull_policies.get(i).copied().flatten(),
                 keep,
                 variant_of,
-                members: members(resolved),
-                explicit: (resolved.variant.as_ref())
-                    .filter(|s| s.by.is_explicit())
-                    .map(|s| (s.name.clone(), s.to_string())),
+                family: Family::of(resolved),
             });
         }
         let hits = resolution
@@ -385,6 +296,7 @@ impl<'a> ImageRewriter<'a> {
             paths_seen: image_paths.iter().map(|_| Default::default()).collect(),
             path_fields: Default::default(),
             conflicts: Default::default(),
+            resources: Default::default(),
             names: (resolution.images.iter())
                 .map(|r| r.component.name.clone())
                 .collect(),
@@ -432,7 +344,10 @@ impl<'a> ImageRewriter<'a> {
         if let Some(variable) = placeholder_variable(image) {
             let index = *self.by_variable.get(variable)?;
             self.hit(index);
-            return Some(self.targets[index].for_field(None));
+            let target = &self.targets[index];
+            let mut rewrite = target.for_field(None);
+            rewrite.runs = target.family.as_ref().map(|f| (index, f.selected.clone()));
+            return Some(rewrite);
         }
         let (reference, own) = match Reference::parse(image) {
             Ok(parsed) => (parsed.clone(), Some(parsed)),
@@ -441,12 +356,17 @@ impl<'a> ImageRewriter<'a> {
         let index = *self.by_repository.get(reference.repository())?;
         self.hit(index);
         let target = &self.targets[index];
-        if let Some(own) = &own {
-            if let Some(member) = target.members.iter().find(|m| m.runs(own)) {
-                return Some(self.member(index, member, own, image, pos));
+        let family = target.family.as_ref();
+        if let (Some(own), Some(family)) = (&own, family) {
+            if let Some(member) = family.members.iter().find(|m| m.runs(own)) {
+                let mut rewrite = self.member(index, member, own, image, pos);
+                rewrite.runs = Some((index, member.name.clone()));
+                return Some(rewrite);
             }
         }
-        if let Some(rewrite) = own.as_ref().and_then(|own| target.variant(own)) {
+        let runs = family.map(|f| (index, f.selected.clone()));
+        if let Some(mut rewrite) = own.as_ref().and_then(|own| target.variant(own)) {
+            rewrite.runs = runs;
             return Some(rewrite);
         }
         if let (Some(own), false, Some(_), None) =
@@ -461,7 +381,9 @@ impl<'a> ImageRewriter<'a> {
                     .push((pos, image.to_string(), index));
             }
         }
-        Some(target.for_field(own.as_ref()))
+        let mut rewrite = target.for_field(own.as_ref());
+        rewrite.runs = runs;
+        Some(rewrite)
     }
 
     /// A field running `member` of target `index`'s family: the selected member's
@@ -476,7 +398,8 @@ impl<'a> ImageRewriter<'a> {
         pos: Pos,
     ) -> Rewrite {
         let target = &self.targets[index];
-        match &target.explicit {
+        let explicit = target.family.as_ref().and_then(|f| f.explicit.as_ref());
+        match explicit {
             Some((selected, by)) if *selected != member.name => {
                 self.conflicts.borrow_mut().push(VariantConflict {
                     pos,
@@ -501,6 +424,7 @@ impl<'a> ImageRewriter<'a> {
             keeps_always: target.pull_policy == Some(PullPolicy::Auto)
                 && member.reference.digest().is_none(),
             image: member.reference.to_string(),
+            runs: None,
         }
     }
 
@@ -536,7 +460,8 @@ impl<'a> ImageRewriter<'a> {
             });
             for_each_volume(spec, &mut |volume| {
                 if let Some(source) = volume.get_mut("image") {
-                    count += self.rewrite_field(source, "reference", Some("pullPolicy"));
+                    let rewritten = self.rewrite_field(source, "reference", Some("pullPolicy"));
+                    count += usize::from(rewritten.is_some());
                 }
             });
         });
@@ -550,23 +475,40 @@ impl<'a> ImageRewriter<'a> {
     }
 
     fn rewrite_container(&self, container: &mut Node) -> usize {
-        self.rewrite_field(container, "image", Some("imagePullPolicy"))
+        let Some(rewrite) = self.rewrite_field(container, "image", Some("imagePullPolicy")) else {
+            return 0;
+        };
+        if let Some((index, member)) = &rewrite.runs {
+            let family = self.targets[*index].family.as_ref();
+            if let Some(lacking) = family.and_then(|f| f.lacking(container, member)) {
+                self.resources.borrow_mut().push((*index, lacking));
+            }
+        }
+        1
+    }
+
+    /// The containers seen since the last call that do not request what the
+    /// member they run needs (target index, what is lacking).
+    pub fn take_resources(&self) -> Vec<(usize, Resources)> {
+        std::mem::take(&mut *self.resources.borrow_mut())
     }
 
     /// Rewrites `holder[field]` and, when the component sets one, `holder[policy_field]`.
-    fn rewrite_field(&self, holder: &mut Node, field: &str, policy_field: Option<&str>) -> usize {
-        let Some((pos, text)) = holder
+    fn rewrite_field(
+        &self,
+        holder: &mut Node,
+        field: &str,
+        policy_field: Option<&str>,
+    ) -> Option<Rewrite> {
+        let (pos, text) = holder
             .get(field)
-            .and_then(|n| n.as_str().map(|t| (n.pos, t)))
-        else {
-            return 0;
-        };
+            .and_then(|n| n.as_str().map(|t| (n.pos, t)))?;
         let Some(target) = self.target(text, pos) else {
             // Neither a reference nor a placeholder berth knows: say so (validate warns).
             if Reference::parse(text).is_err() && placeholder_tag(text).is_none() {
                 self.unparsed.borrow_mut().push((pos, text.to_string()));
             }
-            return 0;
+            return None;
         };
         if let Some(node) = holder.get_mut(field) {
             if node.as_str() != Some(target.image.as_str()) {
@@ -579,7 +521,7 @@ impl<'a> ImageRewriter<'a> {
                 set_after(holder, key, policy, field);
             }
         }
-        1
+        Some(target)
     }
 
     /// Rewrites the field at `path` below `node` (entry `index` of `imagePaths`).

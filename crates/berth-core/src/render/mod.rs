@@ -6,6 +6,7 @@
 
 mod chart_values;
 mod documents;
+mod family;
 mod findings;
 mod helm;
 mod images;
@@ -30,9 +31,10 @@ pub use chart_values::{
     child_path, default_drift, dotted_keys, for_charts, leaves, lookup, merge_values,
     values_for_charts, ChartValues, Layer,
 };
+pub use family::{Contradiction, Resources, VariantConflict};
 pub use findings::{operator_missing, path_warnings, unreached_overrides, Stray};
 pub use helm::{image_values, HelmValuesError};
-pub use images::{ImageRewriter, VariantConflict};
+pub use images::ImageRewriter;
 pub use inject::CaInjector;
 pub use input::{Input, TextStream};
 use pass::{transform, Transformed, UsedIn};
@@ -105,6 +107,9 @@ pub struct Findings {
     pub containers: std::collections::BTreeSet<String>,
     /// Keys a chart's output wrote twice in one mapping (the last kept, as helm does).
     pub replaced_keys: Vec<ReplacedKey>,
+    /// `(where, what)`: a container that does not request the extended resource
+    /// the family member it runs needs, or requests another member's.
+    pub variant_resources: Vec<(crate::place::Place, String)>,
 }
 
 /// A key a chart's output wrote twice in one mapping: its value at `at` is the
@@ -184,7 +189,7 @@ pub enum RenderError {
     /// A container runs one member of a family while another was selected: the
     /// overlay's image and the selection disagree, and neither may win silently.
     #[error("{0}")]
-    VariantConflict(Box<images::Contradiction>),
+    VariantConflict(Box<family::Contradiction>),
     /// A mapping key that is a mapping or a list: no Kubernetes object has one, and
     /// `name: {{ .Release.Name }}` is read as one.
     #[error("{file}:{pos}: a mapping key that is not text, which no Kubernetes object has; `{{{{ … }}}}` reads as one in YAML: if this is an unrendered template, run `helm template` (or your templating step) first")]
@@ -352,6 +357,7 @@ impl Findings {
             trust: t.trust,
             containers: t.containers,
             replaced_keys: t.replaced_keys,
+            variant_resources: t.variant_resources,
         }
     }
 }

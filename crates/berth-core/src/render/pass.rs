@@ -38,6 +38,7 @@ pub(super) struct Transformed {
     pub(super) related: Vec<related::RelatedFinding>,
     pub(super) operator_missing: Option<related::RelatedFinding>,
     pub(super) trust: Vec<(crate::place::Place, String)>,
+    pub(super) variant_resources: Vec<(crate::place::Place, String)>,
     pub(super) containers: std::collections::BTreeSet<String>,
     pub(super) replaced_keys: Vec<ReplacedKey>,
 }
@@ -84,6 +85,7 @@ struct Pass<'s, 'r> {
     matched: usize,
     unparsed: Vec<(crate::place::Place, String)>,
     drifted: Vec<DriftFinding>,
+    variant_resources: Vec<(Place, String)>,
     strays: Vec<Stray>,
     missing_keys: Vec<MissingKeyFinding>,
     related_findings: Vec<related::RelatedFinding>,
@@ -110,6 +112,7 @@ impl<'s, 'r> Pass<'s, 'r> {
             matched: 0,
             unparsed: Vec::new(),
             drifted: Vec::new(),
+            variant_resources: Vec::new(),
             strays: Vec::new(),
             missing_keys: Vec::new(),
             related_findings: Vec::new(),
@@ -141,7 +144,7 @@ impl<'s, 'r> Pass<'s, 'r> {
         };
         if let Some(conflict) = self.rewriter.take_conflicts().into_iter().next() {
             return Err(RenderError::VariantConflict(Box::new(
-                super::images::Contradiction {
+                super::family::Contradiction {
                     at: at(conflict.pos),
                     conflict,
                 },
@@ -157,6 +160,12 @@ impl<'s, 'r> Pass<'s, 'r> {
             found: d.found,
             component: d.component,
         }));
+        for (index, lacking) in self.rewriter.take_resources() {
+            let component = &spec.resolution.images[index].component.name;
+            let place = at(lacking.pos).about(format!("{component}/{}", lacking.member));
+            let text = super::family::resources_text(component, &lacking);
+            self.variant_resources.push((place, text));
+        }
         let rewriter = &self.rewriter;
         findings::strays(
             &self.scanner,
@@ -228,6 +237,7 @@ impl<'s, 'r> Pass<'s, 'r> {
             trust: self.trust,
             containers: self.injector.containers_seen,
             replaced_keys: self.replaced_keys,
+            variant_resources: self.variant_resources,
         }
     }
 }

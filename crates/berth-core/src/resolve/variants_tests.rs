@@ -303,3 +303,49 @@ fn a_container_running_a_member_is_that_member_and_a_contradicting_selection_is_
         .to_string();
     assert_eq!(err, "in.yaml:7:12 (Pod/ms): `ghcr.io/llm-d/llm-d-tpu:v0.6.0` runs variant `tpu` of component `modelserver`, but `--variant modelserver=rocm` selects `rocm`; select `tpu` (or drop the selection), or run the default image there so the selection applies");
 }
+
+const RESOURCED: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: ms}\nspec:\n  containers:\n  - name: a\n    image: IMAGE\n    resources: {limits: {RESOURCE: 1}}\n";
+
+#[test]
+fn a_container_that_does_not_request_its_members_resource_is_said_and_accept_names_the_member() {
+    let p = family();
+    let none = resolved(&p, &[], &[]).unwrap();
+    let rocm = resolved(&p, &[], &[("modelserver", "rocm")]).unwrap();
+    let warned = |resolution: &Resolution<'_>, image: &str, resource: &str| {
+        let src = RESOURCED
+            .replace("IMAGE", image)
+            .replace("RESOURCE", resource);
+        let spec = Spec::from_project(&p, resolution, &[], &Options::default()).unwrap();
+        let out = render(&spec, &[Input::text("in.yaml", src)]).unwrap();
+        (out.findings.warnings(&p, resolution).into_iter())
+            .filter(|w| w.code == crate::Code::VariantResource)
+            .collect::<Vec<_>>()
+    };
+    let cuda = "ghcr.io/llm-d/llm-d-cuda:v0.7.0";
+    assert!(warned(&none, cuda, "nvidia.com/gpu").is_empty());
+    assert!(warned(&none, "ghcr.io/llm-d/llm-d-rocm:v0.7.0", "amd.com/gpu").is_empty());
+    // The selection rewrote the CUDA container to ROCm: its NVIDIA request is now wrong.
+    let got = warned(&rocm, cuda, "nvidia.com/gpu");
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].text, "in.yaml:7:12 (Pod/ms): container `a` runs variant `rocm` of component `modelserver`, which needs `amd.com/gpu`, but requests `nvidia.com/gpu` (another variant's): request `amd.com/gpu`, or select the variant that runs on `nvidia.com/gpu`");
+    let got = warned(&none, cuda, "example.com/foo");
+    assert!(
+        got[0]
+            .text
+            .contains("which needs `nvidia.com/gpu`, but requests none of it"),
+        "{}",
+        got[0].text
+    );
+    assert!(got[0].at.is_named_by("modelserver/default") && got[0].at.is_named_by("Pod/ms"));
+    assert!(!got[0].at.is_named_by("modelserver/rocm"));
+}
+
+#[test]
+fn a_variant_with_its_own_tag_other_than_the_familys_lags_and_says_so() {
+    let p = family();
+    let lag = crate::project::lagging(&p);
+    assert_eq!(lag.len(), 1);
+    assert_eq!(lag[0].code, crate::Code::VariantLag);
+    assert_eq!(lag[0].text, "berth.yaml:11:7: variant `tpu` of component `modelserver` keeps its own tag `v0.6.0` while the family is at `v0.7.0`: `MODELSERVER_TAG` and the shared tag do not move it; write its `image:` as a repository alone to follow the family, or acknowledge the lag (`accept:` with `at: modelserver/tpu`)");
+    assert!(lag[0].at.is_named_by("modelserver/tpu"));
+}

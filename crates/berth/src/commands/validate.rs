@@ -38,6 +38,7 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
         }
     }
     warnings.extend(makefile_defaults(project));
+    warnings.extend(berth_core::project::lagging(project));
     warnings.extend(public_roots(project));
     // Over every set unless `--profile` (or paths) chose one.
     let whole = settings.profile.is_none() && settings.paths.is_empty();
