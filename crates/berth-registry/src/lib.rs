@@ -16,5 +16,5 @@ pub mod artifact;
 pub use auth::{credentials, DockerConfig};
 pub use client::{Options, Registry};
 pub use error::RegistryError;
-pub use pin::{pin_all, Pinned, Platform};
+pub use pin::{pin_all, Pin, Pinned, Platform};
 pub use promote::{copy_image, Progress, Quiet, Stats};

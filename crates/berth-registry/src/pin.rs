@@ -63,25 +63,40 @@ pub struct Pinned {
     pub digest: Digest,
 }
 
-/// Pins every image, at most `concurrency` at a time; results in input order.
+/// What to pin of one image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pin {
+    /// The digest of what the tag names (an index, or a single manifest).
+    Top,
+    /// The manifest of this platform (`--platform`): an index's entry, or the
+    /// manifest itself when it is of that platform.
+    Platform(Platform),
+    /// The digest of what the tag names, which must provide this platform (a
+    /// variant's `platform:`): an index listing it, or a single manifest of it.
+    Providing(Platform),
+}
+
+/// Pins every image as asked, at most `concurrency` at a time; results in input order.
 pub async fn pin_all(
     registry: Arc<Registry>,
-    images: Vec<Reference>,
-    platform: Option<Platform>,
+    images: Vec<(Reference, Pin)>,
     concurrency: usize,
 ) -> Vec<Result<Pinned, RegistryError>> {
     let permits = Arc::new(Semaphore::new(concurrency.max(1)));
-    let platform = Arc::new(platform);
     let mut tasks = tokio::task::JoinSet::new();
-    for (index, image) in images.into_iter().enumerate() {
+    for (index, (image, pin)) in images.into_iter().enumerate() {
         let registry = Arc::clone(&registry);
         let permits = Arc::clone(&permits);
-        let platform = Arc::clone(&platform);
         tasks.spawn(async move {
             let _permit = permits.acquire_owned().await;
-            let result = match platform.as_ref() {
-                None => registry.manifest_digest(&image).await,
-                Some(platform) => platform_digest(&registry, &image, platform).await,
+            let result = match &pin {
+                Pin::Top => registry.manifest_digest(&image).await,
+                Pin::Platform(platform) => {
+                    (platform_digest(&registry, &image, platform).await).map(|(_, entry)| entry)
+                }
+                Pin::Providing(platform) => {
+                    (platform_digest(&registry, &image, platform).await).map(|(top, _)| top)
+                }
             };
             (index, result.map(|digest| Pinned { image, digest }))
         });
@@ -145,13 +160,13 @@ async fn single_platform(
     }
 }
 
-/// With `--platform`: the matching entry of an index, or the manifest itself
-/// when it is of that platform.
+/// The digest the tag names and the one of `platform`'s manifest: the matching
+/// entry of an index, or the manifest itself when it is of that platform.
 async fn platform_digest(
     registry: &Registry,
     image: &Reference,
     platform: &Platform,
-) -> Result<Digest, RegistryError> {
+) -> Result<(Digest, Digest), RegistryError> {
     let (bytes, digest) = registry.manifest(image).await?;
     // `manifest` has checked that this is a manifest's JSON.
     let json: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
@@ -165,7 +180,7 @@ async fn platform_digest(
                 .as_ref()
                 .is_none_or(|v| found.variant.as_ref() == Some(v));
         return if matches {
-            Ok(digest)
+            Ok((digest.clone(), digest))
         } else {
             Err(RegistryError::NoPlatform {
                 image: image.to_string(),
@@ -201,12 +216,13 @@ async fn platform_digest(
                 && platform.variant.as_ref().is_none_or(|v| v == variant)
         });
     match found {
-        Some((_, _, _, digest)) => Digest::parse(&digest).map_err(|e| {
-            RegistryError::other(
+        Some((_, _, _, entry)) => match Digest::parse(&entry) {
+            Ok(entry) => Ok((digest, entry)),
+            Err(e) => Err(RegistryError::other(
                 image,
-                format!("the index lists an unusable digest `{digest}`: {e}"),
-            )
-        }),
+                format!("the index lists an unusable digest `{entry}`: {e}"),
+            )),
+        },
         None => Err(RegistryError::NoPlatform {
             image: image.to_string(),
             platform: platform.to_string(),

@@ -29,6 +29,27 @@ pub struct Entry {
     pub source: Reference,
     /// Where the mirror keeps it: same tag and digest, the path kept below the prefix.
     pub mirror: Reference,
+    /// Other images of the same repository to copy (a family's members that
+    /// differ by a tag suffix): one mirror configuration serves them all.
+    pub also: Vec<Reference>,
+}
+
+impl Entry {
+    /// Every copy this entry makes: `(source, destination)`, the destination by
+    /// tag when the source has one (the digest is the same bytes').
+    pub fn copies(&self) -> Vec<(Reference, Reference)> {
+        std::iter::once(&self.source)
+            .chain(&self.also)
+            .map(|source| {
+                let mirror = source.with_repository(self.mirror.repository());
+                let target = match mirror.tag() {
+                    Some(_) => mirror.without_digest(),
+                    None => mirror,
+                };
+                (source.clone(), target)
+            })
+            .collect()
+    }
 }
 
 impl Entry {
@@ -80,12 +101,12 @@ pub fn plan(
 ) -> Result<Vec<Entry>, MirrorError> {
     let mut entries: Vec<Entry> = Vec::new();
     let mut by_mirror: BTreeMap<String, usize> = BTreeMap::new();
-    for image in &resolution.images {
+    for (image, source) in resolution.every_image() {
         let component = image.component;
         if project_only && !component.follows_registry {
             continue;
         }
-        let source = image.reference.clone();
+        let source = source.clone();
         let path = source.path().to_string();
         let name = format!("{}/{path}", to.as_str());
         let moved = Reference::parse(&name).map_err(|e| MirrorError::Invalid {
@@ -100,7 +121,13 @@ pub fn plan(
         if let Some(&first) = by_mirror.get(&key) {
             let other: &Entry = &entries[first];
             if other.source.repository() == source.repository() {
-                continue; // one image, two components (`sameAs`): mirrored once
+                // One image, two components (`sameAs`): mirrored once; another tag
+                // of the same repository (a family member): copied beside it.
+                let known = other.source == source || other.also.contains(&source);
+                if !known {
+                    entries[first].also.push(source);
+                }
+                continue;
             }
             return Err(MirrorError::Collision {
                 first: other.component.clone(),
@@ -115,6 +142,7 @@ pub fn plan(
             component: component.name.clone(),
             source,
             mirror,
+            also: Vec::new(),
         });
     }
     entries.sort_by(|a, b| a.component.cmp(&b.component));

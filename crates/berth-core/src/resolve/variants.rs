@@ -127,21 +127,17 @@ impl<'p> super::Resolution<'p> {
         out
     }
 
-    /// Every image the project runs, each once, in file order: a family's every
-    /// member (for `--output list`, promote and mirror).
-    pub fn every_image(&self) -> Vec<&Reference> {
-        let mut out: Vec<&Reference> = Vec::new();
+    /// Every image the project runs, with its component, in file order: each
+    /// component's resolved image, then its family's other members (promote,
+    /// mirror, `--output list`; a `sameAs` copy is the caller's to merge).
+    pub fn every_image(&self) -> Vec<(&super::ResolvedImage<'p>, &Reference)> {
+        let mut out = Vec::new();
         for image in &self.images {
-            let members = image.variants.iter().map(|m| {
-                if image.variant.as_ref().is_some_and(|s| s.name == m.name) {
-                    &image.reference
-                } else {
-                    &m.reference
-                }
-            });
-            for reference in std::iter::once(&image.reference).chain(members) {
-                if !out.contains(&reference) {
-                    out.push(reference);
+            out.push((image, &image.reference));
+            let selected = image.variant.as_ref().map(|s| s.name.as_str());
+            for member in &image.variants {
+                if Some(member.name.as_str()) != selected {
+                    out.push((image, &member.reference));
                 }
             }
         }

@@ -92,7 +92,7 @@ pub fn run(args: &Images, resolution: &Resolution<'_>) -> Result<()> {
 /// once, a family's every member).
 fn distinct(resolution: &Resolution<'_>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for reference in resolution.every_image() {
+    for (_, reference) in resolution.every_image() {
         let reference = reference.to_string();
         if !out.contains(&reference) {
             out.push(reference);

@@ -37,14 +37,10 @@ pub fn run(args: &Mirror, project: &Project, resolution: &Resolution<'_>) -> Res
     if !args.no_copy {
         // Tagged images are pushed by tag (the digest is the same bytes'); a
         // digest-only one by its digest.
-        let copies: Vec<_> = entries
-            .iter()
-            .map(|e| {
-                let target = match e.mirror.tag() {
-                    Some(_) => e.mirror.without_digest(),
-                    None => e.mirror.clone(),
-                };
-                (e.component.clone(), e.source.clone(), target)
+        let copies: Vec<_> = (entries.iter())
+            .flat_map(|e| {
+                (e.copies().into_iter())
+                    .map(|(source, target)| (e.component.clone(), source, target))
             })
             .collect();
         crate::copy::copy_all(&args.registry, &copies, "mirrored", args.to.as_str())?;

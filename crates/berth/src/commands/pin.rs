@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{anyhow, bail, Result};
 use berth_core::lock::{Lock, LockEntry, LOCK_FILE};
 use berth_core::{Project, Resolution};
-use berth_registry::{DockerConfig, Platform, Registry};
+use berth_registry::{DockerConfig, Pin, Platform, Registry};
 
 use crate::settings::Registry as RegistrySettings;
 
@@ -52,35 +52,46 @@ pub fn pin(settings: &RegistrySettings, resolution: &Resolution<'_>) -> Result<L
     let wanted = pinned_images(resolution);
     // A reference that already names a digest is pinned as it is.
     let to_fetch: Vec<_> = (wanted.iter())
-        .filter(|(_, _, r)| r.digest().is_none())
-        .map(|(_, _, r)| r.clone())
+        .filter(|w| w.reference.digest().is_none())
+        .map(|w| {
+            let pin = match (&platform, &w.platform) {
+                (Some(platform), _) => Pin::Platform(platform.clone()),
+                (None, Some(needed)) => Pin::Providing(needed.clone()),
+                (None, None) => Pin::Top,
+            };
+            (w.reference.clone(), pin)
+        })
         .collect();
     let runtime = crate::runtime::get()?;
     let results = runtime.block_on(berth_registry::pin_all(
         registry,
         to_fetch,
-        platform.clone(),
         settings.concurrency,
     ));
     let mut fetched = results.into_iter();
     let mut entries = Vec::new();
     let mut failures = Vec::new();
-    for (component, variant, reference) in wanted {
-        let digest = match reference.digest() {
+    for w in wanted {
+        let digest = match w.reference.digest() {
             Some(digest) => digest.clone(),
             None => match fetched.next() {
                 Some(Ok(pinned)) => pinned.digest,
                 Some(Err(e)) => {
-                    failures.push(e.to_string());
+                    failures.push(match &w.member {
+                        Some(member) => {
+                            format!("component `{}` variant `{member}`: {e}", w.component)
+                        }
+                        None => e.to_string(),
+                    });
                     continue;
                 }
                 None => bail!("internal error: a pin result is missing"),
             },
         };
         entries.push(LockEntry {
-            component: component.to_string(),
-            variant,
-            image: reference.without_digest(),
+            component: w.component.to_string(),
+            variant: w.variant,
+            image: w.reference.without_digest(),
             digest,
             platform: platform.as_ref().map(|p| p.to_string()),
         });
@@ -98,22 +109,52 @@ pub fn pin(settings: &RegistrySettings, resolution: &Resolution<'_>) -> Result<L
     }
 }
 
+/// One image `berth pin` pins.
+struct Wanted<'r> {
+    component: &'r str,
+    /// The lock entry's `variant:` (`None` for the component's resolved image).
+    variant: Option<String>,
+    /// The family member it is, for messages.
+    member: Option<String>,
+    reference: berth_ref::Reference,
+    /// The member's `platform:`, which its image must provide.
+    platform: Option<Platform>,
+}
+
 /// What `berth pin` pins: each component's resolved image, then each member of
 /// a family that is not the selected one (which the first entry pins).
-fn pinned_images<'r>(
-    resolution: &'r Resolution<'_>,
-) -> Vec<(&'r str, Option<String>, berth_ref::Reference)> {
+fn pinned_images<'r>(resolution: &'r Resolution<'_>) -> Vec<Wanted<'r>> {
+    let platform_of = |image: &berth_core::resolve::ResolvedImage<'_>, member: &str| {
+        let variant = image.component.variant(member)?;
+        let text = variant.platform.as_deref()?;
+        // The loader checked the form (`os/arch[/variant]`).
+        text.parse::<Platform>().ok()
+    };
     let mut out = Vec::new();
     for image in &resolution.images {
-        out.push((image.component.name.as_str(), None, image.reference.clone()));
+        let component = image.component.name.as_str();
         let selected = image.variant.as_ref().map(|s| s.name.as_str());
+        out.push(Wanted {
+            component,
+            variant: None,
+            member: selected
+                .filter(|_| !image.component.variants.is_empty())
+                .map(str::to_string),
+            reference: image.reference.clone(),
+            platform: selected.and_then(|s| platform_of(image, s)),
+        });
         for member in image
             .variants
             .iter()
             .filter(|m| Some(m.name.as_str()) != selected)
         {
-            let (name, reference) = (member.name.clone(), member.reference.clone());
-            out.push((image.component.name.as_str(), Some(name), reference));
+            out.push(Wanted {
+                component,
+                variant: Some(member.name.clone()),
+                member: Some(member.name.clone()),
+                reference: member.reference.clone(),
+                platform: platform_of(image, &member.name),
+            });
         }
     }
     out

@@ -13,11 +13,9 @@ fn plan(
     resolution: &Resolution<'_>,
 ) -> Result<Vec<(String, Reference, Reference)>> {
     let prefix = RegistryPrefix::parse(&args.to).map_err(|e| anyhow!("--to: {e}"))?;
-    resolution
-        .images
-        .iter()
-        .map(|image| {
-            let source = &image.reference;
+    // Every member of a family too.
+    (resolution.every_image().into_iter())
+        .map(|(image, source)| {
             let tag = source.tag().ok_or_else(|| {
                 anyhow!("component `{}`: `{source}` has no tag to promote under; give it one (`--tag {}=TAG`)", image.component.name, image.component.name)
             })?;

@@ -3,6 +3,7 @@
 //! line's variable included) and `render` with profiles, on a small tree shaped
 //! like an accelerator-per-overlay project.
 
+use crate::common::registry::{Layout, TestRegistry};
 use crate::common::{berth, project};
 
 const FAMILY: &str = "\
@@ -62,7 +63,11 @@ fn images(out: &std::process::Output) -> Vec<String> {
         String::from_utf8_lossy(&out.stderr)
     );
     (String::from_utf8_lossy(&out.stdout).lines())
-        .filter_map(|l| l.trim().strip_prefix("image: ").map(str::to_string))
+        .filter_map(|l| {
+            l.trim()
+                .strip_prefix("image: ")
+                .map(|i| i.trim_matches('"').to_string())
+        })
         .collect()
 }
 
@@ -152,4 +157,133 @@ fn env_exports_every_member_and_honours_a_command_lines_selection() {
         String::from_utf8_lossy(&out.stdout),
         "ghcr.io/llm-d/llm-d-rocm:v0.7.0 ghcr.io/llm-d/llm-d-tpu:v0.6.0\n"
     );
+}
+
+/// A family in the tests' registry: `llm-d-cuda:v0.7.0` (an index), the
+/// arm64 build under `-arm64` (`arm64` says whether it is an index with
+/// linux/arm64, or a single linux/amd64 image), `llm-d-rocm` at the family
+/// version and `llm-d-tpu` at its own (`tpu`: pushed or not).
+fn family_in(registry: &TestRegistry, arm64: bool, tpu: bool) -> tempfile::TempDir {
+    let host = &registry.host;
+    registry.push(&Layout::index("cuda"), "llm-d/llm-d-cuda", "v0.7.0");
+    let gb200 = if arm64 {
+        Layout::index("gb200")
+    } else {
+        Layout::image("gb200", 1, 64)
+    };
+    registry.push(&gb200, "llm-d/llm-d-cuda", "v0.7.0-arm64");
+    registry.push(&Layout::image("rocm", 1, 64), "llm-d/llm-d-rocm", "v0.7.0");
+    if tpu {
+        registry.push(&Layout::image("tpu", 1, 64), "llm-d/llm-d-tpu", "v0.6.0");
+    }
+    registry.push(&Layout::image("redis", 1, 64), "library/redis", "7");
+    let text = (FAMILY.replace("ghcr.io", host).replace("docker.io", host))
+        .replace("registry: {env: IMAGE_REGISTRY}\n", "");
+    let dir = project(&text);
+    for (sub, image) in [("cuda", "llm-d-cuda:v0.7.0"), ("rocm", "llm-d-rocm:v0.7.0")] {
+        std::fs::create_dir(dir.path().join(sub)).unwrap();
+        let text = (DEPLOYMENT.replace("IMAGE", &format!("{host}/llm-d/{image}")))
+            .replace("redis:7", &format!("{host}/library/redis:7"));
+        std::fs::write(dir.path().join(sub).join("ms.yaml"), text).unwrap();
+    }
+    dir
+}
+
+fn pin(dir: &std::path::Path, registry: &TestRegistry) -> std::process::Output {
+    (berth(dir).args(["pin", "--insecure-registry", &registry.host]))
+        .output()
+        .unwrap()
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "test-registry"),
+    ignore = "needs test-registry (run scripts/test)"
+)]
+fn pin_checks_each_variants_platform_and_version_and_pins_every_member() {
+    let registry = TestRegistry::start(None);
+    // The arm64 build is a single amd64 image: InferenceX#1582's class.
+    let dir = family_in(&registry, false, true);
+    let out = pin(dir.path(), &registry);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("component `modelserver` variant `gb200`:")
+            && err.contains("linux/arm64")
+            && err.contains("amd64 only"),
+        "{err}"
+    );
+    assert!(!dir.path().join("berth.lock").exists(), "no partial lock");
+
+    let registry = TestRegistry::start(None);
+    // The family version one variant lacks.
+    let dir = family_in(&registry, true, false);
+    let err = String::from_utf8_lossy(&pin(dir.path(), &registry).stderr).to_string();
+    assert!(
+        err.contains("component `modelserver` variant `tpu`:") && err.contains("llm-d-tpu:v0.6.0"),
+        "{err}"
+    );
+    assert!(!dir.path().join("berth.lock").exists(), "no partial lock");
+
+    let registry = TestRegistry::start(None);
+    let dir = family_in(&registry, true, true);
+    let out = pin(dir.path(), &registry);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lock = std::fs::read_to_string(dir.path().join("berth.lock")).unwrap();
+    let host = &registry.host;
+    for (variant, image) in [
+        (None, "llm-d-cuda:v0.7.0"),
+        (Some("gb200"), "llm-d-cuda:v0.7.0-arm64"),
+        (Some("rocm"), "llm-d-rocm:v0.7.0"),
+        (Some("tpu"), "llm-d-tpu:v0.6.0"),
+    ] {
+        // The index's digest, as skopeo reads it, for the arm64 build too.
+        let digest = registry.skopeo_digest(&format!("llm-d/{image}"), None);
+        let entry = match variant {
+            Some(v) => format!("- component: modelserver\n  variant: {v}\n  image: {host}/llm-d/{image}\n  digest: {digest}\n"),
+            None => format!("- component: modelserver\n  image: {host}/llm-d/{image}\n  digest: {digest}\n"),
+        };
+        assert!(lock.contains(&entry), "{entry}\nin\n{lock}");
+    }
+    let out = (berth(dir.path()).args(["render", "--locked", "--profile", "rocm"]))
+        .output()
+        .unwrap();
+    let rocm = registry.skopeo_digest("llm-d/llm-d-rocm:v0.7.0", None);
+    assert_eq!(
+        images(&out)[0],
+        format!("{host}/llm-d/llm-d-rocm:v0.7.0@{rocm}")
+    );
+
+    // Every member is copied to the mirror, the suffixed build beside its family's.
+    let target = TestRegistry::start(None);
+    let out = berth(dir.path())
+        .args([
+            "mirror",
+            "--locked",
+            "--to",
+            &format!("{}/mirror", target.host),
+        ])
+        .args(["--out", "mirror", "--insecure-registry", host])
+        .args(["--insecure-registry", &target.host])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for image in [
+        "llm-d-cuda:v0.7.0",
+        "llm-d-cuda:v0.7.0-arm64",
+        "llm-d-rocm:v0.7.0",
+        "llm-d-tpu:v0.6.0",
+    ] {
+        let source = registry.skopeo_digest(&format!("llm-d/{image}"), None);
+        let copied = target.skopeo_digest(&format!("mirror/llm-d/{image}"), None);
+        assert_eq!(copied, source, "{image}");
+    }
 }
