@@ -39,3 +39,4 @@ mod trust_clients;
 mod trust_controller;
 mod trust_rotation;
 mod variants;
+mod variants_kustomize;
