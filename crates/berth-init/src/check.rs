@@ -33,6 +33,16 @@ pub fn differences(kept: &Project, proposed: &Proposal) -> Vec<String> {
             continue;
         };
         let at = format!("{}:{}", kept.file, old.image_pos);
+        for variant in &new.variants {
+            let claimed = Reference::parse(&variant.image)
+                .is_ok_and(|r| old.repositories.contains(r.repository()));
+            if !claimed {
+                out.push(format!(
+                    "{at}: the repository runs `{}` as a build of component `{}` ({why}), which its `variants:` do not name; add `{}: {{image: {}}}` under `images.{}.variants`",
+                    variant.image, old.name, variant.name, variant.image, old.name
+                ));
+            }
+        }
         if old.image.tag() != image.tag() && old.same_as.is_none() {
             out.push(format!(
                 "{at}: component `{}` defaults to `{}`, but the repository now says `{image}` ({why}); update `images.{}.image`, or the source that moved",

@@ -9,6 +9,7 @@
 mod charts;
 pub mod check;
 mod components;
+mod families;
 mod manifests;
 mod named;
 mod names;
@@ -21,7 +22,7 @@ pub use charts::Chart;
 use components::components;
 pub use manifests::candidates;
 use manifests::{add_charts, bundle_input, manifests_and_profiles};
-pub use proposal::{Proposal, Proposed, ProposedOperator, Source};
+pub use proposal::{Proposal, Proposed, ProposedOperator, ProposedVariant, Source};
 pub use salvage::salvage;
 
 use std::collections::BTreeMap;
@@ -144,6 +145,8 @@ pub fn propose(facts: &Facts) -> Proposal {
     add_charts(facts, &mut manifests, &mut profiles, &mut notes);
     let (mut found, placeholders) = images_in_manifests(facts, &mut notes);
     found.extend(chart_images(facts, &mut notes));
+    let families = families::families(facts, &manifests);
+    claim_families(&families, &mut found);
     let defined = read_make_vars(facts, &placeholders, &mut notes);
     // A placeholder's image comes from the Makefile variable of that name.
     for (var, at) in &placeholders {
@@ -175,6 +178,7 @@ pub fn propose(facts: &Facts) -> Proposal {
         project_owner.as_deref(),
         &mut notes,
     );
+    let profile_variants = attach_families(facts, &families, &mut images, &profiles, &mut notes);
     let sources = facts.built.as_deref().unwrap_or(&facts.manifests);
     let operator = related::operator(sources).and_then(|operator| {
         let third_party = |repo: &str| {
@@ -194,6 +198,7 @@ pub fn propose(facts: &Facts) -> Proposal {
         name: project_name(&facts.name),
         manifests,
         profiles,
+        profile_variants,
         ..Proposal::default()
     };
     if !images.is_empty() {
@@ -213,6 +218,92 @@ pub fn propose(facts: &Facts) -> Proposal {
     proposal.components = images;
     proposal.notes = notes;
     proposal
+}
+
+/// A family is one component: its default member's image is found (where it is
+/// set), its other members' repositories are the family's, not components.
+fn claim_families(families: &[families::Family], found: &mut Vec<Found>) {
+    for family in families {
+        let default = &family.members[0];
+        let others: Vec<&berth_ref::Repository> = (family.members[1..].iter())
+            .map(|m| m.image.repository())
+            .filter(|r| *r != default.image.repository())
+            .collect();
+        found.retain(|f| !others.contains(&f.reference.repository()));
+        if !found
+            .iter()
+            .any(|f| f.reference.repository() == default.image.repository())
+        {
+            found.push(Found {
+                reference: default.image.clone(),
+                at: format!("{}/kustomization.yaml", default.dir),
+                helm_values: Vec::new(),
+                in_chart: false,
+            });
+        }
+    }
+}
+
+/// Each family's other members as its component's `variants:`, and each
+/// profile whose overlays include a member selecting it.
+fn attach_families(
+    facts: &Facts,
+    families: &[families::Family],
+    images: &mut [Proposed],
+    profiles: &[(String, Vec<Source>)],
+    notes: &mut Vec<String>,
+) -> Vec<(String, Vec<(String, String)>)> {
+    let mut selected: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    for family in families {
+        let default = &family.members[0];
+        let names: Vec<String> = images.iter().map(|c| c.name.clone()).collect();
+        let Some(component) = (images.iter_mut()).find(|c| {
+            Reference::parse(&c.image).is_ok_and(|r| r.repository() == default.image.repository())
+        }) else {
+            continue;
+        };
+        // Named after the family, not its default build, unless a Makefile named it.
+        if let Some(stem) = family.stem().filter(|s| !names.contains(s)) {
+            if component.env.is_none() && component.tag_env.is_none() {
+                notes.push(format!(
+                    "component `{}` is called `{stem}`: what its family's repositories share",
+                    component.name
+                ));
+                component.name = stem;
+            }
+        }
+        component.variants = (family.members[1..].iter())
+            .map(|m| {
+                let (image, tag_suffix) = family.variant(m);
+                ProposedVariant {
+                    name: m.name.clone(),
+                    image,
+                    tag_suffix,
+                }
+            })
+            .collect();
+        notes.push(format!(
+            "component `{}`: a family of {} images that kustomizations set for `{}` ({} the default, from {}); the others are its variants: {}",
+            component.name,
+            family.members.len(),
+            family.name,
+            default.image,
+            default.dir,
+            (family.members[1..].iter()).map(|m| format!("{} ({})", m.name, m.dir)).collect::<Vec<_>>().join(", ")
+        ));
+        for (profile, sources) in profiles {
+            let runs = family.members[1..].iter().find(|m| {
+                sources.iter().any(|s| matches!(s, Source::Kustomize(dir) if families::includes(facts, dir, &m.dir)))
+            });
+            let Some(member) = runs else { continue };
+            let pick = (component.name.clone(), member.name.clone());
+            match selected.iter_mut().find(|(p, _)| p == profile) {
+                Some((_, list)) => list.push(pick),
+                None => selected.push((profile.clone(), vec![pick])),
+            }
+        }
+    }
+    selected
 }
 
 /// The `env:`, `tagEnv:` and `repositoryEnv:` variables of the components

@@ -342,3 +342,80 @@ fn names_from_directories_and_makefiles_cannot_add_keys() {
         Some("a: b\nnamespace: kube-system #")
     );
 }
+
+/// #49 item 6: kustomize Components that fill one placeholder with sibling
+/// repositories are one component with `variants:`, named after their
+/// directories; the profiles whose overlays include one select it; the YAML
+/// loads and `init --check` finds nothing.
+#[test]
+fn components_that_move_one_image_to_siblings_are_one_family() {
+    let k = |dir: &str, resources: &[&str], images: &[(&str, &str, &str)]| Kustomization {
+        dir: dir.into(),
+        resources: resources.iter().map(|r| r.to_string()).collect(),
+        images: (images.iter())
+            .map(|(n, nn, nt)| (n.to_string(), Some(nn.to_string()), Some(nt.to_string())))
+            .collect(),
+    };
+    let builds = [
+        ("gpu/release", "quay.io/acme/server-cuda", "v2.0.0"),
+        ("amd/release", "quay.io/acme/server-rocm", "v2.0.0"),
+        ("arm", "quay.io/acme/server-cuda", "v2.0.0-arm64"),
+        ("tpu", "quay.io/acme/server-tpu", "v1.9.0"),
+    ];
+    let mut kustomizations = vec![k("base", &["server.yaml"], &[])];
+    for (dir, repository, tag) in builds {
+        let component = format!("components/{dir}");
+        kustomizations.push(k(&component, &[], &[("SERVER_IMAGE", repository, tag)]));
+        let overlay = format!("guides/{}", dir.replace('/', "-"));
+        let up = format!("../../{component}");
+        kustomizations.push(k(&overlay, &["../../base", &up], &[]));
+    }
+    let facts = Facts {
+        name: "acme".into(),
+        kustomizations,
+        manifests: vec![(
+            "base/server.yaml".into(),
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: s}\nspec:\n  containers:\n  - {name: s, image: SERVER_IMAGE}\n".into(),
+        )],
+        ..Facts::default()
+    };
+    let proposal = propose(&facts);
+    assert_eq!(proposal.components.len(), 1, "{:#?}", proposal.notes);
+    let server = &proposal.components[0];
+    assert_eq!(server.name, "server");
+    // The `manifests:` overlay (the first by directory) includes amd's build: the default.
+    assert_eq!(
+        proposal.manifests,
+        [Source::Kustomize("guides/amd-release".into())]
+    );
+    assert_eq!(server.image, "quay.io/acme/server-rocm:v2.0.0");
+    let variants: Vec<(&str, &str, Option<&str>)> = (server.variants.iter())
+        .map(|v| (v.name.as_str(), v.image.as_str(), v.tag_suffix.as_deref()))
+        .collect();
+    assert_eq!(
+        variants,
+        [
+            ("arm", "quay.io/acme/server-cuda", Some("-arm64")),
+            ("gpu-release", "quay.io/acme/server-cuda", None),
+            ("tpu", "quay.io/acme/server-tpu:v1.9.0", None),
+        ]
+    );
+    let yaml = proposal.to_yaml();
+    assert!(yaml.contains("  gpu-release:\n    manifests:\n    - kustomize: guides/gpu-release\n    variants:\n      server: gpu-release\n"), "{yaml}");
+    let project = berth_core::project::parse("berth.yaml", "/p".into(), &yaml).unwrap();
+    assert!(check::differences(&project, &proposal).is_empty());
+    // A kept berth.yaml without the TPU build: init --check names it.
+    let kept = (yaml.replace(
+        "      tpu:\n        image: quay.io/acme/server-tpu:v1.9.0\n",
+        "",
+    ))
+    .replace("    variants:\n      server: tpu\n", "");
+    let kept = berth_core::project::parse("berth.yaml", "/p".into(), &kept).unwrap();
+    let found = check::differences(&kept, &proposal);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("`quay.io/acme/server-tpu:v1.9.0` as a build of component `server`"),
+        "{}",
+        found[0]
+    );
+}

@@ -42,8 +42,21 @@ pub struct Proposed {
     pub third_party: bool,
     /// `relatedImage: true`: an image an operator pulls at run time.
     pub related_image: bool,
+    /// `variants:`: the family's other members, in order.
+    pub variants: Vec<ProposedVariant>,
     /// Where its image and variables come from, in words.
     pub why: String,
+}
+
+/// One entry of a proposed component's `variants:`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProposedVariant {
+    /// Its name (after the directory that sets it).
+    pub name: String,
+    /// `image:`: a repository (follows the family's tag) or a reference with its own tag.
+    pub image: String,
+    /// `tagSuffix:`, when its tag is the family's plus a suffix.
+    pub tag_suffix: Option<String>,
 }
 
 /// `operator:`: the container that gets the `RELATED_IMAGE_*` variables.
@@ -64,6 +77,9 @@ pub struct Proposal {
     pub manifests: Vec<Source>,
     /// `profiles:`, in order.
     pub profiles: Vec<(String, Vec<Source>)>,
+    /// Per profile, the variants its manifests run: `(component, variant)`,
+    /// written in the profile's map form.
+    pub profile_variants: Vec<(String, Vec<(String, String)>)>,
     /// `images:`, in order.
     pub components: Vec<Proposed>,
     /// `operator:`.
@@ -86,8 +102,20 @@ impl Proposal {
             doc.push_entry("manifests", sources(&self.manifests));
         }
         if !self.profiles.is_empty() {
-            let profiles =
-                (self.profiles.iter()).map(|(name, list)| (name.as_str(), sources(list)));
+            let profiles = (self.profiles.iter()).map(|(name, list)| {
+                let selected = (self.profile_variants.iter()).find(|(p, _)| p == name);
+                let node = match selected {
+                    Some((_, variants)) if !variants.is_empty() => {
+                        let chosen = (variants.iter()).map(|(c, v)| (c.as_str(), text(v)));
+                        Node::map_of([
+                            ("manifests", sources(list)),
+                            ("variants", Node::map_of(chosen)),
+                        ])
+                    }
+                    _ => sources(list),
+                };
+                (name.as_str(), node)
+            });
             doc.push_entry("profiles", Node::map_of(profiles));
         }
         if !self.components.is_empty() {
@@ -173,6 +201,16 @@ fn component(c: &Proposed) -> Node {
     }
     if c.related_image {
         entry.push_entry("relatedImage", flag(true));
+    }
+    if !c.variants.is_empty() {
+        let variants = c.variants.iter().map(|v| {
+            let mut node = Node::map_of([("image", text(&v.image))]);
+            if let Some(suffix) = &v.tag_suffix {
+                node.push_entry("tagSuffix", text(suffix));
+            }
+            (v.name.as_str(), node)
+        });
+        entry.push_entry("variants", Node::map_of(variants));
     }
     entry
 }

@@ -186,6 +186,30 @@ impl Loader<'_> {
                 _ => {}
             }
         }
+        self.default_image(&mut component, image, same_as, node)?;
+        let variants = component
+            .variants
+            .iter()
+            .map(|v| v.image.repository().clone());
+        for repository in matches.into_iter().chain(variants.collect::<Vec<_>>()) {
+            if !component.repositories.contains(&repository) {
+                component.repositories.push(repository);
+            }
+        }
+        Ok(component)
+    }
+
+    /// The component's default: its own `image:`, or (`sameAs:`) another's, filled
+    /// in once every component is read — exactly one of them.
+    fn default_image(
+        &self,
+        component: &mut Component,
+        image: Option<(berth_ref::Reference, Pos)>,
+        same_as: Option<(String, Pos)>,
+        node: &Node,
+    ) -> Result<(), ProjectError> {
+        let name = component.name.clone();
+        let name = name.as_str();
         match (image, same_as) {
             (Some(_), Some((_, pos))) => {
                 return Err(ProjectError::SameAs {
@@ -217,16 +241,7 @@ impl Loader<'_> {
                 return Err(self.missing(node.pos, "image", format!("component `{name}`")))
             }
         }
-        let variants = component
-            .variants
-            .iter()
-            .map(|v| v.image.repository().clone());
-        for repository in matches.into_iter().chain(variants.collect::<Vec<_>>()) {
-            if !component.repositories.contains(&repository) {
-                component.repositories.push(repository);
-            }
-        }
-        Ok(component)
+        Ok(())
     }
 
     /// `tag: {env: NAME}`: one tag variable for every component without `tag: false`.

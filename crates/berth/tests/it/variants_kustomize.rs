@@ -223,3 +223,48 @@ fn a_selection_an_overlay_contradicts_is_an_error_and_one_it_allows_applies() {
     let images = images_of(&String::from_utf8(out.stdout).unwrap());
     assert_eq!(images[0], "registry.example/acme/server-xpu:v1.4.0");
 }
+
+#[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
+fn init_proposes_one_component_with_variants_and_check_is_clean_after() {
+    common::require_program(common::Group::Tools, "kubectl");
+    let dir = tree();
+    let root = dir.path();
+    fs::remove_file(root.join("berth.yaml")).unwrap();
+    let out = berth(root).arg("init").output().unwrap();
+    assert!(out.status.success(), "{}", common::transcript(&out));
+    let yaml = fs::read_to_string(root.join("berth.yaml")).unwrap();
+    // The six image Components are one component: the family's name, five variants.
+    assert!(
+        yaml.contains("  server:\n    image: registry.example/acme/server-"),
+        "{yaml}"
+    );
+    for variant in [
+        "gb200:\n        image: registry.example/acme/server-cuda\n        tagSuffix: -arm64\n",
+        "tpu:\n        image: registry.example/acme/server-tpu:v1.3.2\n",
+    ] {
+        assert!(yaml.contains(variant), "{variant} in\n{yaml}");
+    }
+    assert_eq!(
+        yaml.matches("image: registry.example/acme/server-").count(),
+        6,
+        "{yaml}"
+    );
+    assert!(
+        yaml.contains("    variants:\n      server: rocm\n"),
+        "{yaml}"
+    );
+    let out = berth(root).args(["init", "--check"]).output().unwrap();
+    assert!(out.status.success(), "{}", common::transcript(&out));
+    // What init wrote renders each guide as its overlay does.
+    let out = berth(root)
+        .args(["render", "--profile", "guides-wide-ep-rocm"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::transcript(&out));
+    let images = images_of(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(images[0], "registry.example/acme/server-rocm:v1.4.0");
+}

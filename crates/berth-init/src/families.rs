@@ -1,0 +1,205 @@
+//! Image families (#49 item 6): one kustomize `images:` name (a placeholder such
+//! as `REPLACE_MODEL_SERVER_IMAGE`, or a repository) that the repository's
+//! Components and overlays move to sibling repositories — an accelerator's or a
+//! platform's build each — is one component with `variants:`, each named after
+//! the directory that sets it, and the profiles whose overlays include one
+//! select it.
+
+use std::collections::BTreeSet;
+
+use berth_ref::Reference;
+
+use crate::{normalize, Facts, Kustomization, Source};
+
+/// One member of a family: the kustomization that sets it, and its image.
+#[derive(Debug, Clone)]
+pub(crate) struct Member {
+    /// The kustomization's directory.
+    pub(crate) dir: String,
+    /// The image it sets.
+    pub(crate) image: Reference,
+    /// Its variant name (unique in the family).
+    pub(crate) name: String,
+}
+
+/// The members of one `images:` name, the default first.
+#[derive(Debug, Clone)]
+pub(crate) struct Family {
+    /// The `images:` name they all move.
+    pub(crate) name: String,
+    /// The members, the default first.
+    pub(crate) members: Vec<Member>,
+}
+
+impl Family {
+    /// The component's name: what its repositories' names share (`server` for
+    /// `server-cuda`, `server-rocm`), when that is a name.
+    pub(crate) fn stem(&self) -> Option<String> {
+        let names: Vec<&str> = (self.members.iter())
+            .map(|m| m.image.repository().last_component())
+            .collect();
+        let first = names[0];
+        let mut len = first.len();
+        for name in &names[1..] {
+            len = len.min(
+                first
+                    .bytes()
+                    .zip(name.bytes())
+                    .take_while(|(a, b)| a == b)
+                    .count(),
+            );
+        }
+        let stem = first[..len].trim_end_matches(['-', '_', '.']);
+        let usable = stem.len() >= 2 && stem.starts_with(|c: char| c.is_ascii_alphabetic());
+        usable.then(|| stem.to_string())
+    }
+
+    /// What berth.yaml's `variants:` says of member `m`: its image (a repository
+    /// alone when its tag is the family's; with its own tag when it lags) and its
+    /// tag suffix (same tag plus a suffix).
+    pub(crate) fn variant(&self, m: &Member) -> (String, Option<String>) {
+        let family = self.members[0].image.tag().map(|t| t.to_string());
+        let own = m.image.tag().map(|t| t.to_string());
+        let repository = m.image.repository().to_string();
+        match (&family, &own) {
+            (Some(family), Some(own)) if own == family => (repository, None),
+            (Some(family), Some(own)) => match own.strip_prefix(family.as_str()) {
+                Some(suffix) if !suffix.is_empty() => (repository, Some(suffix.to_string())),
+                _ => (m.image.to_string(), None),
+            },
+            _ => (m.image.to_string(), None),
+        }
+    }
+}
+
+/// The families the kustomizations define: names mapped to two repositories or
+/// more. The default member is the one the `manifests:` overlay includes, else
+/// the first by directory.
+pub(crate) fn families(facts: &Facts, manifests: &[Source]) -> Vec<Family> {
+    let mut names: Vec<&str> = Vec::new();
+    for k in &facts.kustomizations {
+        for (name, _, _) in &k.images {
+            if !names.contains(&name.as_str()) {
+                names.push(name);
+            }
+        }
+    }
+    let main = manifests.iter().find_map(|s| match s {
+        Source::Kustomize(dir) => Some(normalize(dir)),
+        _ => None,
+    });
+    let mut out = Vec::new();
+    for name in names {
+        let mut members: Vec<Member> = Vec::new();
+        for k in &facts.kustomizations {
+            for (n, new_name, new_tag) in k.images.iter().filter(|(n, _, _)| n == name) {
+                let repository = new_name.as_deref().unwrap_or(n);
+                let text = match new_tag {
+                    Some(tag) => format!("{repository}:{tag}"),
+                    None => repository.to_string(),
+                };
+                let Ok(image) = Reference::parse(&text) else {
+                    continue;
+                };
+                if !members.iter().any(|m| m.image == image) {
+                    let dir = normalize(&k.dir);
+                    members.push(Member {
+                        dir,
+                        image,
+                        name: String::new(),
+                    });
+                }
+            }
+        }
+        let repositories: BTreeSet<String> = (members.iter())
+            .map(|m| m.image.repository().to_string())
+            .collect();
+        if repositories.len() < 2 {
+            continue; // one repository at several tags: an overlay's tag, no family
+        }
+        members.sort_by(|a, b| a.dir.cmp(&b.dir));
+        let default = main
+            .as_deref()
+            .and_then(|main| members.iter().position(|m| includes(facts, main, &m.dir)))
+            .unwrap_or(0);
+        let first = members.remove(default);
+        members.insert(0, first);
+        name_members(&mut members);
+        out.push(Family {
+            name: name.to_string(),
+            members,
+        });
+    }
+    out
+}
+
+/// Each member named after its directory's last component, or its last two
+/// where those collide (`amd/release`, `gpu/release`), as a DNS label.
+fn name_members(members: &mut [Member]) {
+    let last = |dir: &str, n: usize| {
+        let parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty()).collect();
+        parts[parts.len().saturating_sub(n)..].join("-")
+    };
+    let short: Vec<String> = members.iter().map(|m| last(&m.dir, 1)).collect();
+    let mut taken: Vec<String> = Vec::new();
+    for (i, member) in members.iter_mut().enumerate() {
+        let clash = short.iter().filter(|s| **s == short[i]).count() > 1;
+        let mut name = label(&if clash {
+            last(&member.dir, 2)
+        } else {
+            short[i].clone()
+        });
+        if name.is_empty() || name == "default" || taken.contains(&name) {
+            name = format!(
+                "{}-{}",
+                if name.is_empty() { "variant" } else { &name },
+                i + 1
+            );
+        }
+        taken.push(name.clone());
+        member.name = name;
+    }
+}
+
+/// `text` as a DNS label: lowercase letters, digits and `-`, at most 63.
+fn label(text: &str) -> String {
+    let lowered: String = (text.chars())
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let trimmed = lowered.trim_matches('-');
+    trimmed
+        .chars()
+        .take(63)
+        .collect::<String>()
+        .trim_end_matches('-')
+        .to_string()
+}
+
+/// Whether the kustomization at `dir` includes `target` (itself, or through its
+/// `resources:`/`components:`, transitively).
+pub(crate) fn includes(facts: &Facts, dir: &str, target: &str) -> bool {
+    let by_dir = |d: &str| facts.kustomizations.iter().find(|k| normalize(&k.dir) == d);
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let mut stack = vec![normalize(dir)];
+    while let Some(current) = stack.pop() {
+        if current == target {
+            return true;
+        }
+        if !seen.insert(current.clone()) {
+            continue;
+        }
+        let Some(k): Option<&Kustomization> = by_dir(&current) else {
+            continue;
+        };
+        for entry in &k.resources {
+            stack.push(normalize(&format!("{current}/{entry}")));
+        }
+    }
+    false
+}
