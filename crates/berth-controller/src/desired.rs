@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use berth_core::cluster::Desired;
 use berth_core::configs::trust_bundles::TrustBundle;
 use berth_core::configs::{self, schema::Checker, ConfigKind, ConfigShape, Generated};
-use berth_core::project::{Component, ComponentSpec};
+use berth_core::project::{Component, ComponentSpec, Variant};
 use berth_core::render::{self, Definition, Input, Spec};
 use berth_core::resolve::{self, Overrides};
 use berth_core::PullPolicy;
@@ -134,6 +134,8 @@ pub struct Parsed {
     origin: String,
     /// `spec.images` as berth-core's components.
     components: Vec<Component>,
+    /// `spec.variants`: `(component, variant)`.
+    variants: Vec<(String, String)>,
 }
 
 /// Parses `berth`'s images; an invalid one is the reconcile's problem at once.
@@ -142,6 +144,9 @@ pub fn parse(berth: &Berth, namespace: &str) -> Result<Parsed, Problem> {
         namespace: namespace.to_string(),
         origin: origin(berth, namespace),
         components: components(berth)?,
+        variants: (berth.spec.variants.iter())
+            .map(|(c, v)| (c.clone(), v.clone()))
+            .collect(),
     })
 }
 
@@ -156,11 +161,17 @@ pub fn pin_requests(berth: &Berth, namespace: &str) -> Vec<PinRequest> {
 impl Parsed {
     /// The resolution of the components, before any pin.
     fn resolve(&self) -> Result<resolve::Resolution<'_>, Problem> {
-        resolve::resolve_catalog(
-            catalog(&self.origin, &self.components),
-            &Overrides::default(),
-            &|_| None,
-        )
+        let overrides = Overrides {
+            variants: self.variants.clone(),
+            names: resolve::SourceNames {
+                variant: "spec.variants.{component}: ".into(),
+                ..resolve::SourceNames::default()
+            },
+            ..Overrides::default()
+        };
+        resolve::resolve_catalog(catalog(&self.origin, &self.components), &overrides, &|_| {
+            None
+        })
         .map_err(|e| problem(Reason::InvalidImage, e.to_string()))
     }
 
@@ -280,18 +291,50 @@ fn components(berth: &Berth) -> Result<Vec<Component>, Problem> {
                 )
             })?),
         };
+        let variants = variants(&field, spec)?;
+        for variant in &variants {
+            if !repositories.contains(variant.image.repository()) {
+                repositories.push(variant.image.repository().clone());
+            }
+        }
         components.push(Component::from_spec(ComponentSpec {
             name: component.clone(),
             image,
             pull_policy,
             repositories,
             deployed: true,
-            // A `Berth` names one image per component; variants are berth.yaml's.
             resource: None,
-            variants: Vec::new(),
+            variants,
         }));
     }
     Ok(components)
+}
+
+/// `spec.images.X.variants` as berth-core's type.
+fn variants(field: &str, spec: &crate::types::ImageSpec) -> Result<Vec<Variant>, Problem> {
+    let mut out = Vec::new();
+    for (name, variant) in &spec.variants {
+        let here = format!("{field}.variants.{name}");
+        let valid = !name.is_empty()
+            && name != berth_core::project::DEFAULT_VARIANT
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if !valid {
+            return Err(problem(Reason::InvalidImage, format!("{here}: a variant name is lowercase letters, digits and `-`, and not `default`")));
+        }
+        let image = Reference::parse(&variant.image)
+            .map_err(|e| problem(Reason::InvalidImage, format!("{here}.image: {e}")))?;
+        out.push(Variant {
+            name: name.clone(),
+            image,
+            tag_suffix: variant.tag_suffix.clone(),
+            platform: None,
+            resource: None,
+            pos: berth_yaml::Pos::default(),
+        });
+    }
+    Ok(out)
 }
 
 /// The bytes of `reference` in `sources`, or why they are missing.

@@ -452,3 +452,38 @@ fn a_secret_password_locks_the_java_stores_and_reaches_the_jvm_by_reference() {
     );
     assert!(!err.message.contains("Hidden-Value"), "{err}");
 }
+
+/// #49 item 7: a `Berth` selects a family's member through the one resolver,
+/// as `--variant` does; an unknown one is the spec's problem, named.
+#[test]
+fn spec_variants_select_a_member_of_a_family() {
+    let mut b = berth(json!({
+        "workloads": [deployment()],
+        "images": {"server": {
+            "image": "docker.io/llamastack/distribution-starter:0.2.1",
+            "variants": {
+                "rocm": {"image": "docker.io/llamastack/distribution-rocm"},
+                "arm": {"image": "docker.io/llamastack/distribution-starter", "tagSuffix": "-arm64"},
+            },
+        }},
+        "variants": {"server": "rocm"},
+        "configs": {"run-config": {"inline": {"version": 2}, "key": "run.yaml"}},
+    }));
+    let planned = plan(&b, "team-a", &Sources::new(), NOW).unwrap();
+    let container = &planned.desired.objects[1]["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(
+        container["image"],
+        "docker.io/llamastack/distribution-rocm:0.2.1"
+    );
+    b.spec.variants.insert("server".into(), "arm".into());
+    let planned = plan(&b, "team-a", &Sources::new(), NOW).unwrap();
+    let container = &planned.desired.objects[1]["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(
+        container["image"],
+        "docker.io/llamastack/distribution-starter:0.2.1-arm64"
+    );
+    b.spec.variants.insert("server".into(), "rokm".into());
+    let problem = plan(&b, "team-a", &Sources::new(), NOW).unwrap_err();
+    assert_eq!(problem.reason, Reason::InvalidImage);
+    assert_eq!(problem.message, "`spec.variants.server: rokm`: component `server` has no variant `rokm`; its variants: default, arm, rocm; did you mean `rocm`?");
+}

@@ -46,6 +46,10 @@ pub struct BerthSpec {
     /// Components, as in berth.yaml's `images:`.
     #[serde(default)]
     pub images: BTreeMap<String, ImageSpec>,
+    /// The variant each family runs, `{COMPONENT: VARIANT}` (`default` is the
+    /// component's own `image`), as berth.yaml's `--variant`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub variants: BTreeMap<String, String>,
     /// Configs, each from exactly one source; they become immutable,
     /// content-addressed ConfigMaps (Secrets from a Secret).
     #[serde(default)]
@@ -104,6 +108,21 @@ pub struct ImageSpec {
     /// the workload by itself.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pin: bool,
+    /// The family's other images (an accelerator's or a platform's build), as in
+    /// berth.yaml's `images.NAME.variants`; `spec.variants` selects one.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub variants: BTreeMap<String, VariantSpec>,
+}
+
+/// A member of a component's image family.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct VariantSpec {
+    /// A repository (follows the component's tag) or a reference with its own tag.
+    pub image: String,
+    /// Appended to the component's tag (`-arm64`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag_suffix: Option<String>,
 }
 
 /// A key of a ConfigMap or Secret in the `Berth`'s namespace.
