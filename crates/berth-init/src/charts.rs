@@ -29,6 +29,9 @@ pub struct Chart {
     pub app_version: Option<String>,
     /// The text of its values.yaml, when it has one.
     pub values: Option<String>,
+    /// Its per-accelerator or per-platform values files (`values_xpu.yaml`,
+    /// `values-rocm.yaml`): `(file name, text)`.
+    pub variant_values: Vec<(String, String)>,
     /// `type: library`: it renders nothing itself; the charts that depend on it
     /// see its values under their dependency's name.
     pub library: bool,
@@ -84,7 +87,20 @@ fn own_images(chart: &Chart, notes: &mut Vec<String>) -> Vec<ValuesImage> {
     let Some(text) = &chart.values else {
         return Vec::new();
     };
-    let file = format!("{}/values.yaml", chart.dir);
+    values_images(chart, "values.yaml", text, None, notes)
+}
+
+/// The images a values file of `chart` (`file`, in its directory) names; with
+/// `over`, the file merged over those values as helm merges `-f` layers (an
+/// accelerator's file that sets only a repository keeps values.yaml's tag).
+pub(super) fn values_images(
+    chart: &Chart,
+    file: &str,
+    text: &str,
+    over: Option<&str>,
+    notes: &mut Vec<String>,
+) -> Vec<ValuesImage> {
+    let file = format!("{}/{file}", chart.dir);
     let documents = match berth_yaml::load_all(text, Limits::default()) {
         Ok(documents) => documents,
         Err(e) => {
@@ -95,6 +111,13 @@ fn own_images(chart: &Chart, notes: &mut Vec<String>) -> Vec<ValuesImage> {
     let Some(root) = documents.first() else {
         return Vec::new();
     };
+    let base = over.and_then(|text| berth_yaml::load_all(text, Limits::default()).ok());
+    let merged = base.as_ref().and_then(|docs| docs.first()).map(|base| {
+        let mut merged = base.clone();
+        berth_core::render::merge_values(&mut merged, root);
+        merged
+    });
+    let root = merged.as_ref().unwrap_or(root);
     let mut walk = Walk {
         chart,
         file: &file,
@@ -116,6 +139,7 @@ pub(super) fn source(chart: &Chart) -> super::Source {
     super::Source::Helm {
         chart: chart.dir.clone(),
         release: (!chart.name.is_empty()).then(|| release(&chart.name)),
+        values: Vec::new(),
     }
 }
 

@@ -31,44 +31,56 @@ pub(crate) struct Family {
     pub(crate) members: Vec<Member>,
 }
 
+/// What a berth.yaml variant entry says of `member` in a family whose default is
+/// `family`: a repository alone at the family's tag, the repository and a tag
+/// suffix when its tag adds one, else the whole reference (its own tag).
+pub(crate) fn variant_image(family: &Reference, member: &Reference) -> (String, Option<String>) {
+    let repository = member.repository().to_string();
+    match (family.tag(), member.tag()) {
+        (Some(family), Some(own)) if own == family => (repository, None),
+        (Some(family), Some(own)) => match own.as_str().strip_prefix(family.as_str()) {
+            Some(suffix) if !suffix.is_empty() => (repository, Some(suffix.to_string())),
+            _ => (member.to_string(), None),
+        },
+        _ => (member.to_string(), None),
+    }
+}
+
+/// What the repositories' last path components share, trimmed of a trailing
+/// `-`, `_` or `.`, when that is a name of two characters or more.
+pub(crate) fn stem<'r>(images: impl Iterator<Item = &'r Reference>) -> Option<String> {
+    let names: Vec<&str> = images.map(|r| r.repository().last_component()).collect();
+    let first = *names.first()?;
+    let mut len = first.len();
+    for name in &names[1..] {
+        len = len.min(
+            first
+                .bytes()
+                .zip(name.bytes())
+                .take_while(|(a, b)| a == b)
+                .count(),
+        );
+    }
+    let stem = first[..len].trim_end_matches(['-', '_', '.']);
+    let usable = stem.len() >= 2 && stem.starts_with(|c: char| c.is_ascii_alphabetic());
+    usable.then(|| stem.to_string())
+}
+
+/// The name berth.yaml gives the component's own image.
+pub(crate) const DEFAULT: &str = "default";
+
 impl Family {
     /// The component's name: what its repositories' names share (`server` for
     /// `server-cuda`, `server-rocm`), when that is a name.
     pub(crate) fn stem(&self) -> Option<String> {
-        let names: Vec<&str> = (self.members.iter())
-            .map(|m| m.image.repository().last_component())
-            .collect();
-        let first = names[0];
-        let mut len = first.len();
-        for name in &names[1..] {
-            len = len.min(
-                first
-                    .bytes()
-                    .zip(name.bytes())
-                    .take_while(|(a, b)| a == b)
-                    .count(),
-            );
-        }
-        let stem = first[..len].trim_end_matches(['-', '_', '.']);
-        let usable = stem.len() >= 2 && stem.starts_with(|c: char| c.is_ascii_alphabetic());
-        usable.then(|| stem.to_string())
+        stem(self.members.iter().map(|m| &m.image))
     }
 
     /// What berth.yaml's `variants:` says of member `m`: its image (a repository
     /// alone when its tag is the family's; with its own tag when it lags) and its
     /// tag suffix (same tag plus a suffix).
     pub(crate) fn variant(&self, m: &Member) -> (String, Option<String>) {
-        let family = self.members[0].image.tag().map(|t| t.to_string());
-        let own = m.image.tag().map(|t| t.to_string());
-        let repository = m.image.repository().to_string();
-        match (&family, &own) {
-            (Some(family), Some(own)) if own == family => (repository, None),
-            (Some(family), Some(own)) => match own.strip_prefix(family.as_str()) {
-                Some(suffix) if !suffix.is_empty() => (repository, Some(suffix.to_string())),
-                _ => (m.image.to_string(), None),
-            },
-            _ => (m.image.to_string(), None),
-        }
+        variant_image(&self.members[0].image, &m.image)
     }
 }
 
@@ -149,7 +161,7 @@ fn name_members(members: &mut [Member]) {
         } else {
             short[i].clone()
         });
-        if name.is_empty() || name == "default" || taken.contains(&name) {
+        if name.is_empty() || name == DEFAULT || taken.contains(&name) {
             name = format!(
                 "{}-{}",
                 if name.is_empty() { "variant" } else { &name },
@@ -162,7 +174,7 @@ fn name_members(members: &mut [Member]) {
 }
 
 /// `text` as a DNS label: lowercase letters, digits and `-`, at most 63.
-fn label(text: &str) -> String {
+pub(crate) fn label(text: &str) -> String {
     let lowered: String = (text.chars())
         .map(|c| {
             if c.is_ascii_alphanumeric() {

@@ -6,6 +6,7 @@
 
 #![warn(missing_docs)]
 
+mod chart_variants;
 mod charts;
 pub mod check;
 mod components;
@@ -18,6 +19,7 @@ mod related;
 mod salvage;
 pub use berth_make::{make_vars, MakeVar, EXPANSION_LIMIT};
 use berth_make::{Defs, Unexpandable, EXPANSION_DEPTH};
+pub use chart_variants::variant_of_file;
 pub use charts::Chart;
 use components::components;
 pub use manifests::candidates;
@@ -178,7 +180,17 @@ pub fn propose(facts: &Facts) -> Proposal {
         project_owner.as_deref(),
         &mut notes,
     );
-    let profile_variants = attach_families(facts, &families, &mut images, &profiles, &mut notes);
+    let mut profile_variants =
+        attach_families(facts, &families, &mut images, &profiles, &mut notes);
+    let chart_families = chart_variants::chart_families(&facts.charts, &mut notes);
+    chart_variants::attach(
+        &facts.charts,
+        &chart_families,
+        &mut images,
+        &mut profiles,
+        &mut profile_variants,
+        &mut notes,
+    );
     let sources = facts.built.as_deref().unwrap_or(&facts.manifests);
     let operator = related::operator(sources).and_then(|operator| {
         let third_party = |repo: &str| {

@@ -419,3 +419,48 @@ fn components_that_move_one_image_to_siblings_are_one_family() {
         found[0]
     );
 }
+
+/// #49 item 6: a chart's per-accelerator values files (`values_xpu.yaml`,
+/// `values-rocm.yaml`) are variants of the image they move, each with a
+/// profile that renders the chart with that file and selects it.
+#[test]
+fn a_charts_accelerator_values_files_are_variants_with_profiles() {
+    let chart = Chart {
+        dir: "charts/server".into(),
+        name: "server".into(),
+        app_version: Some("1.0.0".into()),
+        values: Some("image:\n  repository: quay.io/acme/server-cuda\n  tag: v2.0.0\nrouter:\n  image: quay.io/acme/router:v0.3.0\n".into()),
+        variant_values: vec![
+            ("values-rocm.yaml".into(), "image:\n  repository: quay.io/acme/server-rocm\n  tag: v1.9.0\n".into()),
+            // Only the repository: the tag is values.yaml's, as helm merges `-f` files.
+            ("values_xpu.yaml".into(), "image:\n  repository: quay.io/acme/server-xpu\n".into()),
+            // Another image than the family's moves nothing.
+            ("values_debug.yaml".into(), "router:\n  image: quay.io/acme/router:v0.3.0\n".into()),
+        ],
+        ..Chart::default()
+    };
+    let facts = Facts {
+        name: "acme".into(),
+        charts: vec![chart],
+        ..Facts::default()
+    };
+    let proposal = propose(&facts);
+    let server = proposal
+        .component("server")
+        .expect("named after the family");
+    let variants: Vec<(&str, &str)> = (server.variants.iter())
+        .map(|v| (v.name.as_str(), v.image.as_str()))
+        .collect();
+    assert_eq!(
+        variants,
+        [
+            ("rocm", "quay.io/acme/server-rocm:v1.9.0"),
+            ("xpu", "quay.io/acme/server-xpu")
+        ]
+    );
+    let yaml = proposal.to_yaml();
+    assert!(yaml.contains("  server-xpu:\n    manifests:\n    - helm:\n        chart: charts/server\n        release: server\n        values:\n        - charts/server/values_xpu.yaml\n    variants:\n      server: xpu\n"), "{yaml}");
+    assert!(!yaml.contains("server-debug"), "{yaml}");
+    let project = berth_core::project::parse("berth.yaml", "/p".into(), &yaml).unwrap();
+    assert!(check::differences(&project, &proposal).is_empty());
+}

@@ -18,6 +18,8 @@ pub enum Source {
         chart: String,
         /// The release name (`None`: helm's default).
         release: Option<String>,
+        /// `values:` files, relative to berth.yaml (an accelerator's values file).
+        values: Vec<String>,
     },
 }
 
@@ -166,10 +168,17 @@ fn sources(list: &[Source]) -> Node {
     Node::seq_of(list.iter().map(|source| match source {
         Source::Dir(dir) => text(dir),
         Source::Kustomize(dir) => Node::map_of([("kustomize", text(dir))]),
-        Source::Helm { chart, release } => {
+        Source::Helm {
+            chart,
+            release,
+            values,
+        } => {
             let mut helm = Node::map_of([("chart", text(chart))]);
             if let Some(release) = release {
                 helm.push_entry("release", text(release));
+            }
+            if !values.is_empty() {
+                helm.push_entry("values", Node::seq_of(values.iter().map(|v| text(v))));
             }
             Node::map_of([("helm", helm)])
         }

@@ -190,6 +190,9 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
             Kind::Yaml => {}
             Kind::Chart(dir) => read_chart_yaml(chart(&mut facts.charts, &dir), &text),
             Kind::Values(dir) => chart(&mut facts.charts, &dir).values = Some(text),
+            Kind::VariantValues(dir, file) => {
+                (chart(&mut facts.charts, &dir).variant_values).push((file, text));
+            }
         }
     }
     included_makefiles(root, &mut facts, skipped);
@@ -446,6 +449,10 @@ fn kind_of(relative: &str, file: &str, charts: &[String]) -> Option<Kind> {
         return match local {
             "Chart.yaml" => Some(Kind::Chart(dir.clone())),
             "values.yaml" => Some(Kind::Values(dir.clone())),
+            // An accelerator's values file (`values_xpu.yaml`): its images are variants.
+            f if !f.contains('/') && berth_init::variant_of_file(f).is_some() => {
+                Some(Kind::VariantValues(dir.clone(), f.to_string()))
+            }
             _ => None, // templates, subcharts, helpers: helm renders them
         };
     }
@@ -519,6 +526,8 @@ enum Kind {
     Chart(String),
     /// A chart's values.yaml.
     Values(String),
+    /// A chart's values file for one accelerator or platform: (chart, file name).
+    VariantValues(String, String),
 }
 
 /// The directories (relative, `.` for the root) that hold a Chart.yaml and are

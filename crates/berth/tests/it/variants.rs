@@ -287,3 +287,38 @@ fn pin_checks_each_variants_platform_and_version_and_pins_every_member() {
         assert_eq!(copied, source, "{image}");
     }
 }
+
+/// #49 item 6 from the command line: init reads a chart's accelerator values
+/// files beside values.yaml (helm is not needed to propose).
+#[test]
+fn init_reads_a_charts_accelerator_values_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let chart = dir.path().join("charts/server");
+    std::fs::create_dir_all(chart.join("templates")).unwrap();
+    let files = [
+        ("Chart.yaml", "apiVersion: v2\nname: server\nversion: 0.1.0\nappVersion: '1.0.0'\n"),
+        ("values.yaml", "image: {repository: quay.io/acme/server-cuda, tag: v2.0.0}\n"),
+        ("values_xpu.yaml", "image: {repository: quay.io/acme/server-xpu}\n"),
+        ("templates/d.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: s}\nspec:\n  containers:\n  - name: s\n    image: \"{{ .Values.image.repository }}:{{ .Values.image.tag }}\"\n"),
+    ];
+    for (name, text) in files {
+        std::fs::write(chart.join(name), text).unwrap();
+    }
+    let out = berth(dir.path()).arg("init").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let yaml = std::fs::read_to_string(dir.path().join("berth.yaml")).unwrap();
+    assert!(
+        yaml.contains("    variants:\n      xpu:\n        image: quay.io/acme/server-xpu\n"),
+        "{yaml}"
+    );
+    assert!(
+        yaml.contains(
+            "        - charts/server/values_xpu.yaml\n    variants:\n      server: xpu\n"
+        ),
+        "{yaml}"
+    );
+}
