@@ -110,9 +110,9 @@ def pin(berth: pathlib.Path, work: pathlib.Path) -> None:
                                     "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": f"sha256:{layer[0]}", "size": layer[1]}]}).encode())
         (layout / "index.json").write_text(json.dumps({"schemaVersion": 2, "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": f"sha256:{manifest[0]}", "size": manifest[1], "annotations": {"org.opencontainers.image.ref.name": "t"}}]}))
         (layout / "oci-layout").write_text('{"imageLayoutVersion":"1.0.0"}')
-        images = [f"{host}/acme/server-cuda:v1.0.0"] + [
-            f"{host}/acme/server-cuda:v1.0.0-arm64" if v == "gb200" else f"{host}/acme/server-{v}:v1.0.0" for v in VARIANTS[:5]
-        ]
+        images = [f"{host}/acme/server-cuda:v1.0.0"]
+        images += [f"{host}/acme/server-{v}:v1.0.0" for v in VARIANTS[:4]]
+        images += [f"{host}/acme/server-cuda:v1.0.0-arm64"]
         for image in images:
             subprocess.run(["skopeo", "copy", "--quiet", "--insecure-policy", "--dest-tls-verify=false", f"oci:{layout}:t", f"docker://{image}"], check=True)
         variants = "".join(f"      {v}: {{image: '{host}/acme/server-{v}'}}\n" for v in VARIANTS[:4])

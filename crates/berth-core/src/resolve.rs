@@ -337,8 +337,8 @@ fn resolve_index<'p>(
 
 fn own_default(project: &Catalog<'_>, component: &Component) -> Base {
     let origin = Origin::Project {
-        file: project.file.to_string(),
-        component: component.name.clone(),
+        file: project.file.into(),
+        component: component.name.as_str().into(),
     };
     let reference = component.image.clone();
     let origins = Origins {
@@ -364,6 +364,7 @@ fn resolve_family<'p>(
         .map_or(crate::project::DEFAULT_VARIANT, |s| s.name.as_str());
     let mut ignored = Vec::new();
     let mut members = Vec::new();
+    let file: std::sync::Arc<str> = file.into();
     let names = std::iter::once(None).chain(component.variants.iter().map(Some));
     for variant in names {
         let name = variant.map_or(crate::project::DEFAULT_VARIANT, |v| v.name.as_str());
@@ -371,7 +372,7 @@ fn resolve_family<'p>(
         let (base, tag) = match variant {
             None => (default.clone(), given.tag.clone()),
             Some(v) => (
-                variants::base(file, component, v, &default),
+                variants::base(&file, component, v, &default),
                 variants::tag_for(v, given.tag.clone(), &mut not_applied),
             ),
         };
@@ -381,15 +382,24 @@ fn resolve_family<'p>(
             repository: None,
             registry: given.registry,
         };
-        let member = resolve_one(component, base.clone(), plain)?;
         // The full and repository overrides name the selected member's image: a
         // profile may select another one later (`Resolution::for_profile`).
-        let when_selected = if given.full.is_some() || given.repository.is_some() {
+        let overridden = given.full.is_some() || given.repository.is_some();
+        let member = resolve_one(
+            component,
+            if overridden { base.clone() } else { base },
+            plain,
+        )?;
+        let when_selected = if overridden {
             let partial = Partial {
                 full: given.full.clone(),
                 tag,
                 repository: given.repository.clone(),
                 registry: given.registry,
+            };
+            let base = match variant {
+                None => default.clone(),
+                Some(v) => variants::base(&file, component, v, &default),
             };
             let resolved = resolve_one(component, base, partial)?;
             Some(Box::new(ResolvedVariant::new(name, resolved, &not_applied)))

@@ -26,21 +26,22 @@ pub fn hint(suggestion: Option<&str>) -> String {
 /// first word that is a prefix of the other's (`EP_TAG` for `EPP_TAG`), so
 /// unrelated variables (`CI_TAG`, `GIT_TAG`, `HOME`) stay quiet.
 pub fn misspelt_variables<'r>(read: &[&'r str], present: &[&str]) -> Vec<(String, &'r str)> {
-    let first = |v: &str| v.split('_').next().unwrap_or_default().to_string();
-    let last = |v: &str| v.rsplit('_').next().unwrap_or_default().to_string();
+    // Words split once, without allocating: this runs on every command, against
+    // every variable of the environment.
+    let first = |v: &'r str| v.split('_').next().unwrap_or_default();
+    let last = |v: &'r str| v.rsplit('_').next().unwrap_or_default();
+    let words: Vec<(&str, &str, &str)> = read.iter().map(|r| (*r, first(r), last(r))).collect();
+    let known: std::collections::HashSet<&str> = read.iter().copied().collect();
     let mut out = Vec::new();
     for name in present {
-        if read.contains(name) || !name.contains('_') {
+        if known.contains(name) || !name.contains('_') {
             continue;
         }
-        let near = read
-            .iter()
-            .copied()
-            .filter(|meant| {
-                let (a, b) = (first(name), first(meant));
-                a == b || (last(name) == last(meant) && (a.starts_with(&b) || b.starts_with(&a)))
-            })
-            .map(|meant| (strsim::osa_distance(name, meant), meant))
+        let a = name.split('_').next().unwrap_or_default();
+        let z = name.rsplit('_').next().unwrap_or_default();
+        let near = (words.iter())
+            .filter(|(_, b, y)| a == *b || (z == *y && (a.starts_with(b) || b.starts_with(a))))
+            .map(|(meant, _, _)| (strsim::osa_distance(name, meant), *meant))
             .filter(|(distance, _)| *distance <= 2)
             .min_by_key(|(distance, _)| *distance)
             .map(|(_, meant)| meant);

@@ -86,38 +86,28 @@ impl Loader<'_> {
                 ));
             }
             let here = format!("{context}.{name}");
-            let mut variant = Variant {
-                name: name.to_string(),
-                image: Reference::parse("scratch").map_err(|source| {
-                    ProjectError::InvalidImage {
-                        file: self.file.to_string(),
-                        pos: value.pos,
-                        key: here.clone(),
-                        source,
-                    }
-                })?,
-                tag_suffix: None,
-                platform: None,
-                resource: None,
-                pos: key.pos,
-            };
-            let mut image = false;
+            let (mut image, mut tag_suffix, mut platform, mut resource) = (None, None, None, None);
             for (k, v) in self.fields(value, &here, VARIANT_KEYS)? {
                 let key = format!("{here}.{}", k.as_str().unwrap_or_default());
                 match k.as_str().unwrap_or_default() {
-                    "image" => {
-                        variant.image = self.reference(v, &key)?;
-                        image = true;
-                    }
-                    "tagSuffix" => variant.tag_suffix = Some(self.tag_suffix(v, &key)?),
-                    "platform" => variant.platform = Some(self.platform(v, &key)?),
-                    "resource" => variant.resource = Some(self.resource(v, &key)?),
+                    "image" => image = Some(self.reference(v, &key)?),
+                    "tagSuffix" => tag_suffix = Some(self.tag_suffix(v, &key)?),
+                    "platform" => platform = Some(self.platform(v, &key)?),
+                    "resource" => resource = Some(self.resource(v, &key)?),
                     _ => {}
                 }
             }
-            if !image {
+            let Some(image) = image else {
                 return Err(self.missing(value.pos, "image", format!("variant `{here}`")));
-            }
+            };
+            let variant = Variant {
+                name: name.to_string(),
+                image,
+                tag_suffix,
+                platform,
+                resource,
+                pos: key.pos,
+            };
             if variant.own_tag() && variant.tag_suffix.is_some() {
                 return Err(self.invalid(value, &here, name, "a variant with its own tag keeps it; `tagSuffix:` applies to the family's tag: remove one of them"));
             }

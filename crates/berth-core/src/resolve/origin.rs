@@ -98,10 +98,10 @@ impl Given {
 pub enum Origin {
     /// `image:` of the component in berth.yaml.
     Project {
-        /// The project file.
-        file: String,
-        /// The component.
-        component: String,
+        /// The project file (shared: every part of every image names it).
+        file: std::sync::Arc<str>,
+        /// The component (`epp`), or a family member (`server.variants.rocm`).
+        component: std::sync::Arc<str>,
     },
     /// A full-reference override the caller gave.
     Image(Given),

@@ -221,11 +221,16 @@ pub(super) fn select(
 /// A variant's default, before any override: its repository with the family's
 /// tag (plus its suffix), or its own tag. A family digest is the default image's
 /// and no other member's.
-pub(super) fn base(file: &str, component: &Component, variant: &Variant, family: &Base) -> Base {
+pub(super) fn base(
+    file: &std::sync::Arc<str>,
+    component: &Component,
+    variant: &Variant,
+    family: &Base,
+) -> Base {
     let (family_reference, family_origins) = family;
     let here = Origin::Project {
-        file: file.to_string(),
-        component: format!("{}.variants.{}", component.name, variant.name),
+        file: file.clone(),
+        component: format!("{}.variants.{}", component.name, variant.name).into(),
     };
     let mut reference = variant.image.clone();
     let mut tag_origin = here.clone();

@@ -120,7 +120,7 @@ fn summary(image: &ResolvedImage<'_>) -> String {
 
 fn short(origin: &Origin) -> String {
     match origin {
-        Origin::Project { file, .. } => file.clone(),
+        Origin::Project { file, .. } => file.to_string(),
         other => other.to_string(),
     }
 }

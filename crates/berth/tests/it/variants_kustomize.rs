@@ -268,3 +268,125 @@ fn init_proposes_one_component_with_variants_and_check_is_clean_after() {
     let images = images_of(&String::from_utf8(out.stdout).unwrap());
     assert_eq!(images[0], "registry.example/acme/server-rocm:v1.4.0");
 }
+
+/// Engines and the accelerators each is built for: thirty image Components
+/// over one placeholder, as a project that ships every engine × accelerator.
+const ENGINES: &[(&str, &[&str])] = &[
+    (
+        "vllm",
+        &["cuda", "rocm", "xpu", "tpu", "cpu", "hpu", "gb200", "npu"],
+    ),
+    ("sglang", &["cuda", "rocm", "xpu", "cpu", "gb200", "tpu"]),
+    (
+        "llmd",
+        &["cuda", "rocm", "xpu", "cpu", "hpu", "gb200", "aws"],
+    ),
+    ("trtllm", &["cuda", "gb200"]),
+    ("omni", &["cuda", "rocm", "xpu", "cpu"]),
+    ("coordinator", &["cuda", "rocm", "gb200"]),
+];
+
+/// An engine's build for an accelerator: its repository and tag.
+fn build_of(engine: &str, accelerator: &str) -> (String, String) {
+    match accelerator {
+        "gb200" => (
+            format!("registry.example/{engine}/{engine}-cuda"),
+            "v3.0.0-arm64".into(),
+        ),
+        a => (
+            format!("registry.example/{engine}/{engine}-{a}"),
+            "v3.0.0".into(),
+        ),
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
+fn thirty_image_components_are_six_components_and_a_fork_moves_every_one() {
+    common::require_program(common::Group::Tools, "kubectl");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        &root.join("base/server.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: server}\nspec:\n  selector: {matchLabels: {app: s}}\n  template:\n    metadata: {labels: {app: s}}\n    spec:\n      containers:\n      - {name: engine, image: ENGINE_IMAGE}\n",
+    );
+    write(
+        &root.join("base/kustomization.yaml"),
+        "resources: [server.yaml]\n",
+    );
+    let mut yaml = String::from("name: engines\nregistry: {env: IMAGE_REGISTRY}\nimages:\n");
+    let mut profiles = String::from("profiles:\n");
+    let mut components = 0;
+    for (engine, accelerators) in ENGINES {
+        yaml.push_str(&format!("  {engine}:\n    image: registry.example/{engine}/{engine}-cuda:v3.0.0\n    variants:\n"));
+        for accelerator in *accelerators {
+            let (repository, tag) = build_of(engine, accelerator);
+            let component = format!("components/images/{engine}/{accelerator}");
+            write(
+                &root.join(&component).join("kustomization.yaml"),
+                &format!("apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nimages:\n- {{name: ENGINE_IMAGE, newName: {repository}, newTag: {tag}}}\n"),
+            );
+            components += 1;
+            let overlay = format!("guides/{engine}-{accelerator}");
+            write(
+                &root.join(&overlay).join("kustomization.yaml"),
+                &format!("resources: [../../base]\ncomponents: [../../{component}]\n"),
+            );
+            profiles.push_str(&format!(
+                "  {engine}-{accelerator}: [{{kustomize: {overlay}}}]\n"
+            ));
+            match *accelerator {
+                "cuda" => {}
+                "gb200" => yaml.push_str(&format!(
+                    "      gb200: {{image: {repository}, tagSuffix: -arm64}}\n"
+                )),
+                a => yaml.push_str(&format!("      {a}: {{image: {repository}}}\n")),
+            }
+        }
+    }
+    assert_eq!((components, ENGINES.len()), (30, 6));
+    write(&root.join("berth.yaml"), &format!("{yaml}{profiles}"));
+    let mut fork: Vec<(String, String)> = vec![("IMAGE_REGISTRY".into(), "quay.io/me".into())];
+    fork.extend(
+        ENGINES
+            .iter()
+            .map(|(e, _)| (format!("{}_TAG", e.to_uppercase()), "fix-1".into())),
+    );
+    for (engine, accelerators) in ENGINES {
+        for accelerator in *accelerators {
+            let profile = format!("{engine}-{accelerator}");
+            let theirs = kustomize(&root.join(format!("guides/{profile}")));
+            let ours = berth(root)
+                .args(["render", "--profile", &profile])
+                .output()
+                .unwrap();
+            assert!(
+                ours.status.success(),
+                "{profile}: {}",
+                common::transcript(&ours)
+            );
+            let ours = String::from_utf8(ours.stdout).unwrap();
+            assert_eq!(ours, theirs, "{profile}: nothing to rewrite, byte for byte");
+            let moved = (berth(root).args(["render", "--profile", &profile]))
+                .envs(fork.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                .output()
+                .unwrap();
+            assert!(
+                moved.status.success(),
+                "{profile}: {}",
+                common::transcript(&moved)
+            );
+            let (repository, tag) = build_of(engine, accelerator);
+            let name = repository.rsplit('/').next().unwrap();
+            let tag = tag.replace("v3.0.0", "fix-1");
+            assert_eq!(
+                images_of(&String::from_utf8(moved.stdout).unwrap()),
+                [format!("quay.io/me/{name}:{tag}")],
+                "{profile}"
+            );
+        }
+    }
+}
