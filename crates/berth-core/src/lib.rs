@@ -11,7 +11,6 @@ pub mod gitops;
 pub mod kinds;
 pub mod kustomization;
 pub mod lock;
-pub mod mirror;
 pub mod names;
 pub mod place;
 pub mod project;

@@ -267,7 +267,7 @@ pub fn resolve_catalog<'p>(
                 }
                 let selection = variants::select(
                     component,
-                    flag.map(|v| (variants::given(&overrides.names.variant, name), v)),
+                    flag.map(|v| (Given::new(&overrides.names.variant, name), v)),
                     read(&component.variant_env),
                 )?;
                 resolve_family(project.file, component, default, given, selection)

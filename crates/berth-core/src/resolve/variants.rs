@@ -275,8 +275,3 @@ pub(super) fn tag_for(
     let suffix = variant.tag_suffix.as_deref().unwrap_or_default();
     Some((origin, format!("{value}{suffix}")))
 }
-
-/// `given`'s template with the component filled in (`--variant modelserver=`).
-pub(super) fn given(template: &str, component: &str) -> Given {
-    Given::new(template, component)
-}

@@ -1,6 +1,6 @@
 //! `berth mirror --to PREFIX --out DIR`: copy every image to a mirror (as
 //! `promote` copies, the path kept below the prefix) and write the
-//! configuration that makes clusters pull from it ([`berth_core::mirror`]).
+//! configuration that makes clusters pull from it ([`berth_mirror`]).
 
 use anyhow::{anyhow, Result};
 use berth_core::{Project, Resolution};
@@ -15,8 +15,8 @@ const MIRROR_OUT: crate::out_dir::Kind = crate::out_dir::Kind {
 };
 
 pub fn run(args: &Mirror, project: &Project, resolution: &Resolution<'_>) -> Result<()> {
-    let entries = berth_core::mirror::plan(resolution, &args.to, args.project_only)
-        .map_err(|e| anyhow!("{e}"))?;
+    let entries =
+        berth_mirror::plan(resolution, &args.to, args.project_only).map_err(|e| anyhow!("{e}"))?;
     if entries.is_empty() {
         anyhow::bail!(
             "nothing to mirror: {} has no components{}",
@@ -28,11 +28,11 @@ pub fn run(args: &Mirror, project: &Project, resolution: &Resolution<'_>) -> Res
             }
         );
     }
-    let options = berth_core::mirror::Options {
+    let options = berth_mirror::Options {
         project: project.name.clone(),
         ..args.options.clone()
     };
-    let (files, warnings) = berth_core::mirror::files(&entries, &options);
+    let (files, warnings) = berth_mirror::files(&entries, &options);
     crate::pipeline::print_warnings(project, warnings);
     if !args.no_copy {
         // Tagged images are pushed by tag (the digest is the same bytes'); a

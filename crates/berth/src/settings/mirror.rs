@@ -20,7 +20,7 @@ pub struct Mirror {
     /// How to reach the registries.
     pub registry: Registry,
     /// How the configurations are written (the project's name is filled in later).
-    pub options: berth_core::mirror::Options,
+    pub options: berth_mirror::Options,
 }
 
 impl Mirror {
@@ -34,15 +34,15 @@ impl Mirror {
         let to = berth_ref::RegistryPrefix::parse(&args.to).map_err(|e| anyhow!("--to: {e}"))?;
         let registry = Registry::resolve(&args.registry)?;
         let policy = match args.mirror_source_policy {
-            None => berth_core::mirror::SourcePolicy::Default,
+            None => berth_mirror::SourcePolicy::Default,
             Some(cli::SourcePolicyChoice::AllowContactingSource) => {
-                berth_core::mirror::SourcePolicy::AllowContactingSource
+                berth_mirror::SourcePolicy::AllowContactingSource
             }
             Some(cli::SourcePolicyChoice::NeverContactSource) => {
-                berth_core::mirror::SourcePolicy::NeverContactSource
+                berth_mirror::SourcePolicy::NeverContactSource
             }
         };
-        let options = berth_core::mirror::Options {
+        let options = berth_mirror::Options {
             project: String::new(),
             policy,
             insecure: registry.options.insecure.clone(),

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use berth_ref::{Reference, RegistryPrefix};
 
-use crate::Resolution;
+use berth_core::Resolution;
 
 mod configs;
 pub use configs::{files, Options, SourcePolicy};

@@ -7,7 +7,7 @@ use berth_yaml::{Node, Pos};
 use sha2::{Digest as _, Sha256};
 
 use super::Entry;
-use crate::warning::{Code, Warning};
+use berth_core::warning::{Code, Warning};
 
 /// OpenShift's `mirrorSourcePolicy`: may a node fall back to the source?
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -1,8 +1,8 @@
 use super::*;
-use crate::resolve::{resolve, Overrides};
+use berth_core::resolve::{resolve, Overrides};
 
-fn project(images: &str) -> crate::Project {
-    crate::project::parse(
+fn project(images: &str) -> berth_core::Project {
+    berth_core::project::parse(
         "berth.yaml",
         std::path::PathBuf::from("/p"),
         &format!("name: shop\nimages:\n{images}"),
