@@ -247,6 +247,15 @@ impl super::Findings {
                 continue;
             };
             let c = resolved.component;
+            if let Some((member, writes)) = &drift.member {
+                let pos = c.variant(member).map_or(c.image_pos, |v| v.pos);
+                let at = drift.at.clone().about(format!("{}/{member}", c.name));
+                out.push(Warning::at(Code::Drift, at, format_args!(
+                    "image `{}` differs from what berth.yaml gives variant `{member}` of component `{}` ({}:{pos}), and berth writes `{writes}`: if the variant lags on purpose, give it its own tag (`images.{}.variants.{member}.image: REPOSITORY:TAG`), otherwise drop the tag from the manifest",
+                    drift.found, c.name, project.file, c.name
+                )));
+                continue;
+            }
             out.push(Warning::at(Code::Drift, drift.at.clone(), format_args!(
                 "image `{}` differs from berth.yaml's default for component `{}` (`{}`, {}:{}), and berth writes `{}`: put the tag you want in `images.{}.image` of {} (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest",
                 drift.found, c.name, c.image, project.file, c.image_pos, resolved.reference, c.name, project.file

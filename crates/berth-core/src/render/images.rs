@@ -181,7 +181,7 @@ pub struct ImageRewriter<'a> {
     overridden: Vec<bool>,
     /// Image fields whose own tag or digest differs from the component's default
     /// while no override is active (position, value, target), since the last take.
-    drift: std::cell::RefCell<Vec<(Pos, String, usize)>>,
+    drift: std::cell::RefCell<Vec<Drift>>,
     /// Per `imagePaths` entry: an object of its kind was seen; a field was at its path.
     paths_seen: Vec<(std::cell::Cell<bool>, std::cell::Cell<bool>)>,
     /// Positions of the fields `imagePaths` rewrote (they are not stray copies).
@@ -202,6 +202,9 @@ pub struct Drift {
     pub found: String,
     /// The component (index into the resolution).
     pub component: usize,
+    /// The family member the field runs (`None`: the component's own image), and
+    /// the reference berth writes for it.
+    pub member: Option<(String, String)>,
 }
 
 impl<'a> ImageRewriter<'a> {
@@ -314,13 +317,6 @@ impl<'a> ImageRewriter<'a> {
     /// The drifted image fields seen since the last call.
     pub fn take_drift(&self) -> Vec<Drift> {
         std::mem::take(&mut *self.drift.borrow_mut())
-            .into_iter()
-            .map(|(pos, found, component)| Drift {
-                pos,
-                found,
-                component,
-            })
-            .collect()
     }
 
     /// Per `imagePaths` entry: whether an object of its kind was seen, and whether a
@@ -376,9 +372,12 @@ impl<'a> ImageRewriter<'a> {
             let tag_differs = own.tag().is_some() && own.tag() != resolved.tag();
             let digest_differs = own.digest().is_some() && own.digest() != resolved.digest();
             if tag_differs || digest_differs {
-                self.drift
-                    .borrow_mut()
-                    .push((pos, image.to_string(), index));
+                self.drift.borrow_mut().push(Drift {
+                    pos,
+                    found: image.to_string(),
+                    component: index,
+                    member: None,
+                });
             }
         }
         let mut rewrite = target.for_field(own.as_ref());
@@ -412,7 +411,19 @@ impl<'a> ImageRewriter<'a> {
                 target.for_field(Some(own))
             }
             Some(_) => target.for_field(Some(own)),
-            None => self.member_rewrite(index, member),
+            None => {
+                // A member's own tag that is not the one berth writes is drift too.
+                let differs = own.tag().is_some() && own.tag() != member.reference.tag();
+                if differs && !self.overridden[index] {
+                    self.drift.borrow_mut().push(Drift {
+                        pos,
+                        found: image.to_string(),
+                        component: index,
+                        member: Some((member.name.clone(), member.reference.to_string())),
+                    });
+                }
+                self.member_rewrite(index, member)
+            }
         }
     }
 

@@ -133,6 +133,8 @@ pub struct DriftFinding {
     pub found: String,
     /// The component (index into the resolution).
     pub component: usize,
+    /// The family member the field runs, and the reference berth writes for it.
+    pub member: Option<(String, String)>,
 }
 
 /// A key a reference asks of a generated config that is not in it.

@@ -159,6 +159,7 @@ impl<'s, 'r> Pass<'s, 'r> {
             at: at(d.pos),
             found: d.found,
             component: d.component,
+            member: d.member,
         }));
         for (index, lacking) in self.rewriter.take_resources() {
             let component = &spec.resolution.images[index].component.name;

@@ -349,3 +349,33 @@ fn a_variant_with_its_own_tag_other_than_the_familys_lags_and_says_so() {
     assert_eq!(lag[0].text, "berth.yaml:11:7: variant `tpu` of component `modelserver` keeps its own tag `v0.6.0` while the family is at `v0.7.0`: `MODELSERVER_TAG` and the shared tag do not move it; write its `image:` as a repository alone to follow the family, or acknowledge the lag (`accept:` with `at: modelserver/tpu`)");
     assert!(lag[0].at.is_named_by("modelserver/tpu"));
 }
+
+/// A member's own tag in the manifests that berth replaces is drift, said of
+/// the member (an overlay pinning its ROCm build back a release), unless an
+/// override moved the family on purpose.
+#[test]
+fn a_members_own_tag_that_berth_replaces_is_drift_of_that_member() {
+    let p = family();
+    let drifts = |env: &[(&str, &str)], image: &str| {
+        let resolution = resolved(&p, env, &[]).unwrap();
+        let spec = Spec::from_project(&p, &resolution, &[], &Options::default()).unwrap();
+        let out = render(
+            &spec,
+            &[Input::text("in.yaml", POD.replace("IMAGE", image))],
+        )
+        .unwrap();
+        (out.findings.warnings(&p, &resolution).into_iter())
+            .filter(|w| w.code == crate::Code::Drift)
+            .collect::<Vec<_>>()
+    };
+    let got = drifts(&[], "ghcr.io/llm-d/llm-d-rocm:v0.6.5");
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].text, "in.yaml:7:12 (Pod/ms): image `ghcr.io/llm-d/llm-d-rocm:v0.6.5` differs from what berth.yaml gives variant `rocm` of component `modelserver` (berth.yaml:9:7), and berth writes `ghcr.io/llm-d/llm-d-rocm:v0.7.0`: if the variant lags on purpose, give it its own tag (`images.modelserver.variants.rocm.image: REPOSITORY:TAG`), otherwise drop the tag from the manifest");
+    assert!(got[0].at.is_named_by("modelserver/rocm"));
+    assert!(drifts(&[], "ghcr.io/llm-d/llm-d-rocm:v0.7.0").is_empty());
+    assert!(drifts(
+        &[("MODELSERVER_TAG", "fix-1")],
+        "ghcr.io/llm-d/llm-d-rocm:v0.6.5"
+    )
+    .is_empty());
+}
