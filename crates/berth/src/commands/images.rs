@@ -168,6 +168,35 @@ fn explain(images: &[ResolvedImage<'_>]) -> String {
         if let Some(note) = &i.ignored {
             out.push_str(&format!("  note: {note}\n"));
         }
+        out.push_str(&members(i));
+    }
+    out
+}
+
+/// A family's selection and its other members, each with its variable and
+/// what did not reach it (`--explain`).
+fn members(i: &ResolvedImage<'_>) -> String {
+    let Some(selection) = &i.variant else {
+        return String::new();
+    };
+    let mut out = match selection.by {
+        berth_core::resolve::SelectedBy::Default => {
+            "  variant: `default` (no flag, variable or profile selects another)\n".to_string()
+        }
+        _ => format!("  variant: `{}`, selected by {selection}\n", selection.name),
+    };
+    for v in &i.component.variants {
+        let Some(member) = i.member(&v.name).filter(|_| v.name != selection.name) else {
+            continue;
+        };
+        let variable = v.variable(&i.component.name);
+        out.push_str(&format!(
+            "  variant {} ({variable}={})\n",
+            v.name, member.reference
+        ));
+        if let Some(note) = &member.ignored {
+            out.push_str(&format!("    note: {note}\n"));
+        }
     }
     out
 }

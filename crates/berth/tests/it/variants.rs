@@ -119,6 +119,28 @@ fn a_fork_moves_every_accelerator_and_nothing_third_party() {
 }
 
 #[test]
+fn explain_names_the_selection_and_what_did_not_reach_a_lagging_member() {
+    let dir = tree();
+    let out = (berth(dir.path()).args(["images", "--explain", "-o", "table"]))
+        .envs([
+            ("MODELSERVER_TAG", "v0.8.0"),
+            ("MODELSERVER_VARIANT", "rocm"),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("modelserver (rocm)  MODELSERVER_IMAGE  ghcr.io/llm-d/llm-d-rocm:v0.8.0"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  variant: `rocm`, selected by `MODELSERVER_VARIANT=rocm` (environment)\n"),
+        "{text}"
+    );
+    assert!(text.contains("  variant tpu (MODELSERVER_TPU_IMAGE=ghcr.io/llm-d/llm-d-tpu:v0.6.0)\n    note: MODELSERVER_TAG (environment) (`v0.8.0`) not applied to variant `tpu`: it keeps its own tag"), "{text}");
+}
+
+#[test]
 fn a_selection_the_overlay_contradicts_is_an_error_never_a_silent_winner() {
     let dir = tree();
     let out = (berth(dir.path()).args(["render", "--profile", "rocm"]))
