@@ -25,6 +25,7 @@ mod error;
 mod name;
 pub mod scan;
 mod shown;
+pub mod version;
 
 pub use digest::{lower_hex, Algorithm, Digest};
 pub use error::RefError;
