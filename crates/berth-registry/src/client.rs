@@ -20,6 +20,7 @@ use reqwest::{Response, StatusCode};
 use sha2::{Digest as _, Sha256};
 
 mod auth;
+mod tags;
 mod transport;
 
 use auth::authorize;
@@ -220,17 +221,24 @@ impl Registry {
     async fn read_manifest(
         &self,
         image: &Reference,
-        mut response: Response,
+        response: Response,
     ) -> Result<Vec<u8>, Attempt> {
         let limit = crate::manifest::MAX_MANIFEST_BYTES;
-        let too_big = || {
-            Attempt::Fail(self.other(
-                image,
-                format!("the registry's answer is larger than {} MiB, so it is not an image manifest; nothing was pinned", limit >> 20),
-            ))
-        };
+        let too_big = format!("the registry's answer is larger than {} MiB, so it is not an image manifest; nothing was pinned", limit >> 20);
+        self.read_bounded(image, response, limit, &too_big).await
+    }
+
+    /// A body read as it arrives and refused, saying `too_big`, once it passes `limit`.
+    async fn read_bounded(
+        &self,
+        image: &Reference,
+        mut response: Response,
+        limit: usize,
+        too_big: &str,
+    ) -> Result<Vec<u8>, Attempt> {
+        let refuse = || Attempt::Fail(self.other(image, too_big.to_string()));
         if response.content_length().is_some_and(|n| n > limit as u64) {
-            return Err(too_big());
+            return Err(refuse());
         }
         let mut bytes = Vec::new();
         while let Some(chunk) = response
@@ -239,7 +247,7 @@ impl Registry {
             .map_err(|e| self.transport(image, e))?
         {
             if bytes.len() + chunk.len() > limit {
-                return Err(too_big());
+                return Err(refuse());
             }
             bytes.extend_from_slice(&chunk);
         }

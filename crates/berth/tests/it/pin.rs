@@ -971,3 +971,66 @@ fn a_redirect_that_leads_nowhere_or_off_http_is_said() {
         assert!(!stderr.contains("root:"), "{stderr}");
     }
 }
+
+/// #50 step 2: a repository's tags read page by page as the registry links
+/// them (`Link: rel="next"`), and the newest release among them.
+#[test]
+#[cfg_attr(
+    not(feature = "test-registry"),
+    ignore = "needs test-registry (run scripts/test)"
+)]
+fn tags_are_read_across_pages_and_ordered_as_versions() {
+    let registry = TestRegistry::start(None);
+    let image = Layout::image("tags", 1, 64);
+    let tags = [
+        "v1.3.0",
+        "v1.10.0",
+        "latest",
+        "v1.9.2",
+        "v1.11.0-rc1",
+        "main",
+        "sha-abc1234",
+    ];
+    for tag in tags {
+        registry.push(&image, "acme/server", tag);
+    }
+    let client = berth_registry::Registry::new(
+        berth_registry::Options {
+            insecure: vec![registry.host.clone()],
+            ..berth_registry::Options::default()
+        },
+        berth_registry::DockerConfig::default(),
+    )
+    .unwrap();
+    let repository =
+        berth_ref::Reference::parse(&format!("{}/acme/server", registry.host)).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // Two tags a page: four pages, linked.
+    let mut listed = runtime
+        .block_on(client.tags_in_pages(&repository, 2))
+        .unwrap();
+    listed.sort();
+    let mut want: Vec<String> = tags.iter().map(|t| t.to_string()).collect();
+    want.sort();
+    assert_eq!(listed, want);
+    let all = runtime.block_on(client.tags(&repository)).unwrap();
+    let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+    assert_eq!(
+        berth_ref::version::newest(&refs, "v1.3.0", false),
+        Some("v1.10.0")
+    );
+    assert_eq!(
+        berth_ref::version::newest(&refs, "v1.3.0", true),
+        Some("v1.11.0-rc1")
+    );
+    // A repository the registry does not know is one clear error naming it.
+    let missing = berth_ref::Reference::parse(&format!("{}/acme/nothing", registry.host)).unwrap();
+    let err = runtime
+        .block_on(client.tags(&missing))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("acme/nothing"), "{err}");
+}
