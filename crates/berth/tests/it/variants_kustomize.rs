@@ -103,6 +103,20 @@ fn images_of(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// `berth render --profile PROFILE` with `env`, which must succeed: its output.
+fn render(root: &Path, profile: &str, env: &[(&str, &str)]) -> String {
+    let out = (berth(root).args(["render", "--profile", profile]))
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{profile}: {}",
+        common::transcript(&out)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 fn kustomize(dir: &Path) -> String {
     let out = Command::new("kubectl")
         .arg("kustomize")
@@ -131,16 +145,7 @@ fn every_guide_and_accelerator_renders_as_kustomize_and_a_fork_moves_them_all() 
         for (build, repository, tag) in BUILDS {
             let profile = format!("{guide}-{build}");
             let theirs = kustomize(&root.join(format!("guides/{guide}/{build}")));
-            let ours = berth(root)
-                .args(["render", "--profile", &profile])
-                .output()
-                .unwrap();
-            assert!(
-                ours.status.success(),
-                "{profile}: {}",
-                common::transcript(&ours)
-            );
-            let ours = String::from_utf8(ours.stdout).unwrap();
+            let ours = render(root, &profile, &[]);
             assert_eq!(without_images(&ours), without_images(&theirs), "{profile}");
             assert_eq!(
                 images_of(&ours),
@@ -153,16 +158,7 @@ fn every_guide_and_accelerator_renders_as_kustomize_and_a_fork_moves_them_all() 
             );
             // A fork: every accelerator's build moves, the lagging TPU keeps its tag,
             // the third-party cache stays.
-            let moved = berth(root)
-                .args(["render", "--profile", &profile])
-                .envs(fork)
-                .output()
-                .unwrap();
-            assert!(
-                moved.status.success(),
-                "{profile}: {}",
-                common::transcript(&moved)
-            );
+            let moved = render(root, &profile, &fork);
             let last = repository.rsplit('/').next().unwrap();
             let want_tag = match *build {
                 "tpu" => "v1.3.2".to_string(),
@@ -170,7 +166,7 @@ fn every_guide_and_accelerator_renders_as_kustomize_and_a_fork_moves_them_all() 
                 _ => "fix-1".to_string(),
             };
             assert_eq!(
-                images_of(&String::from_utf8(moved.stdout).unwrap()),
+                images_of(&moved),
                 [
                     format!("quay.io/me/{last}:{want_tag}"),
                     "quay.io/me/router:v0.9.0".into(),
@@ -359,31 +355,17 @@ fn thirty_image_components_are_six_components_and_a_fork_moves_every_one() {
         for accelerator in *accelerators {
             let profile = format!("{engine}-{accelerator}");
             let theirs = kustomize(&root.join(format!("guides/{profile}")));
-            let ours = berth(root)
-                .args(["render", "--profile", &profile])
-                .output()
-                .unwrap();
-            assert!(
-                ours.status.success(),
-                "{profile}: {}",
-                common::transcript(&ours)
-            );
-            let ours = String::from_utf8(ours.stdout).unwrap();
+            let ours = render(root, &profile, &[]);
             assert_eq!(ours, theirs, "{profile}: nothing to rewrite, byte for byte");
-            let moved = (berth(root).args(["render", "--profile", &profile]))
-                .envs(fork.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-                .output()
-                .unwrap();
-            assert!(
-                moved.status.success(),
-                "{profile}: {}",
-                common::transcript(&moved)
-            );
+            let env: Vec<(&str, &str)> = (fork.iter())
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let moved = render(root, &profile, &env);
             let (repository, tag) = build_of(engine, accelerator);
             let name = repository.rsplit('/').next().unwrap();
             let tag = tag.replace("v3.0.0", "fix-1");
             assert_eq!(
-                images_of(&String::from_utf8(moved.stdout).unwrap()),
+                images_of(&moved),
                 [format!("quay.io/me/{name}:{tag}")],
                 "{profile}"
             );
