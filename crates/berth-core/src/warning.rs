@@ -63,6 +63,8 @@ pub enum Code {
     VariantResource,
     /// A variant keeps a tag of its own that is not the family's.
     VariantLag,
+    /// berth.lock pins a tag berth.yaml no longer names.
+    LockStale,
 }
 
 impl Code {
@@ -93,6 +95,7 @@ impl Code {
         Code::DuplicateKey,
         Code::VariantResource,
         Code::VariantLag,
+        Code::LockStale,
     ];
 
     /// The code as written in a warning and in `accept:`.
@@ -123,6 +126,7 @@ impl Code {
             Code::DuplicateKey => "duplicate-key",
             Code::VariantResource => "variant-resource",
             Code::VariantLag => "variant-lag",
+            Code::LockStale => "lock-stale",
         }
     }
 

@@ -13,8 +13,10 @@ use berth_ref::Reference;
 use berth_core::{Place, Project};
 
 mod named;
+mod sites;
 mod targets;
 pub use named::{built_images, component_of, composed, name_disagreements, name_only, NameOnly};
+pub use sites::{tag_sites, TagSite};
 pub use targets::target_writing;
 
 /// A `NAME ?= value` (or `:=`, `=`) line of a Makefile.

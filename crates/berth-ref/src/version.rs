@@ -132,32 +132,158 @@ impl PartialOrd for Part {
     }
 }
 
-/// The newest of `tags` by version, after `current` or not: releases only,
-/// unless `pre` is asked or `current` is itself a pre-release. Tags that are no
-/// versions are left out; of two spellings of one version (`1.2` and `1.2.0`,
-/// `v1.2.0`) the one written like `current` wins, then the first.
-pub fn newest<'t>(tags: &[&'t str], current: &str, pre: bool) -> Option<&'t str> {
-    let current_version = Version::parse(current);
-    let pre = pre || current_version.as_ref().is_some_and(Version::is_pre);
-    let same_spelling = |tag: &str| tag.starts_with('v') == current.starts_with('v');
-    let mut best: Option<(Version, &str)> = None;
-    for tag in tags {
-        let Some(version) = Version::parse(tag).filter(|v| pre || !v.is_pre()) else {
-            continue;
-        };
-        let better = match &best {
-            None => true,
-            Some((held, held_tag)) => match version.cmp(held) {
-                Ordering::Greater => true,
-                Ordering::Equal => same_spelling(tag) && !same_spelling(held_tag),
-                Ordering::Less => false,
-            },
-        };
-        if better {
-            best = Some((version, tag));
+/// How a component's tags read as versions: the common scheme
+/// ([`Version::parse`]), or its own (`versions: {pattern: REGEX}`, #50) for a
+/// line of builds such as `v1.2.3-ubuntu2404`.
+#[derive(Debug, Clone, Default)]
+pub enum Scheme {
+    /// `v1.2.3`, `1.2`, `1.0.0-rc1`.
+    #[default]
+    Standard,
+    /// A regular expression the whole tag matches, one capture group per number.
+    Pattern(Pattern),
+}
+
+/// `versions.pattern`: a regular expression over the whole tag whose capture
+/// groups are the version's numbers, most significant first.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    regex: regex::Regex,
+    source: String,
+}
+
+/// Capture groups a pattern may have: the numbers of a version.
+const MAX_GROUPS: usize = 4;
+
+impl Pattern {
+    /// `source` as a pattern: it must compile (Rust's `regex` syntax, linear
+    /// time: no look-around or back-references) and have 1 to 4 capture groups.
+    pub fn new(source: &str) -> Result<Pattern, String> {
+        let regex = regex::RegexBuilder::new(&format!("^(?:{source})$"))
+            .size_limit(1 << 20)
+            .build()
+            .map_err(|e| match e {
+                regex::Error::Syntax(text) => text
+                    .lines()
+                    .last()
+                    .unwrap_or("a syntax error")
+                    .trim_start_matches("error: ")
+                    .to_string(),
+                other => other.to_string(),
+            })?;
+        let groups = regex.captures_len() - 1;
+        if !(1..=MAX_GROUPS).contains(&groups) {
+            return Err(format!(
+                "it has {groups} capture group(s); write one `(\\d+)` per number of the version, 1 to {MAX_GROUPS}, e.g. `v(\\d+)\\.(\\d+)\\.(\\d+)-ubuntu2404`, and `(?:…)` for a group that is no number"
+            ));
+        }
+        Ok(Pattern {
+            regex,
+            source: source.to_string(),
+        })
+    }
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+}
+
+impl PartialEq for Pattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.source == other.source
+    }
+}
+
+impl Eq for Pattern {}
+
+impl PartialEq for Scheme {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Scheme::Standard, Scheme::Standard) => true,
+            (Scheme::Pattern(a), Scheme::Pattern(b)) => a == b,
+            _ => false,
         }
     }
-    best.map(|(_, tag)| tag)
+}
+
+impl Eq for Scheme {}
+
+impl Scheme {
+    /// `tag` as a version of this scheme.
+    pub fn parse(&self, tag: &str) -> Option<Version> {
+        match self {
+            Scheme::Standard => Version::parse(tag),
+            Scheme::Pattern(pattern) => {
+                let captures = pattern.regex.captures(tag)?;
+                let numbers = (captures.iter().skip(1))
+                    .map(|group| {
+                        let text = group?.as_str();
+                        (!text.is_empty() && text.len() <= 18)
+                            .then(|| text.parse::<u64>().ok())
+                            .flatten()
+                    })
+                    .collect::<Option<Vec<u64>>>()?;
+                Some(Version {
+                    numbers,
+                    pre: Vec::new(),
+                })
+            }
+        }
+    }
+
+    /// Every version of `tags` newer than `current`, newest first, one tag per
+    /// version: releases only, unless `pre` is asked or `current` is itself a
+    /// pre-release. Of two spellings of one version (`1.2` and `1.2.0`, `v1.2.0`)
+    /// the one written like `current` wins, then the first. When `current` is no
+    /// version of the scheme, every version is newer.
+    pub fn newer<'t>(&self, tags: &[&'t str], current: &str, pre: bool) -> Vec<&'t str> {
+        let current_version = self.parse(current);
+        let pre = pre || current_version.as_ref().is_some_and(Version::is_pre);
+        let same_spelling = |tag: &str| tag.starts_with('v') == current.starts_with('v');
+        let mut found: Vec<(Version, &str)> = (tags.iter())
+            .filter_map(|tag| Some((self.parse(tag)?, *tag)))
+            .filter(|(v, _)| (pre || !v.is_pre()) && current_version.as_ref().is_none_or(|c| v > c))
+            .collect();
+        // Newest first; within one version, the preferred spelling first, then list order.
+        found.sort_by(|(a, a_tag), (b, b_tag)| {
+            b.cmp(a)
+                .then_with(|| same_spelling(b_tag).cmp(&same_spelling(a_tag)))
+        });
+        found.dedup_by(|later, earlier| later.0 == earlier.0);
+        found.into_iter().map(|(_, tag)| tag).collect()
+    }
+
+    /// The newest of `tags` by version, whether or not it is newer than `current`
+    /// (see [`Scheme::newer`] for which tags count).
+    pub fn newest<'t>(&self, tags: &[&'t str], current: &str, pre: bool) -> Option<&'t str> {
+        let current_version = self.parse(current);
+        let pre = pre || current_version.as_ref().is_some_and(Version::is_pre);
+        let same_spelling = |tag: &str| tag.starts_with('v') == current.starts_with('v');
+        let mut best: Option<(Version, &str)> = None;
+        for tag in tags {
+            let Some(version) = self.parse(tag).filter(|v| pre || !v.is_pre()) else {
+                continue;
+            };
+            let better = match &best {
+                None => true,
+                Some((held, held_tag)) => match version.cmp(held) {
+                    Ordering::Greater => true,
+                    Ordering::Equal => same_spelling(tag) && !same_spelling(held_tag),
+                    Ordering::Less => false,
+                },
+            };
+            if better {
+                best = Some((version, tag));
+            }
+        }
+        best.map(|(_, tag)| tag)
+    }
+}
+
+/// The newest of `tags` by the common scheme ([`Scheme::newest`]).
+pub fn newest<'t>(tags: &[&'t str], current: &str, pre: bool) -> Option<&'t str> {
+    Scheme::Standard.newest(tags, current, pre)
 }
 
 #[cfg(test)]
@@ -252,5 +378,61 @@ mod tests {
         let started = std::time::Instant::now();
         assert_eq!(newest(&refs, "v0.0.1", false), Some("v99.99.9"));
         assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    }
+
+    #[test]
+    fn a_pattern_reads_a_line_of_builds_by_its_groups() {
+        let scheme = Scheme::Pattern(Pattern::new(r"v(\d+)\.(\d+)\.(\d+)-ubuntu2404").unwrap());
+        let tags = [
+            "v0.9.0-ubuntu2404",
+            "v0.10.0-ubuntu2404",
+            "v0.11.0",
+            "v0.10.1-ubuntu2204",
+            "latest",
+            "xv0.12.0-ubuntu2404",
+        ];
+        assert_eq!(
+            scheme.newest(&tags, "v0.9.0-ubuntu2404", false),
+            Some("v0.10.0-ubuntu2404")
+        );
+        assert_eq!(
+            scheme.newer(&tags, "v0.9.0-ubuntu2404", false),
+            ["v0.10.0-ubuntu2404"]
+        );
+        assert_eq!(scheme.parse("v0.11.0"), None, "anchored at both ends");
+        for (bad, says) in [
+            ("v(", "unclosed group"),
+            ("latest", "0 capture group"),
+            ("(a)(b)(c)(d)(e)", "5 capture group"),
+        ] {
+            let error = Pattern::new(bad).unwrap_err();
+            assert!(error.contains(says), "{bad}: {error}");
+        }
+    }
+
+    #[test]
+    fn newer_lists_each_version_once_newest_first() {
+        let tags = [
+            "v1.2.0",
+            "v1.10.0",
+            "1.10.0",
+            "v1.3.0",
+            "v2.0.0-rc1",
+            "latest",
+            "sha-3f2a9c1",
+            "v1.1.0",
+        ];
+        let scheme = Scheme::Standard;
+        assert_eq!(scheme.newer(&tags, "v1.2.0", false), ["v1.10.0", "v1.3.0"]);
+        assert_eq!(
+            scheme.newer(&tags, "v1.2.0", true),
+            ["v2.0.0-rc1", "v1.10.0", "v1.3.0"]
+        );
+        assert_eq!(scheme.newer(&tags, "1.2.0", false), ["1.10.0", "v1.3.0"]);
+        assert_eq!(
+            scheme.newer(&tags, "latest", false).len(),
+            4,
+            "every release is newer than no version"
+        );
     }
 }

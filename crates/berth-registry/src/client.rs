@@ -21,6 +21,7 @@ use sha2::{Digest as _, Sha256};
 
 mod auth;
 mod tags;
+pub use tags::tags_all;
 mod transport;
 
 use auth::authorize;

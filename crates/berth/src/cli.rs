@@ -164,6 +164,33 @@ pub enum Command {
     /// `berth pin --platform linux/arm64`.
     #[command(mut_arg("locked", |a| a.hide(true)))]
     Pin(PinArgs),
+    /// List the components and variants with a newer release, and tags republished since `berth pin`.
+    ///
+    /// Reads each repository's tags once (all pages, concurrently) and orders them as
+    /// versions: `v1.10.0` after `v1.3.0`, an optional `v`, pre-releases only with `--pre` or
+    /// when the current tag is one; `latest`, `main`, `sha-…` and other tags that are no
+    /// version are left out (`images.NAME.versions.pattern` reads a scheme of your own). For a
+    /// family (`variants:`) the newest is the default image's, each variant lacking it is named,
+    /// and the version `berth update` would move the family to is the newest every variant has.
+    /// When berth.lock exists (required with `--locked`) each pinned tag's digest is compared with
+    /// the registry's: a tag pushed again since `berth pin` is "republished".
+    ///
+    /// Examples: `berth outdated`; `berth outdated --output json`; `berth outdated --exit-code` (CI).
+    #[command(mut_arg("locked", |a| a.help("Require berth.lock and compare every pinned tag's digest with the registry's")))]
+    Outdated(OutdatedArgs),
+    /// Move components to a newer release: berth.yaml, berth.lock and every copy of the default.
+    ///
+    /// Moves each COMPONENT (default: every outdated one) to the newest release that every
+    /// variant following its family tag has (or `--to VERSION`, refused naming the variants
+    /// that lack it), and rewrites in place, changing only the tag's text: berth.yaml's
+    /// `image:`; the Makefile's `NAME_TAG ?=` / `NAME_IMAGE ?=` defaults; kustomizations'
+    /// `newTag:`; the chart values files that hold the default at a `helmValues:` path; and
+    /// berth.lock (the moved components re-pinned) when it exists. A copy that cannot be
+    /// moved safely (its line holds the old tag twice) is named, and the exit status is 1.
+    /// Afterwards `berth validate --strict` finds nothing to disagree.
+    ///
+    /// Examples: `berth update --dry-run`; `berth update web`; `berth update modelserver --to v0.8.0`.
+    Update(UpdateArgs),
     /// Copy every component image to another registry or prefix, digests preserved.
     ///
     /// `berth promote --to quay.io/team/prod` copies each resolved image (index, manifests,

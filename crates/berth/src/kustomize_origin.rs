@@ -63,13 +63,47 @@ pub fn attribute(project: &Project, manifests: &[Manifest], findings: &mut Findi
 }
 
 /// One `images:` entry of a kustomization.
-struct Entry {
+pub struct Entry {
     /// The kustomization file, relative to the project.
-    file: String,
-    pos: berth_yaml::Pos,
-    name: String,
-    new_name: Option<String>,
-    new_tag: Option<String>,
+    pub file: String,
+    /// Where its `newTag:` is written (else the entry).
+    pub pos: berth_yaml::Pos,
+    /// `name:`.
+    pub name: String,
+    /// `newName:`.
+    pub new_name: Option<String>,
+    /// `newTag:`.
+    pub new_tag: Option<String>,
+}
+
+impl Entry {
+    /// Whether it edits images of repository `last` (its last path component), as
+    /// kustomize matches `name:` and as the drift attribution does.
+    pub fn names(&self, last: &str) -> bool {
+        [Some(&self.name), self.new_name.as_ref()]
+            .into_iter()
+            .flatten()
+            .any(|n| {
+                n.rsplit('/')
+                    .next()
+                    .is_some_and(|l| l.split([':', '@']).next() == Some(last))
+            })
+    }
+}
+
+/// Every `images:` entry of the kustomizations the project renders: each
+/// `kustomize:` source of `manifests:` and of every profile, and those they
+/// build on, each file once.
+pub fn entries(project: &Project) -> Vec<Entry> {
+    let mut walk = Walk::default();
+    let sources =
+        (project.manifests.iter()).chain(project.profiles.iter().flat_map(|p| p.manifests.iter()));
+    for manifest in sources {
+        if let ManifestSource::Kustomize(dir) = &manifest.source {
+            walk.collect(&project.dir.join(dir), &project.dir);
+        }
+    }
+    walk.entries
 }
 
 /// What a walk of a kustomization and those it builds on found.
@@ -89,15 +123,7 @@ impl Walk {
     fn setting(&self, found: &Reference) -> Option<&Entry> {
         let tag = found.tag().map(|t| t.to_string());
         let last = found.repository().last_component().to_string();
-        self.entries.iter().find(|e| {
-            let names = [Some(&e.name), e.new_name.as_ref()];
-            let named = names.into_iter().flatten().any(|n| {
-                n.rsplit('/')
-                    .next()
-                    .is_some_and(|l| l.split([':', '@']).next() == Some(&last))
-            });
-            named && e.new_tag.is_some() && e.new_tag == tag
-        })
+        (self.entries.iter()).find(|e| e.names(&last) && e.new_tag.is_some() && e.new_tag == tag)
     }
 
     /// The source file of `object` (`Kind/name`): the one of that kind and name, else

@@ -21,10 +21,12 @@ mod kustomize;
 mod kustomize_origin;
 mod out_dir;
 mod output;
+mod pinning;
 mod pipeline;
 mod project_file;
 mod runtime;
 mod settings;
+mod tag_lists;
 mod text_stream;
 mod trust_sources;
 
@@ -121,6 +123,21 @@ fn run(cli: &Cli) -> Result<u8> {
         }
         Command::Pin(args) if args.resolve.locked => {
             anyhow::bail!("--locked does not apply to `berth pin`, which writes the lock; run it without --locked")
+        }
+        Command::Outdated(args) => {
+            let registry = settings::Registry::resolve(&args.registry)?;
+            // The lock is compared with the registry, not resolved through.
+            let resolve = cli::ResolveArgs {
+                locked: false,
+                ..args.resolve.clone()
+            };
+            with_resolution(cli, &resolve, |project, resolution| {
+                commands::outdated::run(args, &registry, project, resolution)
+            })
+        }
+        Command::Update(args) => {
+            let registry = settings::Registry::resolve(&args.registry)?;
+            commands::update::run(cli.project.as_deref(), args, &registry)
         }
         Command::Pin(args) => {
             let registry = settings::Registry::resolve(&args.registry)?;
@@ -230,7 +247,7 @@ fn with_pins(
 ) -> Result<u8> {
     let project = project_file::load(cli.project.as_deref())?;
     let unpinned = pipeline::resolve(&project, settings::overrides(&args.resolve, None))?;
-    let lock = commands::pin::pin(&settings::Registry::resolve(&args.registry)?, &unpinned)?;
+    let lock = pinning::pin(&settings::Registry::resolve(&args.registry)?, &unpinned)?;
     let pinned = pipeline::resolve(&project, settings::overrides(&args.resolve, Some(lock)))?;
     command(&project, &pinned)
 }

@@ -11,7 +11,7 @@ pub(super) const OPERATOR_KEYS: &[&str] = &["workload", "container"];
 pub(super) const ACCEPT_KEYS: &[&str] = &["warning", "at", "because"];
 
 /// What an unknown code is told: the codes (a test keeps the list whole).
-pub(super) const CODES_HELP: &str = "use a code shown in brackets at the end of a warning: drift, copy, unparsed-image, missing-key, unused-path, unreached-override, misspelt-variable, makefile-default, values-override, shared-repository, unmatched-component, unused-config, wrongly-undeployed, certificate, unfilled-placeholder, stale-accept, tag-mirror, related-image, trust-variable, public-roots, cluster-source, dotted-key, duplicate-key, variant-resource, variant-lag";
+pub(super) const CODES_HELP: &str = "use a code shown in brackets at the end of a warning: drift, copy, unparsed-image, missing-key, unused-path, unreached-override, misspelt-variable, makefile-default, values-override, shared-repository, unmatched-component, unused-config, wrongly-undeployed, certificate, unfilled-placeholder, stale-accept, tag-mirror, related-image, trust-variable, public-roots, cluster-source, dotted-key, duplicate-key, variant-resource, variant-lag, lock-stale";
 
 impl Loader<'_> {
     /// `operator: {workload: Kind/NAME, container: NAME}`.

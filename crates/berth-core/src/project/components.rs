@@ -26,7 +26,10 @@ pub(super) const COMPONENT_KEYS: &[&str] = &[
     "variants",
     "variantEnv",
     "resource",
+    "versions",
 ];
+/// The keys of `images.X.versions`.
+pub(super) const VERSIONS_KEYS: &[&str] = &["pattern"];
 /// The keys of a profile's map form.
 pub(super) const PROFILE_KEYS: &[&str] = &["manifests", "variants"];
 pub(super) const TAG_KEYS: &[&str] = &["env"];
@@ -183,6 +186,7 @@ impl Loader<'_> {
                 "variants" => component.variants = self.variants(v, &key)?,
                 "variantEnv" => component.variant_env = self.variable(v, &key)?,
                 "resource" => component.resource = Some(self.resource(v, &key)?),
+                "versions" => component.versions = self.versions(v, &key)?,
                 _ => {}
             }
         }
@@ -377,5 +381,35 @@ impl Loader<'_> {
             }
         }
         Ok(())
+    }
+}
+
+impl Loader<'_> {
+    /// `versions: {pattern: REGEX}`: the component's own version scheme.
+    fn versions(
+        &self,
+        node: &Node,
+        context: &str,
+    ) -> Result<berth_ref::version::Scheme, ProjectError> {
+        let entries = self.fields(node, context, VERSIONS_KEYS)?;
+        let Some((_, pattern)) = entries.iter().find(|(k, _)| k.as_str() == Some("pattern")) else {
+            return Err(ProjectError::Shape {
+                file: self.file.to_string(),
+                pos: node.pos,
+                problem: format!("`{context}` has no `pattern:`; write the regular expression a version's tag matches, one capture group per number, e.g. `pattern: 'v(\\d+)\\.(\\d+)\\.(\\d+)-ubuntu2404'`"),
+            });
+        };
+        let key = format!("{context}.pattern");
+        let text = self.string(pattern, &key)?;
+        berth_ref::version::Pattern::new(text)
+            .map(berth_ref::version::Scheme::Pattern)
+            .map_err(|reason| ProjectError::Shape {
+                file: self.file.to_string(),
+                pos: pattern.pos,
+                problem: format!(
+                    "`{key}` `{}` cannot be used: {reason}",
+                    berth_io::shown(text)
+                ),
+            })
     }
 }

@@ -183,6 +183,9 @@ pub struct Component {
     pub related_image: Option<String>,
     /// `variantEnv:` (default `<NAME>_VARIANT`): the variable that selects a variant.
     pub variant_env: String,
+    /// `versions: {pattern: REGEX}`: how its tags read as versions, for `berth
+    /// outdated` and `berth update` (the common `v1.2.3` scheme by default).
+    pub versions: berth_ref::version::Scheme,
 }
 
 impl Component {
@@ -203,6 +206,7 @@ impl Component {
             tag_suffix: false,
             related_image: None,
             variant_env: String::new(),
+            versions: berth_ref::version::Scheme::Standard,
         }
     }
 }

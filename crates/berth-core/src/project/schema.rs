@@ -187,6 +187,9 @@ fn component(key: &str) -> Option<Value> {
         }
         "variantEnv" => variable("The variable that selects a variant (default <NAME>_VARIANT)."),
         "resource" => resource("The extended resource a pod running the default image requests (nvidia.com/gpu)."),
+        "versions" => {
+            json!({"type": "object", "additionalProperties": false, "required": ["pattern"], "properties": {"pattern": {"type": "string", "minLength": 1, "description": "A regular expression the whole tag matches, one capture group per number of the version (v(\\d+)\\.(\\d+)\\.(\\d+)-ubuntu2404)."}}, "description": "How the component's tags read as versions, for `berth outdated` and `berth update` (default: v1.2.3, optional v, -rc1 pre-releases)."})
+        }
         _ => return None,
     })
 }

@@ -238,3 +238,32 @@ fn sync_rules_load() {
     assert!(exec_only.paths.is_empty() && exec_only.initial_sync);
     assert!(matches!(&exec_only.target, SyncTarget::Image(r) if r.to_string() == "ghcr.io/a/epp"));
 }
+
+#[test]
+fn versions_pattern_is_read_and_a_bad_one_named_where_it_is() {
+    let p = load("name: p\nimages:\n  ms:\n    image: ghcr.io/x/ms:v0.1.0-ubuntu2404\n    versions: {pattern: 'v(\\d+)\\.(\\d+)\\.(\\d+)-ubuntu2404'}\n").unwrap();
+    let scheme = &p.components[0].versions;
+    assert!(scheme.parse("v0.2.0-ubuntu2404").is_some());
+    assert!(scheme.parse("v0.2.0").is_none());
+    for (src, says) in [
+        (
+            "name: p\nimages:\n  ms:\n    image: a:1\n    versions: {pattern: 'v('}\n",
+            "berth.yaml:5:25: `images.ms.versions.pattern` `v(` cannot be used: unclosed group",
+        ),
+        (
+            "name: p\nimages:\n  ms:\n    image: a:1\n    versions: {pattern: 'v1'}\n",
+            "0 capture group(s)",
+        ),
+        (
+            "name: p\nimages:\n  ms:\n    image: a:1\n    versions: {}\n",
+            "has no `pattern:`",
+        ),
+        (
+            "name: p\nimages:\n  ms:\n    image: a:1\n    versions: {patern: x}\n",
+            "patern",
+        ),
+    ] {
+        let error = load(src).unwrap_err().to_string();
+        assert!(error.contains(says), "{src}: {error}");
+    }
+}

@@ -104,3 +104,21 @@ fn page_tags(image: &Reference, body: &[u8]) -> Result<Vec<String>, String> {
         )),
     }
 }
+
+/// Every repository's tags ([`Registry::tags`]), at most `concurrency` requests
+/// in flight; results in input order.
+pub async fn tags_all(
+    registry: std::sync::Arc<Registry>,
+    repositories: Vec<Reference>,
+    concurrency: usize,
+) -> Vec<Result<Vec<String>, RegistryError>> {
+    use futures_util::StreamExt as _;
+    futures_util::stream::iter(repositories)
+        .map(|repository| {
+            let registry = std::sync::Arc::clone(&registry);
+            async move { registry.tags(&repository).await }
+        })
+        .buffered(concurrency.max(1))
+        .collect()
+        .await
+}

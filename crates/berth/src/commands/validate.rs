@@ -38,6 +38,7 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
         }
     }
     warnings.extend(makefile_defaults(project));
+    warnings.extend(stale_pins(project, resolution)?);
     warnings.extend(berth_core::project::lagging(project));
     warnings.extend(public_roots(project));
     // Over every set unless `--profile` (or paths) chose one.
@@ -216,6 +217,16 @@ fn render_all(
 /// disagrees is a warning naming both lines.
 fn makefile_defaults(project: &Project) -> Vec<Warning> {
     berth_make::disagreements(project, &crate::project_file::makefiles(project))
+}
+
+/// `[lock-stale]`: the pins of berth.lock (when there is one) for tags berth.yaml
+/// no longer names.
+fn stale_pins(project: &Project, resolution: &Resolution<'_>) -> Result<Vec<Warning>> {
+    if !project.dir.join(berth_core::lock::LOCK_FILE).exists() {
+        return Ok(Vec::new());
+    }
+    let lock = crate::project_file::load_lock(project)?;
+    Ok(berth_update::stale_pins(&lock, resolution))
 }
 
 /// Components that say `deployed: false` although a render runs their image:

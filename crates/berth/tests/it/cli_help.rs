@@ -40,7 +40,7 @@ fn stdout_of(args: &[&str]) -> String {
 }
 
 /// Every command, in `berth --help`'s order (checked against it below).
-pub const ALL_COMMANDS: [&str; 22] = [
+pub const ALL_COMMANDS: [&str; 24] = [
     "init",
     "ref",
     "images",
@@ -49,6 +49,8 @@ pub const ALL_COMMANDS: [&str; 22] = [
     "audit",
     "validate",
     "pin",
+    "outdated",
+    "update",
     "promote",
     "mirror",
     "push",
@@ -66,7 +68,7 @@ pub const ALL_COMMANDS: [&str; 22] = [
 ];
 
 /// The commands that do the work (not completions, schema, man, version).
-const COMMANDS: &[&str] = ALL_COMMANDS.split_at(18).0;
+const COMMANDS: &[&str] = ALL_COMMANDS.split_at(20).0;
 
 #[test]
 fn the_command_list_is_berths_own() {

@@ -38,5 +38,6 @@ mod sync_kube;
 mod trust_clients;
 mod trust_controller;
 mod trust_rotation;
+mod updates;
 mod variants;
 mod variants_kustomize;

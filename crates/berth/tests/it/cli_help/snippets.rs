@@ -13,6 +13,9 @@
 //! - after `<!-- doc-test: cluster -->`: the same against the test plane, in a namespace
 //!   of its own (`$NS`, and the kubeconfig's default), kubectl and helm on PATH;
 //! - after `<!-- doc-test: berth.yaml -->`: a berth.yaml that `berth images` accepts;
+//! - after `<!-- doc-test: renovate -->`: a Renovate configuration whose regex manager's
+//!   `matchStrings`, run with Node's regex engine as Renovate runs them, find every
+//!   component's version in every example's berth.yaml (the `test-tools` group);
 //! - after `<!-- not run: REASON -->`: a block this machine cannot run, REASON saying why
 //!   (the page's source carries it);
 //! - a `yaml` block without a marker: YAML that must parse;
@@ -34,6 +37,7 @@ enum Kind {
     Helm3,
     Cluster,
     BerthYaml,
+    Renovate,
     NotRun(String),
     Yaml,
     Output,
@@ -75,6 +79,7 @@ fn kind_of(file: &Path, line: usize, lang: &str, marker: Option<&str>, body: &st
         Some("doc-test: helm3") => return Kind::Helm3,
         Some("doc-test: cluster") => return Kind::Cluster,
         Some("doc-test: berth.yaml") => return Kind::BerthYaml,
+        Some("doc-test: renovate") => return Kind::Renovate,
         Some(m) if m.starts_with("not run:") => {
             let reason = m["not run:".len()..].trim();
             assert!(!reason.is_empty(), "{place}: `not run:` without a reason");
@@ -215,6 +220,100 @@ fn every_snippet_runs_or_says_why_not() {
     }
     eprintln!("snippets by kind: {counts:?}");
     assert!(counts.get("Sh").copied().unwrap_or(0) >= 5, "{counts:?}");
+}
+
+/// What Node's regex engine finds with a Renovate block's `matchStrings` in
+/// `files`: one `depName:currentValue` per match.
+fn renovate_matches(block: &Block, files: &[PathBuf]) -> Vec<String> {
+    let config: serde_json::Value = serde_json::from_str(&block.body)
+        .unwrap_or_else(|e| panic!("{}:{}: not JSON: {e}", block.file.display(), block.line));
+    let patterns = &config["customManagers"][0]["matchStrings"];
+    assert!(
+        patterns.is_array(),
+        "{}:{}: no matchStrings",
+        block.file.display(),
+        block.line
+    );
+    let script = "const fs = require('fs');\n\
+        const [patterns, ...files] = process.argv.slice(1);\n\
+        for (const file of files) {\n\
+          const text = fs.readFileSync(file, 'utf8');\n\
+          for (const p of JSON.parse(patterns)) {\n\
+            for (const m of text.matchAll(new RegExp(p, 'g'))) {\n\
+              console.log(`${m.groups.depName}:${m.groups.currentValue}`);\n\
+            }\n\
+          }\n\
+        }\n";
+    let out = Command::new("node")
+        .args(["-e", script, &patterns.to_string()])
+        .args(files)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// #50: the documented Renovate configuration finds, in every example's
+/// berth.yaml, each component's version and each variant's own tag — and
+/// nothing else (a variant following the family tag has none).
+#[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
+fn the_documented_renovate_regex_finds_every_version_in_the_examples() {
+    super::super::common::require_program(super::super::common::Group::Tools, "node");
+    let root = repo_root();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root.join("examples"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("berth.yaml"))
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    let mut ran = 0;
+    for block in blocks().iter().filter(|b| b.kind == Kind::Renovate) {
+        for file in &files {
+            let text = std::fs::read_to_string(file).unwrap();
+            let project =
+                berth_core::project::parse("berth.yaml", file.parent().unwrap().into(), &text)
+                    .unwrap();
+            let mut want: Vec<String> = Vec::new();
+            for c in project.components.iter().filter(|c| c.same_as.is_none()) {
+                if c.image.tag().is_some() {
+                    want.push(c.image.without_digest().to_string());
+                }
+                for v in c.variants.iter().filter(|v| v.image.tag().is_some()) {
+                    want.push(v.image.without_digest().to_string());
+                }
+            }
+            let mut found: Vec<String> = renovate_matches(block, std::slice::from_ref(file))
+                .iter()
+                .map(|m| {
+                    berth_ref::Reference::parse(m)
+                        .unwrap_or_else(|e| panic!("{m}: {e}"))
+                        .to_string()
+                })
+                .collect();
+            want.sort();
+            found.sort();
+            assert_eq!(
+                found,
+                want,
+                "{}: what the Renovate regex finds",
+                file.display()
+            );
+            ran += 1;
+        }
+    }
+    assert!(ran >= 5, "no Renovate block or no example ran");
 }
 
 #[test]

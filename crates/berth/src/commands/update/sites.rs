@@ -1,0 +1,110 @@
+//! Every copy of a component's default tag that `validate` compares with
+//! berth.yaml, as the edits that move it: berth.yaml's `image:`, the Makefile's
+//! defaults, kustomizations' `newTag:` and the chart values files at the
+//! component's `helmValues:` paths. Found from the same readings validate makes.
+
+use berth_core::project::HelmPart;
+use berth_core::render::{lookup, Layer};
+use berth_core::{Component, Project};
+use berth_update::Edit;
+
+/// The edits that move component `c` from `old` to `new`, berth.yaml's first.
+pub fn edits(project: &Project, c: &Component, old: &str, new: &str) -> Vec<Edit> {
+    let edit = |file: String, line: usize, column: usize, what: String| Edit {
+        file,
+        line,
+        column,
+        old: old.to_string(),
+        new: new.to_string(),
+        what,
+    };
+    let mut out = vec![edit(
+        project.file.clone(),
+        c.image_pos.line as usize,
+        c.image_pos.column as usize,
+        format!("`images.{}.image`", c.name),
+    )];
+    let makefiles = crate::project_file::makefiles(project);
+    for site in berth_make::tag_sites(&makefiles, c, old) {
+        let what = format!("the Makefile default `{}`", site.variable);
+        out.push(edit(site.file, site.line, 1, what));
+    }
+    let last = c.image.repository().last_component().to_string();
+    for entry in crate::kustomize_origin::entries(project) {
+        if entry.new_tag.as_deref() == Some(old) && entry.names(&last) {
+            let what = format!("the kustomization's `newTag:` for `{}`", entry.name);
+            out.push(edit(
+                entry.file,
+                entry.pos.line as usize,
+                entry.pos.column as usize,
+                what,
+            ));
+        }
+    }
+    for (file, line, column, path) in chart_values(project, c, old) {
+        out.push(edit(
+            file,
+            line,
+            column,
+            format!("the chart value `{path}`"),
+        ));
+    }
+    // A file reached twice (two profiles, one kustomization) is edited once.
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|e| seen.insert((e.file.clone(), e.line)));
+    out
+}
+
+/// The places of the chart values files (a chart's own, a subchart's, a `values:`
+/// file) that hold `old` as component `c`'s tag at one of its `helmValues:` paths:
+/// `(file, line, column, path)`.
+fn chart_values(
+    project: &Project,
+    c: &Component,
+    old: &str,
+) -> Vec<(String, usize, usize, String)> {
+    let manifests: Vec<berth_core::Manifest> = (project.manifests.iter())
+        .chain(project.profiles.iter().flat_map(|p| p.manifests.iter()))
+        .cloned()
+        .collect();
+    let mut out = Vec::new();
+    for (_, values) in crate::helm::local::charts(project, &manifests) {
+        let mut trees: Vec<(&str, &Layer, &berth_yaml::Node)> = Vec::new();
+        if let Some((layer, tree)) = &values.own {
+            trees.push(("", layer, tree));
+        }
+        for (key, dependency) in &values.dependencies {
+            if let Some((layer, tree)) = dependency {
+                trees.push((key, layer, tree));
+            }
+        }
+        trees.extend(values.given.iter().map(|(layer, tree)| ("", layer, tree)));
+        for (prefix, layer, tree) in trees {
+            let Layer::File(file) = layer else { continue };
+            for (part, path) in &c.helm_values {
+                let inner = if prefix.is_empty() {
+                    Some(path.as_str())
+                } else {
+                    path.strip_prefix(prefix).and_then(|p| p.strip_prefix('.'))
+                };
+                let Some(node) = inner.and_then(|p| lookup(tree, p)) else {
+                    continue;
+                };
+                let Some(text) = node.as_str() else { continue };
+                let holds = match part {
+                    HelmPart::Tag => text == old,
+                    HelmPart::Image => berth_ref::Reference::parse(text).is_ok_and(|r| {
+                        r.repository() == c.image.repository()
+                            && r.tag().is_some_and(|t| t.as_str() == old)
+                    }),
+                    _ => false,
+                };
+                if holds {
+                    let (line, column) = (node.pos.line as usize, node.pos.column as usize);
+                    out.push((file.clone(), line, column, path.clone()));
+                }
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,205 @@
+//! `berth outdated` and `berth update` (#50) against a real registry: tags
+//! ordered as versions, a tag pushed again after `berth pin`, a family whose
+//! XPU build lacks the newest release; and every copy of a default moved with
+//! berth.yaml, so that `validate --strict` stays green.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
+
+use crate::common;
+
+use std::fs;
+use std::path::Path;
+
+use common::registry::{Layout, TestRegistry};
+use common::{berth, project};
+
+/// The registry of the "done when": web's releases among tags that are
+/// no versions, api's tag pushed again later, and the model server's family.
+fn registry() -> TestRegistry {
+    let registry = TestRegistry::start(None);
+    let image = Layout::image("updates", 1, 64);
+    for tag in [
+        "v1.2.0",
+        "v1.3.0",
+        "v1.10.0",
+        "v2.0.0-rc1",
+        "latest",
+        "sha-3f2a9c1",
+    ] {
+        registry.push(&image, "acme/web", tag);
+    }
+    registry.push(&image, "acme/api", "v3.1.0");
+    for tag in ["v0.7.0", "v0.7.1", "v0.8.0"] {
+        registry.push(&image, "llm-d/cuda", tag);
+    }
+    for tag in ["v0.7.0", "v0.7.1"] {
+        registry.push(&image, "llm-d/xpu", tag);
+    }
+    registry
+}
+
+fn tree(registry: &TestRegistry) -> tempfile::TempDir {
+    let host = &registry.host;
+    let dir = project(&format!(
+        "name: shop\nmanifests:\n  - kustomize: deploy\nimages:\n  web:\n    image: {host}/acme/web:v1.3.0 # the storefront\n  api:\n    image: \"{host}/acme/api:v3.1.0\"\n  modelserver:\n    image: {host}/llm-d/cuda:v0.7.0\n    deployed: false\n    variants:\n      xpu: {{image: {host}/llm-d/xpu}}\n"
+    ));
+    let root = dir.path();
+    fs::write(root.join("Makefile"), format!("REG ?= {host}/acme\nWEB_TAG ?= v1.3.0\nWEB_IMAGE ?= $(REG)/web:$(WEB_TAG)\n\nall:\n\t@echo $(WEB_IMAGE)\n")).unwrap();
+    fs::create_dir(root.join("deploy")).unwrap();
+    fs::write(
+        root.join("deploy/kustomization.yaml"),
+        format!("resources: [web.yaml]\nimages:\n  - name: {host}/acme/web\n    newTag: v1.3.0   # bumped by hand until now\n"),
+    )
+    .unwrap();
+    fs::write(
+        root.join("deploy/web.yaml"),
+        format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web}}\nspec:\n  selector: {{matchLabels: {{app: web}}}}\n  template:\n    metadata: {{labels: {{app: web}}}}\n    spec:\n      containers:\n        - {{name: web, image: {host}/acme/web:dev}}\n        - {{name: api, image: {host}/acme/api:v3.1.0}}\n"),
+    )
+    .unwrap();
+    dir
+}
+
+fn run(root: &Path, registry: &TestRegistry, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = berth(root)
+        .args(args)
+        .args(["--insecure-registry", &registry.host])
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+#[cfg_attr(
+    not(all(feature = "test-registry", feature = "test-tools")),
+    ignore = "needs test-registry and test-tools (run scripts/test)"
+)]
+fn outdated_names_the_newest_the_republished_and_the_lagging_and_update_moves_every_copy() {
+    common::require_program(common::Group::Tools, "kubectl");
+    let registry = registry();
+    let dir = tree(&registry);
+    let root = dir.path();
+    let (code, _, stderr) = run(root, &registry, &["pin"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    // api:v3.1.0 pushed again after the pin, with other content.
+    registry.push(&Layout::image("rebuilt", 1, 64), "acme/api", "v3.1.0");
+
+    let (code, table, stderr) = run(root, &registry, &["outdated", "--exit-code"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    let line = |start: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("{start}: {table}"))
+            .to_string()
+    };
+    let words = |start: &str| {
+        line(start)
+            .split_whitespace()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        words("web ")[..],
+        ["web", "-", "v1.3.0", "v1.10.0", "outdated"],
+        "{table}"
+    );
+    assert!(
+        line("api ").contains("up to date; republished: berth.lock has sha256:"),
+        "{table}"
+    );
+    assert!(
+        line("modelserver  -").contains("moves the family to v0.7.1"),
+        "{table}"
+    );
+    assert!(line("modelserver  xpu").contains("lacks v0.8.0"), "{table}");
+    let (_, json, _) = run(root, &registry, &["outdated", "--output", "json", "--pre"]);
+    let rows: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(rows[0]["newest"], "v2.0.0-rc1", "{json}");
+    assert!(rows[1]["republished"]["registry"]
+        .as_str()
+        .unwrap()
+        .starts_with("sha256:"));
+
+    // Refused: the XPU build has no v0.8.0.
+    let (code, _, stderr) = run(
+        root,
+        &registry,
+        &["update", "modelserver", "--to", "v0.8.0"],
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("variant(s) `xpu` (v0.8.0)"), "{stderr}");
+
+    let before = fs::read_to_string(root.join("berth.yaml")).unwrap();
+    let (code, diff, stderr) = run(root, &registry, &["update", "web", "--dry-run"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        diff.contains("-    image: 127.0.0.1")
+            && diff.contains("acme/web:v1.10.0 # the storefront"),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("+WEB_TAG ?= v1.10.0")
+            && diff.contains("+    newTag: v1.10.0   # bumped by hand until now"),
+        "{diff}"
+    );
+    assert_eq!(
+        fs::read_to_string(root.join("berth.yaml")).unwrap(),
+        before,
+        "a dry run writes nothing"
+    );
+
+    let lock_before = fs::read_to_string(root.join("berth.lock")).unwrap();
+    let (code, _, stderr) = run(root, &registry, &["update", "web"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "moved `web` v1.3.0 → v1.10.0 (berth.yaml:6, Makefile:2, deploy/kustomization.yaml:4)"
+        ),
+        "{stderr}"
+    );
+    let after = fs::read_to_string(root.join("berth.yaml")).unwrap();
+    let changed: Vec<(&str, &str)> = before
+        .lines()
+        .zip(after.lines())
+        .filter(|(a, b)| a != b)
+        .collect();
+    assert_eq!(changed.len(), 1, "{after}");
+    assert!(
+        changed[0].1.ends_with("acme/web:v1.10.0 # the storefront"),
+        "{after}"
+    );
+    let lock = fs::read_to_string(root.join("berth.lock")).unwrap();
+    assert!(
+        lock.contains("acme/web:v1.10.0") && !lock.contains("acme/web:v1.3.0"),
+        "{lock}"
+    );
+    // Only the moved component is pinned again: api keeps its (now republished) digest.
+    let api = |text: &str| {
+        text.lines()
+            .skip_while(|l| !l.contains("acme/api"))
+            .nth(1)
+            .map(str::to_string)
+    };
+    assert_eq!(api(&lock), api(&lock_before), "{lock}");
+    let (code, _, stderr) = run_plain(root, &["validate", "--strict"]);
+    assert_eq!(code, Some(0), "{stderr}");
+
+    // Without --to the family moves to the newest every variant has.
+    let (code, _, stderr) = run(root, &registry, &["update", "modelserver"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(fs::read_to_string(root.join("berth.yaml"))
+        .unwrap()
+        .contains("llm-d/cuda:v0.7.1"));
+}
+
+fn run_plain(root: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = berth(root).args(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
