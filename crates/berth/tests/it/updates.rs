@@ -203,3 +203,75 @@ fn run_plain(root: &Path, args: &[&str]) -> (Option<i32>, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// A chart's own values and a `values:` file that hold the default at the
+/// component's `helmValues:` paths move with berth.yaml; a values line that
+/// holds the old tag twice is named, not guessed at, and the rest still moves.
+#[test]
+#[cfg_attr(
+    not(feature = "test-registry"),
+    ignore = "needs test-registry (run scripts/test)"
+)]
+fn update_moves_the_chart_values_and_names_a_copy_it_cannot_move() {
+    let registry = registry();
+    let host = &registry.host;
+    let dir = project(&format!(
+        "name: shop\nmanifests:\n  - helm: {{chart: chart, release: shop, values: [prod.values.yaml]}}\nimages:\n  web:\n    image: {host}/acme/web:v1.3.0\n    helmValues: {{repository: image.repository, tag: image.tag}}\n"
+    ));
+    let root = dir.path();
+    fs::create_dir(root.join("chart")).unwrap();
+    fs::write(
+        root.join("chart/Chart.yaml"),
+        "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    fs::write(
+        root.join("chart/values.yaml"),
+        format!("image:\n  repository: {host}/acme/web\n  tag: \"v1.3.0\"\n"),
+    )
+    .unwrap();
+    fs::write(
+        root.join("prod.values.yaml"),
+        "image: {tag: v1.3.0}  # was v1.3.0 in March\n",
+    )
+    .unwrap();
+    let (code, diff, stderr) = run(root, &registry, &["update", "--dry-run"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(diff.contains("+  tag: \"v1.10.0\""), "{diff}");
+    assert!(
+        diff.contains("+    image: 127.0.0.1") && diff.contains("acme/web:v1.10.0"),
+        "{diff}"
+    );
+    assert!(
+        stderr.contains(
+            "prod.values.yaml:1:14: the chart value `image.tag`: `v1.3.0` is written 2 times there"
+        ),
+        "{stderr}"
+    );
+    assert!(!diff.contains("--- a/prod.values.yaml"), "{diff}");
+}
+
+/// `[lock-stale]`: a tag bumped in berth.yaml (by hand or by a bot) without
+/// `berth pin` leaves berth.lock pinning the old one; validate says so, and only then.
+#[test]
+fn validate_warns_when_the_lock_pins_a_tag_berth_yaml_no_longer_names() {
+    let digest = format!("sha256:{}", "b".repeat(64));
+    let dir = project(
+        "name: shop\nimages:\n  web: {image: 'quay.io/acme/web:v1.10.0', deployed: false}\n",
+    );
+    let root = dir.path();
+    let lock = |tag: &str| {
+        format!("version: 1\nimages:\n- component: web\n  image: quay.io/acme/web:{tag}\n  digest: {digest}\n")
+    };
+    fs::write(root.join("berth.lock"), lock("v1.10.0")).unwrap();
+    let (code, _, stderr) = run_plain(root, &["validate", "--strict"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    fs::write(root.join("berth.lock"), lock("v1.3.0")).unwrap();
+    let (code, _, stderr) = run_plain(root, &["validate", "--strict"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("berth.lock pins `quay.io/acme/web:v1.3.0` for component `web`, but berth.yaml now gives it `quay.io/acme/web:v1.10.0`")
+            && stderr.contains("[lock-stale]"),
+        "{stderr}"
+    );
+}
