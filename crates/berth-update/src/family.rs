@@ -288,6 +288,52 @@ pub fn judged<'r, 'p>(resolution: &'r berth_core::Resolution<'p>) -> Vec<&'r Res
         .collect()
 }
 
+/// Why the components named on a command line cannot be judged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChoiceError {
+    /// A name berth.yaml does not have.
+    #[error("berth.yaml has no component `{name}`; it has {}", .known.join(", "))]
+    Unknown {
+        /// The name given.
+        name: String,
+        /// The components there are.
+        known: Vec<String>,
+    },
+    /// A `sameAs` component, which is another's image.
+    #[error(
+        "component `{0}` is `sameAs:` another component, whose versions are its own; name that one"
+    )]
+    SameAs(String),
+}
+
+/// The images of the components `names` (every one [`judged`] when none is given), in the
+/// order given.
+pub fn chosen<'r, 'p>(
+    resolution: &'r berth_core::Resolution<'p>,
+    names: &[String],
+) -> Result<Vec<&'r ResolvedImage<'p>>, ChoiceError> {
+    let all = judged(resolution);
+    if names.is_empty() {
+        return Ok(all);
+    }
+    let mut out = Vec::new();
+    for name in names {
+        match all.iter().find(|i| &i.component.name == name) {
+            Some(image) => out.push(*image),
+            None if resolution.images.iter().any(|i| &i.component.name == name) => {
+                return Err(ChoiceError::SameAs(name.clone()))
+            }
+            None => {
+                return Err(ChoiceError::Unknown {
+                    name: name.clone(),
+                    known: all.iter().map(|i| i.component.name.clone()).collect(),
+                })
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The repositories whose tags `rows` needs for `images`, each once.
 pub fn repositories<'r>(images: impl IntoIterator<Item = &'r ResolvedImage<'r>>) -> Vec<String> {
     let mut seen = HashSet::new();

@@ -173,3 +173,18 @@ fn a_pin_of_a_tag_berth_yaml_no_longer_names_is_stale_and_only_that() {
         warnings[1]
     );
 }
+
+#[test]
+fn components_are_chosen_by_name_and_an_unknown_one_is_named() {
+    let p = project();
+    let resolution = resolve(&p, &Overrides::default(), &|_| None).unwrap();
+    assert_eq!(chosen(&resolution, &[]).unwrap().len(), 3);
+    let named = chosen(&resolution, &["nightly".into(), "web".into()]).unwrap();
+    assert_eq!(named[0].component.name, "nightly");
+    assert_eq!(
+        chosen(&resolution, &["wbe".into()])
+            .unwrap_err()
+            .to_string(),
+        "berth.yaml has no component `wbe`; it has web, modelserver, nightly"
+    );
+}

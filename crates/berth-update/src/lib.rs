@@ -14,5 +14,6 @@ mod family_tests;
 
 pub use edit::{replace_token, Edit, EditError};
 pub use family::{
-    family_target, judged, members, repositories, rows, Member, Row, State, Tags, TargetError,
+    chosen, family_target, judged, members, repositories, rows, ChoiceError, Member, Row, State,
+    Tags, TargetError,
 };

@@ -476,6 +476,9 @@ pub struct PinArgs {
 
 #[derive(Debug, Args)]
 pub struct OutdatedArgs {
+    /// The components to look at (default: every one).
+    #[arg(value_name = "COMPONENT")]
+    pub components: Vec<String>,
     #[command(flatten)]
     pub resolve: ResolveArgs,
     #[command(flatten)]
@@ -515,6 +518,11 @@ pub struct UpdateArgs {
     /// Count pre-releases (`-rc1`, `-beta.2`) as releases.
     #[arg(long)]
     pub pre: bool,
+    /// Read every project image's tags under PREFIX (a fork or a mirror that holds the same
+    /// releases), as `--registry` moves images elsewhere; berth.yaml's tags are what moves, and
+    /// berth.lock is left for `berth pin`.
+    #[arg(long = "registry", value_name = "PREFIX")]
+    pub prefix: Option<String>,
     #[command(flatten)]
     pub registry: RegistryArgs,
 }

@@ -28,7 +28,7 @@ pub fn run(
     project: &Project,
     resolution: &Resolution<'_>,
 ) -> Result<u8> {
-    let images = berth_update::judged(resolution);
+    let images = berth_update::chosen(resolution, &args.components)?;
     let registry = crate::tag_lists::client(settings)?;
     let tags = crate::tag_lists::read_tags(
         &registry,

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{anyhow, bail, Result};
 use berth_core::lock::{Lock, LOCK_FILE};
-use berth_core::resolve::ResolvedImage;
+use berth_core::resolve::Origin;
 use berth_core::{Project, Resolution};
 use berth_update::{Edit, TargetError};
 
@@ -31,8 +31,12 @@ pub fn run(
     if args.to.is_some() && args.components.len() != 1 {
         bail!("--to names one version of one component: give exactly one COMPONENT (`berth update web --to v1.10.0`)");
     }
+    let resolve = ResolveArgs {
+        registry: args.prefix.clone(),
+        ..ResolveArgs::default()
+    };
     let (moves, edits, mut refused) =
-        crate::pipeline::resolved(project, &ResolveArgs::default(), |project, resolution| {
+        crate::pipeline::resolved(project, &resolve, |project, resolution| {
             plan(args, settings, project, resolution)
         })?;
     let project_file = crate::project_file::load(project)?;
@@ -51,8 +55,10 @@ pub fn run(
             )
             .map_err(|e| anyhow!("{e}"))?;
         }
-        if !moves.is_empty() {
-            repin(project, settings, &moves)?;
+        match &args.prefix {
+            Some(prefix) if !moves.is_empty() => say!("{LOCK_FILE} is not pinned again: the tags were read under --registry {prefix}; run `berth pin`"),
+            _ if !moves.is_empty() => repin(project, settings, &moves)?,
+            _ => {}
         }
     }
     for m in &moves {
@@ -90,18 +96,23 @@ fn plan(
     project: &Project,
     resolution: &Resolution<'_>,
 ) -> Result<Plan> {
-    let images = chosen(args, resolution)?;
+    let images = berth_update::chosen(resolution, &args.components)?;
     let registry = crate::tag_lists::client(settings)?;
     let repositories = berth_update::repositories(images.iter().copied());
     let tags = crate::tag_lists::read_tags(&registry, settings, repositories)?;
     let (mut moves, mut edits, mut refused) = (Vec::new(), Vec::new(), Vec::new());
     for image in images {
         let c = image.component;
-        if let Some(origin) = image
-            .origins
-            .parts()
-            .find(|o| !matches!(o, berth_core::resolve::Origin::Project { .. }))
-        {
+        // A registry prefix (`--registry`, `IMAGE_REGISTRY`) only says where the tags
+        // are read (a fork, a mirror); a tag or an image given elsewhere would be moved
+        // in berth.yaml from a version it does not hold.
+        let elsewhere = |o: &&Origin| {
+            !matches!(
+                o,
+                Origin::Project { .. } | Origin::Registry(_) | Origin::RegistryEnv(_)
+            )
+        };
+        if let Some(origin) = image.origins.parts().find(elsewhere) {
             refused.push(format!("component `{}` resolves to `{}` through {origin}; `berth update` moves berth.yaml's default, so run it without that override", c.name, image.reference));
             continue;
         }
@@ -134,34 +145,6 @@ fn plan(
         }
     }
     Ok((moves, edits, refused))
-}
-
-/// The images named on the command line (every one but a `sameAs` copy when none is).
-fn chosen<'r, 'p>(
-    args: &UpdateArgs,
-    resolution: &'r Resolution<'p>,
-) -> Result<Vec<&'r ResolvedImage<'p>>> {
-    let all = berth_update::judged(resolution);
-    if args.components.is_empty() {
-        return Ok(all);
-    }
-    let mut out = Vec::new();
-    for name in &args.components {
-        match all.iter().find(|i| &i.component.name == name) {
-            Some(image) => out.push(*image),
-            None if resolution.images.iter().any(|i| &i.component.name == name) => {
-                bail!("component `{name}` is `sameAs:` another component, whose update moves it too; name that one")
-            }
-            None => {
-                let names: Vec<&str> = all.iter().map(|i| i.component.name.as_str()).collect();
-                bail!(
-                    "berth.yaml has no component `{name}`; it has {}",
-                    names.join(", ")
-                )
-            }
-        }
-    }
-    Ok(out)
 }
 
 /// Each file's text before and after its edits, by file; the edits that could not be made.

@@ -13,6 +13,10 @@
 //! - after `<!-- doc-test: cluster -->`: the same against the test plane, in a namespace
 //!   of its own (`$NS`, and the kubeconfig's default), kubectl and helm on PATH;
 //! - after `<!-- doc-test: berth.yaml -->`: a berth.yaml that `berth images` accepts;
+//! - after `<!-- doc-test: registry -->`: the same as `sh`, with `$REGISTRY` a local registry
+//!   (the `test-registry` group) that holds, under `$REGISTRY/<name>`, every image `berth images
+//!   --registry $REGISTRY` lists in the snippet's directory, at its tag and at the next patch
+//!   release (`v0.7.0` and `v0.7.1`): nothing can be pulled from public registries here;
 //! - after `<!-- doc-test: renovate -->`: a Renovate configuration whose regex manager's
 //!   `matchStrings`, run with Node's regex engine as Renovate runs them, find every
 //!   component's version in every example's berth.yaml (the `test-tools` group);
@@ -37,6 +41,7 @@ enum Kind {
     Helm3,
     Cluster,
     BerthYaml,
+    Registry,
     Renovate,
     NotRun(String),
     Yaml,
@@ -80,6 +85,7 @@ fn kind_of(file: &Path, line: usize, lang: &str, marker: Option<&str>, body: &st
         Some("doc-test: cluster") => return Kind::Cluster,
         Some("doc-test: berth.yaml") => return Kind::BerthYaml,
         Some("doc-test: renovate") => return Kind::Renovate,
+        Some("doc-test: registry") => return Kind::Registry,
         Some(m) if m.starts_with("not run:") => {
             let reason = m["not run:".len()..].trim();
             assert!(!reason.is_empty(), "{place}: `not run:` without a reason");
@@ -220,6 +226,58 @@ fn every_snippet_runs_or_says_why_not() {
     }
     eprintln!("snippets by kind: {counts:?}");
     assert!(counts.get("Sh").copied().unwrap_or(0) >= 5, "{counts:?}");
+}
+
+/// The next patch release of a version tag (`v0.7.0-arm64` → `v0.7.1-arm64`).
+fn next_patch(tag: &str) -> Option<String> {
+    let (core, suffix) = tag.split_once('-').map_or((tag, ""), |(c, s)| (c, s));
+    let (head, last) = core.rsplit_once('.')?;
+    let next: u64 = last.parse::<u64>().ok()? + 1;
+    let dash = if suffix.is_empty() { "" } else { "-" };
+    Some(format!("{head}.{next}{dash}{suffix}"))
+}
+
+/// #50: `berth outdated` and `berth update --dry-run` on the examples, against the tests'
+/// registry seeded with each example's images (see `Kind::Registry`).
+#[test]
+#[cfg_attr(
+    not(feature = "test-registry"),
+    ignore = "needs test-registry (run scripts/test)"
+)]
+fn every_registry_snippet_runs_against_the_tests_registry() {
+    use super::super::common::registry::{Layout, TestRegistry};
+    let registry = TestRegistry::start(None);
+    let image = Layout::image("docs", 1, 64);
+    let mut ran = 0;
+    for block in blocks().iter().filter(|b| b.kind == Kind::Registry) {
+        let (_dir, cwd) = session(&block.file);
+        let out = super::super::common::berth(&cwd)
+            .args(["images", "--output", "list", "--registry", &registry.host])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let prefix = format!("{}/", registry.host);
+        for line in String::from_utf8(out.stdout).unwrap().lines() {
+            let Some((name, tag)) = line.strip_prefix(&prefix).and_then(|r| r.rsplit_once(':'))
+            else {
+                continue; // a third-party image (`registry: false`) stays where it is
+            };
+            registry.push(&image, name, tag);
+            if let Some(next) = next_patch(tag) {
+                registry.push(&image, name, &next);
+            }
+        }
+        run_script(block, &cwd, &[], &[("REGISTRY", registry.host.clone())]);
+        ran += 1;
+    }
+    assert!(
+        ran >= 2,
+        "the llm-d and variants examples have registry snippets"
+    );
 }
 
 /// What Node's regex engine finds with a Renovate block's `matchStrings` in
