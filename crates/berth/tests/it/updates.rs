@@ -275,3 +275,58 @@ fn validate_warns_when_the_lock_pins_a_tag_berth_yaml_no_longer_names() {
         "{stderr}"
     );
 }
+
+/// A component's own version scheme (`versions.pattern`) orders its line of
+/// builds and ignores the rest; a registry that is down is one error naming
+/// the repository, with nothing printed.
+#[test]
+#[cfg_attr(
+    not(feature = "test-registry"),
+    ignore = "needs test-registry (run scripts/test)"
+)]
+fn a_pattern_orders_a_line_of_builds_and_a_registry_that_is_down_is_named() {
+    let registry = TestRegistry::start(None);
+    let image = Layout::image("pattern", 1, 64);
+    for tag in [
+        "v0.9.0-ubuntu2404",
+        "v0.10.0-ubuntu2404",
+        "v0.11.0",
+        "v0.12.0-ubuntu2204",
+    ] {
+        registry.push(&image, "acme/ms", tag);
+    }
+    let host = &registry.host;
+    let dir = project(&format!(
+        "name: p\nimages:\n  ms:\n    image: {host}/acme/ms:v0.9.0-ubuntu2404\n    versions: {{pattern: 'v(\\d+)\\.(\\d+)\\.(\\d+)-ubuntu2404'}}\n"
+    ));
+    let (code, json, stderr) = run(dir.path(), &registry, &["outdated", "--output", "json"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let rows: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(rows[0]["newest"], "v0.10.0-ubuntu2404", "{json}");
+    assert_eq!(rows[0]["update"], "v0.10.0-ubuntu2404", "{json}");
+
+    let down = common::registry::free_port();
+    let dir = project(&format!(
+        "name: p\nimages:\n  ms: {{image: '127.0.0.1:{down}/acme/ms:v1.0.0'}}\n"
+    ));
+    let out = berth(dir.path())
+        .args([
+            "outdated",
+            "--insecure-registry",
+            &format!("127.0.0.1:{down}"),
+            "--timeout",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot read the tags of 127.0.0.1:{down}/acme/ms")),
+        "{stderr}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "nothing is printed when a registry is down"
+    );
+}
