@@ -66,6 +66,34 @@ pub struct LockEntry {
     pub digest: Digest,
     /// The platform pinned, with `--platform`.
     pub platform: Option<String>,
+    /// How its signature was verified, when a `verify:` policy covers it.
+    pub verified: Option<Verification>,
+}
+
+/// How `berth pin` verified an image's signature (#51): once per digest,
+/// recorded so that `--locked` need not ask the registry again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verification {
+    /// Who signed.
+    pub by: VerifiedBy,
+    /// The digest of the signature that verified (the `.sig` manifest, or the bundle).
+    pub signature: Digest,
+    /// The transparency log's index of the entry checked, when one was.
+    pub log_index: Option<u64>,
+}
+
+/// The signer a verification found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VerifiedBy {
+    /// A public key, by its fingerprint (`sha256:` of its SubjectPublicKeyInfo).
+    Key(Digest),
+    /// A certificate for this identity from this issuer.
+    Certificate {
+        /// The certificate's subject alternative name.
+        identity: String,
+        /// Its OIDC issuer.
+        issuer: String,
+    },
 }
 
 impl ChartPin {
@@ -160,26 +188,8 @@ impl Lock {
             .and_then(Node::as_seq)
             .unwrap_or_default()
         {
-            known_keys(
-                item,
-                &["component", "variant", "image", "digest", "platform"],
-                &invalid,
-            )?;
-            let image_text = text(item, "image")?;
-            let image = Reference::parse(&image_text)
-                .map_err(|e| invalid(item.pos, format!("`image: {image_text}`: {e}")))?;
-            let digest_text = text(item, "digest")?;
-            let digest = Digest::parse(&digest_text)
-                .map_err(|e| invalid(item.pos, format!("`digest`: {e}")))?;
-            let platform = item
-                .get("platform")
-                .and_then(Node::as_str)
-                .map(str::to_string);
-            let component = text(item, "component")?;
-            let variant = item
-                .get("variant")
-                .and_then(Node::as_str)
-                .map(str::to_string);
+            let entry = parse_entry(item, &invalid)?;
+            let (component, variant) = (&entry.component, &entry.variant);
             let key = match &variant {
                 Some(variant) => format!("{component}` variant `{variant}"),
                 None => component.clone(),
@@ -191,13 +201,7 @@ impl Lock {
                 ));
             }
             seen.push((key, item.pos));
-            entries.push(LockEntry {
-                component,
-                variant,
-                image,
-                digest,
-                platform,
-            });
+            entries.push(entry);
         }
         let charts = parse_charts(root, &invalid)?;
         Ok(Lock { entries, charts })
@@ -240,6 +244,23 @@ impl Lock {
             if let Some(platform) = &e.platform {
                 out.push_str(&format!("  platform: {platform}\n"));
             }
+            if let Some(v) = &e.verified {
+                out.push_str("  verified:\n");
+                match &v.by {
+                    VerifiedBy::Key(fingerprint) => {
+                        out.push_str(&format!("    key: {fingerprint}\n"))
+                    }
+                    VerifiedBy::Certificate { identity, issuer } => out.push_str(&format!(
+                        "    identity: {}\n    issuer: {}\n",
+                        quoted(identity),
+                        quoted(issuer)
+                    )),
+                }
+                out.push_str(&format!("    signature: {}\n", v.signature));
+                if let Some(index) = v.log_index {
+                    out.push_str(&format!("    logIndex: {index}\n"));
+                }
+            }
         }
         let mut charts: Vec<&ChartPin> = self.charts.iter().collect();
         charts.sort();
@@ -269,6 +290,90 @@ fn quoted(text: &str) -> String {
 }
 
 /// An entry of the lock: a mapping of `allowed` keys only.
+/// One entry of `images:`.
+fn parse_entry(
+    item: &Node,
+    invalid: &dyn Fn(Pos, String) -> LockError,
+) -> Result<LockEntry, LockError> {
+    known_keys(
+        item,
+        &[
+            "component",
+            "variant",
+            "image",
+            "digest",
+            "platform",
+            "verified",
+        ],
+        invalid,
+    )?;
+    let text = |node: &Node, key: &str| -> Result<String, LockError> {
+        node.get(key)
+            .and_then(Node::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| invalid(node.pos, format!("missing `{key}`")))
+    };
+    let image_text = text(item, "image")?;
+    let image = Reference::parse(&image_text)
+        .map_err(|e| invalid(item.pos, format!("`image: {image_text}`: {e}")))?;
+    let digest_text = text(item, "digest")?;
+    let digest =
+        Digest::parse(&digest_text).map_err(|e| invalid(item.pos, format!("`digest`: {e}")))?;
+    let optional = |key: &str| item.get(key).and_then(Node::as_str).map(str::to_string);
+    let verified = match item.get("verified") {
+        Some(node) => Some(parse_verification(node, invalid)?),
+        None => None,
+    };
+    Ok(LockEntry {
+        component: text(item, "component")?,
+        variant: optional("variant"),
+        image,
+        digest,
+        platform: optional("platform"),
+        verified,
+    })
+}
+
+/// An entry's `verified:` (`key:` or `identity:` and `issuer:`, `signature:`, `logIndex:`).
+fn parse_verification(
+    node: &Node,
+    invalid: &dyn Fn(Pos, String) -> LockError,
+) -> Result<Verification, LockError> {
+    known_keys(
+        node,
+        &["key", "identity", "issuer", "signature", "logIndex"],
+        invalid,
+    )?;
+    let text = |key: &str| node.get(key).and_then(Node::as_str).map(str::to_string);
+    let digest = |key: &str| -> Result<Digest, LockError> {
+        let value = text(key).ok_or_else(|| {
+            invalid(
+                node.pos,
+                format!("`verified` has no `{key}`; run `berth pin` to rewrite the lock"),
+            )
+        })?;
+        Digest::parse(&value).map_err(|e| invalid(node.pos, format!("`verified.{key}`: {e}")))
+    };
+    let by = match (text("identity"), text("issuer")) {
+        (Some(identity), Some(issuer)) => VerifiedBy::Certificate { identity, issuer },
+        (None, None) => VerifiedBy::Key(digest("key")?),
+        _ => return Err(invalid(node.pos, "`verified` names a certificate's `identity` and `issuer` together; run `berth pin` to rewrite the lock".into())),
+    };
+    let log_index = match node.get("logIndex") {
+        None => None,
+        Some(n) => Some(
+            n.as_str()
+                .and_then(|t| t.parse().ok())
+                .ok_or_else(|| invalid(n.pos, "`verified.logIndex` is not a number".into()))?,
+        ),
+    };
+    Ok(Verification {
+        by,
+        signature: digest("signature")?,
+        log_index,
+    })
+}
+
 fn known_keys(
     item: &Node,
     allowed: &[&str],
@@ -335,6 +440,7 @@ mod tests {
             image: Reference::parse(image).unwrap(),
             digest: Digest::parse(&format!("sha256:{}", hex.to_string().repeat(64))).unwrap(),
             platform: None,
+            verified: None,
         }
     }
 
@@ -440,5 +546,42 @@ mod tests {
             let err = Lock::parse("berth.lock", src).unwrap_err().to_string();
             assert!(err.starts_with(want), "\n got: {err}\nwant: {want}");
         }
+    }
+
+    #[test]
+    fn a_verification_round_trips_and_a_half_one_is_refused() {
+        let mut lock = Lock {
+            entries: vec![
+                entry("epp", "ghcr.io/a/epp:v1", 'a'),
+                entry("sim", "ghcr.io/a/sim:v1", 'b'),
+            ],
+            charts: Vec::new(),
+        };
+        let digest =
+            |c: char| Digest::parse(&format!("sha256:{}", c.to_string().repeat(64))).unwrap();
+        lock.entries[0].verified = Some(Verification {
+            by: VerifiedBy::Key(digest('c')),
+            signature: digest('d'),
+            log_index: None,
+        });
+        lock.entries[1].verified = Some(Verification {
+            by: VerifiedBy::Certificate {
+                identity: "https://github.com/x/y/.github/workflows/release.yml@refs/tags/v1"
+                    .into(),
+                issuer: "https://token.actions.githubusercontent.com".into(),
+            },
+            signature: digest('e'),
+            log_index: Some(42),
+        });
+        let text = lock.to_yaml();
+        assert!(text.contains("  verified:\n    key: sha256:cccc"), "{text}");
+        assert_eq!(Lock::parse("berth.lock", &text).unwrap(), lock, "{text}");
+        let half = text.replace("    issuer: ", "    issuerx: ");
+        assert!(Lock::parse("berth.lock", &half).is_err());
+        let no_signature = text.replacen("    signature: sha256:dddd", "    other: sha256:dddd", 1);
+        let error = Lock::parse("berth.lock", &no_signature)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("unknown key `other`"), "{error}");
     }
 }

@@ -20,6 +20,8 @@ use reqwest::{Response, StatusCode};
 use sha2::{Digest as _, Sha256};
 
 mod auth;
+mod signatures;
+pub use signatures::{Signature, Signatures, SIGNATURE_ANNOTATION};
 mod tags;
 pub use tags::tags_all;
 mod transport;

@@ -14,7 +14,7 @@ mod token;
 
 pub mod artifact;
 pub use auth::{credentials, DockerConfig};
-pub use client::{tags_all, Options, Registry};
+pub use client::{tags_all, Options, Registry, Signature, Signatures, SIGNATURE_ANNOTATION};
 pub use error::RegistryError;
 pub use pin::{pin_all, Pin, Pinned, Platform};
 pub use promote::{copy_image, Progress, Quiet, Stats};

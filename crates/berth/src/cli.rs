@@ -6,6 +6,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 mod args;
 pub use args::*;
+mod update_args;
+pub use update_args::*;
 
 /// berth: one source of truth for which image, pull policy and configuration
 /// every container of a Kubernetes project runs.

@@ -26,6 +26,7 @@ mod pipeline;
 mod project_file;
 mod runtime;
 mod settings;
+mod signatures;
 mod tag_lists;
 mod text_stream;
 mod trust_sources;

@@ -76,6 +76,7 @@ pub fn pin_components(
             image: w.reference.without_digest(),
             digest,
             platform: platform.as_ref().map(|p| p.to_string()),
+            verified: None,
         });
     }
     match failures.len() {

@@ -38,9 +38,14 @@ pub fn resolved<T>(
 
 /// berth.lock, when `--locked` asks for it.
 pub fn lock(args: &ResolveArgs, project: &Project) -> Result<Option<Lock>> {
-    args.locked
+    let lock = args
+        .locked
         .then(|| project_file::load_lock(project))
-        .transpose()
+        .transpose()?;
+    if let Some(lock) = &lock {
+        crate::signatures::check_locked(project, lock)?;
+    }
+    Ok(lock)
 }
 
 /// Resolves the project's images against `overrides` and the process environment;

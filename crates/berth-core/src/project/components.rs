@@ -27,6 +27,7 @@ pub(super) const COMPONENT_KEYS: &[&str] = &[
     "variantEnv",
     "resource",
     "versions",
+    "verify",
 ];
 /// The keys of `images.X.versions`.
 pub(super) const VERSIONS_KEYS: &[&str] = &["pattern"];
@@ -187,6 +188,7 @@ impl Loader<'_> {
                 "variantEnv" => component.variant_env = self.variable(v, &key)?,
                 "resource" => component.resource = Some(self.resource(v, &key)?),
                 "versions" => component.versions = self.versions(v, &key)?,
+                "verify" => component.verify = self.bool(v, &key)?,
                 _ => {}
             }
         }

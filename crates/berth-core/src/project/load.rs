@@ -52,6 +52,7 @@ impl Loader<'_> {
         let entries = self.fields(&root, "the project", TOP_KEYS)?;
         let mut ca_node = None;
         let mut sync_node = None;
+        let mut verify_node = None;
         let mut dev_node = None;
         let mut tag_node = None;
         let mut project = Project {
@@ -74,6 +75,7 @@ impl Loader<'_> {
             audit_exclude: Vec::new(),
             accepts: Vec::new(),
             operator: None,
+            verify: Vec::new(),
         };
         for (key, value) in entries {
             match key.as_str().unwrap_or_default() {
@@ -89,6 +91,7 @@ impl Loader<'_> {
                 "configs" => project.configs = self.configs(value)?,
                 "caBundles" => ca_node = Some(value),
                 "sync" => sync_node = Some(value),
+                "verify" => verify_node = Some(value),
                 "dev" => dev_node = Some(value),
                 "audit" => {
                     for (key, item) in self.fields(value, "audit", super::AUDIT_KEYS)? {
@@ -128,6 +131,8 @@ impl Loader<'_> {
         if let Some(node) = dev_node {
             project.dev = self.dev(node, &names)?;
         }
+        project.verify =
+            (verify_node.map(|n| self.verify(n, &names)).transpose()?).unwrap_or_default();
         let mut tag_pos = root.pos;
         if let Some(node) = tag_node {
             project.tag_env = self.shared_tag(node)?;

@@ -22,6 +22,7 @@ pub mod schema;
 mod sync;
 mod trust;
 mod variants;
+mod verify;
 pub use dev::{Dev, Forward};
 pub use generated::{ConfigSpec, Spanned};
 pub use helm::{HelmChart, HelmPart};
@@ -32,6 +33,7 @@ pub use trust::{
     TrustSpec,
 };
 pub use variants::{lagging, unknown_variant, Variant, DEFAULT_VARIANT};
+pub use verify::{Roots, Signer, TransparencyLog, VerifyPolicy};
 
 /// Name of the project file.
 pub const PROJECT_FILE: &str = "berth.yaml";
@@ -54,6 +56,7 @@ const TOP_KEYS: &[&str] = &[
     "audit",
     "accept",
     "operator",
+    "verify",
 ];
 /// The keys of `audit:`.
 pub(super) const AUDIT_KEYS: &[&str] = &["exclude"];
@@ -119,6 +122,8 @@ pub struct Project {
     pub accepts: Vec<crate::warning::Accept>,
     /// `operator:`: the container that gets the `RELATED_IMAGE_*` variables.
     pub operator: Option<Operator>,
+    /// `verify:`: the signatures `berth pin` requires, by component.
+    pub verify: Vec<VerifyPolicy>,
 }
 
 /// A component as any source declares it (berth.yaml's `images:` or a
@@ -186,6 +191,8 @@ pub struct Component {
     /// `versions: {pattern: REGEX}`: how its tags read as versions, for `berth
     /// outdated` and `berth update` (the common `v1.2.3` scheme by default).
     pub versions: berth_ref::version::Scheme,
+    /// `verify:` (default true); `false` keeps the component out of every `verify:` policy.
+    pub verify: bool,
 }
 
 impl Component {
@@ -207,6 +214,7 @@ impl Component {
             related_image: None,
             variant_env: String::new(),
             versions: berth_ref::version::Scheme::Standard,
+            verify: true,
         }
     }
 }

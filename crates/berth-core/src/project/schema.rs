@@ -110,9 +110,45 @@ fn top(key: &str) -> Option<Value> {
         "accept" => {
             json!({"type": "array", "items": object("accept[]", super::accept::ACCEPT_KEYS, accept, &["warning", "at", "because"]), "description": "Warnings acknowledged, each at one place with the reason; an entry that matches no warning is itself a warning under `berth validate`."})
         }
+        "verify" => {
+            json!({"type": "array", "items": object("verify[]", super::verify::VERIFY_KEYS, verify_policy, &[]), "description": "The signatures `berth pin` requires: each entry names components (default: every one) and a signer, a cosign public key or a certificate."})
+        }
         "gitops" => {
             json!({"enum": ["flux", "argocd", "none"], "description": "The GitOps engine that applies the rendered output: generated configs carry its never-prune annotation and berth's labels, and berth removes old generations once nothing uses them."})
         }
+        _ => return None,
+    })
+}
+
+fn verify_policy(key: &str) -> Option<Value> {
+    Some(match key {
+        "components" => texts(
+            "The components this policy covers (default: every component without `verify: false`).",
+        ),
+        "key" => text(
+            "A cosign public key (PEM: ECDSA P-256/P-384, Ed25519 or RSA), relative to berth.yaml.",
+        ),
+        "certificate" => object(
+            "verify[].certificate",
+            super::verify::CERTIFICATE_KEYS,
+            verify_certificate,
+            &["identity", "issuer"],
+        ),
+        "transparencyLog" => {
+            json!({"enum": ["required", "optional"], "description": "Whether a transparency-log entry must be checked (default: optional for a key, required for a certificate)."})
+        }
+        _ => return None,
+    })
+}
+
+fn verify_certificate(key: &str) -> Option<Value> {
+    Some(match key {
+        "identity" => {
+            text("The certificate's subject alternative name (a workflow URL, an e-mail).")
+        }
+        "issuer" => text("The OIDC issuer the certificate records."),
+        "roots" => text("A PEM file of the CA certificates the signing certificate must chain to."),
+        "trustedRoot" => text("Sigstore's trusted_root.json."),
         _ => return None,
     })
 }
@@ -187,6 +223,7 @@ fn component(key: &str) -> Option<Value> {
         }
         "variantEnv" => variable("The variable that selects a variant (default <NAME>_VARIANT)."),
         "resource" => resource("The extended resource a pod running the default image requests (nvidia.com/gpu)."),
+        "verify" => boolean("false: no `verify:` policy covers this component."),
         "versions" => {
             json!({"type": "object", "additionalProperties": false, "required": ["pattern"], "properties": {"pattern": {"type": "string", "minLength": 1, "description": "A regular expression the whole tag matches, one capture group per number of the version (v(\\d+)\\.(\\d+)\\.(\\d+)-ubuntu2404)."}}, "description": "How the component's tags read as versions, for `berth outdated` and `berth update` (default: v1.2.3, optional v, -rc1 pre-releases)."})
         }
@@ -356,7 +393,7 @@ fn run_step(key: &str) -> Option<Value> {
 
 /// The sections the loader reads as absent when they are `~` (null), as YAML
 /// writes an empty section: the schema must let editors accept what berth does.
-const NULLABLE: [&str; 12] = [
+const NULLABLE: [&str; 13] = [
     "manifests",
     "images",
     "registry",
@@ -369,6 +406,7 @@ const NULLABLE: [&str; 12] = [
     "sync",
     "dev",
     "accept",
+    "verify",
 ];
 
 /// The whole schema.

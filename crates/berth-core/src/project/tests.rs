@@ -267,3 +267,34 @@ fn versions_pattern_is_read_and_a_bad_one_named_where_it_is() {
         assert!(error.contains(says), "{src}: {error}");
     }
 }
+
+#[test]
+fn verify_policies_load_and_cover_the_components_they_name() {
+    let p = load("name: p\nimages:\n  epp: {image: 'a/epp:1'}\n  sim: {image: 'a/sim:1', verify: false}\n  vllm: {image: 'a/vllm:1'}\nverify:\n  - {components: [epp], key: keys/cosign.pub}\n  - certificate: {identity: 'https://x/wf@refs/tags/v1', issuer: 'https://issuer', roots: keys/roots.pem}\n    transparencyLog: optional\n").unwrap();
+    assert_eq!(p.verify.len(), 2);
+    assert_eq!(p.verify[0].signer, Signer::Key("keys/cosign.pub".into()));
+    assert_eq!(
+        p.verify[0].transparency_log,
+        TransparencyLog::Optional,
+        "a key's default"
+    );
+    assert_eq!(p.verify[1].transparency_log, TransparencyLog::Optional);
+    let covered = |name: &str| p.policies_for(p.component(name).unwrap()).len();
+    assert_eq!((covered("epp"), covered("sim"), covered("vllm")), (2, 0, 1));
+    let certificate = load("name: p\nimages: {}\nverify:\n  - certificate: {identity: i, issuer: s, trustedRoot: t.json}\n").unwrap();
+    assert_eq!(
+        certificate.verify[0].transparency_log,
+        TransparencyLog::Required,
+        "a certificate's default"
+    );
+    for (src, says) in [
+        ("name: p\nimages: {}\nverify:\n  - {components: [nope], key: k.pub}\n", "nope"),
+        ("name: p\nimages: {}\nverify:\n  - {key: k.pub, certificate: {identity: i, issuer: s, roots: r}}\n", "not both"),
+        ("name: p\nimages: {}\nverify:\n  - {transparencyLog: optional}\n", "berth.yaml:4:5: `verify[0]` names no signer"),
+        ("name: p\nimages: {}\nverify:\n  - {key: k.pub, transparencyLog: maybe}\n", "use required or optional"),
+        ("name: p\nimages: {}\nverify:\n  - certificate: {identity: i, issuer: s}\n", "needs one of `roots:`"),
+    ] {
+        let error = load(src).unwrap_err().to_string();
+        assert!(error.contains(says), "{src}: {error}");
+    }
+}

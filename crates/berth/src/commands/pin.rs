@@ -18,9 +18,15 @@ pub fn run(
 ) -> Result<()> {
     let started = Instant::now();
     let mut lock = pin(settings, resolution)?;
+    let path = project.dir.join(LOCK_FILE);
+    // The lock as it was: a digest it verified already is not verified again. One
+    // that does not read is written anew.
+    let held = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|text| berth_core::lock::Lock::parse(LOCK_FILE, &text).ok());
+    crate::signatures::verify_all(settings, project, &mut lock, held.as_ref())?;
     lock.charts = crate::helm::charts::pin_all(project)
         .map_err(|e| anyhow!("{e}; berth.lock is unchanged"))?;
-    let path = project.dir.join(LOCK_FILE);
     let text = lock.to_yaml();
     let changed = std::fs::read_to_string(&path).map_or(true, |old| old != text);
     if changed {

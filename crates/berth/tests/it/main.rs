@@ -33,6 +33,7 @@ mod ogx_example;
 mod pin;
 mod promote;
 mod render_kustomize_parity;
+mod signatures;
 mod sync;
 mod sync_kube;
 mod trust_clients;

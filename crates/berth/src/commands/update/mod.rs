@@ -214,10 +214,11 @@ fn repin(
         }
         let known = |name: &str| resolution.images.iter().any(|i| i.component.name == name);
         entries.extend(old.entries.iter().filter(|e| !known(&e.component)).cloned());
-        let lock = Lock {
+        let mut lock = Lock {
             entries,
-            charts: old.charts,
+            charts: old.charts.clone(),
         };
+        crate::signatures::verify_all(settings, project, &mut lock, Some(&old))?;
         crate::pinning::write_atomic(&path, &lock.to_yaml())
     })
 }

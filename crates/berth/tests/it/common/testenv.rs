@@ -118,6 +118,12 @@ impl Plane {
         self.beside_kubectl("BERTH_TEST_HELM3", "helm3")
     }
 
+    /// cosign 2 (the signature tests): `BERTH_TEST_COSIGN2`, else the `cosign2`
+    /// `scripts/testenv build` put beside its kubectl; a missing one is a failure.
+    pub fn cosign2(&self) -> PathBuf {
+        self.beside_kubectl("BERTH_TEST_COSIGN2", "cosign2")
+    }
+
     /// The program `variable` names, else `name` beside the plane's kubectl.
     fn beside_kubectl(&self, variable: &str, name: &str) -> PathBuf {
         let program = std::env::var_os(variable)

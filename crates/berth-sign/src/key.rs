@@ -1,0 +1,108 @@
+//! A cosign public key: the PEM `cosign generate-key-pair` writes (a
+//! SubjectPublicKeyInfo: ECDSA P-256 by default, P-384, Ed25519 or RSA).
+
+use aws_lc_rs::signature::{self, UnparsedPublicKey, VerificationAlgorithm};
+use berth_ref::Digest;
+use sha2::{Digest as _, Sha256};
+use x509_parser::oid_registry::{
+    OID_EC_P256, OID_KEY_TYPE_EC_PUBLIC_KEY, OID_NIST_EC_P384, OID_PKCS1_RSAENCRYPTION,
+    OID_SIG_ED25519,
+};
+use x509_parser::prelude::FromDer;
+use x509_parser::x509::SubjectPublicKeyInfo;
+
+/// Why a key file cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    /// No `-----BEGIN PUBLIC KEY-----` block.
+    #[error("it holds no PEM `PUBLIC KEY` block (a cosign public key is `cosign.pub`, not the private `cosign.key`)")]
+    NotPem,
+    /// The block is no SubjectPublicKeyInfo.
+    #[error("its `PUBLIC KEY` block is not a public key (DER SubjectPublicKeyInfo)")]
+    NotKey,
+    /// A key type cosign does not write.
+    #[error(
+        "its key type ({0}) is not one cosign signs with: use ECDSA P-256/P-384, Ed25519 or RSA"
+    )]
+    Unsupported(String),
+}
+
+/// The algorithms a key verifies with, in the order tried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    P256,
+    P384,
+    Ed25519,
+    Rsa,
+}
+
+/// A public key signatures are verified with.
+#[derive(Debug, Clone)]
+pub struct PublicKey {
+    kind: Kind,
+    /// The key itself, as the algorithm takes it (an EC point, a PKCS#1 RSA key, 32 bytes).
+    raw: Vec<u8>,
+    fingerprint: Digest,
+}
+
+impl PublicKey {
+    /// The key a PEM text holds (the first `PUBLIC KEY` block).
+    pub fn from_pem(text: &[u8]) -> Result<PublicKey, KeyError> {
+        let der = x509_parser::pem::Pem::iter_from_buffer(text)
+            .filter_map(Result::ok)
+            .find(|pem| pem.label == "PUBLIC KEY")
+            .ok_or(KeyError::NotPem)?
+            .contents;
+        let (_, spki) = SubjectPublicKeyInfo::from_der(&der).map_err(|_| KeyError::NotKey)?;
+        let algorithm = &spki.algorithm.algorithm;
+        let kind = if *algorithm == OID_KEY_TYPE_EC_PUBLIC_KEY {
+            let curve = (spki.algorithm.parameters.as_ref()).and_then(|p| p.as_oid().ok());
+            match curve {
+                Some(c) if c == OID_EC_P256 => Kind::P256,
+                Some(c) if c == OID_NIST_EC_P384 => Kind::P384,
+                other => {
+                    let named = other.map_or("no named curve".to_string(), |c| c.to_id_string());
+                    return Err(KeyError::Unsupported(format!("ECDSA on {named}")));
+                }
+            }
+        } else if *algorithm == OID_SIG_ED25519 {
+            Kind::Ed25519
+        } else if *algorithm == OID_PKCS1_RSAENCRYPTION {
+            Kind::Rsa
+        } else {
+            return Err(KeyError::Unsupported(algorithm.to_id_string()));
+        };
+        let fingerprint = Digest::parse(&format!("sha256:{:x}", Sha256::digest(&der)))
+            .map_err(|_| KeyError::NotKey)?;
+        Ok(PublicKey {
+            kind,
+            raw: spki.subject_public_key.data.to_vec(),
+            fingerprint,
+        })
+    }
+
+    /// `sha256:` of its SubjectPublicKeyInfo: what berth.lock records.
+    pub fn fingerprint(&self) -> &Digest {
+        &self.fingerprint
+    }
+
+    /// Whether `signature` is this key's over `message` (ECDSA: ASN.1 DER, with
+    /// SHA-256 on P-256 and SHA-384 on P-384, as cosign signs; RSA: PKCS#1 v1.5
+    /// or PSS with SHA-256).
+    pub fn verifies(&self, message: &[u8], signature: &[u8]) -> bool {
+        let algorithms: &[&'static dyn VerificationAlgorithm] = match self.kind {
+            Kind::P256 => &[&signature::ECDSA_P256_SHA256_ASN1],
+            Kind::P384 => &[&signature::ECDSA_P384_SHA384_ASN1],
+            Kind::Ed25519 => &[&signature::ED25519],
+            Kind::Rsa => &[
+                &signature::RSA_PKCS1_2048_8192_SHA256,
+                &signature::RSA_PSS_2048_8192_SHA256,
+            ],
+        };
+        algorithms.iter().any(|algorithm| {
+            UnparsedPublicKey::new(*algorithm, &self.raw)
+                .verify(message, signature)
+                .is_ok()
+        })
+    }
+}

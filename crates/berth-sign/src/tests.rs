@@ -1,0 +1,120 @@
+//! Keys of every type cosign writes, signatures over payloads, and payloads
+//! that name another image.
+
+use aws_lc_rs::rand::SystemRandom;
+use aws_lc_rs::signature::{self, EcdsaKeyPair, Ed25519KeyPair, KeyPair as _};
+use berth_ref::{Digest, Reference};
+
+use super::*;
+
+fn digest(c: char) -> Digest {
+    Digest::parse(&format!("sha256:{}", c.to_string().repeat(64))).unwrap()
+}
+
+fn payload(reference: &str, digest: &Digest) -> Vec<u8> {
+    format!(r#"{{"critical":{{"identity":{{"docker-reference":"{reference}"}},"image":{{"docker-manifest-digest":"{digest}"}},"type":"cosign container image signature"}},"optional":null}}"#).into_bytes()
+}
+
+#[test]
+fn ecdsa_and_ed25519_keys_verify_their_own_signatures_only() {
+    let message = payload("reg.test/acme/web", &digest('a'));
+    for algorithm in [
+        &rcgen::PKCS_ECDSA_P256_SHA256,
+        &rcgen::PKCS_ECDSA_P384_SHA384,
+        &rcgen::PKCS_ED25519,
+    ] {
+        let pair = rcgen::KeyPair::generate_for(algorithm).unwrap();
+        let key = PublicKey::from_pem(pair.public_key_pem().as_bytes()).unwrap();
+        let pkcs8 = pair.serialize_der();
+        let signed: Vec<u8> = if algorithm == &rcgen::PKCS_ED25519 {
+            Ed25519KeyPair::from_pkcs8(&pkcs8)
+                .unwrap()
+                .sign(&message)
+                .as_ref()
+                .to_vec()
+        } else {
+            let signing = if algorithm == &rcgen::PKCS_ECDSA_P256_SHA256 {
+                &signature::ECDSA_P256_SHA256_ASN1_SIGNING
+            } else {
+                &signature::ECDSA_P384_SHA384_ASN1_SIGNING
+            };
+            let pair = EcdsaKeyPair::from_pkcs8(signing, &pkcs8).unwrap();
+            let _ = pair.public_key(); // the pair is whole
+            pair.sign(&SystemRandom::new(), &message)
+                .unwrap()
+                .as_ref()
+                .to_vec()
+        };
+        assert!(key.verifies(&message, &signed), "{algorithm:?}");
+        let mut other = message.clone();
+        other[10] ^= 1;
+        assert!(
+            !key.verifies(&other, &signed),
+            "{algorithm:?}: another payload"
+        );
+        let stranger = rcgen::KeyPair::generate_for(algorithm).unwrap();
+        let stranger = PublicKey::from_pem(stranger.public_key_pem().as_bytes()).unwrap();
+        assert!(
+            !stranger.verifies(&message, &signed),
+            "{algorithm:?}: another key"
+        );
+        assert_ne!(stranger.fingerprint(), key.fingerprint());
+        assert!(key.fingerprint().to_string().starts_with("sha256:"));
+    }
+}
+
+#[test]
+fn a_private_key_or_no_pem_is_named() {
+    let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    assert_eq!(
+        PublicKey::from_pem(pair.serialize_pem().as_bytes()).unwrap_err(),
+        KeyError::NotPem
+    );
+    assert_eq!(PublicKey::from_pem(b"hello").unwrap_err(), KeyError::NotPem);
+    let garbage = "-----BEGIN PUBLIC KEY-----\naGVsbG8=\n-----END PUBLIC KEY-----\n";
+    assert_eq!(
+        PublicKey::from_pem(garbage.as_bytes()).unwrap_err(),
+        KeyError::NotKey
+    );
+}
+
+#[test]
+fn a_payload_must_name_the_pinned_digest_and_repository() {
+    let image = Reference::parse("reg.test/acme/web:v1").unwrap();
+    assert_eq!(
+        check_payload(
+            &payload("reg.test/acme/web", &digest('a')),
+            &image,
+            &digest('a')
+        ),
+        Ok(())
+    );
+    assert_eq!(
+        check_payload(
+            &payload("reg.test/acme/web:v1", &digest('a')),
+            &image,
+            &digest('a')
+        ),
+        Ok(())
+    );
+    assert!(matches!(
+        check_payload(
+            &payload("reg.test/acme/web", &digest('b')),
+            &image,
+            &digest('a')
+        ),
+        Err(PayloadError::OtherDigest { .. })
+    ));
+    assert!(matches!(
+        check_payload(
+            &payload("reg.test/acme/api", &digest('a')),
+            &image,
+            &digest('a')
+        ),
+        Err(PayloadError::OtherRepository { .. })
+    ));
+    assert_eq!(
+        check_payload(b"{}", &image, &digest('a')),
+        Err(PayloadError::Malformed)
+    );
+}

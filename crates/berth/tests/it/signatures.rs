@@ -1,0 +1,200 @@
+//! `verify:` (#51) against a real registry and real cosign 2: images signed
+//! with cosign's tag scheme by the policy's key, one unsigned, one signed by
+//! another key, one whose tag was pushed again after it was signed. `berth pin`
+//! accepts exactly the first, names each refusal, records the verification in
+//! berth.lock, and `--locked` refuses a pin without one.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
+
+use crate::common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::registry::{Layout, TestRegistry};
+use common::{berth, project};
+
+/// `cosign2 generate-key-pair` in `dir` as `PREFIX.key` / `PREFIX.pub`, no password.
+fn key_pair(cosign: &Path, dir: &Path, prefix: &str) {
+    let out = Command::new(cosign)
+        .args(["generate-key-pair", "--output-key-prefix", prefix])
+        .current_dir(dir)
+        .env("COSIGN_PASSWORD", "")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Signs `image@digest` with `PREFIX.key` (tag scheme, no transparency log: nothing
+/// is reachable from here).
+fn sign(cosign: &Path, dir: &Path, prefix: &str, image: &str) {
+    let out = Command::new(cosign)
+        .args([
+            "sign",
+            "--key",
+            &format!("{prefix}.key"),
+            "--tlog-upload=false",
+            "--allow-insecure-registry",
+            "-y",
+            image,
+        ])
+        .current_dir(dir)
+        .env("COSIGN_PASSWORD", "")
+        .env("HOME", dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cosign sign {image}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn digest_of(registry: &TestRegistry, repository: &str, tag: &str) -> String {
+    let out = Command::new("skopeo")
+        .args(["inspect", "--tls-verify=false", "--format", "{{.Digest}}"])
+        .arg(format!("docker://{}/{repository}:{tag}", registry.host))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+fn pin(root: &Path, registry: &TestRegistry) -> (Option<i32>, String) {
+    let out = berth(root)
+        .args(["pin", "--insecure-registry", &registry.host])
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+#[cfg_attr(
+    not(all(feature = "test-registry", feature = "test-plane")),
+    ignore = "needs test-registry and test-plane (cosign is built with the plane; run scripts/test)"
+)]
+fn pin_verifies_cosign_signatures_and_names_each_refusal() {
+    let cosign: PathBuf = common::testenv::plane().cosign2();
+    let registry = TestRegistry::start(None);
+    let host = registry.host.clone();
+    let keys = tempfile::tempdir().unwrap();
+    key_pair(&cosign, keys.path(), "ours");
+    key_pair(&cosign, keys.path(), "theirs");
+    for (repository, seed) in [
+        ("acme/signed", "a"),
+        ("acme/unsigned", "b"),
+        ("acme/other", "c"),
+        ("acme/moved", "d"),
+    ] {
+        registry.push(&Layout::image(seed, 1, 64), repository, "v1");
+    }
+    let at = |repository: &str| {
+        format!(
+            "{host}/{repository}@{}",
+            digest_of(&registry, repository, "v1")
+        )
+    };
+    sign(&cosign, keys.path(), "ours", &at("acme/signed"));
+    sign(&cosign, keys.path(), "theirs", &at("acme/other"));
+    sign(&cosign, keys.path(), "ours", &at("acme/moved"));
+    registry.push(&Layout::image("d2", 1, 64), "acme/moved", "v1"); // the tag moves after signing
+
+    let images: String = ["signed", "unsigned", "other", "moved"]
+        .iter()
+        .map(|c| format!("  {c}: {{image: '{host}/acme/{c}:v1'}}\n"))
+        .collect();
+    let dir = project(&format!(
+        "name: p\nimages:\n{images}verify:\n  - key: keys/ours.pub\n"
+    ));
+    let root = dir.path();
+    fs::create_dir(root.join("keys")).unwrap();
+    fs::copy(keys.path().join("ours.pub"), root.join("keys/ours.pub")).unwrap();
+
+    let (code, stderr) = pin(root, &registry);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("3 images are not signed as `verify:` requires; berth.lock is unchanged"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("component `unsigned`")
+            && stderr.contains("unsigned: its repository has no signature for this digest"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("component `other`")
+            && stderr.contains("none of its 1 signature(s) is by the key sha256:"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("component `moved`") && stderr.contains("component `moved` ("),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("component `signed`"), "{stderr}");
+    assert!(!root.join("berth.lock").exists());
+
+    // Only the signed image (the others out of `verify:`): pinned, and verified.
+    let text = fs::read_to_string(root.join("berth.yaml")).unwrap();
+    fs::write(
+        root.join("berth.yaml"),
+        text.replace(
+            "  - key: keys/ours.pub",
+            "  - {components: [signed], key: keys/ours.pub}",
+        ),
+    )
+    .unwrap();
+    let (code, stderr) = pin(root, &registry);
+    assert_eq!(code, Some(0), "{stderr}");
+    let lock = fs::read_to_string(root.join("berth.lock")).unwrap();
+    let signed = lock
+        .split("- component: ")
+        .find(|e| e.starts_with("signed"))
+        .unwrap();
+    assert!(
+        signed.contains("  verified:\n    key: sha256:")
+            && signed.contains("    signature: sha256:"),
+        "{lock}"
+    );
+    assert_eq!(
+        lock.matches("verified:").count(),
+        1,
+        "only the covered image: {lock}"
+    );
+    let locked = berth(root).args(["images", "--locked"]).output().unwrap();
+    assert!(
+        locked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&locked.stderr)
+    );
+
+    // A lock whose pin records no verification is refused under --locked, with no registry asked.
+    let stripped: String = lock
+        .lines()
+        .filter(|l| !l.starts_with("  verified:") && !l.starts_with("    "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    fs::write(root.join("berth.lock"), stripped).unwrap();
+    let locked = berth(root)
+        .args(["render", "--locked", "-"])
+        .write_stdin("")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&locked.stderr);
+    assert_eq!(locked.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("with no signature verified by the key sha256:")
+            && stderr.contains("run `berth pin`"),
+        "{stderr}"
+    );
+}
