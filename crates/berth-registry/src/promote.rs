@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use berth_ref::Reference;
+use berth_ref::{Digest, Reference};
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
@@ -56,14 +56,55 @@ pub async fn copy_image(
     target: &Reference,
     stats: Arc<Stats>,
     progress: Arc<dyn Progress>,
-) -> Result<(), RegistryError> {
-    let (bytes, _) = registry.manifest(source).await?;
+) -> Result<Digest, RegistryError> {
+    let (bytes, digest) = registry.manifest(source).await?;
     copy_manifest(&registry, source, target, &bytes, &stats, &progress).await?;
     // Children and blobs are in place; now the top manifest, by tag, byte for byte.
     let media_type = media_type(&bytes);
     registry.push_manifest(target, &bytes, &media_type).await?;
     stats.manifests.fetch_add(1, Ordering::Relaxed);
-    Ok(())
+    Ok(digest)
+}
+
+/// The tags kept beside an image for its digest `sha256-<hex>`: cosign's
+/// signatures, attestations and SBOMs, and the OCI 1.1 referrers tag scheme's
+/// index (what cosign 3 and oras write to a registry without the referrers API).
+pub const ATTACHED_SUFFIXES: [&str; 4] = [".sig", ".att", ".sbom", ""];
+
+/// Copies, from `source`'s repository to `target`'s, every artifact attached to
+/// `digest` by tag ([`ATTACHED_SUFFIXES`]), digests preserved; returns how many
+/// there were. `skopeo copy` and `crane copy` leave these behind, and `cosign
+/// verify` at the destination then finds nothing.
+pub async fn copy_attached(
+    registry: Arc<Registry>,
+    source: &Reference,
+    target: &Reference,
+    digest: &Digest,
+    stats: Arc<Stats>,
+    progress: Arc<dyn Progress>,
+) -> Result<usize, RegistryError> {
+    let mut copied = 0;
+    for suffix in ATTACHED_SUFFIXES {
+        let tag = format!("{}-{}{suffix}", digest.algorithm().as_str(), digest.hex());
+        let tag =
+            berth_ref::Tag::parse(&tag).map_err(|e| RegistryError::other(source, e.to_string()))?;
+        let (from, to) = (source.with_tag(tag.clone()), target.with_tag(tag));
+        match registry.manifest_digest(&from).await {
+            Ok(_) => {}
+            Err(RegistryError::NotFound { .. }) => continue,
+            Err(e) => return Err(e),
+        }
+        copy_image(
+            Arc::clone(&registry),
+            &from,
+            &to,
+            Arc::clone(&stats),
+            Arc::clone(&progress),
+        )
+        .await?;
+        copied += 1;
+    }
+    Ok(copied)
 }
 
 /// The manifest's media type: its own field, or what its shape says.

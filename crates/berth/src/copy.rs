@@ -9,17 +9,19 @@ use std::time::Instant;
 
 use anyhow::{anyhow, Result};
 use berth_ref::Reference;
-use berth_registry::{copy_image, DockerConfig, Progress, Quiet, Stats};
+use berth_registry::{copy_attached, copy_image, DockerConfig, Progress, Quiet, Stats};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::settings::Registry;
 
 /// Copies each `(component, source, target)` in turn, digests preserved and
-/// blobs already there not sent again, then says what it did on stderr
-/// (`VERB N image(s) to TO in …`). `berth promote` and `berth mirror` copy here.
+/// blobs already there not sent again — with `signatures`, the signatures,
+/// attestations and SBOMs attached to each by tag too — then says what it did on
+/// stderr (`VERB N image(s) to TO in …`). `berth promote` and `berth mirror` copy here.
 pub fn copy_all(
     settings: &Registry,
     copies: &[(String, Reference, Reference)],
+    signatures: bool,
     verb: &str,
     to: &str,
 ) -> Result<()> {
@@ -35,20 +37,42 @@ pub fn copy_all(
         Arc::new(Quiet)
     };
     let runtime = crate::runtime::get()?;
+    let mut attached = 0;
     for (component, source, target) in copies {
         runtime
-            .block_on(copy_image(
-                Arc::clone(&registry),
-                source,
-                target,
-                Arc::clone(&stats),
-                Arc::clone(&progress),
-            ))
+            .block_on(async {
+                let registry = Arc::clone(&registry);
+                let digest = copy_image(
+                    Arc::clone(&registry),
+                    source,
+                    target,
+                    Arc::clone(&stats),
+                    Arc::clone(&progress),
+                )
+                .await?;
+                if signatures {
+                    attached += copy_attached(
+                        registry,
+                        source,
+                        target,
+                        &digest,
+                        Arc::clone(&stats),
+                        Arc::clone(&progress),
+                    )
+                    .await?;
+                }
+                Ok::<_, berth_registry::RegistryError>(())
+            })
             .map_err(|e| anyhow!("component `{component}`: {e}"))?;
     }
+    let attached = match (signatures, attached) {
+        (false, _) => ", signatures left behind (--no-signatures)".to_string(),
+        (true, 0) => String::new(),
+        (true, n) => format!(", {n} signature/attestation/SBOM artifact(s) with them"),
+    };
     let mb = |n: u64| n as f64 / 1e6;
     say!(
-        "{verb} {} image(s) to {to} in {:.2} s: {} blob(s) sent ({:.1} MB), {} already there ({:.1} MB), {} mounted ({:.1} MB), {} manifest(s)",
+        "{verb} {} image(s) to {to} in {:.2} s: {} blob(s) sent ({:.1} MB), {} already there ({:.1} MB), {} mounted ({:.1} MB), {} manifest(s){attached}",
         copies.len(),
         started.elapsed().as_secs_f64(),
         stats.blobs_sent.load(Ordering::Relaxed),

@@ -422,6 +422,10 @@ pub struct PromoteArgs {
     /// Print the copy plan (source -> destination, one line per image) and copy nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Copy the images alone, without the signatures, attestations and SBOMs attached to
+    /// them by tag (cosign's `sha256-<hex>.sig`/`.att`/`.sbom`, the OCI referrers tag).
+    #[arg(long)]
+    pub no_signatures: bool,
 }
 
 #[derive(Debug, Args)]
@@ -443,6 +447,10 @@ pub struct MirrorArgs {
     /// Leave out third-party images (`registry: false` components).
     #[arg(long)]
     pub project_only: bool,
+    /// Copy the images alone, without the signatures, attestations and SBOMs attached to
+    /// them by tag (cosign's `sha256-<hex>.sig`/`.att`/`.sbom`, the OCI referrers tag).
+    #[arg(long)]
+    pub no_signatures: bool,
     /// OpenShift's `mirrorSourcePolicy` on every entry (default: OpenShift's,
     /// AllowContactingSource).
     #[arg(long, value_enum, value_name = "POLICY")]

@@ -43,7 +43,13 @@ pub fn run(args: &Mirror, project: &Project, resolution: &Resolution<'_>) -> Res
                     .map(|(source, target)| (e.component.clone(), source, target))
             })
             .collect();
-        crate::copy::copy_all(&args.registry, &copies, "mirrored", args.to.as_str())?;
+        crate::copy::copy_all(
+            &args.registry,
+            &copies,
+            args.signatures,
+            "mirrored",
+            args.to.as_str(),
+        )?;
     }
     let bytes: Vec<(String, &[u8])> = files
         .iter()

@@ -34,5 +34,11 @@ pub fn run(args: &Promote, resolution: &Resolution<'_>) -> Result<()> {
             .collect();
         return print(&text);
     }
-    crate::copy::copy_all(&args.registry, &copies, "promoted", &args.to)
+    crate::copy::copy_all(
+        &args.registry,
+        &copies,
+        args.signatures,
+        "promoted",
+        &args.to,
+    )
 }

@@ -17,6 +17,8 @@ pub struct Mirror {
     pub no_copy: bool,
     /// Leave third-party images out.
     pub project_only: bool,
+    /// Copy the attached signatures, attestations and SBOMs too.
+    pub signatures: bool,
     /// How to reach the registries.
     pub registry: Registry,
     /// How the configurations are written (the project's name is filled in later).
@@ -54,6 +56,7 @@ impl Mirror {
             out: args.out.clone(),
             no_copy: args.no_copy,
             project_only: args.project_only,
+            signatures: !args.no_signatures,
             registry,
             options,
         })

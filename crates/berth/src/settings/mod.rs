@@ -481,6 +481,8 @@ pub struct Promote {
     pub to: String,
     /// Print the plan only.
     pub dry_run: bool,
+    /// Copy the attached signatures, attestations and SBOMs too.
+    pub signatures: bool,
     /// How to reach the registries.
     pub registry: Registry,
 }
@@ -496,6 +498,7 @@ impl Promote {
         Ok(Promote {
             to: args.to.clone(),
             dry_run: args.dry_run,
+            signatures: !args.no_signatures,
             registry: Registry::resolve(&args.registry)?,
         })
     }

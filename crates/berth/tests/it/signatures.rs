@@ -198,3 +198,182 @@ fn pin_verifies_cosign_signatures_and_names_each_refusal() {
         "{stderr}"
     );
 }
+
+/// `cosign verify` (or `verify-attestation`) of `image` with `ours.pub`, no log.
+fn cosign_verifies(cosign: &Path, dir: &Path, what: &str, image: &str) -> bool {
+    let mut command = Command::new(cosign);
+    command.arg(what).args([
+        "--key",
+        "ours.pub",
+        "--insecure-ignore-tlog=true",
+        "--allow-insecure-registry",
+    ]);
+    if what == "verify-attestation" {
+        command.args(["--type", "custom"]);
+    }
+    let out = command
+        .arg(image)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .output()
+        .unwrap();
+    out.status.success()
+}
+
+#[test]
+#[cfg_attr(
+    not(all(feature = "test-registry", feature = "test-plane")),
+    ignore = "needs test-registry and test-plane (cosign is built with the plane; run scripts/test)"
+)]
+fn promote_and_mirror_carry_signatures_and_attestations_where_skopeo_copy_does_not() {
+    let cosign: PathBuf = common::testenv::plane().cosign2();
+    let registry = TestRegistry::start(None);
+    let host = registry.host.clone();
+    let keys = tempfile::tempdir().unwrap();
+    key_pair(&cosign, keys.path(), "ours");
+    registry.push(&Layout::image("carried", 2, 64), "acme/web", "v1");
+    let digest = digest_of(&registry, "acme/web", "v1");
+    let source = format!("{host}/acme/web@{digest}");
+    sign(&cosign, keys.path(), "ours", &source);
+    fs::write(
+        keys.path().join("predicate.json"),
+        r#"{"built": "by the tests"}"#,
+    )
+    .unwrap();
+    let out = Command::new(&cosign)
+        .args([
+            "attest",
+            "--key",
+            "ours.key",
+            "--predicate",
+            "predicate.json",
+            "--type",
+            "custom",
+            "--tlog-upload=false",
+            "--allow-insecure-registry",
+            "-y",
+            &source,
+        ])
+        .current_dir(keys.path())
+        .env("COSIGN_PASSWORD", "")
+        .env("HOME", keys.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cosign attest: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        cosign_verifies(&cosign, keys.path(), "verify", &source),
+        "the source verifies"
+    );
+
+    let dir = project(&format!(
+        "name: p\nimages:\n  web: {{image: '{host}/acme/web:v1'}}\n"
+    ));
+    let root = dir.path();
+    let out = berth(root)
+        .args([
+            "promote",
+            "--to",
+            &format!("{host}/prod"),
+            "--insecure-registry",
+            &host,
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("2 signature/attestation/SBOM artifact(s) with them"),
+        "{stderr}"
+    );
+    let promoted = format!("{host}/prod/web@{digest}");
+    assert!(
+        cosign_verifies(&cosign, keys.path(), "verify", &promoted),
+        "the promoted copy verifies"
+    );
+    assert!(
+        cosign_verifies(&cosign, keys.path(), "verify-attestation", &promoted),
+        "its attestation too"
+    );
+
+    let out = berth(root)
+        .args([
+            "mirror",
+            "--to",
+            &format!("{host}/mirror"),
+            "--out",
+            "mirror",
+            "--insecure-registry",
+            &host,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mirrored = format!("{host}/mirror/acme/web@{digest}");
+    assert!(
+        cosign_verifies(&cosign, keys.path(), "verify", &mirrored),
+        "the mirrored copy verifies"
+    );
+    assert!(cosign_verifies(
+        &cosign,
+        keys.path(),
+        "verify-attestation",
+        &mirrored
+    ));
+
+    // The same image copied by skopeo: the signature stays behind, and cosign says so.
+    let out = Command::new("skopeo")
+        .args([
+            "copy",
+            "--all",
+            "--quiet",
+            "--src-tls-verify=false",
+            "--dest-tls-verify=false",
+        ])
+        .arg(format!("docker://{source}"))
+        .arg(format!("docker://{host}/skopeo/web:v1"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!cosign_verifies(
+        &cosign,
+        keys.path(),
+        "verify",
+        &format!("{host}/skopeo/web@{digest}")
+    ));
+
+    // --no-signatures leaves them behind, and says so.
+    let out = berth(root)
+        .args([
+            "promote",
+            "--to",
+            &format!("{host}/bare"),
+            "--no-signatures",
+            "--insecure-registry",
+            &host,
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stderr.contains("signatures left behind (--no-signatures)"),
+        "{stderr}"
+    );
+    assert!(!cosign_verifies(
+        &cosign,
+        keys.path(),
+        "verify",
+        &format!("{host}/bare/web@{digest}")
+    ));
+}
