@@ -20,6 +20,8 @@ use reqwest::{Response, StatusCode};
 use sha2::{Digest as _, Sha256};
 
 mod auth;
+mod referrers;
+pub use referrers::Referrer;
 mod signatures;
 pub use signatures::{Signature, Signatures, SIGNATURE_ANNOTATION};
 mod tags;

@@ -14,7 +14,9 @@ mod token;
 
 pub mod artifact;
 pub use auth::{credentials, DockerConfig};
-pub use client::{tags_all, Options, Registry, Signature, Signatures, SIGNATURE_ANNOTATION};
+pub use client::{
+    tags_all, Options, Referrer, Registry, Signature, Signatures, SIGNATURE_ANNOTATION,
+};
 pub use error::RegistryError;
 pub use pin::{pin_all, Pin, Pinned, Platform};
 pub use promote::{copy_attached, copy_image, Progress, Quiet, Stats, ATTACHED_SUFFIXES};

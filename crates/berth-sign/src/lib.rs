@@ -8,9 +8,11 @@
 //! check over the payload, which AWS's libcrypto binding (already built for
 //! rustls) does for every key type cosign writes.
 
+mod bundle;
 mod key;
 mod payload;
 
+pub use bundle::{verify_bundle, BundleError, BUNDLE_TYPE};
 pub use key::{KeyError, PublicKey};
 pub use payload::{check_payload, PayloadError, SIMPLE_SIGNING};
 

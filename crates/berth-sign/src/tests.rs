@@ -118,3 +118,67 @@ fn a_payload_must_name_the_pinned_digest_and_repository() {
         Err(PayloadError::Malformed)
     );
 }
+
+/// A cosign-3-shaped bundle: a DSSE envelope over an in-toto statement naming `subject`.
+fn bundle(pair: &EcdsaKeyPair, subject: &Digest, predicate: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    let statement = format!(
+        r#"{{"_type":"https://in-toto.io/Statement/v1","subject":[{{"digest":{{"sha256":"{}"}}}}],"predicateType":"{predicate}","predicate":{{}}}}"#,
+        subject.hex()
+    );
+    let kind = "application/vnd.in-toto+json";
+    let mut pae = format!("DSSEv1 {} {kind} {} ", kind.len(), statement.len()).into_bytes();
+    pae.extend_from_slice(statement.as_bytes());
+    let signature = pair.sign(&SystemRandom::new(), &pae).unwrap();
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    format!(
+        r#"{{"mediaType":"{BUNDLE_TYPE}","verificationMaterial":{{"publicKey":{{"hint":"x"}}}},"dsseEnvelope":{{"payload":"{}","payloadType":"{kind}","signatures":[{{"sig":"{}"}}]}}}}"#,
+        b64(statement.as_bytes()),
+        b64(signature.as_ref())
+    )
+    .into_bytes()
+}
+
+#[test]
+fn a_bundle_verifies_for_its_key_its_digest_and_a_signature_predicate_only() {
+    let rc = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let key = PublicKey::from_pem(rc.public_key_pem().as_bytes()).unwrap();
+    let pair = EcdsaKeyPair::from_pkcs8(
+        &signature::ECDSA_P256_SHA256_ASN1_SIGNING,
+        &rc.serialize_der(),
+    )
+    .unwrap();
+    let sign = "https://sigstore.dev/cosign/sign/v1";
+    assert_eq!(
+        verify_bundle(&key, &bundle(&pair, &digest('a'), sign), &digest('a')),
+        Ok(())
+    );
+    assert_eq!(
+        verify_bundle(&key, &bundle(&pair, &digest('b'), sign), &digest('a')),
+        Err(BundleError::OtherDigest(digest('a').to_string()))
+    );
+    assert!(matches!(
+        verify_bundle(
+            &key,
+            &bundle(&pair, &digest('a'), "https://slsa.dev/provenance/v1"),
+            &digest('a')
+        ),
+        Err(BundleError::OtherPredicate(_))
+    ));
+    let stranger = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let stranger = PublicKey::from_pem(stranger.public_key_pem().as_bytes()).unwrap();
+    assert_eq!(
+        verify_bundle(&stranger, &bundle(&pair, &digest('a'), sign), &digest('a')),
+        Err(BundleError::OtherKey)
+    );
+    let blob =
+        br#"{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","messageSignature":{}}"#;
+    assert_eq!(
+        verify_bundle(&key, blob, &digest('a')),
+        Err(BundleError::MessageSignature)
+    );
+    assert_eq!(
+        verify_bundle(&key, b"[]", &digest('a')),
+        Err(BundleError::Malformed)
+    );
+}

@@ -141,7 +141,9 @@ async fn check_all(
         .await
 }
 
-/// The verification of one pin by every policy covering it (the first is recorded).
+/// The verification of one pin by every policy covering it (the first is
+/// recorded): cosign's tag scheme first, then (only when that did not verify)
+/// the sigstore bundles attached as OCI 1.1 referrers, cosign 3's default.
 async fn check(
     registry: &Registry,
     covering: &[&Policy<'_>],
@@ -157,51 +159,100 @@ async fn check(
             entry.component, entry.image, entry.digest
         ),
     };
-    let found = registry
+    let tagged = registry
         .cosign_signatures(&entry.image, &entry.digest)
         .await
         .map_err(|e| format!("{shown}: cannot read its signatures: {e}"))?;
-    let Some(signatures) = found else {
-        return Err(format!("{shown}: unsigned: its repository has no signature for this digest (cosign's `{}-{}.sig` tag); sign it (`cosign sign --key …`) or leave the component out of `verify:`", entry.digest.algorithm().as_str(), entry.digest.hex()));
-    };
+    let mut bundles: Option<Vec<berth_registry::Referrer>> = None;
     let mut recorded = None;
     for policy in covering {
         let mut why = None;
-        let verified = signatures.layers.iter().any(|layer| {
-            let result = berth_sign::verify_layer(
-                &policy.key,
-                &layer.payload,
-                layer.signature.as_deref(),
-                &entry.image,
-                &entry.digest,
-            );
-            match result {
-                Ok(()) => true,
-                Err(berth_sign::LayerError::Payload(e)) => {
-                    why = Some(e.to_string());
-                    false
+        let by_tag = tagged.as_ref().and_then(|found| {
+            let verified = found.layers.iter().any(|layer| {
+                match berth_sign::verify_layer(
+                    &policy.key,
+                    &layer.payload,
+                    layer.signature.as_deref(),
+                    &entry.image,
+                    &entry.digest,
+                ) {
+                    Ok(()) => true,
+                    Err(berth_sign::LayerError::Payload(e)) => {
+                        why = Some(e.to_string());
+                        false
+                    }
+                    Err(_) => false,
                 }
-                Err(_) => false,
-            }
+            });
+            verified.then(|| found.manifest.clone())
         });
-        if !verified {
+        let signature = match by_tag {
+            Some(manifest) => Some(manifest),
+            None => {
+                if bundles.is_none() {
+                    let found = registry
+                        .referrers(&entry.image, &entry.digest, berth_sign::BUNDLE_TYPE)
+                        .await
+                        .map_err(|e| format!("{shown}: cannot read its referrers: {e}"))?;
+                    bundles = Some(found);
+                }
+                by_bundle(
+                    policy,
+                    bundles.as_deref().unwrap_or_default(),
+                    entry,
+                    &mut why,
+                )
+            }
+        };
+        let Some(signature) = signature else {
+            let count = tagged.as_ref().map_or(0, |t| t.layers.len())
+                + bundles.as_ref().map_or(0, Vec::len);
+            if count == 0 {
+                return Err(format!("{shown}: unsigned: its repository has no signature for this digest (neither cosign's `{}-{}.sig` tag nor a sigstore bundle among its referrers); sign it (`cosign sign --key …`) or leave the component out of `verify:`", entry.digest.algorithm().as_str(), entry.digest.hex()));
+            }
             let why = why.unwrap_or_else(|| {
                 format!(
-                    "none of its {} signature(s) is by the key {} (`verify:` at {})",
-                    signatures.layers.len(),
+                    "none of its {count} signature(s) is by the key {} (`verify:` at {})",
                     policy.key.fingerprint(),
                     policy.policy.pos
                 )
             });
             return Err(format!("{shown}: {why}"));
-        }
+        };
         recorded.get_or_insert(Verification {
             by: VerifiedBy::Key(policy.key.fingerprint().clone()),
-            signature: signatures.manifest.clone(),
+            signature,
             log_index: None,
         });
     }
     recorded.ok_or_else(|| format!("{shown}: no policy covers it"))
+}
+
+/// The referrer whose bundle is `policy`'s key's signature of the pin; why the
+/// last one that was by the key did not vouch for it, in `why`.
+fn by_bundle(
+    policy: &Policy<'_>,
+    bundles: &[berth_registry::Referrer],
+    entry: &LockEntry,
+    why: &mut Option<String>,
+) -> Option<berth_ref::Digest> {
+    for referrer in bundles {
+        for (_, bytes) in referrer
+            .layers
+            .iter()
+            .filter(|(t, _)| t == berth_sign::BUNDLE_TYPE)
+        {
+            match berth_sign::verify_bundle(&policy.key, bytes, &entry.digest) {
+                Ok(()) => return Some(referrer.manifest.clone()),
+                Err(
+                    e @ (berth_sign::BundleError::OtherDigest(_)
+                    | berth_sign::BundleError::OtherPredicate(_)),
+                ) => *why = Some(e.to_string()),
+                Err(_) => {}
+            }
+        }
+    }
+    None
 }
 
 /// Under `--locked`: every pin a policy covers records a verification by that

@@ -1,8 +1,9 @@
-//! `verify:` (#51) against a real registry and real cosign 2: images signed
-//! with cosign's tag scheme by the policy's key, one unsigned, one signed by
-//! another key, one whose tag was pushed again after it was signed. `berth pin`
-//! accepts exactly the first, names each refusal, records the verification in
-//! berth.lock, and `--locked` refuses a pin without one.
+//! `verify:` (#51) against a real registry and real cosign 2 and 3: images
+//! signed by the policy's key with cosign 2's tag scheme and with cosign 3's
+//! bundle (an OCI 1.1 referrer), one unsigned, one signed by another key, one
+//! whose tag was pushed again after it was signed. `berth pin` accepts exactly
+//! the first two, names each refusal, records the verification in berth.lock,
+//! and `--locked` refuses a pin without one.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 use crate::common;
@@ -54,6 +55,45 @@ fn sign(cosign: &Path, dir: &Path, prefix: &str, image: &str) {
     );
 }
 
+/// Signs `image@digest` with cosign 3 and `PREFIX.key`: a sigstore bundle attached as a
+/// referrer, under a signing config without a transparency log (nothing is reachable here).
+fn sign3(cosign: &Path, dir: &Path, prefix: &str, image: &str) {
+    let config = dir.join("no-log.json");
+    if !config.exists() {
+        let out = Command::new(cosign)
+            .args(["signing-config", "create", "--out"])
+            .arg(&config)
+            .current_dir(dir)
+            .env("HOME", dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = Command::new(cosign)
+        .args([
+            "sign",
+            "--key",
+            &format!("{prefix}.key"),
+            "--signing-config",
+        ])
+        .arg(&config)
+        .args(["--allow-insecure-registry", "-y", image])
+        .current_dir(dir)
+        .env("COSIGN_PASSWORD", "")
+        .env("HOME", dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cosign 3 sign {image}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn digest_of(registry: &TestRegistry, repository: &str, tag: &str) -> String {
     let out = Command::new("skopeo")
         .args(["inspect", "--tls-verify=false", "--format", "{{.Digest}}"])
@@ -84,8 +124,9 @@ fn pin(root: &Path, registry: &TestRegistry) -> (Option<i32>, String) {
     not(all(feature = "test-registry", feature = "test-plane")),
     ignore = "needs test-registry and test-plane (cosign is built with the plane; run scripts/test)"
 )]
-fn pin_verifies_cosign_signatures_and_names_each_refusal() {
+fn pin_verifies_cosign_2_and_3_signatures_and_names_each_refusal() {
     let cosign: PathBuf = common::testenv::plane().cosign2();
+    let cosign3: PathBuf = common::testenv::plane().cosign3();
     let registry = TestRegistry::start(None);
     let host = registry.host.clone();
     let keys = tempfile::tempdir().unwrap();
@@ -93,6 +134,7 @@ fn pin_verifies_cosign_signatures_and_names_each_refusal() {
     key_pair(&cosign, keys.path(), "theirs");
     for (repository, seed) in [
         ("acme/signed", "a"),
+        ("acme/bundled", "e"),
         ("acme/unsigned", "b"),
         ("acme/other", "c"),
         ("acme/moved", "d"),
@@ -106,11 +148,12 @@ fn pin_verifies_cosign_signatures_and_names_each_refusal() {
         )
     };
     sign(&cosign, keys.path(), "ours", &at("acme/signed"));
+    sign3(&cosign3, keys.path(), "ours", &at("acme/bundled"));
     sign(&cosign, keys.path(), "theirs", &at("acme/other"));
     sign(&cosign, keys.path(), "ours", &at("acme/moved"));
     registry.push(&Layout::image("d2", 1, 64), "acme/moved", "v1"); // the tag moves after signing
 
-    let images: String = ["signed", "unsigned", "other", "moved"]
+    let images: String = ["signed", "bundled", "unsigned", "other", "moved"]
         .iter()
         .map(|c| format!("  {c}: {{image: '{host}/acme/{c}:v1'}}\n"))
         .collect();
@@ -141,7 +184,10 @@ fn pin_verifies_cosign_signatures_and_names_each_refusal() {
         stderr.contains("component `moved`") && stderr.contains("component `moved` ("),
         "{stderr}"
     );
-    assert!(!stderr.contains("component `signed`"), "{stderr}");
+    assert!(
+        !stderr.contains("component `signed`") && !stderr.contains("component `bundled`"),
+        "{stderr}"
+    );
     assert!(!root.join("berth.lock").exists());
 
     // Only the signed image (the others out of `verify:`): pinned, and verified.
@@ -227,11 +273,20 @@ fn cosign_verifies(cosign: &Path, dir: &Path, what: &str, image: &str) -> bool {
 )]
 fn promote_and_mirror_carry_signatures_and_attestations_where_skopeo_copy_does_not() {
     let cosign: PathBuf = common::testenv::plane().cosign2();
+    let cosign3: PathBuf = common::testenv::plane().cosign3();
     let registry = TestRegistry::start(None);
     let host = registry.host.clone();
     let keys = tempfile::tempdir().unwrap();
     key_pair(&cosign, keys.path(), "ours");
     registry.push(&Layout::image("carried", 2, 64), "acme/web", "v1");
+    registry.push(&Layout::image("bundled", 1, 64), "acme/api", "v1");
+    let api_digest = digest_of(&registry, "acme/api", "v1");
+    sign3(
+        &cosign3,
+        keys.path(),
+        "ours",
+        &format!("{host}/acme/api@{api_digest}"),
+    );
     let digest = digest_of(&registry, "acme/web", "v1");
     let source = format!("{host}/acme/web@{digest}");
     sign(&cosign, keys.path(), "ours", &source);

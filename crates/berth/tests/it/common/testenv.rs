@@ -124,6 +124,12 @@ impl Plane {
         self.beside_kubectl("BERTH_TEST_COSIGN2", "cosign2")
     }
 
+    /// cosign 3 (its sigstore bundles as referrers): `BERTH_TEST_COSIGN3`, else the
+    /// `cosign3` `scripts/testenv build` put beside its kubectl.
+    pub fn cosign3(&self) -> PathBuf {
+        self.beside_kubectl("BERTH_TEST_COSIGN3", "cosign3")
+    }
+
     /// The program `variable` names, else `name` beside the plane's kubectl.
     fn beside_kubectl(&self, variable: &str, name: &str) -> PathBuf {
         let program = std::env::var_os(variable)
