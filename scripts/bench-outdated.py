@@ -10,7 +10,6 @@ Usage: scripts/bench-outdated.py [COMPONENTS] [TAGS]   (default 50 200; needs do
 import hashlib
 import json
 import pathlib
-import socket
 import statistics
 import subprocess
 import sys
@@ -18,18 +17,13 @@ import tempfile
 import time
 import urllib.request
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import bench_registry  # noqa: E402  (beside this script)
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 COMPONENTS = int(sys.argv[1]) if len(sys.argv) > 1 else 50
 TAGS = int(sys.argv[2]) if len(sys.argv) > 2 else 200
 MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-
-
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def request(method: str, url: str, body: bytes = b"", headers=None):
@@ -74,19 +68,8 @@ def main() -> None:
     berth = ROOT / "target/release/berth"
     with tempfile.TemporaryDirectory() as tmp:
         work = pathlib.Path(tmp)
-        host = f"127.0.0.1:{free_port()}"
-        log = work / "registry.log"
-        (work / "config.yml").write_text(
-            f"version: 0.1\nlog: {{level: info, formatter: json}}\nstorage: {{filesystem: {{rootdirectory: {work}/data}}}}\nhttp: {{addr: \"{host}\"}}\n"
-        )
-        registry = subprocess.Popen(["docker-registry", "serve", str(work / "config.yml")], stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+        host, log, registry = bench_registry.start(work)
         try:
-            for _ in range(200):
-                try:
-                    urllib.request.urlopen(f"http://{host}/v2/", timeout=1)
-                    break
-                except OSError:
-                    time.sleep(0.05)
             started = time.perf_counter()
             lines = ["name: bench", "images:"]
             for i in range(COMPONENTS):
@@ -96,7 +79,7 @@ def main() -> None:
             print(f"pushed {COMPONENTS} repositories x {TAGS + 2} tags in {time.perf_counter() - started:.1f} s")
 
             def requests() -> int:
-                return sum(1 for line in open(log) if '"http.request.method"' in line and "response completed" in line)
+                return bench_registry.requests(log)
 
             def timed(run) -> tuple:
                 before = requests()

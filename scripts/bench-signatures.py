@@ -8,26 +8,18 @@ registry served (from its access log).
 Usage: scripts/bench-signatures.py [N]   (default 200; needs docker-registry, skopeo, and
 cosign 2 from `scripts/testenv build`)
 """
-import json
 import pathlib
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import bench_registry  # noqa: E402  (beside this script)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 200
-
-
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def main() -> None:
@@ -37,35 +29,9 @@ def main() -> None:
     cosign = pathlib.Path(bins) / "cosign2"
     with tempfile.TemporaryDirectory() as tmp:
         work = pathlib.Path(tmp)
-        host = f"127.0.0.1:{free_port()}"
-        log = work / "registry.log"
-        (work / "config.yml").write_text(
-            f"version: 0.1\nlog: {{level: info, formatter: json}}\nstorage: {{filesystem: {{rootdirectory: {work}/data}}}}\nhttp: {{addr: \"{host}\"}}\n"
-        )
-        registry = subprocess.Popen(["docker-registry", "serve", str(work / "config.yml")], stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+        host, log, registry = bench_registry.start(work)
         try:
-            for _ in range(200):
-                try:
-                    urllib.request.urlopen(f"http://{host}/v2/", timeout=1)
-                    break
-                except OSError:
-                    time.sleep(0.05)
-            layout = work / "layout"
-            (layout / "blobs/sha256").mkdir(parents=True)
-            import hashlib
-
-            def blob(data: bytes) -> tuple:
-                digest = hashlib.sha256(data).hexdigest()
-                (layout / "blobs/sha256" / digest).write_bytes(data)
-                return digest, len(data)
-
-            layer = blob(b"bench layer\n")
-            config = blob(json.dumps({"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": [f"sha256:{layer[0]}"]}}).encode())
-            manifest = blob(json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                                        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": f"sha256:{config[0]}", "size": config[1]},
-                                        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": f"sha256:{layer[0]}", "size": layer[1]}]}).encode())
-            (layout / "index.json").write_text(json.dumps({"schemaVersion": 2, "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": f"sha256:{manifest[0]}", "size": manifest[1], "annotations": {"org.opencontainers.image.ref.name": "t"}}]}))
-            (layout / "oci-layout").write_text('{"imageLayoutVersion":"1.0.0"}')
+            layout = bench_registry.layout(work)
             env = {"PATH": "/usr/bin:/bin", "HOME": str(work), "COSIGN_PASSWORD": ""}
             subprocess.run([str(cosign), "generate-key-pair"], cwd=work, env=env, check=True, capture_output=True)
             started = time.perf_counter()
@@ -82,7 +48,7 @@ def main() -> None:
             (work / "verified" / "cosign.pub").write_text((work / "cosign.pub").read_text())
 
             def requests() -> int:
-                return sum(1 for line in open(log) if '"http.request.method"' in line and "response completed" in line)
+                return bench_registry.requests(log)
 
             def timed(run) -> tuple:
                 before = requests()

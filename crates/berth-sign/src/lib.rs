@@ -14,7 +14,7 @@ mod payload;
 
 pub use bundle::{verify_bundle, BundleError, BUNDLE_TYPE};
 pub use key::{KeyError, PublicKey};
-pub use payload::{check_payload, PayloadError, SIMPLE_SIGNING};
+pub use payload::{check_payload, expected_payloads, PayloadError, SIMPLE_SIGNING};
 
 /// Why one signature of the tag scheme does not vouch for an image.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

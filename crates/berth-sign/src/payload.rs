@@ -68,6 +68,23 @@ pub fn check_payload(
     Ok(())
 }
 
+/// The payloads cosign writes for `digest` of `image` (Go's `json.Marshal` of its
+/// simple-signing struct), for each spelling of the repository cosign may use: a
+/// signature layer whose digest is one of these holds exactly these bytes, and
+/// need not be fetched.
+pub fn expected_payloads(image: &Reference, digest: &Digest) -> Vec<Vec<u8>> {
+    let repository = image.repository();
+    let mut names = vec![repository.to_string()];
+    if repository.domain() == "docker.io" {
+        names.push(format!("index.docker.io/{}", repository.path()));
+    }
+    (names.iter())
+        .map(|name| {
+            format!(r#"{{"critical":{{"identity":{{"docker-reference":"{name}"}},"image":{{"docker-manifest-digest":"{digest}"}},"type":"cosign container image signature"}},"optional":null}}"#).into_bytes()
+        })
+        .collect()
+}
+
 /// Text from a payload, cut and stripped of control characters for a message.
 fn berth_ref_shown(text: &str) -> String {
     text.chars().filter(|c| !c.is_control()).take(200).collect()

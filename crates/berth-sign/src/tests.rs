@@ -182,3 +182,23 @@ fn a_bundle_verifies_for_its_key_its_digest_and_a_signature_predicate_only() {
         Err(BundleError::Malformed)
     );
 }
+
+#[test]
+fn the_expected_payload_is_byte_for_byte_what_cosign_2_writes() {
+    // The payload layer cosign 2.6.5 pushed for this image (its digest below), as served.
+    let written = br#"{"critical":{"identity":{"docker-reference":"127.0.0.1:45771/acme/web"},"image":{"docker-manifest-digest":"sha256:50e19fbf58b42208729e422faed3b8e0fc56ff1704d449ce077e35c42f985fa4"},"type":"cosign container image signature"},"optional":null}"#;
+    let image = Reference::parse("127.0.0.1:45771/acme/web:v1").unwrap();
+    let digest =
+        Digest::parse("sha256:50e19fbf58b42208729e422faed3b8e0fc56ff1704d449ce077e35c42f985fa4")
+            .unwrap();
+    assert_eq!(expected_payloads(&image, &digest)[0], written.to_vec());
+    let hub = Reference::parse("nginx:1.27").unwrap();
+    let spellings: Vec<String> = expected_payloads(&hub, &digest)
+        .into_iter()
+        .map(|p| String::from_utf8(p).unwrap())
+        .collect();
+    assert!(
+        spellings[1].contains(r#""docker-reference":"index.docker.io/library/nginx""#),
+        "{spellings:?}"
+    );
+}

@@ -160,7 +160,11 @@ async fn check(
         ),
     };
     let tagged = registry
-        .cosign_signatures(&entry.image, &entry.digest)
+        .cosign_signatures(
+            &entry.image,
+            &entry.digest,
+            &berth_sign::expected_payloads(&entry.image, &entry.digest),
+        )
         .await
         .map_err(|e| format!("{shown}: cannot read its signatures: {e}"))?;
     let mut bundles: Option<Vec<berth_registry::Referrer>> = None;

@@ -36,11 +36,15 @@ pub struct Signatures {
 
 impl Registry {
     /// The signatures cosign's tag scheme holds for `digest` in `image`'s
-    /// repository; `None` when there are none.
+    /// repository; `None` when there are none. A payload among `known` whose
+    /// digest a layer names is not fetched: its bytes are what the layer holds
+    /// (the digest proves it), which saves a request per image when the caller
+    /// knows the payload cosign writes.
     pub async fn cosign_signatures(
         &self,
         image: &Reference,
         digest: &Digest,
+        known: &[Vec<u8>],
     ) -> Result<Option<Signatures>, RegistryError> {
         let tag = format!("{}-{}.sig", digest.algorithm().as_str(), digest.hex());
         let tag = Tag::parse(&tag).map_err(|e| self.other(image, e.to_string()))?;
@@ -65,7 +69,11 @@ impl Registry {
             else {
                 continue; // a layer without a digest holds nothing to check
             };
-            let payload = self.small_blob(&at, &layer_digest).await?;
+            let held = known.iter().find(|k| super::digest_of(k) == layer_digest);
+            let payload = match held {
+                Some(bytes) => bytes.clone(),
+                None => self.small_blob(&at, &layer_digest).await?,
+            };
             out.push(Signature {
                 payload,
                 media_type: layer["mediaType"].as_str().unwrap_or_default().to_string(),
