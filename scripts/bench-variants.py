@@ -13,13 +13,14 @@ Usage: scripts/bench-variants.py [RUNS]   (default 300; needs docker-registry, s
 import json
 import os
 import pathlib
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import bench_registry  # noqa: E402  (beside this script)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 300
@@ -72,44 +73,10 @@ def images(berth: pathlib.Path, work: pathlib.Path) -> None:
     print(f"  the variants cost {more * 1e3:.2f} ms more per call (goal: at most 1 ms)")
 
 
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def pin(berth: pathlib.Path, work: pathlib.Path) -> None:
-    host = f"127.0.0.1:{free_port()}"
-    log = work / "registry.log"
-    (work / "config.yml").write_text(
-        f"version: 0.1\nlog: {{level: info, formatter: json}}\nstorage: {{filesystem: {{rootdirectory: {work}/data}}}}\nhttp: {{addr: \"{host}\"}}\n"
-    )
-    registry = subprocess.Popen(["docker-registry", "serve", str(work / "config.yml")], stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+    host, log, registry = bench_registry.start(work)
     try:
-        for _ in range(200):
-            try:
-                urllib.request.urlopen(f"http://{host}/v2/", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.05)
-        layout = work / "layout"
-        (layout / "blobs/sha256").mkdir(parents=True)
-        import hashlib
-
-        def blob(data: bytes) -> tuple:
-            digest = hashlib.sha256(data).hexdigest()
-            (layout / "blobs/sha256" / digest).write_bytes(data)
-            return digest, len(data)
-
-        layer = blob(b"bench layer\n")
-        config = blob(json.dumps({"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": [f"sha256:{layer[0]}"]}}).encode())
-        manifest = blob(json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                                    "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": f"sha256:{config[0]}", "size": config[1]},
-                                    "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": f"sha256:{layer[0]}", "size": layer[1]}]}).encode())
-        (layout / "index.json").write_text(json.dumps({"schemaVersion": 2, "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": f"sha256:{manifest[0]}", "size": manifest[1], "annotations": {"org.opencontainers.image.ref.name": "t"}}]}))
-        (layout / "oci-layout").write_text('{"imageLayoutVersion":"1.0.0"}')
+        layout = bench_registry.layout(work)
         images = [f"{host}/acme/server-cuda:v1.0.0"]
         images += [f"{host}/acme/server-{v}:v1.0.0" for v in VARIANTS[:4]]
         images += [f"{host}/acme/server-cuda:v1.0.0-arm64"]
@@ -120,7 +87,7 @@ def pin(berth: pathlib.Path, work: pathlib.Path) -> None:
         (work / "berth.yaml").write_text(f"name: bench\nimages:\n  server:\n    image: '{host}/acme/server-cuda:v1.0.0'\n    variants:\n{variants}")
 
         def requests() -> int:
-            return sum(1 for line in open(log) if '"http.request.method"' in line and "response completed" in line)
+            return bench_registry.requests(log)
 
         def timed(cmds) -> tuple:
             before = requests()
