@@ -10,7 +10,6 @@
 
 Usage: scripts/bench-variants.py [RUNS]   (default 300; needs docker-registry, skopeo)
 """
-import json
 import os
 import pathlib
 import statistics

@@ -98,3 +98,49 @@ pub fn verify_bundle(key: &PublicKey, bundle: &[u8], digest: &Digest) -> Result<
     }
     Ok(())
 }
+
+/// The signing certificate a bundle carries (DER), and the chain above it: a
+/// certificate-based bundle's `verificationMaterial` (v0.3's `certificate`, or the
+/// first of an `x509CertificateChain`); `None` for a key's bundle.
+pub fn bundle_certificates(bundle: &[u8]) -> Option<(Vec<u8>, Vec<Vec<u8>>)> {
+    let value: serde_json::Value = serde_json::from_slice(bundle).ok()?;
+    let material = &value["verificationMaterial"];
+    let b64 = |v: &serde_json::Value| {
+        v["rawBytes"]
+            .as_str()
+            .and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok())
+    };
+    if let Some(leaf) = b64(&material["certificate"]) {
+        return Some((leaf, Vec::new()));
+    }
+    let mut chain: Vec<Vec<u8>> = (material["x509CertificateChain"]["certificates"]
+        .as_array()?
+        .iter())
+    .filter_map(b64)
+    .collect();
+    if chain.is_empty() {
+        return None;
+    }
+    let leaf = chain.remove(0);
+    Some((leaf, chain))
+}
+
+/// The CA certificates (DER) of sigstore's `trusted_root.json`: every certificate of
+/// every `certificateAuthorities` entry's chain.
+pub fn trusted_root_certificates(json: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let value: serde_json::Value = serde_json::from_slice(json).ok()?;
+    let out: Vec<Vec<u8>> = (value["certificateAuthorities"].as_array()?.iter())
+        .flat_map(|ca| {
+            ca["certChain"]["certificates"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|c| {
+            c["rawBytes"]
+                .as_str()
+                .and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok())
+        })
+        .collect();
+    (!out.is_empty()).then_some(out)
+}

@@ -53,7 +53,12 @@ impl PublicKey {
             .find(|pem| pem.label == "PUBLIC KEY")
             .ok_or(KeyError::NotPem)?
             .contents;
-        let (_, spki) = SubjectPublicKeyInfo::from_der(&der).map_err(|_| KeyError::NotKey)?;
+        PublicKey::from_spki_der(&der)
+    }
+
+    /// The key a DER SubjectPublicKeyInfo holds (a certificate's, a PEM's).
+    pub fn from_spki_der(der: &[u8]) -> Result<PublicKey, KeyError> {
+        let (_, spki) = SubjectPublicKeyInfo::from_der(der).map_err(|_| KeyError::NotKey)?;
         let algorithm = &spki.algorithm.algorithm;
         let kind = if *algorithm == OID_KEY_TYPE_EC_PUBLIC_KEY {
             let curve = (spki.algorithm.parameters.as_ref()).and_then(|p| p.as_oid().ok());
@@ -72,7 +77,7 @@ impl PublicKey {
         } else {
             return Err(KeyError::Unsupported(algorithm.to_id_string()));
         };
-        let fingerprint = Digest::parse(&format!("sha256:{:x}", Sha256::digest(&der)))
+        let fingerprint = Digest::parse(&format!("sha256:{:x}", Sha256::digest(der)))
             .map_err(|_| KeyError::NotKey)?;
         Ok(PublicKey {
             kind,
@@ -101,6 +106,32 @@ impl PublicKey {
         };
         algorithms.iter().any(|algorithm| {
             UnparsedPublicKey::new(*algorithm, &self.raw)
+                .verify(message, signature)
+                .is_ok()
+        })
+    }
+
+    /// Whether `signature` is this key's over `message` by the certificate
+    /// signature algorithm `algorithm` (an X.509 `signatureAlgorithm` OID).
+    pub(crate) fn verifies_as(
+        &self,
+        algorithm: &x509_parser::der_parser::oid::Oid<'_>,
+        message: &[u8],
+        signature: &[u8],
+    ) -> bool {
+        let id = algorithm.to_id_string();
+        let chosen: Option<&'static dyn VerificationAlgorithm> = match (self.kind, id.as_str()) {
+            (Kind::P256, "1.2.840.10045.4.3.2") => Some(&signature::ECDSA_P256_SHA256_ASN1),
+            (Kind::P256, "1.2.840.10045.4.3.3") => Some(&signature::ECDSA_P256_SHA384_ASN1),
+            (Kind::P384, "1.2.840.10045.4.3.3") => Some(&signature::ECDSA_P384_SHA384_ASN1),
+            (Kind::P384, "1.2.840.10045.4.3.2") => Some(&signature::ECDSA_P384_SHA256_ASN1),
+            (Kind::Rsa, "1.2.840.113549.1.1.11") => Some(&signature::RSA_PKCS1_2048_8192_SHA256),
+            (Kind::Rsa, "1.2.840.113549.1.1.12") => Some(&signature::RSA_PKCS1_2048_8192_SHA384),
+            (Kind::Ed25519, "1.3.101.112") => Some(&signature::ED25519),
+            _ => None,
+        };
+        chosen.is_some_and(|algorithm| {
+            UnparsedPublicKey::new(algorithm, &self.raw)
                 .verify(message, signature)
                 .is_ok()
         })

@@ -9,10 +9,14 @@
 //! rustls) does for every key type cosign writes.
 
 mod bundle;
+mod certificate;
 mod key;
 mod payload;
 
-pub use bundle::{verify_bundle, BundleError, BUNDLE_TYPE};
+pub use bundle::{
+    bundle_certificates, trusted_root_certificates, verify_bundle, BundleError, BUNDLE_TYPE,
+};
+pub use certificate::{certificates_from_pem, trusted_key, CertificateError};
 pub use key::{KeyError, PublicKey};
 pub use payload::{check_payload, expected_payloads, PayloadError, SIMPLE_SIGNING};
 

@@ -202,3 +202,107 @@ fn the_expected_payload_is_byte_for_byte_what_cosign_2_writes() {
         "{spellings:?}"
     );
 }
+
+/// A CA, an intermediate and a leaf for `identity` from `issuer` (Fulcio's v2 extension):
+/// `(root DER, intermediate DER, leaf DER, leaf key)`.
+fn chain(identity: &str, issuer: &str) -> (Vec<u8>, Vec<u8>, Vec<u8>, rcgen::KeyPair) {
+    use rcgen::{
+        BasicConstraints, CertificateParams, CustomExtension, IsCa, Issuer, KeyPair, SanType,
+    };
+    let ca = |name: &str| {
+        let mut params = CertificateParams::new(vec![]).unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params
+    };
+    let root_key = KeyPair::generate().unwrap();
+    let root = ca("test root").self_signed(&root_key).unwrap();
+    let root_issuer = Issuer::new(ca("test root"), root_key);
+    let middle_key = KeyPair::generate().unwrap();
+    let middle = ca("test intermediate")
+        .signed_by(&middle_key, &root_issuer)
+        .unwrap();
+    let middle_issuer = Issuer::new(ca("test intermediate"), middle_key);
+    let mut leaf = CertificateParams::new(vec![]).unwrap();
+    leaf.subject_alt_names = vec![SanType::URI(identity.try_into().unwrap())];
+    let mut value = vec![0x0c, u8::try_from(issuer.len()).unwrap()];
+    value.extend_from_slice(issuer.as_bytes());
+    leaf.custom_extensions = vec![CustomExtension::from_oid_content(
+        &[1, 3, 6, 1, 4, 1, 57264, 1, 8],
+        value,
+    )];
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = leaf.signed_by(&leaf_key, &middle_issuer).unwrap();
+    (
+        root.der().to_vec(),
+        middle.der().to_vec(),
+        leaf.der().to_vec(),
+        leaf_key,
+    )
+}
+
+#[test]
+fn a_certificate_is_trusted_for_its_identity_and_issuer_through_its_chain() {
+    let identity = "https://github.com/acme/web/.github/workflows/release.yml@refs/tags/v1";
+    let issuer = "https://token.actions.githubusercontent.com";
+    let (root, middle, leaf, leaf_key) = chain(identity, issuer);
+    let key = trusted_key(
+        &leaf,
+        std::slice::from_ref(&middle),
+        std::slice::from_ref(&root),
+        identity,
+        issuer,
+    )
+    .unwrap();
+    let pkcs8 = leaf_key.serialize_der();
+    let pair =
+        EcdsaKeyPair::from_pkcs8(&signature::ECDSA_P256_SHA256_ASN1_SIGNING, &pkcs8).unwrap();
+    let message = payload("reg.test/acme/web", &digest('a'));
+    assert!(key.verifies(
+        &message,
+        pair.sign(&SystemRandom::new(), &message).unwrap().as_ref()
+    ));
+    assert_eq!(
+        trusted_key(&leaf, &[], std::slice::from_ref(&root), identity, issuer).unwrap_err(),
+        CertificateError::Untrusted,
+        "no intermediate"
+    );
+    let (other_root, ..) = chain(identity, issuer);
+    assert_eq!(
+        trusted_key(
+            &leaf,
+            std::slice::from_ref(&middle),
+            &[other_root],
+            identity,
+            issuer
+        )
+        .unwrap_err(),
+        CertificateError::Untrusted
+    );
+    assert!(matches!(
+        trusted_key(
+            &leaf,
+            std::slice::from_ref(&middle),
+            std::slice::from_ref(&root),
+            "https://github.com/evil/x",
+            issuer
+        ),
+        Err(CertificateError::OtherIdentity { .. })
+    ));
+    assert!(matches!(
+        trusted_key(
+            &leaf,
+            std::slice::from_ref(&middle),
+            std::slice::from_ref(&root),
+            identity,
+            "https://accounts.google.com"
+        ),
+        Err(CertificateError::OtherIssuer { .. })
+    ));
+    assert_eq!(
+        trusted_key(b"junk", &[], &[], identity, issuer).unwrap_err(),
+        CertificateError::Malformed
+    );
+}

@@ -23,6 +23,10 @@ pub struct Signature {
     pub media_type: String,
     /// The signature, base64 as cosign writes it (`None` when the annotation is missing).
     pub signature: Option<String>,
+    /// The signing certificate (PEM), for a certificate-based signature.
+    pub certificate: Option<String>,
+    /// The certificates between it and a root (PEM).
+    pub chain: Option<String>,
 }
 
 /// An image's signatures under cosign's tag scheme.
@@ -78,6 +82,12 @@ impl Registry {
                 payload,
                 media_type: layer["mediaType"].as_str().unwrap_or_default().to_string(),
                 signature: layer["annotations"][SIGNATURE_ANNOTATION]
+                    .as_str()
+                    .map(str::to_string),
+                certificate: layer["annotations"]["dev.sigstore.cosign/certificate"]
+                    .as_str()
+                    .map(str::to_string),
+                chain: layer["annotations"]["dev.sigstore.cosign/chain"]
                     .as_str()
                     .map(str::to_string),
             });

@@ -432,3 +432,140 @@ fn promote_and_mirror_carry_signatures_and_attestations_where_skopeo_copy_does_n
         &format!("{host}/bare/web@{digest}")
     ));
 }
+
+/// A test CA (`root.pem`) and a leaf for `identity` from `issuer` (Fulcio's issuer
+/// extension), its key imported for cosign as `leaf.key`: written into `dir`.
+fn test_ca(cosign: &Path, dir: &Path, identity: &str, issuer: &str) {
+    use rcgen::{
+        BasicConstraints, CertificateParams, CustomExtension, IsCa, Issuer, KeyPair, SanType,
+    };
+    let mut ca = CertificateParams::new(vec![]).unwrap();
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, "berth test signing CA");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_key = KeyPair::generate().unwrap();
+    fs::write(dir.join("root.pem"), ca.self_signed(&ca_key).unwrap().pem()).unwrap();
+    let mut leaf = CertificateParams::new(vec![]).unwrap();
+    leaf.subject_alt_names = vec![SanType::URI(identity.try_into().unwrap())];
+    let mut value = vec![0x0c, u8::try_from(issuer.len()).unwrap()];
+    value.extend_from_slice(issuer.as_bytes());
+    leaf.custom_extensions = vec![CustomExtension::from_oid_content(
+        &[1, 3, 6, 1, 4, 1, 57264, 1, 8],
+        value,
+    )];
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = leaf.signed_by(&leaf_key, &Issuer::new(ca, ca_key)).unwrap();
+    fs::write(dir.join("leaf.crt"), leaf.pem()).unwrap();
+    fs::write(dir.join("leaf.pem"), leaf_key.serialize_pem()).unwrap();
+    let out = Command::new(cosign)
+        .args([
+            "import-key-pair",
+            "--key",
+            "leaf.pem",
+            "--output-key-prefix",
+            "leaf",
+        ])
+        .current_dir(dir)
+        .env("COSIGN_PASSWORD", "")
+        .env("HOME", dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cosign import-key-pair: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+#[cfg_attr(
+    not(all(feature = "test-registry", feature = "test-plane")),
+    ignore = "needs test-registry and test-plane (cosign is built with the plane; run scripts/test)"
+)]
+fn a_certificate_signature_is_verified_for_its_identity_and_issuer() {
+    let cosign: PathBuf = common::testenv::plane().cosign2();
+    let registry = TestRegistry::start(None);
+    let host = registry.host.clone();
+    let keys = tempfile::tempdir().unwrap();
+    let identity = "https://github.com/acme/web/.github/workflows/release.yml@refs/tags/v1";
+    let issuer = "https://token.actions.githubusercontent.com";
+    test_ca(&cosign, keys.path(), identity, issuer);
+    registry.push(&Layout::image("certified", 1, 64), "acme/web", "v1");
+    let image = format!("{host}/acme/web@{}", digest_of(&registry, "acme/web", "v1"));
+    let out = Command::new(&cosign)
+        .args([
+            "sign",
+            "--key",
+            "leaf.key",
+            "--certificate",
+            "leaf.crt",
+            "--certificate-chain",
+            "root.pem",
+            "--tlog-upload=false",
+            "--allow-insecure-registry",
+            "-y",
+            &image,
+        ])
+        .current_dir(keys.path())
+        .env("COSIGN_PASSWORD", "")
+        .env("HOME", keys.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cosign sign --certificate: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let policy = |identity: &str| {
+        format!(
+        "name: p\nimages:\n  web: {{image: '{host}/acme/web:v1'}}\nverify:\n  - certificate: {{identity: '{identity}', issuer: '{issuer}', roots: root.pem}}\n    transparencyLog: optional\n"
+    )
+    };
+    let dir = project(&policy(identity));
+    let root = dir.path();
+    fs::copy(keys.path().join("root.pem"), root.join("root.pem")).unwrap();
+    let (code, stderr) = pin(root, &registry);
+    assert_eq!(code, Some(0), "{stderr}");
+    let lock = fs::read_to_string(root.join("berth.lock")).unwrap();
+    assert!(
+        lock.contains(&format!("    identity: {identity}\n    issuer: {issuer}\n")),
+        "{lock}"
+    );
+    let locked = berth(root).args(["images", "--locked"]).output().unwrap();
+    assert!(
+        locked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&locked.stderr)
+    );
+
+    // Another identity: refused, naming both; and the lock of the first does not satisfy it.
+    fs::write(
+        root.join("berth.yaml"),
+        policy("https://github.com/evil/fork/.github/workflows/x.yml@refs/heads/main"),
+    )
+    .unwrap();
+    let locked = berth(root).args(["images", "--locked"]).output().unwrap();
+    assert_eq!(locked.status.code(), Some(1));
+    fs::remove_file(root.join("berth.lock")).unwrap();
+    let (code, stderr) = pin(root, &registry);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "its certificate is for {identity}, not https://github.com/evil/fork"
+        )),
+        "{stderr}"
+    );
+    // A transparency log asked for cannot be checked here: said, before any registry is asked.
+    fs::write(
+        root.join("berth.yaml"),
+        policy(identity).replace("    transparencyLog: optional\n", ""),
+    )
+    .unwrap();
+    let (code, stderr) = pin(root, &registry);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("`transparencyLog: required` asks for a log entry"),
+        "{stderr}"
+    );
+}

@@ -1,48 +1,20 @@
 //! `verify:` carried out (#51): at `berth pin`, each pinned digest a policy
-//! covers is checked against its cosign signatures (the tag scheme) with the
-//! policy's key, once per digest, and the lock records how; under `--locked`, a
+//! covers is checked against its cosign signatures (the tag scheme, then
+//! sigstore bundles among its referrers) with the policy's key or a certificate
+//! it trusts, once per digest, and the lock records how; under `--locked`, a
 //! covered pin without that record is refused, with no registry asked.
 
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Result};
-use berth_core::lock::{Lock, LockEntry, Verification, VerifiedBy, LOCK_FILE};
-use berth_core::project::{Signer, TransparencyLog, VerifyPolicy};
+use berth_core::lock::{Lock, LockEntry, Verification, LOCK_FILE};
 use berth_core::Project;
 use berth_registry::Registry;
-use berth_sign::PublicKey;
 
 use crate::settings::Registry as RegistrySettings;
 
-/// A policy with its key read.
-struct Policy<'p> {
-    policy: &'p VerifyPolicy,
-    key: PublicKey,
-}
-
-/// The keys of every policy, read from the files berth.yaml names; a policy
-/// this build cannot check yet is refused here, before any registry is asked.
-fn policies(project: &Project) -> Result<Vec<Policy<'_>>> {
-    let mut out = Vec::new();
-    for (index, policy) in project.verify.iter().enumerate() {
-        let at = format!("{}:{}: `verify[{index}]`", project.file, policy.pos);
-        let path = match &policy.signer {
-            Signer::Key(path) => path,
-            Signer::Certificate { .. } => bail!("{at}: certificate-based signatures are not verified by this berth yet (#51's next step); verify with a `key:` for now"),
-        };
-        if policy.transparency_log == TransparencyLog::Required {
-            bail!("{at}: `transparencyLog: required` asks for a log entry this berth cannot check yet (#51's next step); write `transparencyLog: optional` to verify the key's signature alone");
-        }
-        let file = project.dir.join(path);
-        let bytes = crate::fs_source::contained(&project.dir, &file)
-            .and_then(|()| crate::fs_source::read_bounded(&file))
-            .map_err(|e| anyhow!("{at}: cannot read the key `{path}`: {e}"))?;
-        let key =
-            PublicKey::from_pem(&bytes).map_err(|e| anyhow!("{at}: the key `{path}`: {e}"))?;
-        out.push(Policy { policy, key });
-    }
-    Ok(out)
-}
+mod policy;
+use policy::{policies, Policy};
 
 /// The policies covering `entry`'s component.
 fn covering<'a, 'p>(
@@ -59,8 +31,8 @@ fn covering<'a, 'p>(
         .collect()
 }
 
-/// Whether `held` already records a verification of this very pin by `key`.
-fn reusable(held: Option<&Lock>, entry: &LockEntry, key: &PublicKey) -> Option<Verification> {
+/// Whether `held` already records a verification of this very pin by `policy`.
+fn reusable(held: Option<&Lock>, entry: &LockEntry, policy: &Policy<'_>) -> Option<Verification> {
     let old = held?.entries.iter().find(|o| {
         o.component == entry.component
             && o.variant == entry.variant
@@ -68,7 +40,7 @@ fn reusable(held: Option<&Lock>, entry: &LockEntry, key: &PublicKey) -> Option<V
             && o.digest == entry.digest
     })?;
     let verified = old.verified.clone()?;
-    matches!(&verified.by, VerifiedBy::Key(f) if f == key.fingerprint()).then_some(verified)
+    policy.recorded(&verified).then_some(verified)
 }
 
 /// Verifies every entry of `lock` a policy covers (`held`: the lock as it was,
@@ -89,7 +61,7 @@ pub fn verify_all(
         let Some(first) = covering(project, &policies, entry).first().copied() else {
             continue;
         };
-        match reusable(held, entry, &first.key) {
+        match reusable(held, entry, first) {
             Some(verified) => entry.verified = Some(verified),
             None => asked.push(index),
         }
@@ -173,13 +145,27 @@ async fn check(
         let mut why = None;
         let by_tag = tagged.as_ref().and_then(|found| {
             let verified = found.layers.iter().any(|layer| {
-                match berth_sign::verify_layer(
-                    &policy.key,
+                let pem = |text: &Option<String>| {
+                    berth_sign::certificates_from_pem(
+                        text.as_deref().unwrap_or_default().as_bytes(),
+                    )
+                };
+                let (leaf, chain) = (pem(&layer.certificate), pem(&layer.chain));
+                let key = match policy.key_for(leaf.first().map(Vec::as_slice), &chain) {
+                    Ok(key) => key,
+                    Err(reason) => {
+                        why = Some(reason);
+                        return false;
+                    }
+                };
+                let result = berth_sign::verify_layer(
+                    &key,
                     &layer.payload,
                     layer.signature.as_deref(),
                     &entry.image,
                     &entry.digest,
-                ) {
+                );
+                match result {
                     Ok(()) => true,
                     Err(berth_sign::LayerError::Payload(e)) => {
                         why = Some(e.to_string());
@@ -216,15 +202,15 @@ async fn check(
             }
             let why = why.unwrap_or_else(|| {
                 format!(
-                    "none of its {count} signature(s) is by the key {} (`verify:` at {})",
-                    policy.key.fingerprint(),
+                    "none of its {count} signature(s) is by {} (`verify:` at {})",
+                    policy.describe(),
                     policy.policy.pos
                 )
             });
             return Err(format!("{shown}: {why}"));
         };
         recorded.get_or_insert(Verification {
-            by: VerifiedBy::Key(policy.key.fingerprint().clone()),
+            by: policy.by(),
             signature,
             log_index: None,
         });
@@ -246,7 +232,15 @@ fn by_bundle(
             .iter()
             .filter(|(t, _)| t == berth_sign::BUNDLE_TYPE)
         {
-            match berth_sign::verify_bundle(&policy.key, bytes, &entry.digest) {
+            let (leaf, chain) = berth_sign::bundle_certificates(bytes).unzip();
+            let key = match policy.key_for(leaf.as_deref(), chain.as_deref().unwrap_or_default()) {
+                Ok(key) => key,
+                Err(reason) => {
+                    *why = Some(reason);
+                    continue;
+                }
+            };
+            match berth_sign::verify_bundle(&key, bytes, &entry.digest) {
                 Ok(()) => return Some(referrer.manifest.clone()),
                 Err(
                     e @ (berth_sign::BundleError::OtherDigest(_)
@@ -260,7 +254,7 @@ fn by_bundle(
 }
 
 /// Under `--locked`: every pin a policy covers records a verification by that
-/// policy's key; reads only the key files.
+/// policy's key or certificate identity; reads only berth.yaml's files.
 pub fn check_locked(project: &Project, lock: &Lock) -> Result<()> {
     if project.verify.is_empty() {
         return Ok(());
@@ -268,13 +262,10 @@ pub fn check_locked(project: &Project, lock: &Lock) -> Result<()> {
     let policies = policies(project)?;
     for entry in &lock.entries {
         for policy in covering(project, &policies, entry) {
-            let by_key = entry.verified.as_ref().is_some_and(
-                |v| matches!(&v.by, VerifiedBy::Key(f) if f == policy.key.fingerprint()),
-            );
-            if !by_key {
+            if !entry.verified.as_ref().is_some_and(|v| policy.recorded(v)) {
                 bail!(
-                    "{LOCK_FILE} pins `{}@{}` for component `{}` with no signature verified by the key {} that `verify:` requires ({}:{}); run `berth pin`, which verifies it",
-                    entry.image, entry.digest, entry.component, policy.key.fingerprint(), project.file, policy.policy.pos
+                    "{LOCK_FILE} pins `{}@{}` for component `{}` with no signature verified by {} that `verify:` requires ({}:{}); run `berth pin`, which verifies it",
+                    entry.image, entry.digest, entry.component, policy.describe(), project.file, policy.policy.pos
                 );
             }
         }
