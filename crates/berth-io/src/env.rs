@@ -57,6 +57,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "BERTH_KUBECTL", kind: Kind::Berth, meaning: "The kubectl binary that builds `kustomize:` manifest sources (`kubectl kustomize`; default: `kubectl` on PATH)." },
     Variable { name: "BERTH_HELM", kind: Kind::Berth, meaning: "The helm binary that renders `helm:` manifest sources (default: `helm` on PATH)." },
     Variable { name: "BERTH_SYSTEM_CA_BUNDLE", kind: Kind::Berth, meaning: "The PEM file of public roots a CA bundle with `defaults: system` adds (default: Debian's `/etc/ssl/certs/ca-certificates.crt`)." },
+    Variable { name: "COSIGN_PASSWORD", kind: Kind::Caller, meaning: "`berth push --sign-key`: the password of cosign's encrypted private key (empty when unset), as cosign reads it; never shown." },
     Variable { name: "SOURCE_DATE_EPOCH", kind: Kind::Caller, meaning: "`berth push`: the artifact's `created` time, for reproducible pushes." },
     Variable { name: "ARGOCD_APP_NAME", kind: Kind::Caller, meaning: "Set by Argo CD for a plugin: `render` defaults to `--gitops argocd` and messages name the Application." },
     Variable { name: "ARGOCD_ENV_*", kind: Kind::Caller, meaning: "An Argo CD Application's `plugin.env`: `ARGOCD_ENV_EPP_TAG` is read as `EPP_TAG`, ahead of the environment." },

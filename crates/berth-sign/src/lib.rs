@@ -12,6 +12,7 @@ mod bundle;
 mod certificate;
 mod key;
 mod payload;
+mod signing;
 
 pub use bundle::{
     bundle_certificates, trusted_root_certificates, verify_bundle, BundleError, BUNDLE_TYPE,
@@ -19,6 +20,7 @@ pub use bundle::{
 pub use certificate::{certificates_from_pem, trusted_key, CertificateError};
 pub use key::{KeyError, PublicKey};
 pub use payload::{check_payload, expected_payloads, PayloadError, SIMPLE_SIGNING};
+pub use signing::{PrivateKey, SigningKeyError};
 
 /// Why one signature of the tag scheme does not vouch for an image.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

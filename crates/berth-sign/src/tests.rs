@@ -306,3 +306,58 @@ fn a_certificate_is_trusted_for_its_identity_and_issuer_through_its_chain() {
         CertificateError::Malformed
     );
 }
+
+#[test]
+fn a_cosign_encrypted_key_opens_with_its_password_only_and_signs() {
+    use base64::Engine as _;
+    use crypto_secretbox::aead::{Aead, KeyInit};
+    let rc = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let public = PublicKey::from_pem(rc.public_key_pem().as_bytes()).unwrap();
+    // cosign's envelope, made here as cosign makes it (scrypt, then NaCl's secretbox).
+    let (salt, nonce) = ([7u8; 32], [9u8; 24]);
+    let mut key = [0u8; 32];
+    scrypt::scrypt(
+        b"secret",
+        &salt,
+        &scrypt::Params::new(10, 8, 1, 32).unwrap(),
+        &mut key,
+    )
+    .unwrap();
+    let sealed = crypto_secretbox::XSalsa20Poly1305::new(&key.into())
+        .encrypt(
+            crypto_secretbox::Nonce::from_slice(&nonce),
+            rc.serialize_der().as_slice(),
+        )
+        .unwrap();
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let envelope = format!(
+        r#"{{"kdf":{{"name":"scrypt","params":{{"N":1024,"r":8,"p":1}},"salt":"{}"}},"cipher":{{"name":"nacl/secretbox","nonce":"{}"}},"ciphertext":"{}"}}"#,
+        b64(&salt),
+        b64(&nonce),
+        b64(&sealed)
+    );
+    let pem = format!("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\n{}\n-----END ENCRYPTED SIGSTORE PRIVATE KEY-----\n", b64(envelope.as_bytes()));
+    let private = PrivateKey::from_pem(pem.as_bytes(), b"secret").unwrap();
+    let message = payload("reg.test/acme/web", &digest('a'));
+    let signature = base64::engine::general_purpose::STANDARD
+        .decode(private.sign_base64(&message).unwrap())
+        .unwrap();
+    assert!(public.verifies(&message, &signature));
+    assert_eq!(
+        PrivateKey::from_pem(pem.as_bytes(), b"wrong").unwrap_err(),
+        SigningKeyError::Password
+    );
+    assert!(!format!("{:?}", private).contains("secret"));
+    let costly = pem.replace(
+        &b64(envelope.as_bytes()),
+        &b64(envelope.replace("\"N\":1024", "\"N\":2097152").as_bytes()),
+    );
+    assert!(matches!(
+        PrivateKey::from_pem(costly.as_bytes(), b"secret"),
+        Err(SigningKeyError::Envelope(_))
+    ));
+    assert_eq!(
+        PrivateKey::from_pem(b"nothing", b"").unwrap_err(),
+        SigningKeyError::NotPem
+    );
+}

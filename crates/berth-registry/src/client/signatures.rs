@@ -98,3 +98,51 @@ impl Registry {
         }))
     }
 }
+
+impl Registry {
+    /// Pushes a signature of `digest` into `image`'s repository under cosign's tag
+    /// scheme (`sha256-<hex>.sig`): `payload` as its one layer, `signature`
+    /// (base64) in the layer's annotation, a config as cosign writes one. Returns
+    /// the signature manifest's digest. An earlier signature of the digest is replaced.
+    pub async fn push_cosign_signature(
+        &self,
+        image: &Reference,
+        digest: &Digest,
+        payload: &[u8],
+        signature: &str,
+    ) -> Result<Digest, RegistryError> {
+        let tag = format!("{}-{}.sig", digest.algorithm().as_str(), digest.hex());
+        let tag = Tag::parse(&tag).map_err(|e| self.other(image, e.to_string()))?;
+        let at = image.with_tag(tag);
+        let payload_digest = super::digest_of(payload);
+        let config = serde_json::to_vec(&serde_json::json!({
+            "architecture": "",
+            "created": "0001-01-01T00:00:00Z",
+            "history": [{"created": "0001-01-01T00:00:00Z"}],
+            "os": "",
+            "rootfs": {"type": "layers", "diff_ids": [payload_digest.to_string()]},
+            "config": {},
+        }))
+        .map_err(|e| self.other(&at, e.to_string()))?;
+        let config_digest = super::digest_of(&config);
+        let manifest = serde_json::to_vec(&serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "size": config.len(), "digest": config_digest.to_string()},
+            "layers": [{
+                "mediaType": "application/vnd.dev.cosign.simplesigning.v1+json",
+                "size": payload.len(),
+                "digest": payload_digest.to_string(),
+                "annotations": {SIGNATURE_ANNOTATION: signature},
+            }],
+        }))
+        .map_err(|e| self.other(&at, e.to_string()))?;
+        self.push_blob(&at, &config, &config_digest.to_string())
+            .await?;
+        self.push_blob(&at, payload, &payload_digest.to_string())
+            .await?;
+        self.push_manifest(&at, &manifest, "application/vnd.oci.image.manifest.v1+json")
+            .await?;
+        Ok(super::digest_of(&manifest))
+    }
+}

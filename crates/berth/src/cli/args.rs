@@ -364,6 +364,11 @@ pub struct PushArgs {
     /// on stderr): anyone who can pull the artifact can read them.
     #[arg(long)]
     pub allow_secrets: bool,
+    /// Sign the pushed artifact with this cosign private key (`cosign.key`; its password
+    /// from `COSIGN_PASSWORD`), cosign's tag scheme, so Flux's `verify.provider: cosign`
+    /// accepts it.
+    #[arg(long, value_name = "FILE")]
+    pub sign_key: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub render: RenderArgs,
 }

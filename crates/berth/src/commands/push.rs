@@ -15,6 +15,16 @@ use crate::settings::Push;
 /// The file the manifests are in, inside the artifact.
 const FILE: &str = "manifests.yaml";
 
+/// The private key `--sign-key` names, opened with `COSIGN_PASSWORD` (empty when
+/// unset). Neither the password nor the key is ever in a message.
+fn signing_key(path: &std::path::Path) -> Result<berth_sign::PrivateKey> {
+    let bytes = crate::fs_source::read_given(path)
+        .map_err(|e| anyhow!("--sign-key {}: cannot read it: {e}", path.display()))?;
+    let password = berth_io::env::var_os("COSIGN_PASSWORD").unwrap_or_default();
+    berth_sign::PrivateKey::from_pem(&bytes, password.as_encoded_bytes())
+        .map_err(|e| anyhow!("--sign-key {}: {e}", path.display()))
+}
+
 /// `oci://HOST/REPO:TAG` as a reference with a tag (and no digest: a push names
 /// a tag). HOST is the registry whatever it looks like, as Flux, Helm and ORAS
 /// read an `oci://` URL; credentials in it are refused without being repeated.
@@ -116,9 +126,20 @@ pub fn run(push: &Push, project: &Project, resolution: &Resolution<'_>) -> Resul
         revision: push.revision.clone(),
         created: created()?,
     };
+    // The key is read (and its password checked) before anything is pushed.
+    let key = push.sign_key.as_deref().map(signing_key).transpose()?;
     let registry = Registry::new(push.registry.options.clone(), DockerConfig::load()?)?;
     let digest =
         crate::runtime::get()?.block_on(push_artifact(&registry, &reference, &files, &meta))?;
+    if let Some(key) = &key {
+        let payload = berth_sign::expected_payloads(&reference, &digest).swap_remove(0);
+        let signature = key
+            .sign_base64(&payload)
+            .map_err(|e| anyhow!("--sign-key: {e}"))?;
+        let signed = crate::runtime::get()?
+            .block_on(registry.push_cosign_signature(&reference, &digest, &payload, &signature))?;
+        say!("signed {}@{digest} (signature {signed})", push.target);
+    }
     say!(
         "pushed {} object(s) ({} bytes of YAML) to {}",
         rendered.objects.len(),

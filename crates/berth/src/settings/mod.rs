@@ -652,6 +652,8 @@ pub struct Push {
     pub revision: Option<String>,
     /// `--allow-secrets`.
     pub allow_secrets: bool,
+    /// `--sign-key FILE`.
+    pub sign_key: Option<PathBuf>,
     /// What to render.
     pub render: Render,
     /// How to reach the registry.
@@ -669,6 +671,7 @@ impl Push {
             source: args.source.clone(),
             revision: args.revision.clone(),
             allow_secrets: args.allow_secrets,
+            sign_key: args.sign_key.clone(),
             render: (&args.render).into(),
             registry: Registry::resolve(&args.render.registry)?,
         })

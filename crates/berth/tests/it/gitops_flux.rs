@@ -208,3 +208,107 @@ fn flux_alone_prunes_the_old_generation_while_old_pods_use_it() {
         "the bug berth's GitOps mode exists to avoid did not show: {without_config:?}"
     );
 }
+
+/// The `Ready` condition of OCIRepository `name`: `(status, reason)`.
+fn source_ready(ns: &Namespace, name: &str) -> Option<(String, String)> {
+    let value: Value =
+        serde_json::from_str(&ns.ok(&["get", "ocirepository", name, "-o", "json"])).ok()?;
+    let conditions = value["status"]["conditions"].as_array()?.clone();
+    let ready = conditions.iter().find(|c| c["type"] == "Ready")?;
+    Some((
+        ready["status"].as_str()?.to_string(),
+        ready["reason"].as_str().unwrap_or_default().to_string(),
+    ))
+}
+
+/// #51: `berth push --sign-key` signs the artifact as cosign does; Flux's
+/// source-controller with `verify.provider: cosign` accepts it with the matching
+/// public key and refuses it with another. The password comes from COSIGN_PASSWORD.
+#[test]
+#[cfg_attr(
+    not(all(feature = "test-gitops", feature = "test-registry")),
+    ignore = "needs test-gitops and test-registry (run scripts/test)"
+)]
+fn flux_verifies_an_artifact_pushed_with_sign_key_and_refuses_another_key() {
+    let plane = flux_plane();
+    let cosign = plane.cosign2();
+    let registry = TestRegistry::start(None);
+    let ns = plane.namespace("signed");
+    let dir = project(&berth_yaml("one", "flux"));
+    let root = dir.path();
+    std::fs::write(root.join("deploy.yaml"), deploy_yaml()).unwrap();
+    for prefix in ["ours", "theirs"] {
+        let out = std::process::Command::new(&cosign)
+            .args(["generate-key-pair", "--output-key-prefix", prefix])
+            .current_dir(root)
+            .env("COSIGN_PASSWORD", "s3cret")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let target = format!("oci://{}/{}:main", registry.host, ns.name);
+    let push = |password: &str| {
+        berth(root)
+            .args([
+                "push",
+                &target,
+                "--sign-key",
+                "ours.key",
+                "--insecure-registry",
+                &registry.host,
+            ])
+            .env("COSIGN_PASSWORD", password)
+            .output()
+            .unwrap()
+    };
+    let wrong = push("not-it");
+    let stderr = String::from_utf8_lossy(&wrong.stderr);
+    assert_eq!(wrong.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the password does not decrypt it (COSIGN_PASSWORD)")
+            && !stderr.contains("not-it"),
+        "{stderr}"
+    );
+    let out = push("s3cret");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut objects = String::new();
+    for (name, key) in [("ours", "ours.pub"), ("theirs", "theirs.pub")] {
+        let public = std::fs::read_to_string(root.join(key)).unwrap();
+        let indented: String = public.lines().map(|l| format!("    {l}\n")).collect();
+        objects.push_str(&format!(
+            "apiVersion: v1\nkind: Secret\nmetadata: {{name: {name}-key}}\nstringData:\n  cosign.pub: |\n{indented}---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata: {{name: {name}}}\nspec:\n  interval: 1m\n  insecure: true\n  url: oci://{}/{}\n  ref: {{tag: main}}\n  verify: {{provider: cosign, secretRef: {{name: {name}-key}}}}\n---\n",
+            registry.host, ns.name
+        ));
+    }
+    let out = plane.kubectl_with(&ns.kubeconfig, &["apply", "-f", "-"], Some(&objects));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let (ours, theirs) = (source_ready(&ns, "ours"), source_ready(&ns, "theirs"));
+        let accepted = ours.as_ref().is_some_and(|(s, _)| s == "True");
+        let refused = theirs
+            .as_ref()
+            .is_some_and(|(s, r)| s == "False" && r.contains("Verification"));
+        if accepted && refused {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "ours {ours:?}, theirs {theirs:?}:\n{}",
+            ns.ok(&["get", "ocirepository", "-o", "yaml"])
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
