@@ -143,39 +143,9 @@ async fn check(
     let mut recorded = None;
     for policy in covering {
         let mut why = None;
-        let by_tag = tagged.as_ref().and_then(|found| {
-            let verified = found.layers.iter().any(|layer| {
-                let pem = |text: &Option<String>| {
-                    berth_sign::certificates_from_pem(
-                        text.as_deref().unwrap_or_default().as_bytes(),
-                    )
-                };
-                let (leaf, chain) = (pem(&layer.certificate), pem(&layer.chain));
-                let key = match policy.key_for(leaf.first().map(Vec::as_slice), &chain) {
-                    Ok(key) => key,
-                    Err(reason) => {
-                        why = Some(reason);
-                        return false;
-                    }
-                };
-                let result = berth_sign::verify_layer(
-                    &key,
-                    &layer.payload,
-                    layer.signature.as_deref(),
-                    &entry.image,
-                    &entry.digest,
-                );
-                match result {
-                    Ok(()) => true,
-                    Err(berth_sign::LayerError::Payload(e)) => {
-                        why = Some(e.to_string());
-                        false
-                    }
-                    Err(_) => false,
-                }
-            });
-            verified.then(|| found.manifest.clone())
-        });
+        let by_tag = tagged
+            .as_ref()
+            .and_then(|found| by_tag(policy, found, entry, &mut why));
         let signature = match by_tag {
             Some(manifest) => Some(manifest),
             None => {
@@ -216,6 +186,45 @@ async fn check(
         });
     }
     recorded.ok_or_else(|| format!("{shown}: no policy covers it"))
+}
+
+/// The tag-scheme signature manifest one of whose signatures is `policy`'s of the
+/// pin; why the last one by its signer did not vouch for it, in `why`.
+fn by_tag(
+    policy: &Policy<'_>,
+    found: &berth_registry::Signatures,
+    entry: &LockEntry,
+    why: &mut Option<String>,
+) -> Option<berth_ref::Digest> {
+    let verified = found.layers.iter().any(|layer| {
+        let pem = |text: &Option<String>| {
+            berth_sign::certificates_from_pem(text.as_deref().unwrap_or_default().as_bytes())
+        };
+        let (leaf, chain) = (pem(&layer.certificate), pem(&layer.chain));
+        let key = match policy.key_for(leaf.first().map(Vec::as_slice), &chain) {
+            Ok(key) => key,
+            Err(reason) => {
+                *why = Some(reason);
+                return false;
+            }
+        };
+        let result = berth_sign::verify_layer(
+            &key,
+            &layer.payload,
+            layer.signature.as_deref(),
+            &entry.image,
+            &entry.digest,
+        );
+        match result {
+            Ok(()) => true,
+            Err(berth_sign::LayerError::Payload(e)) => {
+                *why = Some(e.to_string());
+                false
+            }
+            Err(_) => false,
+        }
+    });
+    verified.then(|| found.manifest.clone())
 }
 
 /// The referrer whose bundle is `policy`'s key's signature of the pin; why the
