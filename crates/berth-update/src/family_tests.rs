@@ -165,6 +165,14 @@ fn a_pin_of_a_tag_berth_yaml_no_longer_names_is_stale_and_only_that() {
         .map(|w| w.to_string())
         .collect();
     assert_eq!(warnings.len(), 2, "{warnings:#?}");
+    // A lock pinned under a profile that selects the XPU member is no stale lock for
+    // a resolution that selects the default.
+    let selected_elsewhere = berth_core::lock::Lock::parse(
+        "berth.lock",
+        &format!("version: 1\nimages:\n- component: modelserver\n  image: reg.test/llm-d/xpu:v0.7.0\n  digest: {digest}\n"),
+    )
+    .unwrap();
+    assert!(stale_pins(&selected_elsewhere, &resolution).is_empty());
     assert!(warnings[0].contains("pins `reg.test/app/web:v1.2.0` for component `web`, but berth.yaml now gives it `reg.test/app/web:v1.3.0`"), "{}", warnings[0]);
     assert!(warnings[0].contains("[lock-stale]"), "{}", warnings[0]);
     assert!(

@@ -32,8 +32,17 @@ pub fn stale_pins(lock: &Lock, resolution: &Resolution<'_>) -> Vec<Warning> {
             ),
             None => (Some(&image.reference), Some(&c.image)),
         };
+        // The selected member is pinned without `variant:`, and which member is selected
+        // depends on the profile or variable `berth pin` ran with: any member's image is
+        // one berth.yaml names.
+        let any_member = entry.variant.is_none()
+            && image
+                .variants
+                .iter()
+                .any(|m| same(&m.reference, &entry.image));
         let named = resolved.is_some_and(|r| same(r, &entry.image))
-            || default.is_some_and(|d| same(d, &entry.image));
+            || default.is_some_and(|d| same(d, &entry.image))
+            || any_member;
         if !named {
             let now = resolved.map_or_else(
                 || "nothing".to_string(),

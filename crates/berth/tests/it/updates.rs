@@ -47,7 +47,7 @@ fn tree(registry: &TestRegistry) -> tempfile::TempDir {
     fs::create_dir(root.join("deploy")).unwrap();
     fs::write(
         root.join("deploy/kustomization.yaml"),
-        format!("resources: [web.yaml]\nimages:\n  - name: {host}/acme/web\n    newTag: v1.3.0   # bumped by hand until now\n"),
+        format!("resources: [web.yaml]\nimages:\n  - name: {host}/acme/web\n    newTag: v1.3.0   # bumped by hand until now\n  - name: {host}/llm-d/xpu\n    newTag: v0.7.0\n"),
     )
     .unwrap();
     fs::write(
@@ -193,6 +193,12 @@ fn outdated_names_the_newest_the_republished_and_the_lagging_and_update_moves_ev
     assert!(fs::read_to_string(root.join("berth.yaml"))
         .unwrap()
         .contains("llm-d/cuda:v0.7.1"));
+    // The XPU build follows the family: its kustomization `newTag:` moved with it.
+    let kustomization = fs::read_to_string(root.join("deploy/kustomization.yaml")).unwrap();
+    assert!(
+        kustomization.ends_with("llm-d/xpu\n    newTag: v0.7.1\n"),
+        "{kustomization}"
+    );
 }
 
 fn run_plain(root: &Path, args: &[&str]) -> (Option<i32>, String, String) {

@@ -21,6 +21,8 @@ struct Move {
     component: String,
     from: String,
     to: String,
+    /// Where its copies are, as `(file, line)`.
+    sites: Vec<(String, usize)>,
 }
 
 pub fn run(
@@ -62,9 +64,9 @@ pub fn run(
         }
     }
     for m in &moves {
-        let files: Vec<String> = (edits.iter())
-            .filter(|e| e.new == m.to && texts.contains_key(&e.file))
-            .map(|e| format!("{}:{}", e.file, e.line))
+        let files: Vec<String> = (m.sites.iter())
+            .filter(|(file, _)| texts.contains_key(file))
+            .map(|(file, line)| format!("{file}:{line}"))
             .collect();
         let verb = if args.dry_run { "would move" } else { "moved" };
         say!(
@@ -130,9 +132,12 @@ fn plan(
             berth_update::family_target(&members, &tags, &c.versions, args.pre, args.to.as_deref());
         match target {
             Ok(Some(to)) if to != from => {
-                edits.extend(sites::edits(project, c, &from, &to));
+                let made = sites::edits(project, c, &from, &to);
+                let sites = made.iter().map(|e| (e.file.clone(), e.line)).collect();
+                edits.extend(made);
                 moves.push(Move {
                     component: c.name.clone(),
+                    sites,
                     from,
                     to,
                 });

@@ -29,16 +29,34 @@ pub fn edits(project: &Project, c: &Component, old: &str, new: &str) -> Vec<Edit
         let what = format!("the Makefile default `{}`", site.variable);
         out.push(edit(site.file, site.line, 1, what));
     }
-    let last = c.image.repository().last_component().to_string();
-    for entry in crate::kustomize_origin::entries(project) {
-        if entry.new_tag.as_deref() == Some(old) && entry.names(&last) {
-            let what = format!("the kustomization's `newTag:` for `{}`", entry.name);
-            out.push(edit(
-                entry.file,
-                entry.pos.line as usize,
-                entry.pos.column as usize,
-                what,
-            ));
+    // The component's own repository at the family tag, and each variant that follows
+    // it at the family tag plus its suffix (`newTag: v0.7.0-arm64` moves too).
+    let mut names = vec![(
+        c.image.repository().last_component().to_string(),
+        String::new(),
+    )];
+    for variant in c.variants.iter().filter(|v| !v.own_tag()) {
+        let suffix = variant.tag_suffix.clone().unwrap_or_default();
+        names.push((
+            variant.image.repository().last_component().to_string(),
+            suffix,
+        ));
+    }
+    let entries = crate::kustomize_origin::entries(project);
+    for (last, suffix) in &names {
+        let (from, to) = (format!("{old}{suffix}"), format!("{new}{suffix}"));
+        for entry in entries
+            .iter()
+            .filter(|e| e.new_tag.as_deref() == Some(from.as_str()) && e.names(last))
+        {
+            out.push(Edit {
+                file: entry.file.clone(),
+                line: entry.pos.line as usize,
+                column: entry.pos.column as usize,
+                old: from.clone(),
+                new: to.clone(),
+                what: format!("the kustomization's `newTag:` for `{}`", entry.name),
+            });
         }
     }
     for (file, line, column, path) in chart_values(project, c, old) {
