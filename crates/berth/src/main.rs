@@ -240,7 +240,8 @@ fn audit(cli: &Cli, args: &cli::AuditArgs) -> Result<u8> {
     commands::audit::run(&audit, &project)
 }
 
-/// `--pin`: resolves, pins every image on the fly, then resolves again with the pins as a lock.
+/// `--pin`: resolves, pins every image on the fly (verifying the signatures `verify:`
+/// asks for, as `berth pin` does), then resolves again with the pins as a lock.
 fn with_pins(
     cli: &Cli,
     args: &cli::RenderArgs,
@@ -248,7 +249,9 @@ fn with_pins(
 ) -> Result<u8> {
     let project = project_file::load(cli.project.as_deref())?;
     let unpinned = pipeline::resolve(&project, settings::overrides(&args.resolve, None))?;
-    let lock = pinning::pin(&settings::Registry::resolve(&args.registry)?, &unpinned)?;
+    let registry = settings::Registry::resolve(&args.registry)?;
+    let mut lock = pinning::pin(&registry, &unpinned)?;
+    signatures::verify_all(&registry, &project, &mut lock, None)?;
     let pinned = pipeline::resolve(&project, settings::overrides(&args.resolve, Some(lock)))?;
     command(&project, &pinned)
 }

@@ -189,6 +189,18 @@ fn pin_verifies_cosign_2_and_3_signatures_and_names_each_refusal() {
         "{stderr}"
     );
     assert!(!root.join("berth.lock").exists());
+    // `render --pin` pins on the fly, and verifies as `berth pin` does.
+    let rendered = berth(root)
+        .args(["render", "--pin", "--insecure-registry", &host, "-"])
+        .write_stdin("")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&rendered.stderr);
+    assert_eq!(rendered.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("3 images are not signed as `verify:` requires"),
+        "{stderr}"
+    );
 
     // Only the signed image (the others out of `verify:`): pinned, and verified.
     let text = fs::read_to_string(root.join("berth.yaml")).unwrap();
