@@ -15,83 +15,71 @@ use std::process::Command;
 use common::registry::{Layout, TestRegistry};
 use common::{berth, project};
 
-/// `cosign2 generate-key-pair` in `dir` as `PREFIX.key` / `PREFIX.pub`, no password.
-fn key_pair(cosign: &Path, dir: &Path, prefix: &str) {
-    let out = Command::new(cosign)
-        .args(["generate-key-pair", "--output-key-prefix", prefix])
+/// Runs `program` (a cosign) in `dir` with `args`, no key password and `dir` as its
+/// home; fails the test with cosign's stderr when it fails.
+fn cosign_ok(program: &Path, dir: &Path, args: &[&str]) {
+    let out = Command::new(program)
+        .args(args)
         .current_dir(dir)
         .env("COSIGN_PASSWORD", "")
+        .env("HOME", dir)
         .output()
         .unwrap();
     assert!(
         out.status.success(),
-        "{}",
+        "cosign {}: {}",
+        args.join(" "),
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `cosign2 generate-key-pair` in `dir` as `PREFIX.key` / `PREFIX.pub`, no password.
+fn key_pair(cosign: &Path, dir: &Path, prefix: &str) {
+    cosign_ok(
+        cosign,
+        dir,
+        &["generate-key-pair", "--output-key-prefix", prefix],
     );
 }
 
 /// Signs `image@digest` with `PREFIX.key` (tag scheme, no transparency log: nothing
 /// is reachable from here).
 fn sign(cosign: &Path, dir: &Path, prefix: &str, image: &str) {
-    let out = Command::new(cosign)
-        .args([
-            "sign",
-            "--key",
-            &format!("{prefix}.key"),
-            "--tlog-upload=false",
-            "--allow-insecure-registry",
-            "-y",
-            image,
-        ])
-        .current_dir(dir)
-        .env("COSIGN_PASSWORD", "")
-        .env("HOME", dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "cosign sign {image}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let key = format!("{prefix}.key");
+    let args = [
+        "sign",
+        "--key",
+        &key,
+        "--tlog-upload=false",
+        "--allow-insecure-registry",
+        "-y",
+        image,
+    ];
+    cosign_ok(cosign, dir, &args);
 }
 
 /// Signs `image@digest` with cosign 3 and `PREFIX.key`: a sigstore bundle attached as a
 /// referrer, under a signing config without a transparency log (nothing is reachable here).
 fn sign3(cosign: &Path, dir: &Path, prefix: &str, image: &str) {
-    let config = dir.join("no-log.json");
-    if !config.exists() {
-        let out = Command::new(cosign)
-            .args(["signing-config", "create", "--out"])
-            .arg(&config)
-            .current_dir(dir)
-            .env("HOME", dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+    if !dir.join("no-log.json").exists() {
+        cosign_ok(
+            cosign,
+            dir,
+            &["signing-config", "create", "--out", "no-log.json"],
         );
     }
-    let out = Command::new(cosign)
-        .args([
-            "sign",
-            "--key",
-            &format!("{prefix}.key"),
-            "--signing-config",
-        ])
-        .arg(&config)
-        .args(["--allow-insecure-registry", "-y", image])
-        .current_dir(dir)
-        .env("COSIGN_PASSWORD", "")
-        .env("HOME", dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "cosign 3 sign {image}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let key = format!("{prefix}.key");
+    let args = [
+        "sign",
+        "--key",
+        &key,
+        "--signing-config",
+        "no-log.json",
+        "--allow-insecure-registry",
+        "-y",
+        image,
+    ];
+    cosign_ok(cosign, dir, &args);
 }
 
 fn digest_of(registry: &TestRegistry, repository: &str, tag: &str) -> String {
@@ -307,30 +295,20 @@ fn promote_and_mirror_carry_signatures_and_attestations_where_skopeo_copy_does_n
         r#"{"built": "by the tests"}"#,
     )
     .unwrap();
-    let out = Command::new(&cosign)
-        .args([
-            "attest",
-            "--key",
-            "ours.key",
-            "--predicate",
-            "predicate.json",
-            "--type",
-            "custom",
-            "--tlog-upload=false",
-            "--allow-insecure-registry",
-            "-y",
-            &source,
-        ])
-        .current_dir(keys.path())
-        .env("COSIGN_PASSWORD", "")
-        .env("HOME", keys.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "cosign attest: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let attest = [
+        "attest",
+        "--key",
+        "ours.key",
+        "--predicate",
+        "predicate.json",
+        "--type",
+        "custom",
+        "--tlog-upload=false",
+        "--allow-insecure-registry",
+        "-y",
+        &source,
+    ];
+    cosign_ok(&cosign, keys.path(), &attest);
     assert!(
         cosign_verifies(&cosign, keys.path(), "verify", &source),
         "the source verifies"
@@ -469,23 +447,16 @@ fn test_ca(cosign: &Path, dir: &Path, identity: &str, issuer: &str) {
     let leaf = leaf.signed_by(&leaf_key, &Issuer::new(ca, ca_key)).unwrap();
     fs::write(dir.join("leaf.crt"), leaf.pem()).unwrap();
     fs::write(dir.join("leaf.pem"), leaf_key.serialize_pem()).unwrap();
-    let out = Command::new(cosign)
-        .args([
+    cosign_ok(
+        cosign,
+        dir,
+        &[
             "import-key-pair",
             "--key",
             "leaf.pem",
             "--output-key-prefix",
             "leaf",
-        ])
-        .current_dir(dir)
-        .env("COSIGN_PASSWORD", "")
-        .env("HOME", dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "cosign import-key-pair: {}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
 }
 
@@ -504,30 +475,20 @@ fn a_certificate_signature_is_verified_for_its_identity_and_issuer() {
     test_ca(&cosign, keys.path(), identity, issuer);
     registry.push(&Layout::image("certified", 1, 64), "acme/web", "v1");
     let image = format!("{host}/acme/web@{}", digest_of(&registry, "acme/web", "v1"));
-    let out = Command::new(&cosign)
-        .args([
-            "sign",
-            "--key",
-            "leaf.key",
-            "--certificate",
-            "leaf.crt",
-            "--certificate-chain",
-            "root.pem",
-            "--tlog-upload=false",
-            "--allow-insecure-registry",
-            "-y",
-            &image,
-        ])
-        .current_dir(keys.path())
-        .env("COSIGN_PASSWORD", "")
-        .env("HOME", keys.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "cosign sign --certificate: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let sign = [
+        "sign",
+        "--key",
+        "leaf.key",
+        "--certificate",
+        "leaf.crt",
+        "--certificate-chain",
+        "root.pem",
+        "--tlog-upload=false",
+        "--allow-insecure-registry",
+        "-y",
+        &image,
+    ];
+    cosign_ok(&cosign, keys.path(), &sign);
 
     let policy = |identity: &str| {
         format!(
