@@ -79,6 +79,56 @@ fn variant_base(all: &[&Found]) -> Option<Reference> {
         .map(|f| f.reference.clone())
 }
 
+/// How a reference is told apart from its repository's other copies.
+fn spelled(reference: &Reference) -> String {
+    match (reference.tag(), reference.digest()) {
+        (_, Some(d)) => format!("@{d}"),
+        (Some(t), None) => format!(":{t}"),
+        (None, None) => "no tag".to_string(),
+    }
+}
+
+/// The tags (and digests) the project runs one repository at, each with its
+/// first place, when there are several and they are not one tag and its
+/// suffixed variants (`:latest`, `:latest-gpu`): Kubeflow's applications each
+/// pin their own `mysql` (8.0, 8.3, 8.4), which no one default can be. What
+/// the candidates built counts when they were built (an overlay's `newTag`
+/// applied), else the files' own tags.
+fn several_tags(facts: &Facts, repo: &str, all: &[&Found]) -> Option<Vec<String>> {
+    if variant_base(all).is_some() {
+        return None;
+    }
+    let mut tags: Vec<(String, String)> = Vec::new();
+    let mut add = |reference: &Reference, at: &str| {
+        let spelled = spelled(reference);
+        if !tags.iter().any(|(t, _)| *t == spelled) {
+            tags.push((spelled, at.to_string()));
+        }
+    };
+    match &facts.built {
+        Some(outputs) => {
+            for (dir, yaml) in outputs {
+                for (image, _) in super::pod_images(yaml, "") {
+                    match Reference::parse(&image) {
+                        Ok(r) if r.repository().to_string() == repo => add(&r, dir),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        None => {
+            for f in all.iter().filter(|f| !f.in_chart) {
+                add(&f.reference, &f.at);
+            }
+        }
+    }
+    (tags.len() > 1).then(|| {
+        tags.into_iter()
+            .map(|(t, at)| format!("{t} in {at}"))
+            .collect()
+    })
+}
+
 /// The repository variable of the component of `repo` and where it is defined:
 /// a component's own `<X>_IMAGE_TAG_BASE` (`EPP_IMAGE ?=
 /// $(EPP_IMAGE_TAG_BASE):$(EPP_TAG)`), else operator-sdk's `IMAGE_TAG_BASE`,
@@ -191,6 +241,18 @@ pub(super) fn components(
             None => by_repo.push((repo, vec![f])),
         }
     }
+    by_repo.retain(|(repo, all)| {
+        let unowned = third_party(project_owner, repo)
+            && variable_of(defined, repo).is_none()
+            && named::of_repository(named, repo).is_none();
+        match several_tags(facts, repo, all).filter(|_| unowned) {
+            Some(tags) => {
+                notes.push(format!("left out `{repo}`: a third-party image the manifests run at {} tags ({}); one component would move every copy to one tag, so berth leaves them as the manifests write them", tags.len(), tags.join("; ")));
+                false
+            }
+            None => true,
+        }
+    });
     let mut images = Vec::new();
     let tag_base = defined.iter().find(|(n, _, _)| n == "IMAGE_TAG_BASE");
     let variable_of = |repo: &str| variable_of(defined, repo);

@@ -503,8 +503,10 @@ fn project_owner(
         .filter(|v| !v.is_empty())
         .or(made)
         .or_else(|| {
+            // Docker's official images (`mysql`, `redis`) are nobody's project.
             owners
                 .iter()
+                .filter(|(o, _)| *o != "docker.io/library")
                 .max_by_key(|(o, n)| (**n, std::cmp::Reverse((*o).clone())))
                 .map(|(o, _)| o.clone())
         })

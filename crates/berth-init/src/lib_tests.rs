@@ -464,3 +464,69 @@ fn a_charts_accelerator_values_files_are_variants_with_profiles() {
     let project = berth_core::project::parse("berth.yaml", "/p".into(), &yaml).unwrap();
     assert!(check::differences(&project, &proposal).is_empty());
 }
+
+/// #46 (Kubeflow): applications that each pin their own third-party database
+/// (`mysql:8.0`, `mysql:8.4`) get no `mysql` component: one default would move
+/// every copy to one tag. The project's own image at two tags stays a component
+/// (that disagreement is what validate is for), as does a third-party image at
+/// one tag.
+#[test]
+fn a_third_party_image_each_application_pins_its_own_way_is_left_alone() {
+    let k = |dir: &str| Kustomization {
+        dir: dir.into(),
+        resources: vec!["x.yaml".into()],
+        images: Vec::new(),
+    };
+    let pod = |images: &[&str]| {
+        let containers: Vec<String> = images
+            .iter()
+            .enumerate()
+            .map(|(i, image)| format!("{{name: c{i}, image: \"{image}\"}}"))
+            .collect();
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  containers: [{}]\n",
+            containers.join(", ")
+        )
+    };
+    let facts = Facts {
+        name: "platform".into(),
+        kustomizations: vec![k("apps/katib"), k("apps/pipelines")],
+        built: Some(vec![
+            (
+                "apps/katib".into(),
+                pod(&["ghcr.io/acme/katib:v1", "mysql:8.0", "redis:7"]),
+            ),
+            (
+                "apps/pipelines".into(),
+                pod(&["ghcr.io/acme/katib:v2", "mysql:8.4", "redis:7"]),
+            ),
+        ]),
+        manifests: vec![
+            (
+                "apps/katib/x.yaml".into(),
+                pod(&["ghcr.io/acme/katib:v1", "mysql:8.0", "redis:7"]),
+            ),
+            (
+                "apps/pipelines/x.yaml".into(),
+                pod(&["ghcr.io/acme/katib:v2", "mysql:8.4", "redis:7"]),
+            ),
+        ],
+        ..Facts::default()
+    };
+    let plan = propose(&facts);
+    let yaml = plan.to_yaml();
+    assert!(!yaml.contains("mysql"), "{yaml}");
+    assert!(
+        yaml.contains("  katib:\n    image: ghcr.io/acme/katib:v1\n"),
+        "{yaml}"
+    );
+    assert!(
+        yaml.contains("  redis:\n    image: docker.io/library/redis:7\n"),
+        "{yaml}"
+    );
+    assert!(
+        plan.notes.iter().any(|n| n == "left out `docker.io/library/mysql`: a third-party image the manifests run at 2 tags (:8.0 in apps/katib; :8.4 in apps/pipelines); one component would move every copy to one tag, so berth leaves them as the manifests write them"),
+        "{:?}",
+        plan.notes
+    );
+}
