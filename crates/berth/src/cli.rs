@@ -66,6 +66,19 @@ pub fn command() -> clap::Command {
     })
 }
 
+impl Cli {
+    /// A combination of arguments clap's attributes cannot state, as a usage
+    /// error's message (exit 2, as clap's own): `update --to` moves one component.
+    pub fn usage_problem(&self) -> Option<&'static str> {
+        match &self.command {
+            Command::Update(args) if args.to.is_some() && args.components.len() != 1 => Some(
+                "--to names one version of one component: give exactly one COMPONENT (`berth update web --to v1.10.0`)",
+            ),
+            _ => None,
+        }
+    }
+}
+
 /// `--color`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ColorChoice {

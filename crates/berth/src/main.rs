@@ -51,6 +51,11 @@ fn main() -> ExitCode {
     let mut command = cli::command();
     let matches = command.get_matches_mut();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut command).exit());
+    if let Some(problem) = cli.usage_problem() {
+        command
+            .error(clap::error::ErrorKind::ArgumentConflict, problem)
+            .exit();
+    }
     fs_source::set_restrictor(cli.load_restrictor);
     output::set_color(cli.color);
     match run(&cli) {

@@ -222,7 +222,7 @@ fn update_moves_the_chart_values_and_names_a_copy_it_cannot_move() {
     let registry = registry();
     let host = &registry.host;
     let dir = project(&format!(
-        "name: shop\nmanifests:\n  - helm: {{chart: chart, release: shop, values: [prod.values.yaml]}}\nimages:\n  web:\n    image: {host}/acme/web:v1.3.0\n    helmValues: {{repository: image.repository, tag: image.tag}}\n"
+        "name: shop\nmanifests:\n  - helm: {{chart: chart, release: shop, values: [prod.values.yaml], set: {{image: {{tag: v1.3.0}}}}}}\nimages:\n  web:\n    image: {host}/acme/web:v1.3.0\n    helmValues: {{repository: image.repository, tag: image.tag}}\n"
     ));
     let root = dir.path();
     fs::create_dir(root.join("chart")).unwrap();
@@ -255,6 +255,29 @@ fn update_moves_the_chart_values_and_names_a_copy_it_cannot_move() {
         "{stderr}"
     );
     assert!(!diff.contains("--- a/prod.values.yaml"), "{diff}");
+    // berth.yaml's own `set:` holds the tag too: it moves with `image:`.
+    assert!(
+        diff.contains("+  - helm: {chart: chart, release: shop, values: [prod.values.yaml], set: {image: {tag: v1.10.0}}}"),
+        "{diff}"
+    );
+}
+
+/// `update --to` moves one component: with none or two it is a usage error (exit 2).
+#[test]
+fn update_to_with_other_than_one_component_is_a_usage_error() {
+    let dir = project("name: shop\nimages:\n  web: {image: ghcr.io/acme/web:v1}\n  api: {image: ghcr.io/acme/api:v1}\n");
+    for args in [
+        &["update", "--to", "v2"][..],
+        &["update", "web", "api", "--to", "v2"],
+    ] {
+        let (code, stdout, stderr) = run_plain(dir.path(), args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(stdout.is_empty(), "{stdout}");
+        assert!(
+            stderr.contains("--to names one version of one component: give exactly one COMPONENT (`berth update web --to v1.10.0`)"),
+            "{stderr}"
+        );
+    }
 }
 
 /// `[lock-stale]`: a tag bumped in berth.yaml (by hand or by a bot) without

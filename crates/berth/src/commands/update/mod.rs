@@ -30,9 +30,6 @@ pub fn run(
     args: &UpdateArgs,
     settings: &RegistrySettings,
 ) -> Result<u8> {
-    if args.to.is_some() && args.components.len() != 1 {
-        bail!("--to names one version of one component: give exactly one COMPONENT (`berth update web --to v1.10.0`)");
-    }
     let resolve = ResolveArgs {
         registry: args.prefix.clone(),
         ..ResolveArgs::default()

@@ -108,21 +108,69 @@ fn chart_values(
                 let Some(node) = inner.and_then(|p| lookup(tree, p)) else {
                     continue;
                 };
-                let Some(text) = node.as_str() else { continue };
-                let holds = match part {
-                    HelmPart::Tag => text == old,
-                    HelmPart::Image => berth_ref::Reference::parse(text).is_ok_and(|r| {
-                        r.repository() == c.image.repository()
-                            && r.tag().is_some_and(|t| t.as_str() == old)
-                    }),
-                    _ => false,
-                };
-                if holds {
+                if holds(c, part, node, old) {
                     let (line, column) = (node.pos.line as usize, node.pos.column as usize);
                     out.push((file.clone(), line, column, path.clone()));
                 }
             }
         }
     }
+    out.extend(set_values(project, c, old));
     out
+}
+
+/// Whether the values `node` at a `part` path of component `c` holds `old` as its tag.
+fn holds(c: &Component, part: &HelmPart, node: &berth_yaml::Node, old: &str) -> bool {
+    let Some(text) = node.as_str() else {
+        return false;
+    };
+    match part {
+        HelmPart::Tag => text == old,
+        HelmPart::Image => berth_ref::Reference::parse(text).is_ok_and(|r| {
+            r.repository() == c.image.repository() && r.tag().is_some_and(|t| t.as_str() == old)
+        }),
+        _ => false,
+    }
+}
+
+/// The places in berth.yaml's own `helm:` entries' `set:` (under `manifests:` or a
+/// profile) that hold `old` at one of `c`'s `helmValues:` paths. berth.yaml is read
+/// again for its positions: the project keeps `set:` as the text helm is given.
+fn set_values(project: &Project, c: &Component, old: &str) -> Vec<(String, usize, usize, String)> {
+    let path = project.dir.join(&project.file);
+    let Some(tree) = crate::fs_source::read_bounded(&path)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .and_then(|text| berth_yaml::load_all(&text, berth_yaml::Limits::default()).ok())
+        .and_then(|docs| docs.into_iter().next())
+    else {
+        // berth.yaml was loaded a moment ago; one that cannot be read now has no sites.
+        return Vec::new();
+    };
+    let mut sets = Vec::new();
+    helm_sets(&tree, &mut sets);
+    let mut out = Vec::new();
+    for set in sets {
+        for (part, value_path) in &c.helm_values {
+            if let Some(node) = lookup(set, value_path).filter(|n| holds(c, part, n, old)) {
+                let (line, column) = (node.pos.line as usize, node.pos.column as usize);
+                out.push((project.file.clone(), line, column, value_path.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// Every `helm: {set: …}` mapping's `set:` below `node`.
+fn helm_sets<'n>(node: &'n berth_yaml::Node, out: &mut Vec<&'n berth_yaml::Node>) {
+    if let Some(entries) = node.as_map() {
+        for (key, value) in entries {
+            match value.get("set").filter(|_| key.as_str() == Some("helm")) {
+                Some(set) => out.push(set),
+                None => helm_sets(value, out),
+            }
+        }
+    } else if let Some(items) = node.as_seq() {
+        items.iter().for_each(|item| helm_sets(item, out));
+    }
 }
