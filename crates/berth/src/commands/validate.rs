@@ -48,7 +48,7 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
     warnings.extend(generation.warnings);
     if !sets.is_empty() {
         let mut all: Vec<Findings> = Vec::new();
-        let mut per_set: Vec<(Warning, Vec<String>)> = Vec::new();
+        let mut per_set: Vec<(Option<String>, Vec<Warning>)> = Vec::new();
         let renders = render_all(&sets, project, resolution);
         for ((profile, _), rendered) in sets.iter().zip(renders) {
             let pipeline::Rendered {
@@ -62,25 +62,11 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
                     warnings.push(warning);
                 }
             }
-            for warning in rendered.findings.warnings(project, resolution) {
-                // A copy in a base several profiles render is one copy: said once, naming
-                // the profiles (#46 item 7).
-                match per_set.iter_mut().find(|(w, _)| *w == warning) {
-                    Some((_, names)) => names.extend(profile.clone()),
-                    None => per_set.push((warning, profile.iter().cloned().collect())),
-                }
-            }
+            let found = rendered.findings.warnings(project, resolution);
+            per_set.push((profile.clone(), found));
             all.push(rendered.findings);
         }
-        for (warning, names) in per_set {
-            let prefix = match names.as_slice() {
-                [] => String::new(),
-                _ if sets.len() < 2 => String::new(),
-                [one] => format!("profile `{one}`: "),
-                many => format!("profiles `{}`: ", many.join("`, `")),
-            };
-            warnings.push(warning.prefixed(&prefix));
-        }
+        warnings.extend(said_once(per_set, sets.len()));
         // `--profile X` of a project with other sets judges what must be used "by
         // at least one set" no further than X: the other sets may use it.
         let other_sets = !project.manifests.is_empty() as usize + project.profiles.len() > 1;
@@ -106,6 +92,55 @@ pub fn run(settings: &Render, project: &Project, resolution: &Resolution<'_>) ->
         );
     }
     Ok(())
+}
+
+/// Each set's warnings, each said once, prefixed with the profiles that gave it: a
+/// copy in a base several profiles render is one copy (#46 item 7). Two profiles'
+/// outputs hold one source object's copy at different lines, so a warning in a
+/// `kubectl kustomize` output whose object came from a file is known by that file,
+/// its object, its message and its order among such warnings — not by the line.
+fn said_once(per_set: Vec<(Option<String>, Vec<Warning>)>, sets: usize) -> Vec<Warning> {
+    let mut merged: Vec<(String, Warning, Vec<String>)> = Vec::new();
+    for (profile, mut found) in per_set {
+        // One warning twice in one set is one.
+        let mut seen = std::collections::HashSet::new();
+        found.retain(|w| seen.insert((w.code, w.text.clone())));
+        let mut keys: Vec<String> = Vec::new();
+        for warning in found {
+            let key = copy_key(&warning);
+            let nth = keys.iter().filter(|k| **k == key).count();
+            keys.push(key.clone());
+            let key = format!("{key}#{nth}");
+            match merged.iter_mut().find(|(k, _, _)| *k == key) {
+                Some((_, _, names)) => names.extend(profile.clone()),
+                None => merged.push((key, warning, profile.iter().cloned().collect())),
+            }
+        }
+    }
+    (merged.into_iter())
+        .map(|(_, warning, names)| {
+            let prefix = match names.as_slice() {
+                [] => String::new(),
+                _ if sets < 2 => String::new(),
+                [one] => format!("profile `{one}`: "),
+                many => format!("profiles `{}`: ", many.join("`, `")),
+            };
+            warning.prefixed(&prefix)
+        })
+        .collect()
+}
+
+/// What makes two sets' warnings one: its code and text, but for a place in a
+/// kustomize output that names the file its object came from, the output's own
+/// line left out.
+fn copy_key(warning: &Warning) -> String {
+    let at = &warning.at;
+    let sourced = matches!(at.file, berth_core::place::File::Kustomize(_)) && !at.via.is_empty();
+    let place = at.to_string();
+    match warning.text.strip_prefix(&place).filter(|_| sourced) {
+        Some(message) => format!("{}|{:?}|{:?}|{message}", warning.code, at.object, at.via),
+        None => format!("{}|{}", warning.code, warning.text),
+    }
 }
 
 /// Prints the warnings `accept:` does not acknowledge (and, when `whole`, the

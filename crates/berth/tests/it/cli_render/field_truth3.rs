@@ -485,6 +485,45 @@ fn a_copy_in_a_shared_base_is_reported_once_naming_the_profiles() {
     );
 }
 
+/// Item 7 (#46), on kustomize overlays: one base's copy sits at another line of each
+/// overlay's output (Kubeflow's katib installs: one ConfigMap of trial templates, four
+/// profiles, each copy said four times); it is one copy, said once naming both profiles,
+/// while two copies in one object stay two.
+#[test]
+fn a_copy_in_a_shared_kustomize_base_is_reported_once_whatever_its_output_line() {
+    crate::common::require_program(crate::common::Group::Tools, "kubectl");
+    let dir = project("name: shop\nimages:\n  web: {image: 'ghcr.io/acme/web:v1'}\nprofiles:\n  a: [{kustomize: a}]\n  b: [{kustomize: b}]\n");
+    let d = dir.path();
+    write(
+        d,
+        "base/kustomization.yaml",
+        "resources: [cm.yaml, pod.yaml]\n",
+    );
+    write(d, "base/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: templates}\ndata:\n  one: ghcr.io/acme/web:v1\n  two: ghcr.io/acme/web:v1\n");
+    write(d, "base/pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: 'ghcr.io/acme/web:v1'}]\n");
+    write(d, "a/kustomization.yaml", "resources: [../base]\n");
+    write(
+        d,
+        "b/kustomization.yaml",
+        "resources: [../base, extra.yaml]\n",
+    );
+    write(d, "b/extra.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: aaa}\ndata:\n  x: |\n    several\n    lines\n");
+    let out = berth(d).arg("validate").output().unwrap();
+    let err = stderr(&out);
+    let copies: Vec<&str> = err.lines().filter(|l| l.ends_with("[copy]")).collect();
+    assert_eq!(copies.len(), 2, "{err}");
+    for copy in copies {
+        assert!(
+            copy.starts_with("warning: profiles `a`, `b`: kustomize a:"),
+            "{err}"
+        );
+        assert!(
+            copy.contains("(ConfigMap/templates; from base/cm.yaml)"),
+            "{err}"
+        );
+    }
+}
+
 /// I34 and K09 (#46): `--project` naming a directory that does not exist says so; an API
 /// server that answers 403 to everything is named, with a hint at the credentials, in
 /// Kubernetes' terms (it said "`discover` … in namespace `<cluster>`"). The peer is
