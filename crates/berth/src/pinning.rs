@@ -8,26 +8,29 @@ use std::sync::Arc;
 use anyhow::{anyhow, bail, Result};
 use berth_core::lock::{Lock, LockEntry};
 use berth_core::Resolution;
-use berth_registry::{DockerConfig, Pin, Platform, Registry};
+use berth_registry::{Pin, Platform, Registry};
 
 use crate::settings::Registry as RegistrySettings;
 
 /// Resolves every image of the resolution to a digest; the lock is in memory.
-pub fn pin(settings: &RegistrySettings, resolution: &Resolution<'_>) -> Result<Lock> {
-    pin_components(settings, resolution, &|_| true)
+/// `registry` is the client the caller verifies signatures with too, so the
+/// registries' `/v2/` checks and tokens are paid once.
+pub fn pin(
+    registry: &Arc<Registry>,
+    settings: &RegistrySettings,
+    resolution: &Resolution<'_>,
+) -> Result<Lock> {
+    pin_components(registry, settings, resolution, &|_| true)
 }
 
 /// [`pin`] for the components `wanted` accepts (`berth update` re-pins those it moved).
 pub fn pin_components(
+    registry: &Arc<Registry>,
     settings: &RegistrySettings,
     resolution: &Resolution<'_>,
     wanted: &dyn Fn(&str) -> bool,
 ) -> Result<Lock> {
     let platform: Option<Platform> = settings.platform.clone();
-    let registry = Arc::new(Registry::new(
-        settings.options.clone(),
-        DockerConfig::load()?,
-    )?);
     // Every member of a family is pinned, each on its own entry.
     let mut chosen = pinned_images(resolution);
     chosen.retain(|w| wanted(w.component));
@@ -46,7 +49,7 @@ pub fn pin_components(
         .collect();
     let runtime = crate::runtime::get()?;
     let results = runtime.block_on(berth_registry::pin_all(
-        registry,
+        Arc::clone(registry),
         to_fetch,
         settings.concurrency,
     ));

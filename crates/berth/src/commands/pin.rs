@@ -17,14 +17,15 @@ pub fn run(
     resolution: &Resolution<'_>,
 ) -> Result<()> {
     let started = Instant::now();
-    let mut lock = pin(settings, resolution)?;
+    let client = crate::tag_lists::client(settings)?;
+    let mut lock = pin(&client, settings, resolution)?;
     let path = project.dir.join(LOCK_FILE);
     // The lock as it was: a digest it verified already is not verified again. One
     // that does not read is written anew.
     let held = std::fs::read_to_string(&path)
         .ok()
         .and_then(|text| berth_core::lock::Lock::parse(LOCK_FILE, &text).ok());
-    crate::signatures::verify_all(settings, project, &mut lock, held.as_ref())?;
+    crate::signatures::verify_all(&client, settings, project, &mut lock, held.as_ref())?;
     lock.charts = crate::helm::charts::pin_all(project)
         .map_err(|e| anyhow!("{e}; berth.lock is unchanged"))?;
     let text = lock.to_yaml();

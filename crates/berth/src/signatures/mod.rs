@@ -46,6 +46,7 @@ fn reusable(held: Option<&Lock>, entry: &LockEntry, policy: &Policy<'_>) -> Opti
 /// Verifies every entry of `lock` a policy covers (`held`: the lock as it was,
 /// whose verifications of unchanged digests are kept, never asked again).
 pub fn verify_all(
+    registry: &Arc<Registry>,
     settings: &RegistrySettings,
     project: &Project,
     lock: &mut Lock,
@@ -55,7 +56,6 @@ pub fn verify_all(
     if policies.is_empty() {
         return Ok(());
     }
-    let registry = crate::tag_lists::client(settings)?;
     let mut asked = Vec::new();
     for (index, entry) in lock.entries.iter_mut().enumerate() {
         let Some(first) = covering(project, &policies, entry).first().copied() else {
@@ -72,7 +72,7 @@ pub fn verify_all(
         .map(|&i| (i, lock.entries[i].clone()))
         .collect();
     let results = runtime.block_on(check_all(
-        &registry,
+        registry,
         project,
         &policies,
         jobs,

@@ -202,7 +202,8 @@ fn repin(
         }
         let old = crate::project_file::load_lock(project)?;
         let moved = |name: &str| moves.iter().any(|m| m.component == name);
-        let fresh = crate::pinning::pin_components(settings, resolution, &moved)
+        let client = crate::tag_lists::client(settings)?;
+        let fresh = crate::pinning::pin_components(&client, settings, resolution, &moved)
             .map_err(|e| anyhow!("{e}; berth.yaml is moved, run `berth pin` to pin it"))?;
         let mut entries = Vec::new();
         for image in &resolution.images {
@@ -220,7 +221,7 @@ fn repin(
             entries,
             charts: old.charts.clone(),
         };
-        crate::signatures::verify_all(settings, project, &mut lock, Some(&old))?;
+        crate::signatures::verify_all(&client, settings, project, &mut lock, Some(&old))?;
         crate::pinning::write_atomic(&path, &lock.to_yaml())
     })
 }
