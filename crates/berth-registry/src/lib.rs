@@ -19,4 +19,4 @@ pub use client::{
 };
 pub use error::RegistryError;
 pub use pin::{pin_all, Pin, Pinned, Platform};
-pub use promote::{copy_attached, copy_image, Progress, Quiet, Stats, ATTACHED_SUFFIXES};
+pub use promote::{copy_attached, copy_image, Copied, Progress, Quiet, Stats, ATTACHED_SUFFIXES};

@@ -49,6 +49,16 @@ impl Progress for Quiet {
     fn expect(&self, _: u64) {}
 }
 
+/// What [`copy_image`] copied: the top manifest's digest and, for an index, its
+/// platform manifests' — what `cosign sign --recursive` signs one by one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Copied {
+    /// The digest of the manifest or index copied.
+    pub digest: Digest,
+    /// The digests an index lists (none for a single image).
+    pub platforms: Vec<Digest>,
+}
+
 /// Copies `source` to `target` (a tag or a digest reference), preserving digests.
 pub async fn copy_image(
     registry: Arc<Registry>,
@@ -56,14 +66,21 @@ pub async fn copy_image(
     target: &Reference,
     stats: Arc<Stats>,
     progress: Arc<dyn Progress>,
-) -> Result<Digest, RegistryError> {
+) -> Result<Copied, RegistryError> {
     let (bytes, digest) = registry.manifest(source).await?;
     copy_manifest(&registry, source, target, &bytes, &stats, &progress).await?;
     // Children and blobs are in place; now the top manifest, by tag, byte for byte.
     let media_type = media_type(&bytes);
     registry.push_manifest(target, &bytes, &media_type).await?;
     stats.manifests.fetch_add(1, Ordering::Relaxed);
-    Ok(digest)
+    let json: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    // copy_manifest read every listed digest already; one it could not use failed the copy.
+    let platforms = (json.get("manifests").and_then(Value::as_array).into_iter())
+        .flatten()
+        .filter_map(|m| m.get("digest")?.as_str())
+        .filter_map(|d| Digest::parse(d).ok())
+        .collect();
+    Ok(Copied { digest, platforms })
 }
 
 /// The tags kept beside an image for its digest `sha256-<hex>`: cosign's
@@ -71,17 +88,34 @@ pub async fn copy_image(
 /// index (what cosign 3 and oras write to a registry without the referrers API).
 pub const ATTACHED_SUFFIXES: [&str; 4] = [".sig", ".att", ".sbom", ""];
 
-/// Copies, from `source`'s repository to `target`'s, every artifact attached to
-/// `digest` by tag ([`ATTACHED_SUFFIXES`]), digests preserved; returns how many
-/// there were. `skopeo copy` and `crane copy` leave these behind, and `cosign
-/// verify` at the destination then finds nothing.
+/// Copies, from `source`'s repository to `target`'s, every artifact attached by
+/// tag ([`ATTACHED_SUFFIXES`]) to the copied image and, for an index, to each of
+/// its platform manifests (`cosign sign --recursive`), digests preserved; returns
+/// how many there were. `skopeo copy` and `crane copy` leave these behind, and
+/// `cosign verify` at the destination then finds nothing.
 pub async fn copy_attached(
     registry: Arc<Registry>,
     source: &Reference,
     target: &Reference,
-    digest: &Digest,
+    copied: &Copied,
     stats: Arc<Stats>,
     progress: Arc<dyn Progress>,
+) -> Result<usize, RegistryError> {
+    let mut count = 0;
+    for digest in std::iter::once(&copied.digest).chain(&copied.platforms) {
+        count += attached_to(&registry, source, target, digest, &stats, &progress).await?;
+    }
+    Ok(count)
+}
+
+/// [`copy_attached`] for the artifacts attached to one digest.
+async fn attached_to(
+    registry: &Arc<Registry>,
+    source: &Reference,
+    target: &Reference,
+    digest: &Digest,
+    stats: &Arc<Stats>,
+    progress: &Arc<dyn Progress>,
 ) -> Result<usize, RegistryError> {
     let mut copied = 0;
     for suffix in ATTACHED_SUFFIXES {
@@ -95,11 +129,11 @@ pub async fn copy_attached(
             Err(e) => return Err(e),
         }
         copy_image(
-            Arc::clone(&registry),
+            Arc::clone(registry),
             &from,
             &to,
-            Arc::clone(&stats),
-            Arc::clone(&progress),
+            Arc::clone(stats),
+            Arc::clone(progress),
         )
         .await?;
         copied += 1;

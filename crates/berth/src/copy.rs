@@ -42,7 +42,7 @@ pub fn copy_all(
         runtime
             .block_on(async {
                 let registry = Arc::clone(&registry);
-                let digest = copy_image(
+                let copied = copy_image(
                     Arc::clone(&registry),
                     source,
                     target,
@@ -55,7 +55,7 @@ pub fn copy_all(
                         registry,
                         source,
                         target,
-                        &digest,
+                        &copied,
                         Arc::clone(&stats),
                         Arc::clone(&progress),
                     )

@@ -246,6 +246,20 @@ fn pin_verifies_cosign_2_and_3_signatures_and_names_each_refusal() {
 }
 
 /// `cosign verify` (or `verify-attestation`) of `image` with `ours.pub`, no log.
+/// `berth promote --to HOST/prod` in `root`, which must succeed and say it carried
+/// `artifacts` signatures, attestations and SBOMs.
+fn promote_carrying(root: &Path, host: &str, artifacts: usize) {
+    let to = format!("{host}/prod");
+    let out = berth(root)
+        .args(["promote", "--to", &to, "--insecure-registry", host])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let said = format!("{artifacts} signature/attestation/SBOM artifact(s) with them");
+    assert!(stderr.contains(&said), "{stderr}");
+}
+
 fn cosign_verifies(cosign: &Path, dir: &Path, what: &str, image: &str) -> bool {
     let mut command = Command::new(cosign);
     command.arg(what).args([
@@ -318,22 +332,7 @@ fn promote_and_mirror_carry_signatures_and_attestations_where_skopeo_copy_does_n
         "name: p\nimages:\n  web: {{image: '{host}/acme/web:v1'}}\n"
     ));
     let root = dir.path();
-    let out = berth(root)
-        .args([
-            "promote",
-            "--to",
-            &format!("{host}/prod"),
-            "--insecure-registry",
-            &host,
-        ])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    assert!(
-        stderr.contains("2 signature/attestation/SBOM artifact(s) with them"),
-        "{stderr}"
-    );
+    promote_carrying(root, &host, 2);
     let promoted = format!("{host}/prod/web@{digest}");
     assert!(
         cosign_verifies(&cosign, keys.path(), "verify", &promoted),
@@ -541,4 +540,56 @@ fn a_certificate_signature_is_verified_for_its_identity_and_issuer() {
         stderr.contains("`transparencyLog: required` asks for a log entry"),
         "{stderr}"
     );
+}
+
+/// `cosign sign --recursive` signs a multi-platform index and each platform's manifest:
+/// `berth promote` carries all three signatures, so `cosign verify` of the arm64 image
+/// at the destination (what a node of that platform pulls) succeeds too.
+#[test]
+#[cfg_attr(
+    not(all(feature = "test-registry", feature = "test-plane")),
+    ignore = "needs test-registry and test-plane (cosign is built with the plane; run scripts/test)"
+)]
+fn promote_carries_the_signatures_of_each_platform_of_an_index() {
+    let cosign: PathBuf = common::testenv::plane().cosign2();
+    let registry = TestRegistry::start(None);
+    let host = registry.host.clone();
+    let keys = tempfile::tempdir().unwrap();
+    key_pair(&cosign, keys.path(), "ours");
+    registry.push(&Layout::index("multi"), "acme/multi", "v1");
+    let digest = digest_of(&registry, "acme/multi", "v1");
+    let source = format!("{host}/acme/multi@{digest}");
+    let args = [
+        "sign",
+        "--key",
+        "ours.key",
+        "--recursive",
+        "--tlog-upload=false",
+        "--allow-insecure-registry",
+        "-y",
+        &source,
+    ];
+    cosign_ok(&cosign, keys.path(), &args);
+    let raw = Command::new("skopeo")
+        .args(["inspect", "--raw", "--tls-verify=false"])
+        .arg(format!("docker://{source}"))
+        .output()
+        .unwrap();
+    let index: serde_json::Value = serde_json::from_slice(&raw.stdout).unwrap();
+    let arm64 = index["manifests"][1]["digest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let dir = project(&format!(
+        "name: p\nimages:\n  multi: {{image: '{host}/acme/multi:v1'}}\n"
+    ));
+    promote_carrying(dir.path(), &host, 3);
+    for promoted in [digest.as_str(), arm64.as_str()] {
+        let image = format!("{host}/prod/multi@{promoted}");
+        assert!(
+            cosign_verifies(&cosign, keys.path(), "verify", &image),
+            "{image} verifies"
+        );
+    }
 }
