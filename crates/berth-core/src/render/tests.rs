@@ -337,12 +337,18 @@ fn cost_is_linear_in_the_number_of_objects() {
     let doc = |i: usize| {
         format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d{i}}}\nspec:\n  template:\n    spec:\n      containers: [{{name: a, image: nginx}}, {{name: b, image: ghcr.io/acme/api}}]\n---\n")
     };
+    // The fastest of three runs: a machine busy with other work (CI's other test
+    // binaries) slows one run, not all three.
     let time = |n: usize| {
         let src: String = (0..n).map(doc).collect();
-        let start = std::time::Instant::now();
-        let r = run(&src, &[], &Options::default()).unwrap();
-        assert_eq!(r.objects.len(), n);
-        start.elapsed().as_secs_f64()
+        (0..3)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                let r = run(&src, &[], &Options::default()).unwrap();
+                assert_eq!(r.objects.len(), n);
+                start.elapsed().as_secs_f64()
+            })
+            .fold(f64::INFINITY, f64::min)
     };
     time(500); // warm up
     let small = time(2_000);
