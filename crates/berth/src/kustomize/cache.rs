@@ -225,12 +225,28 @@ pub fn store(fingerprint: &Fingerprint, output: &[u8]) {
     }
 }
 
-/// Whether the output holds a Secret (a `secretGenerator`'s, a file's): its
-/// values are never copied out of the project, so that build is not kept.
+/// Whether the output holds a Secret with values (a `secretGenerator`'s, a
+/// file's): those are never copied out of the project, so that build is not kept.
+/// A Secret with no `data:` or `stringData:` (KServe's webhook certificate,
+/// which cert-manager fills in the cluster) holds nothing to protect. kubectl
+/// writes each object's top-level keys unindented, one document after `---`.
 fn holds_secret(output: &[u8]) -> bool {
-    output
-        .split(|b| *b == b'\n')
-        .any(|line| line.trim_ascii_end() == b"kind: Secret")
+    let (mut secret, mut values) = (false, false);
+    for line in output.split(|b| *b == b'\n').map(<[u8]>::trim_ascii_end) {
+        if line == b"---" {
+            if secret && values {
+                return true;
+            }
+            (secret, values) = (false, false);
+        } else if line == b"kind: Secret" {
+            secret = true;
+        } else if (line.starts_with(b"data:") || line.starts_with(b"stringData:"))
+            && !line.ends_with(b"{}")
+        {
+            values = true;
+        }
+    }
+    secret && values
 }
 
 /// Removes the least recently used entries past [`ENTRIES`]; only files named
@@ -342,9 +358,17 @@ mod tests {
     #[test]
     fn an_output_holding_a_secret_is_not_kept() {
         assert!(holds_secret(
-            b"apiVersion: v1\nkind: Secret\nmetadata:\n  name: x\n"
+            b"apiVersion: v1\ndata:\n  k: dg==\nkind: Secret\nmetadata:\n  name: x\n"
         ));
-        assert!(holds_secret(b"kind: Secret\r\n"));
+        assert!(holds_secret(b"kind: Secret\r\nstringData:\r\n  k: v\r\n"));
+        assert!(holds_secret(
+            b"kind: ConfigMap\n---\nkind: Secret\ndata:\n  k: dg==\n---\nkind: Service\n"
+        ));
+        // No values: KServe's webhook certificate Secret, filled in the cluster.
+        assert!(!holds_secret(
+            b"apiVersion: v1\nkind: Secret\nmetadata:\n  name: cert\n---\ndata:\n  k: v\nkind: ConfigMap\n"
+        ));
+        assert!(!holds_secret(b"data: {}\nkind: Secret\n"));
         assert!(!holds_secret(b"kind: SecretStore\n"));
         assert!(!holds_secret(
             b"data:\n  k: |\n    kind: Secret is a word\n"

@@ -122,4 +122,21 @@ fn an_unchanged_overlay_is_built_once_and_an_edit_builds_again() {
             && err.contains("`/nonexistent/kubectl` (BERTH_KUBECTL) was not found"),
         "{err}"
     );
+
+    // A Secret without values (a certificate cert-manager fills in, KServe's webhook
+    // Secret) is kept; one holding values never leaves the project.
+    let secret = "---\napiVersion: v1\nkind: Secret\nmetadata: {name: cert}\n";
+    write(root, "deploy/base/web.yaml", &format!("{web}{secret}"));
+    render(false);
+    render(false);
+    assert_eq!(builds(), 4, "an output with an empty Secret is kept");
+    let held = format!("{web}{secret}stringData: {{key: value}}\n");
+    write(root, "deploy/base/web.yaml", &held);
+    render(false);
+    render(false);
+    assert_eq!(
+        builds(),
+        6,
+        "an output whose Secret holds values is built every time"
+    );
 }
