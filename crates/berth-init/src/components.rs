@@ -247,7 +247,7 @@ pub(super) fn components(
             && named::of_repository(named, repo).is_none();
         match several_tags(facts, repo, all).filter(|_| unowned) {
             Some(tags) => {
-                notes.push(format!("left out `{repo}`: a third-party image the manifests run at {} tags ({}); one component would move every copy to one tag, so berth leaves them as the manifests write them", tags.len(), tags.join("; ")));
+                notes.push(format!("left out `{repo}`: a third-party image the manifests run at {} tags ({}); one component would move every copy to one tag, so berth leaves them as the manifests write them (and `berth mirror` does not copy them)", tags.len(), tags.join("; ")));
                 false
             }
             None => true,

@@ -525,7 +525,7 @@ fn a_third_party_image_each_application_pins_its_own_way_is_left_alone() {
         "{yaml}"
     );
     assert!(
-        plan.notes.iter().any(|n| n == "left out `docker.io/library/mysql`: a third-party image the manifests run at 2 tags (:8.0 in apps/katib; :8.4 in apps/pipelines); one component would move every copy to one tag, so berth leaves them as the manifests write them"),
+        plan.notes.iter().any(|n| n == "left out `docker.io/library/mysql`: a third-party image the manifests run at 2 tags (:8.0 in apps/katib; :8.4 in apps/pipelines); one component would move every copy to one tag, so berth leaves them as the manifests write them (and `berth mirror` does not copy them)"),
         "{:?}",
         plan.notes
     );
