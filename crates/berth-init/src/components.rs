@@ -2,7 +2,7 @@
 //! run, named and given the Makefile variables that move it.
 
 use super::names::{assign_names, component_name, repo_owner_name, Wanted};
-use super::{named, Defined, Facts, Found, Proposed};
+use super::{named, Built, Defined, Facts, Found, Proposed};
 use berth_ref::Reference;
 
 /// The tag variable of image variable `var`: what its raw value ends in
@@ -88,49 +88,31 @@ fn spelled(reference: &Reference) -> String {
     }
 }
 
-/// Each repository's tags (and digests) in the candidates' built outputs, each
-/// with the first candidate that runs it: read once, for [`several_tags`].
-type BuiltTags = std::collections::BTreeMap<String, Vec<(String, String)>>;
-
-fn built_tags(outputs: &[(String, String)]) -> BuiltTags {
-    let mut out = BuiltTags::new();
-    for (dir, yaml) in outputs {
-        for (image, _) in super::pod_images(yaml, "") {
-            if let Ok(r) = Reference::parse(&image) {
-                let tags = out.entry(r.repository().to_string()).or_default();
-                let spelled = spelled(&r);
-                if !tags.iter().any(|(t, _)| *t == spelled) {
-                    tags.push((spelled, dir.clone()));
-                }
-            }
-        }
-    }
-    out
-}
-
 /// The tags (and digests) the project runs one repository at, each with its
 /// first place, when there are several and they are not one tag and its
 /// suffixed variants (`:latest`, `:latest-gpu`): Kubeflow's applications each
 /// pin their own `mysql` (8.0, 8.3, 8.4), which no one default can be. What
 /// the candidates built counts when they were built (an overlay's `newTag`
 /// applied), else the files' own tags.
-fn several_tags(built: Option<&BuiltTags>, repo: &str, all: &[&Found]) -> Option<Vec<String>> {
+fn several_tags(built: Option<&Built>, repo: &str, all: &[&Found]) -> Option<Vec<String>> {
     if variant_base(all).is_some() {
         return None;
     }
-    let tags: Vec<(String, String)> = match built {
-        Some(built) => built.get(repo).cloned().unwrap_or_default(),
-        None => {
-            let mut tags: Vec<(String, String)> = Vec::new();
-            for f in all.iter().filter(|f| !f.in_chart) {
-                let spelled = spelled(&f.reference);
-                if !tags.iter().any(|(t, _)| *t == spelled) {
-                    tags.push((spelled, f.at.clone()));
-                }
-            }
-            tags
-        }
+    let places: Vec<(&Reference, &str)> = match built {
+        Some(built) => (built.get(repo).into_iter().flatten())
+            .map(|(r, dir)| (r, dir.as_str()))
+            .collect(),
+        None => (all.iter().filter(|f| !f.in_chart))
+            .map(|f| (&f.reference, f.at.as_str()))
+            .collect(),
     };
+    let mut tags: Vec<(String, &str)> = Vec::new();
+    for (reference, at) in places {
+        let spelled = spelled(reference);
+        if !tags.iter().any(|(t, _)| *t == spelled) {
+            tags.push((spelled, at));
+        }
+    }
     (tags.len() > 1).then(|| {
         tags.into_iter()
             .map(|(t, at)| format!("{t} in {at}"))
@@ -235,7 +217,7 @@ fn wanted(
 /// `images:`: one component per repository, in the order first seen, with the
 /// variables the Makefile defines for it and a note of why.
 pub(super) fn components(
-    facts: &Facts,
+    (facts, built): (&Facts, Option<&Built>),
     (found, named, shared_tag): (&[Found], &[berth_make::NameOnly], Option<&Defined>),
     defined: &[Defined],
     project_owner: Option<&str>,
@@ -250,17 +232,11 @@ pub(super) fn components(
             None => by_repo.push((repo, vec![f])),
         }
     }
-    // The outputs are read again only when a third-party image needs it.
-    let built = std::cell::OnceCell::new();
     by_repo.retain(|(repo, all)| {
         let unowned = third_party(project_owner, repo)
             && variable_of(defined, repo).is_none()
             && named::of_repository(named, repo).is_none();
-        let tags = || {
-            let built = built.get_or_init(|| facts.built.as_deref().map(built_tags));
-            several_tags(built.as_ref(), repo, all)
-        };
-        match unowned.then(tags).flatten() {
+        match unowned.then(|| several_tags(built, repo, all)).flatten() {
             Some(tags) => {
                 notes.push(format!("left out `{repo}`: a third-party image the manifests run at {} tags ({}); one component would move every copy to one tag, so berth leaves them as the manifests write them (and `berth mirror` does not copy them)", tags.len(), tags.join("; ")));
                 false

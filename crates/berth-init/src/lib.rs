@@ -145,7 +145,8 @@ pub fn propose(facts: &Facts) -> Proposal {
     let mut notes = Vec::new();
     let (mut manifests, mut profiles) = manifests_and_profiles(facts, &mut notes);
     add_charts(facts, &mut manifests, &mut profiles, &mut notes);
-    let (mut found, placeholders) = images_in_manifests(facts, &mut notes);
+    let built = facts.built.as_deref().map(built_references);
+    let (mut found, placeholders) = images_in_manifests(facts, built.as_ref(), &mut notes);
     found.extend(chart_images(facts, &mut notes));
     let families = families::families(facts, &manifests);
     claim_families(&families, &mut found);
@@ -174,7 +175,7 @@ pub fn propose(facts: &Facts) -> Proposal {
         .as_ref()
         .and_then(|(var, _)| defined.iter().find(|(n, _, _)| n == var));
     let mut images = components(
-        facts,
+        (facts, built.as_ref()),
         (&found, &named, shared_def),
         &defined,
         project_owner.as_deref(),
@@ -334,6 +335,7 @@ type Defined = (String, String, String);
 /// `${VAR}` placeholders standing for images, with where each is.
 fn images_in_manifests(
     facts: &Facts,
+    outputs: Option<&Built>,
     notes: &mut Vec<String>,
 ) -> (Vec<Found>, Vec<(String, String)>) {
     // --- images: pod containers of every manifest, and kustomizations' images: entries.
@@ -371,7 +373,6 @@ fn images_in_manifests(
     }
     // What the candidate overlays built (when kubectl could build them): an image
     // only in a file none of them renders (an unused patch) is no component.
-    let built = facts.built.as_deref().map(built_references);
     let mut unbuilt: Vec<String> = Vec::new();
     for (path, text) in facts.manifests.iter().filter(|(p, _)| rendered(p)) {
         if berth_yaml::load_all(text, Limits::default()).is_err() {
@@ -402,16 +403,13 @@ fn images_in_manifests(
                     reference = r;
                 }
             }
-            if let Some(built) = &built {
-                match built.get(&reference.repository().to_string()) {
+            if let Some(outputs) = outputs {
+                match as_built(outputs, reference) {
+                    Some(built) => reference = built,
                     None => {
                         unbuilt.push(at);
                         continue;
                     }
-                    // The tag the build gives it (a `newTag` of the overlay),
-                    // unless the build carries this one too (a variant).
-                    Some(refs) if !refs.contains(&reference) => reference = refs[0].clone(),
-                    Some(_) => {}
                 }
             }
             found.push(Found {
@@ -432,27 +430,35 @@ fn images_in_manifests(
     (found, placeholders)
 }
 
-/// The images the built kustomizations run, by repository: each repository's
-/// references from the first output that has it (the outputs come in
-/// candidate order, `manifests:` first), so a tag the main overlay sets wins
-/// over a development overlay's.
-fn built_references(outputs: &[(String, String)]) -> BTreeMap<String, Vec<Reference>> {
-    let mut out: BTreeMap<String, Vec<Reference>> = BTreeMap::new();
-    for (_, yaml) in outputs {
-        let mut here: BTreeMap<String, Vec<Reference>> = BTreeMap::new();
+/// Every image the built kustomizations run, by repository: each reference once,
+/// with the first candidate that runs it (the outputs come in candidate order,
+/// `manifests:` first). Read once for init's decisions.
+type Built = BTreeMap<String, Vec<(Reference, String)>>;
+
+fn built_references(outputs: &[(String, String)]) -> Built {
+    let mut out = Built::new();
+    for (dir, yaml) in outputs {
         for (image, _) in pod_images(yaml, "") {
             if let Ok(r) = Reference::parse(&image) {
-                let refs = here.entry(r.repository().to_string()).or_default();
-                if !refs.contains(&r) {
-                    refs.push(r);
+                let refs = out.entry(r.repository().to_string()).or_default();
+                if !refs.iter().any(|(x, _)| *x == r) {
+                    refs.push((r, dir.clone()));
                 }
             }
         }
-        for (repo, refs) in here {
-            out.entry(repo).or_insert(refs);
-        }
     }
     out
+}
+
+/// What the built outputs make of `reference`: the tag the first output that runs
+/// its repository gives it (a `newTag` of the overlay), unless that output carries
+/// this one too (a variant) — a tag the main overlay sets wins over a development
+/// overlay's; `None` when no output runs it (an unused patch, a loose file).
+fn as_built(outputs: &Built, reference: Reference) -> Option<Reference> {
+    let refs = outputs.get(&reference.repository().to_string())?;
+    let (head, first) = refs.first()?;
+    let carried = (refs.iter()).any(|(r, dir)| dir == first && *r == reference);
+    Some(if carried { reference } else { head.clone() })
 }
 
 /// The image fields of the pods in a YAML text, with `path:line:column`; a
