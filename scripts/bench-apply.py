@@ -10,6 +10,9 @@ per Deployment), applied into fresh namespaces:
                      same rendered objects (`berth render` output)
   - unchanged apply: the same, a second time
   - diff:            `berth diff` versus `kubectl diff --server-side`, nothing changed
+Beside each time, the requests the API server served while the job ran (its
+apiserver_request_total: the tool's own, with kube-controller-manager's and kwok's
+for the same objects, which both tools cause alike).
 Each figure is the median over ROUNDS (a new pair of namespaces per round). The plane is
 the one KUBECONFIG names (BERTH_BENCH_KUBECONFIG), else one started by
 `scripts/testenv up` in a temporary directory and stopped afterwards. kubectl is the one
@@ -42,6 +45,25 @@ def timed(cmd, ok=(0,), **kw):
     if result.returncode not in ok:
         sys.exit(f"{' '.join(map(str, cmd))} exited {result.returncode}:\n{result.stderr[-3000:]}")
     return elapsed
+
+
+def requests(kubectl, env):
+    """apiserver_request_total summed over every resource and verb: what the API
+    server has been asked by all its clients until now."""
+    total = 0.0
+    metrics = run([kubectl, "get", "--raw", "/metrics"], env=env).stdout
+    for line in metrics.splitlines():
+        if line.startswith("apiserver_request_total{"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def counted(kubectl, env, *commands):
+    """Runs `commands` one after the other: the seconds they took, and the requests the
+    API server served meanwhile (less the metrics read's own)."""
+    before = requests(kubectl, env)
+    took = sum(timed(cmd, **kw) for cmd, kw in commands)
+    return took, requests(kubectl, env) - before - 1
 
 
 def project(dir_, n):
@@ -84,6 +106,7 @@ def main():
         rendered.write_text(run([str(berth), "render"], cwd=work, env=env).stdout)
         figures = {key: [] for key in ["berth first", "kubectl first", "berth again", "kubectl again",
                                        "berth diff", "kubectl diff"]}
+        asked = {key: [] for key in figures}
         for r in range(rounds):
             ns_b, ns_k = f"bench-berth-{os.getpid()}-{r}", f"bench-kubectl-{os.getpid()}-{r}"
             for ns in (ns_b, ns_k):
@@ -91,26 +114,33 @@ def main():
             kubectl_apply = [kubectl, "apply", "--server-side", "-n", ns_k, "-f", rendered]
             kubectl_wait = [kubectl, "rollout", "status", "deployment", "-n", ns_k, "-l", "bench=apply",
                             "--timeout=300s"]
-            for phase in ["first", "again"]:
-                figures[f"berth {phase}"].append(
-                    timed([berth, "apply", "-n", ns_b, "--rollout-timeout", "300"], cwd=work, env=env))
-                figures[f"kubectl {phase}"].append(
-                    timed(kubectl_apply, env=env) + timed(kubectl_wait, env=env))
-            figures["berth diff"].append(timed([berth, "diff", "-n", ns_b], cwd=work, env=env))
-            figures["kubectl diff"].append(
-                timed([kubectl, "diff", "--server-side", "-n", ns_k, "-f", rendered], env=env))
+            jobs = {
+                "first": ([([berth, "apply", "-n", ns_b, "--rollout-timeout", "300"], {"cwd": work, "env": env})],
+                          [(kubectl_apply, {"env": env}), (kubectl_wait, {"env": env})]),
+                "diff": ([([berth, "diff", "-n", ns_b], {"cwd": work, "env": env})],
+                         [([kubectl, "diff", "--server-side", "-n", ns_k, "-f", rendered], {"env": env})]),
+            }
+            jobs["again"] = jobs["first"]
+            for phase in ["first", "again", "diff"]:
+                for tool, commands in zip(["berth", "kubectl"], jobs[phase]):
+                    took, served = counted(kubectl, env, *commands)
+                    figures[f"{tool} {phase}"].append(took)
+                    asked[f"{tool} {phase}"].append(served)
             for ns in (ns_b, ns_k):
                 run([kubectl, "delete", "namespace", ns, "--wait=false"], env=env)
         median = {k: statistics.median(v) for k, v in figures.items()}
         version = run([kubectl, "version"], env=env).stdout.split("Server Version: ")[-1].strip()
         print(f"{n} Deployments + {n} ConfigMaps, kube-apiserver {version} (scripts/testenv, kwok nodes), "
               f"median of {rounds} rounds")
-        print("| job | berth | kubectl | kubectl / berth |")
-        print("|---|---|---|---|")
+        print("| job | berth | kubectl | kubectl / berth | requests served: berth | kubectl |")
+        print("|---|---|---|---|---|---|")
         for job, key in [("first apply + rollout wait", "first"), ("unchanged apply + rollout wait", "again"),
                          ("diff, nothing changed", "diff")]:
             b, k = median[f"berth {key}"], median[f"kubectl {key}"]
-            print(f"| {job} | {b:.2f} s | {k:.2f} s | {k / b:.1f}× |")
+            rb, rk = statistics.median(asked[f"berth {key}"]), statistics.median(asked[f"kubectl {key}"])
+            print(f"| {job} | {b:.2f} s | {k:.2f} s | {k / b:.1f}× | {rb:.0f} | {rk:.0f} |")
+        print("(requests served: apiserver_request_total while the job ran, every client's — the tool's,\n"
+              " and kube-controller-manager's and kwok's work on the same objects, alike for both tools)")
     finally:
         if own_plane:
             run([str(REPO / "scripts/testenv"), "down", own_plane])

@@ -9,9 +9,11 @@ build of berth (`--debug`: target/debug/berth, for a quick look), it measures:
      files into the pod) against `berth apply` followed by `berth sync --once` (the
      same steps by hand), each in a fresh namespace, ROUNDS times, medians;
   2. save -> visible: EDITS single-file edits with `berth dev` running, each timed
-     from the write to the new content being read back through the pod's exec
-     (`kubectl exec POD -- cat FILE`, each read is one exec), p50 and p95; the exec
-     read's own round trip is measured alone and given beside it;
+     from the write to the new content being in the pod's file (kwok runs the pod's
+     exec on this machine, so that file is read here every millisecond), p50 and
+     p95; once over berth's exec stream, once with `--no-stream` (an exec per
+     update); beside them, one `kubectl exec POD -- cat FILE` read alone (the goal:
+     an update through the stream costs less than that one exec);
   3. config edit -> new pods synced: a literal of a generated config changed in
      berth.yaml, timed to the `synced` event from the replacement pod;
   4. memory: RSS of a `berth dev` session whose Deployment has 10 pods, every
@@ -131,6 +133,20 @@ class Plane:
         return name
 
 
+def visible(path, text, started, timeout=30):
+    """Seconds from `started` until `path` holds `text`: kwok runs the pod's exec on
+    this machine, so the pod's file is this file, read every millisecond."""
+    while True:
+        try:
+            if path.read_text() == text:
+                return time.monotonic() - started
+        except (FileNotFoundError, UnicodeDecodeError):
+            pass
+        if time.monotonic() - started > timeout:
+            raise SystemExit(f"`{text}` not visible in the pod after {timeout} s")
+        time.sleep(0.001)
+
+
 def timed(cmd, cwd):
     started = time.monotonic()
     subprocess.run(cmd, cwd=cwd, check=True, capture_output=True)
@@ -140,9 +156,9 @@ def timed(cmd, cwd):
 class Dev:
     """A `berth dev --output json` session and its events."""
 
-    def __init__(self, berth, cwd, kubeconfig, namespace):
+    def __init__(self, berth, cwd, kubeconfig, namespace, *flags):
         self.process = subprocess.Popen(
-            [berth, "dev", "--output", "json", "--poll", "0.5", "--kubeconfig", kubeconfig, "-n", namespace],
+            [berth, "dev", "--output", "json", "--poll", "0.5", "--kubeconfig", kubeconfig, "-n", namespace, *flags],
             cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.events = queue.Queue()
         threading.Thread(target=self.read, daemon=True).start()
@@ -215,33 +231,44 @@ def main():
               f"berth apply + berth sync --once {hand_start:.2f} s (median of {ROUNDS}; "
               f"ratio {hand_start / dev_start:.2f}x)")
 
-        # 2. save -> visible through the pod's exec, with berth dev running.
-        ns = plane.namespace()
-        target = scratch / "target-loop"
-        work = project(scratch / "loop", target, FILES)
-        dev = Dev(berth, work, plane.kubeconfig, ns)
-        dev.wait("initial sync", lambda e: e["event"] == "synced" and e["reason"] == "initial")
-        pod = plane.run("-n", ns, "get", "pods", "-l", "app=app", "-o",
-                        "jsonpath={.items[0].metadata.name}").stdout.strip()
-        exec_read = ["-n", ns, "exec", pod, "--", "cat", str(target / "edit.txt")]
-        reads = []
-        for _ in range(10):
-            started = time.monotonic()
-            plane.run(*exec_read)
-            reads.append(time.monotonic() - started)
-        latencies = []
-        for i in range(EDITS):
-            text = f"edit {i}"
-            started = time.monotonic()
-            (work / "src/edit.txt").write_text(text)
-            while plane.run(*exec_read, check=False).stdout != text:
-                if time.monotonic() - started > 30:
-                    raise SystemExit(f"edit {i} not visible in the pod after 30 s")
-            latencies.append(time.monotonic() - started)
-            time.sleep(0.2)
-        print(f"2. save -> visible through exec ({EDITS} edits): p50 {percentile(latencies, 50) * 1000:.0f} ms, "
-              f"p95 {percentile(latencies, 95) * 1000:.0f} ms (one exec read alone: "
-              f"{statistics.median(reads) * 1000:.0f} ms of that)")
+        # 2. save -> visible, with berth dev running: over its exec stream, then with
+        # --no-stream (an exec per update), side by side with one exec read alone.
+        exec_reads, loops = [], {}
+        for mode in ("stream", "no-stream"):
+            ns = plane.namespace()
+            target = scratch / f"target-loop-{mode}"
+            work = project(scratch / f"loop-{mode}", target, FILES)
+            dev = Dev(berth, work, plane.kubeconfig, ns, *(["--no-stream"] if mode == "no-stream" else []))
+            dev.wait("initial sync", lambda e: e["event"] == "synced" and e["reason"] == "initial")
+            pod = plane.run("-n", ns, "get", "pods", "-l", "app=app", "-o",
+                            "jsonpath={.items[0].metadata.name}").stdout.strip()
+            exec_read = ["-n", ns, "exec", pod, "--", "cat", str(target / "edit.txt")]
+            for _ in range(10):
+                started = time.monotonic()
+                plane.run(*exec_read)
+                exec_reads.append(time.monotonic() - started)
+            latencies = []
+            for i in range(EDITS):
+                text = f"edit {i} {mode}"
+                started = time.monotonic()
+                (work / "src/edit.txt").write_text(text)
+                latencies.append(visible(target / "edit.txt", text, started))
+                time.sleep(0.2)
+            # The last edit, read back through the pod's exec as a user would.
+            assert plane.run(*exec_read).stdout == text, "the pod's exec reads the last edit"
+            loops[mode] = latencies
+            if mode == "stream":
+                keep = (ns, target, work, pod, dev)
+            else:
+                dev.stop()
+        ns, target, work, pod, dev = keep
+        read = statistics.median(exec_reads)
+        stream, per_exec = loops["stream"], loops["no-stream"]
+        print(f"2. save -> visible ({EDITS} edits each): over the exec stream p50 {percentile(stream, 50) * 1000:.0f} ms, "
+              f"p95 {percentile(stream, 95) * 1000:.0f} ms; --no-stream (an exec per update) p50 "
+              f"{percentile(per_exec, 50) * 1000:.0f} ms, p95 {percentile(per_exec, 95) * 1000:.0f} ms; "
+              f"one `kubectl exec` read alone: p50 {read * 1000:.0f} ms (stream p50 / exec read "
+              f"{percentile(stream, 50) / read:.2f})")
 
         # 3. config edit -> new pod synced.
         text, _ = berth_yaml(target, level="debug")

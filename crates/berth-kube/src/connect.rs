@@ -129,7 +129,7 @@ impl Cluster {
             .map(|c| format!("context {c}, "))
             .unwrap_or_default();
         let describe = format!("kubernetes ({context}{server}, namespace {namespace})");
-        let builder = kube::client::ClientBuilder::try_from(config).map_err(|e| {
+        let builder = crate::client::builder(config).map_err(|e| {
             let why = match &e {
                 kube::Error::Auth(auth) => crate::error::auth_message(auth),
                 other => crate::error::root_cause(other),

@@ -7,12 +7,19 @@
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
-use kube::api::{Api, AttachParams};
+use kube::api::{Api, AttachParams, AttachedProcess};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use crate::connect::Cluster;
 use crate::error::{explain, ClusterError};
+
+/// The buffer between berth and kube-rs's WebSocket loop for stdin and stdout.
+/// kube-rs's default (1 KiB) sends a frame as one message per KiB; with this,
+/// each message is as large as kube-rs's reader takes (4 KiB): fewer messages
+/// to frame, encrypt and send. (Each used to wait for the one before it to be
+/// acknowledged, until the connection turned Nagle's algorithm off: `client.rs`.)
+pub(crate) const STREAM_BUFFER: usize = 64 * 1024;
 
 /// What a command printed and how it ended.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -36,33 +43,14 @@ impl Cluster {
         argv: &[String],
         mut stdin_chunks: mpsc::Receiver<Vec<u8>>,
     ) -> Result<ExecOutput, ClusterError> {
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
-        let params = AttachParams::default()
-            .container(container)
-            .stdin(true)
-            .stdout(true)
-            .stderr(true);
-        let mut attached = self
-            .timed(
-                || format!("exec in pod/{pod} (namespace {namespace})"),
-                async {
-                    Ok(api
-                        .exec(pod, argv.iter().map(String::as_str), &params)
-                        .await)
-                },
-            )
-            .await?
-            .map_err(|e| explain(e, &self.server, "create", "pods/exec", namespace))?;
+        let mut attached = self.attach(namespace, pod, container, argv, true).await?;
         let (Some(mut stdin), Some(mut stdout), Some(mut stderr), Some(status)) = (
             attached.stdin(),
             attached.stdout(),
             attached.stderr(),
             attached.take_status(),
         ) else {
-            return Err(ClusterError::Record {
-                action: format!("exec in pod/{pod} (namespace {namespace})"),
-                message: "the exec started without its streams".into(),
-            });
+            return Err(no_streams(pod, namespace));
         };
         let write = async move {
             let mut broken = false;
@@ -93,6 +81,46 @@ impl Cluster {
         };
         output.status = exit_code(status.as_ref(), &mut output.stderr);
         Ok(output)
+    }
+}
+
+impl Cluster {
+    /// Starts `argv` in `container` of `pod` with stdin and stdout attached, and
+    /// stderr when asked; each stream's messages up to [`STREAM_BUFFER`] bytes.
+    pub(crate) async fn attach(
+        &self,
+        namespace: &str,
+        pod: &str,
+        container: &str,
+        argv: &[String],
+        stderr: bool,
+    ) -> Result<AttachedProcess, ClusterError> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        let params = AttachParams::default()
+            .container(container)
+            .stdin(true)
+            .stdout(true)
+            .stderr(stderr)
+            .max_stdin_buf_size(STREAM_BUFFER)
+            .max_stdout_buf_size(STREAM_BUFFER);
+        self.timed(
+            || format!("exec in pod/{pod} (namespace {namespace})"),
+            async {
+                Ok(api
+                    .exec(pod, argv.iter().map(String::as_str), &params)
+                    .await)
+            },
+        )
+        .await?
+        .map_err(|e| explain(e, &self.server, "create", "pods/exec", namespace))
+    }
+}
+
+/// An exec the API server started without the streams berth asked for.
+pub(crate) fn no_streams(pod: &str, namespace: &str) -> ClusterError {
+    ClusterError::Record {
+        action: format!("exec in pod/{pod} (namespace {namespace})"),
+        message: "the exec started without its streams".into(),
     }
 }
 

@@ -16,10 +16,12 @@
 #![warn(missing_docs)]
 
 mod applier;
+mod client;
 mod connect;
 mod deploy;
 mod error;
 mod exec;
+mod exec_stream;
 #[cfg(any(test, feature = "test-support"))]
 pub mod fake;
 pub mod fence;
@@ -40,6 +42,7 @@ pub use connect::{Cluster, Connection, REQUEST_TIMEOUT};
 pub use deploy::{ApplyOptions, Change, Event, RolloutState, CONCURRENCY};
 pub use error::{ClientError, ClusterError, Kind, Refused};
 pub use exec::ExecOutput;
+pub use exec_stream::{ExecStream, StreamInput, KEEPALIVE};
 pub use gitops::{Collected, Foreign, Judged};
 pub use ops::Shape;
 pub use pods::is_ready;

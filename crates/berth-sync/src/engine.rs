@@ -9,19 +9,18 @@ use std::process::{Command, Stdio};
 
 use crate::error::SyncError;
 use crate::protocol::ExecOutput;
-use crate::protocol::DONE;
+use crate::protocol::FrameOutput;
 use crate::target::{Container, Input, Shell, Target};
 
 /// A `podman exec -i CONTAINER sh -c SESSION_SCRIPT` kept open while watching.
 struct EngineShell {
     child: std::process::Child,
     stdin: std::io::BufWriter<std::process::ChildStdin>,
-    stdout: std::io::BufReader<std::process::ChildStdout>,
+    stdout: std::process::ChildStdout,
 }
 
 impl Shell for EngineShell {
     fn update(&mut self, input: Input<'_>) -> Result<ExecOutput, SyncError> {
-        use std::io::BufRead;
         let gone = |e: std::io::Error| SyncError::Io {
             path: "<container shell>".into(),
             source: e,
@@ -29,26 +28,16 @@ impl Shell for EngineShell {
         input(&mut self.stdin)
             .and_then(|()| self.stdin.flush())
             .map_err(gone)?;
-        let mut output = Vec::new();
-        let mut line = Vec::new();
+        let mut frame = FrameOutput::default();
+        let mut buf = vec![0u8; 64 * 1024];
         loop {
-            line.clear();
-            if self.stdout.read_until(b'\n', &mut line).map_err(gone)? == 0 {
+            let n = self.stdout.read(&mut buf).map_err(gone)?;
+            if n == 0 {
                 return Err(gone(std::io::ErrorKind::UnexpectedEof.into()));
             }
-            if let Some(status) = line.strip_prefix(DONE.as_bytes()) {
-                let status = String::from_utf8_lossy(status).trim().parse().unwrap_or(-1);
-                // The shell prints a newline before the marker; it is not output.
-                if output.last() == Some(&b'\n') {
-                    output.pop();
-                }
-                return Ok(ExecOutput {
-                    status,
-                    stdout: output.clone(),
-                    stderr: output,
-                });
+            if let Some(output) = frame.feed(&buf[..n]) {
+                return Ok(output);
             }
-            output.extend_from_slice(&line);
         }
     }
 }
@@ -235,7 +224,7 @@ impl Target for Engine {
                 (Some(stdin), Some(stdout)) => Ok(Box::new(EngineShell {
                     child,
                     stdin: std::io::BufWriter::new(stdin),
-                    stdout: std::io::BufReader::new(stdout),
+                    stdout,
                 }) as Box<dyn Shell>),
                 _ => Err(self.engine_error("exec started without pipes")),
             },

@@ -12,8 +12,12 @@ use k8s_openapi::api::core::v1::Pod;
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 
-use crate::protocol::ExecOutput;
-use crate::target::Input;
+use std::time::Duration;
+
+use berth_kube::{ExecStream, StreamInput};
+
+use crate::protocol::{ExecOutput, FrameOutput};
+use crate::target::{Input, Shell};
 use crate::{Container, SyncError, Target};
 
 /// Pods of a project's workloads in a cluster.
@@ -92,15 +96,68 @@ fn engine_error(message: impl Into<String>) -> SyncError {
     }
 }
 
-/// Sends written bytes to the async side in chunks.
-struct ChannelWriter {
-    tx: mpsc::Sender<Vec<u8>>,
+/// `namespace/pod/container` of a container this target listed.
+fn place(container: &Container) -> Result<(&str, &str, &str), SyncError> {
+    let mut parts = container.id.splitn(3, '/');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(namespace), Some(pod), Some(name)) => Ok((namespace, pod, name)),
+        _ => Err(engine_error(format!(
+            "`{}` is not a namespace/pod/container ID",
+            container.id
+        ))),
+    }
+}
+
+/// How long a frame's reply may take. A step may run long (an `npm install`),
+/// so this is generous; it bounds a stream that went silent without closing.
+const REPLY_WAIT: Duration = Duration::from_secs(600);
+
+/// A container's [`session_script`](crate::protocol::session_script) shell over
+/// one exec stream (see [`berth_kube::ExecStream`]).
+struct StreamShell {
+    runtime: Handle,
+    stream: ExecStream<ExecOutput>,
+}
+
+impl Shell for StreamShell {
+    fn update(&mut self, input: Input<'_>) -> Result<ExecOutput, SyncError> {
+        let gone = |what: &str| SyncError::Io {
+            path: "<exec stream>".into(),
+            source: io::Error::new(io::ErrorKind::BrokenPipe, what.to_string()),
+        };
+        let mut writer = ChannelWriter {
+            tx: self.stream.input.clone(),
+            wrap: StreamInput::Bytes,
+            buf: Vec::new(),
+        };
+        input(&mut writer)
+            .and_then(|()| writer.flush())
+            .map_err(SyncError::io("<exec stream>"))?;
+        self.stream
+            .input
+            .blocking_send(StreamInput::FrameEnd)
+            .map_err(|_| gone("the exec stream closed"))?;
+        let replies = &mut self.stream.replies;
+        // The timer is made inside the runtime, whose clock it needs.
+        let reply = async { tokio::time::timeout(REPLY_WAIT, replies.recv()).await };
+        match self.runtime.block_on(reply) {
+            Ok(Some(reply)) => Ok(reply),
+            Ok(None) => Err(gone("the exec stream ended")),
+            Err(_) => Err(gone("no reply from the exec stream")),
+        }
+    }
+}
+
+/// Sends written bytes to the async side in chunks, each made a message by `wrap`.
+struct ChannelWriter<T> {
+    tx: mpsc::Sender<T>,
+    wrap: fn(Vec<u8>) -> T,
     buf: Vec<u8>,
 }
 
 const CHUNK: usize = 64 * 1024;
 
-impl Write for ChannelWriter {
+impl<T> Write for ChannelWriter<T> {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         self.buf.extend_from_slice(data);
         if self.buf.len() >= CHUNK {
@@ -113,7 +170,7 @@ impl Write for ChannelWriter {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let chunk = std::mem::take(&mut self.buf);
+        let chunk = (self.wrap)(std::mem::take(&mut self.buf));
         self.tx
             .blocking_send(chunk)
             .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))
@@ -146,20 +203,14 @@ impl Target for KubeTarget {
         argv: &[String],
         input: Input<'_>,
     ) -> Result<ExecOutput, SyncError> {
-        let mut parts = container.id.splitn(3, '/');
-        let (Some(namespace), Some(pod), Some(name)) = (parts.next(), parts.next(), parts.next())
-        else {
-            return Err(engine_error(format!(
-                "`{}` is not a namespace/pod/container ID",
-                container.id
-            )));
-        };
+        let (namespace, pod, name) = place(container)?;
         let (tx, rx) = mpsc::channel::<Vec<u8>>(8);
         std::thread::scope(|scope| {
             // The update stream is written by blocking code reading local files.
             let feeder = scope.spawn(move || {
                 let mut writer = ChannelWriter {
                     tx,
+                    wrap: |chunk| chunk,
                     buf: Vec::new(),
                 };
                 input(&mut writer).and_then(|()| writer.flush())
@@ -183,6 +234,31 @@ impl Target for KubeTarget {
                 stderr: output.stderr,
             })
         })
+    }
+
+    fn open_shell(
+        &self,
+        container: &Container,
+        argv: &[String],
+    ) -> Option<Result<Box<dyn Shell>, SyncError>> {
+        let opened = place(container).and_then(|(namespace, pod, name)| {
+            let mut frame = FrameOutput::default();
+            self.runtime
+                .block_on(self.cluster.open_stream(
+                    namespace,
+                    pod,
+                    name,
+                    argv,
+                    move |bytes: &[u8]| frame.feed(bytes),
+                ))
+                .map_err(cluster_error)
+        });
+        Some(opened.map(|stream| {
+            Box::new(StreamShell {
+                runtime: self.runtime.clone(),
+                stream,
+            }) as Box<dyn Shell>
+        }))
     }
 
     fn fallback_hint(&self) -> String {

@@ -18,6 +18,7 @@ pub mod kube;
 pub mod plan;
 pub mod protocol;
 pub mod session;
+pub mod shells;
 pub mod target;
 pub mod tree;
 pub mod watch;

@@ -111,6 +111,7 @@ pub fn session_script(steps: &[&[String]]) -> String {
     s.push_str("    *) return 127 ;;\n  esac\n}\n");
     s.push_str(&format!(
         "while IFS= read -r magic; do\n\
+         \x20 [ -z \"$magic\" ] && continue\n\
          \x20 [ \"$magic\" = {MAGIC} ] || {{ printf '\\n{DONE}{EXIT_STREAM}\\n'; exit {EXIT_STREAM}; }}\n\
          \x20 IFS= read -r header\n\
          \x20 (\n\
@@ -125,6 +126,59 @@ pub fn session_script(steps: &[&[String]]) -> String {
         apply_body()
     ));
     s
+}
+
+/// How much of what a frame's steps print is kept: the tail, which errors quote.
+const KEPT_OUTPUT: usize = 256 * 1024;
+/// A line longer than this cannot be the [`DONE`] line and goes to the output.
+const LONGEST_DONE_LINE: usize = 4096;
+
+/// Reads a [`session_script`] shell's output up to the [`DONE`] line that ends
+/// a frame, as it arrives in chunks of any size, in bounded memory (a step that
+/// prints without end keeps only the last [`KEPT_OUTPUT`] bytes). Empty lines
+/// before a frame (keepalives echo nothing, but a step may print them) are output.
+#[derive(Debug, Default)]
+pub struct FrameOutput {
+    line: Vec<u8>,
+    output: Vec<u8>,
+}
+
+impl FrameOutput {
+    /// Takes the next bytes; the frame's status and output once the shell has
+    /// reported it (bytes after the DONE line, which the shell never prints, are dropped).
+    pub fn feed(&mut self, mut bytes: &[u8]) -> Option<ExecOutput> {
+        while !bytes.is_empty() {
+            let (part, rest, ended) = match bytes.iter().position(|&b| b == b'\n') {
+                Some(at) => (&bytes[..=at], &bytes[at + 1..], true),
+                None => (bytes, &[][..], false),
+            };
+            bytes = rest;
+            self.line.extend_from_slice(part);
+            if ended {
+                if let Some(status) = self.line.strip_prefix(DONE.as_bytes()) {
+                    let status = String::from_utf8_lossy(status).trim().parse().unwrap_or(-1);
+                    // The shell prints a newline before the marker; it is not output.
+                    if self.output.last() == Some(&b'\n') {
+                        self.output.pop();
+                    }
+                    let output = std::mem::take(&mut self.output);
+                    self.line.clear();
+                    return Some(ExecOutput {
+                        status,
+                        stdout: output.clone(),
+                        stderr: output,
+                    });
+                }
+            }
+            if ended || self.line.len() > LONGEST_DONE_LINE {
+                self.output.append(&mut self.line);
+                if self.output.len() > 2 * KEPT_OUTPUT {
+                    self.output.drain(..self.output.len() - KEPT_OUTPUT);
+                }
+            }
+        }
+        None
+    }
 }
 
 /// Counts bytes written, for padding the archive to whole records.
@@ -440,6 +494,36 @@ mod tests {
         assert_eq!(shell_quote("a b"), "'a b'");
         assert_eq!(shell_quote("it's"), r"'it'\''s'");
         assert_eq!(shell_quote(""), "''");
+    }
+
+    #[test]
+    fn a_frame_ends_at_its_done_line_however_the_output_is_cut() {
+        let reply = format!("tar: x: Cannot open\nstep said hi\n\n{DONE}92\n");
+        for size in [1, 2, 7, reply.len()] {
+            let mut frame = FrameOutput::default();
+            let mut got = None;
+            for chunk in reply.as_bytes().chunks(size) {
+                assert!(got.is_none(), "nothing after the DONE line");
+                got = frame.feed(chunk);
+            }
+            let out = got.expect("the DONE line ends the frame");
+            assert_eq!(out.status, 92);
+            assert_eq!(out.stderr, b"tar: x: Cannot open\nstep said hi\n");
+        }
+    }
+
+    #[test]
+    fn a_frame_keeps_the_tail_of_endless_output() {
+        let mut frame = FrameOutput::default();
+        let line = vec![b'x'; 100_000];
+        for _ in 0..20 {
+            assert!(frame.feed(&line).is_none(), "a long line is no DONE line");
+        }
+        assert!(frame.output.len() <= 2 * KEPT_OUTPUT + LONGEST_DONE_LINE);
+        let out = frame.feed(format!("\nlast\n{DONE}0\n").as_bytes()).unwrap();
+        assert_eq!(out.status, 0);
+        assert!(out.stdout.len() <= 2 * KEPT_OUTPUT + LONGEST_DONE_LINE);
+        assert!(out.stdout.ends_with(b"xx\nlast"));
     }
 
     #[test]

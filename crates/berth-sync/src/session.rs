@@ -18,7 +18,8 @@ use crate::protocol::{
     interpret, parse_manifest, session_script, update_script, write_frame, write_stream,
     MANIFEST_SCRIPT,
 };
-use crate::target::{Container, Selector, Shell, Target};
+use crate::shells::{self, Shells};
+use crate::target::{Container, Selector, Target};
 use crate::tree::{hash_file, Entry, Kind, Mapping, Tree};
 
 /// One rule at run time.
@@ -99,7 +100,7 @@ pub struct Session {
     dry_run: bool,
     hashes: Mutex<HashMap<PathBuf, (u64, i128, String)>>,
     /// Warm shells by rule, container ID and instance (see [`Session::keep_shells`]).
-    shells: Mutex<HashMap<String, Box<dyn Shell>>>,
+    shells: Shells,
     warm: bool,
     /// Paths skipped as unsafe or unsendable, reported once each.
     pub skipped: Vec<SyncError>,
@@ -207,7 +208,7 @@ impl Session {
             target,
             dry_run,
             hashes: Mutex::new(HashMap::new()),
-            shells: Mutex::new(HashMap::new()),
+            shells: Shells::default(),
             warm: false,
             skipped: Vec::new(),
         })
@@ -310,13 +311,9 @@ impl Session {
             let live: BTreeSet<&String> = selected.iter().map(|c| &c.id).collect();
             let current: BTreeSet<String> = selected
                 .iter()
-                .map(|c| format!("{}\0{}\0{}", rule.spec.name, c.id, c.instance))
+                .map(|c| shells::key(&rule.spec.name, c))
                 .collect();
-            let prefix = format!("{}\0", rule.spec.name);
-            {
-                let mut shells = berth_io::locked(&self.shells);
-                shells.retain(|key, _| !key.starts_with(&prefix) || current.contains(key));
-            }
+            self.shells.retain(&rule.spec.name, &current);
             let instances = rule
                 .instances
                 .iter()
@@ -497,8 +494,8 @@ impl Session {
         }
     }
 
-    /// Sends an update over the container's warm shell, opening one if needed.
-    /// `None` when there is no shell or it broke: the caller falls back to an exec.
+    /// Sends an update over the container's warm shell (see [`Shells`]).
+    /// `None` when there is no shell to use: the caller falls back to an exec.
     fn send_warm(
         &self,
         rule: &Rule,
@@ -506,27 +503,14 @@ impl Session {
         update: &Update,
         indices: &[usize],
     ) -> Option<Result<(), SyncError>> {
-        let key = format!(
-            "{}\0{}\0{}",
-            rule.spec.name, container.id, container.instance
-        );
-        let taken = berth_io::locked(&self.shells).remove(&key);
         let all: Vec<&[String]> = rule.spec.run.iter().map(|s| s.cmd.as_slice()).collect();
-        let mut shell = match taken {
-            Some(shell) => shell,
-            None => {
-                let argv = vec!["sh".into(), "-c".into(), session_script(&all)];
-                self.target.open_shell(container, &argv)?.ok()?
-            }
-        };
-        // A broken shell (the container stopped, or has no sh) is dropped here.
-        let out = shell
-            .update(&mut |w| write_frame(update, indices, w))
-            .ok()?;
-        {
-            let mut shells = berth_io::locked(&self.shells);
-            shells.insert(key, shell);
-        }
+        let out = self.shells.send(
+            &*self.target,
+            container,
+            &shells::key(&rule.spec.name, container),
+            || vec!["sh".into(), "-c".into(), session_script(&all)],
+            &mut |w| write_frame(update, indices, w),
+        )?;
         Some(interpret(
             &container.label,
             &out,
@@ -535,8 +519,9 @@ impl Session {
         ))
     }
 
-    /// Keeps a warm shell per container for updates while watching (targets
-    /// that support it: podman, docker), instead of one exec per update.
+    /// Keeps a warm shell per container for updates while watching (podman and
+    /// docker keep an `exec -i`, Kubernetes an exec stream), instead of one exec
+    /// per update.
     pub fn keep_shells(&mut self, warm: bool) {
         self.warm = warm;
     }

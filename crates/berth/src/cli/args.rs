@@ -221,6 +221,11 @@ pub struct SyncArgs {
     /// Seconds between checks for new or restarted containers while watching.
     #[arg(long, default_value_t = 1.0, value_name = "SECONDS", value_parser = poll_seconds)]
     pub poll: f64,
+    /// Send each update through its own exec instead of one kept open per container (a
+    /// shell on podman and docker, an exec stream on Kubernetes), e.g. when something
+    /// between berth and the kubelet cuts streams that stay open.
+    #[arg(long)]
+    pub no_stream: bool,
 }
 
 #[derive(Debug, Args)]
@@ -241,6 +246,11 @@ pub struct DevArgs {
     /// synced, their logs followed and forwards re-targeted).
     #[arg(long, default_value_t = 1.0, value_name = "SECONDS", value_parser = poll_seconds)]
     pub poll: f64,
+    /// Send each update through its own exec instead of one kept open per container (a
+    /// shell on podman and docker, an exec stream on Kubernetes), e.g. when something
+    /// between berth and the kubelet cuts streams that stay open.
+    #[arg(long)]
+    pub no_stream: bool,
 }
 
 /// `--gitops`.

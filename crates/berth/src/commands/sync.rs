@@ -115,8 +115,8 @@ fn kubernetes(
 }
 
 fn watch(settings: &Sync, session: &mut Session) -> Result<u8> {
-    // A warm shell per container (podman, docker): no exec per update while watching.
-    session.keep_shells(true);
+    // A warm shell per container (an exec stream on Kubernetes): no exec per update.
+    session.keep_shells(settings.stream);
     // Watch before the initial sync, so no edit made during it is lost.
     let watcher = Watcher::new(&session.watch_roots())?;
     let poll = settings.poll;

@@ -535,6 +535,8 @@ pub struct Sync {
     pub poll: Duration,
     /// `--profile NAME`: find the workloads in that profile's manifests.
     pub profile: Option<String>,
+    /// While watching, one shell or exec stream per container (not `--no-stream`).
+    pub stream: bool,
 }
 
 impl Sync {
@@ -576,6 +578,7 @@ impl Sync {
             cluster_configured,
             poll: Duration::from_secs_f64(args.poll),
             profile: args.profile.clone(),
+            stream: !args.no_stream,
         })
     }
 }
@@ -599,6 +602,8 @@ pub struct Dev {
     pub once: bool,
     /// Between looks at the pods.
     pub poll: Duration,
+    /// While watching, one exec stream per container (not `--no-stream`).
+    pub stream: bool,
 }
 
 impl Dev {
@@ -638,6 +643,7 @@ impl Dev {
             json: dev.output == cli::DevFormat::Json,
             once: dev.once,
             poll: Duration::from_secs_f64(dev.poll),
+            stream: !dev.no_stream,
         })
     }
 }

@@ -68,10 +68,14 @@ impl Setup {
 
     /// Applies the workload with kubectl and waits for its rollout.
     fn deploy(&self) {
+        self.deploy_replicas(2);
+    }
+
+    fn deploy_replicas(&self, replicas: u32) {
         let out = self.ns.plane.kubectl_with(
             &self.ns.kubeconfig,
             &["apply", "-f", "-"],
-            Some(&deployment(2)),
+            Some(&deployment(replicas)),
         );
         assert!(
             out.status.success(),
@@ -80,6 +84,144 @@ impl Setup {
         );
         self.ns
             .ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
+    }
+}
+
+/// The processes of the exec streams `berth sync` keeps open into `s`'s pods:
+/// kwok runs each exec as a local `sh -c SCRIPT`, whose script (berth's session
+/// script, with this test's own step in it) names the test's `runs` file.
+fn stream_shells(s: &Setup) -> Vec<u32> {
+    let runs = s.target.path().join("runs").display().to_string();
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        if cmdline.contains("run_step()") && cmdline.contains(&runs) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// Waits (30 s at most) until `check` holds, saying `what` and the sync log if not.
+fn until(what: &str, log: &Path, mut check: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    while !check() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{what}, after 30 s; berth sync said:\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// `berth sync` watching, stopped on drop.
+struct Watching(std::process::Child);
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
+fn updates_go_over_one_exec_stream_and_none_is_lost_when_it_is_cut_or_the_pod_replaced() {
+    let s = setup("sync-stream");
+    s.deploy_replicas(1);
+    let log = s.target.path().join("sync.log");
+    let _watching = Watching(
+        std::process::Command::new(common::berth_path())
+            .current_dir(s.dir.path())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .args([
+                "sync",
+                "--engine",
+                "kubernetes",
+                "--poll",
+                "0.3",
+                "--kubeconfig",
+            ])
+            .arg(&s.ns.kubeconfig)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    until("no `watching` line", &log, || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("watching for changes"))
+    });
+    let landed = s.target.path().join("app/a.txt");
+    let edit = |text: &str| {
+        std::fs::write(s.dir.path().join("src/a.txt"), text).unwrap();
+    };
+    let arrives = |text: &str| {
+        until(&format!("`{text}` never arrived"), &log, || {
+            std::fs::read_to_string(&landed).is_ok_and(|t| t == text)
+        });
+    };
+
+    // Five edits, one stream: the same shell process answers every one.
+    edit("edit 0");
+    arrives("edit 0");
+    let shells = stream_shells(&s);
+    assert_eq!(shells.len(), 1, "one stream into the one pod: {shells:?}");
+    for i in 1..5 {
+        edit(&format!("edit {i}"));
+        arrives(&format!("edit {i}"));
+    }
+    assert_eq!(stream_shells(&s), shells, "the stream stayed open");
+
+    // The stream cut while updates are under way, at different moments: each
+    // update goes over an exec instead, and the stream is opened again.
+    for (i, wait) in [0u64, 30, 60, 120].into_iter().enumerate() {
+        let text = format!("cut {i}");
+        edit(&text);
+        std::thread::sleep(std::time::Duration::from_millis(wait));
+        for pid in stream_shells(&s) {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .status();
+        }
+        arrives(&text);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1100)); // the first wait to reopen
+    edit("after the cuts");
+    arrives("after the cuts");
+    until("no stream opened again", &log, || {
+        stream_shells(&s).len() == 1
+    });
+
+    // A new pod: a new stream serves its container. (berth closes the old one; kwok,
+    // unlike a kubelet, does not end an exec whose stream closed, so the old shell
+    // may stay until the end of this test.)
+    let before = stream_shells(&s);
+    s.ns.ok(&["delete", "pods", "-l", "app=web", "--wait=false"]);
+    s.ns.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
+    let mut i = 0;
+    until("no stream into the new pod", &log, || {
+        i += 1;
+        let text = format!("new pod {i}");
+        edit(&text);
+        arrives(&text);
+        stream_shells(&s).iter().any(|pid| !before.contains(pid))
+    });
+    let synced = std::fs::read_to_string(&log).unwrap();
+    assert!(!synced.contains("error"), "{synced}");
+    drop(_watching);
+    for pid in stream_shells(&s) {
+        let _ = std::process::Command::new("kill")
+            .arg(pid.to_string())
+            .status();
     }
 }
 

@@ -213,7 +213,14 @@ async fn session(
         Err(_) => (loaded, Vec::new(), Vec::new()),
     };
     let workloads: Arc<Mutex<Vec<Workload>>> = Arc::new(Mutex::new(workloads));
-    let (sync, sync_roots) = start_sync(&cluster, &project, &resolved, &printer).await?;
+    let (sync, sync_roots) = start_sync(
+        &cluster,
+        &project,
+        &resolved,
+        &printer,
+        settings.stream && !settings.once,
+    )
+    .await?;
 
     let (batches_tx, batches) = mpsc::channel(64);
     // Watching starts before the first apply, so no edit made during it is lost.
@@ -303,6 +310,7 @@ async fn start_sync(
     project: &Project,
     resolved: &[(String, Repository)],
     printer: &Arc<Printer>,
+    stream: bool,
 ) -> Result<(sync::SyncThread, Vec<(PathBuf, bool)>)> {
     let target = Arc::new(KubeTarget::new(
         tokio::runtime::Handle::current(),
@@ -314,6 +322,7 @@ async fn start_sync(
         resolved.to_vec(),
         target,
         Arc::clone(printer),
+        stream,
     );
     let roots = sync_roots(roots)
         .await

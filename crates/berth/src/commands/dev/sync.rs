@@ -61,6 +61,7 @@ pub fn spawn(
     resolved: Vec<(String, Repository)>,
     target: Arc<dyn Target>,
     printer: Arc<Printer>,
+    stream: bool,
 ) -> (SyncThread, Receiver<Vec<(PathBuf, bool)>>) {
     let (commands, receive) = channel();
     let (roots_tx, roots) = channel();
@@ -68,7 +69,12 @@ pub fn spawn(
     let _ = commands.send(Command::Reload(Box::new(project), resolved, roots_tx));
     let thread = std::thread::spawn(move || {
         let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            serve(&receive, &target, &printer);
+            let part = Part {
+                target,
+                printer: Arc::clone(&printer),
+                stream,
+            };
+            serve(&receive, &part);
         }));
         // A panic is a bug; it ends this part, and the loop, told by the closed
         // channel, stops with an error instead of going on without sync.
@@ -89,7 +95,16 @@ pub fn spawn(
 const RETRY_FIRST: Duration = Duration::from_secs(1);
 const RETRY_MAX: Duration = Duration::from_secs(30);
 
-fn serve(commands: &Receiver<Command>, target: &Arc<dyn Target>, printer: &Printer) {
+/// What the sync thread works with.
+struct Part {
+    target: Arc<dyn Target>,
+    printer: Arc<Printer>,
+    /// Keep an exec stream per container for updates (see [`Session::keep_shells`]).
+    stream: bool,
+}
+
+fn serve(commands: &Receiver<Command>, part: &Part) {
+    let printer = &*part.printer;
     let mut session: Option<Session> = None;
     let mut containers: Vec<Vec<Container>> = Vec::new();
     let mut reason = "initial";
@@ -120,14 +135,7 @@ fn serve(commands: &Receiver<Command>, target: &Arc<dyn Target>, printer: &Print
             if matches!(command, Command::Containers(_)) && Some(i) != newest {
                 continue;
             }
-            let synced = handle(
-                command,
-                &mut session,
-                &mut containers,
-                &mut reason,
-                target,
-                printer,
-            );
+            let synced = handle(command, &mut session, &mut containers, &mut reason, part);
             let behind = session.as_ref().is_some_and(Session::behind);
             retry = match synced {
                 // Nothing failed this time, but a container an update missed is still
@@ -155,16 +163,13 @@ fn serve(commands: &Receiver<Command>, target: &Arc<dyn Target>, printer: &Print
 
 /// A new session for berth.yaml's rules, scanned; `None` (and an error event) when
 /// they cannot be used, until a later berth.yaml fixes them.
-fn reload(
-    project: &Project,
-    resolved: &[(String, Repository)],
-    target: &Arc<dyn Target>,
-    printer: &Printer,
-) -> Option<Session> {
+fn reload(project: &Project, resolved: &[(String, Repository)], part: &Part) -> Option<Session> {
+    let (target, printer) = (&part.target, &*part.printer);
     let built = Session::new(project, resolved, &[], Arc::clone(target), false)
         .and_then(|mut s| s.scan().map(|()| s));
     match built {
         Ok(mut new) => {
+            new.keep_shells(part.stream);
             warn_skipped(&mut new, printer);
             Some(new)
         }
@@ -188,9 +193,9 @@ fn handle(
     session: &mut Option<Session>,
     containers: &mut Vec<Vec<Container>>,
     reason: &mut &'static str,
-    target: &Arc<dyn Target>,
-    printer: &Printer,
+    part: &Part,
 ) -> Option<bool> {
+    let printer = &*part.printer;
     let error = |message: String| {
         printer.emit(Event::Error {
             stage: Stage::Sync,
@@ -199,7 +204,7 @@ fn handle(
     };
     match command {
         Command::Reload(project, resolved, roots) => {
-            let new = reload(&project, &resolved, target, printer);
+            let new = reload(&project, &resolved, part);
             // A loop that stopped waiting has ended: nothing to tell.
             let _ = roots.send(new.as_ref().map(Session::watch_roots).unwrap_or_default());
             if let Some(new) = new {
