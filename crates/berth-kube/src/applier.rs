@@ -129,7 +129,7 @@ impl<'c> Applier<'c> {
         };
         let observed = self
             .cluster
-            .observe(deployed, self.options.keep, self.watches, events)
+            .observe(deployed, self.options.keep, self.watches, None, events)
             .await;
         self.remember(observed)
     }

@@ -17,6 +17,7 @@ use berth_core::cluster::{
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use serde_json::Value;
 
+mod follow;
 mod rollout;
 
 use crate::connect::Cluster;
@@ -172,13 +173,19 @@ impl Cluster {
         force: bool,
     ) -> Result<Vec<Change>, ClusterError> {
         let objects = self.plan(desired).await?;
+        let mut listed = self.live_objects(&desired.project, &objects).await;
+        let objects = &objects;
         let changes: Vec<_> = objects
             .iter()
-            .map(|p| async {
-                let live = match self.get(&p.object).await {
-                    Ok(live) => live,
-                    Err(ClusterError::Plan(_)) => None,
-                    Err(e) => return Err(e),
+            .map(|p| (p, listed.remove(&p.object)))
+            .map(|(p, listed)| async move {
+                let live = match listed {
+                    Some(live) => Some(live),
+                    None => match self.get(&p.object).await {
+                        Ok(live) => live,
+                        Err(ClusterError::Plan(_)) => None,
+                        Err(e) => return Err(e),
+                    },
                 };
                 let (live, replaces) = match (live, desired.generated.get(&p.object.name)) {
                     (None, Some(config)) => {
@@ -196,7 +203,7 @@ impl Cluster {
                     Ok(merged) => merged,
                     // Its CRD or Namespace is part of this apply: it would be created as written.
                     Err(ClusterError::Plan(_) | ClusterError::NamespaceMissing { .. })
-                        if created_by(&objects, &p.object) =>
+                        if created_by(objects, &p.object) =>
                     {
                         p.body.clone()
                     }
@@ -364,11 +371,14 @@ impl Cluster {
                     self.record_name(&desired.project, same.record.sequence),
                 ));
                 // Only what drifted is applied again: an unchanged reconcile writes nothing.
-                let (drifted, mut fingerprints) =
-                    self.drifted(&objects, &before, &options.manager).await?;
+                let (drifted, mut fingerprints, live) = self
+                    .drifted(&desired.project, &objects, &before, &options.manager)
+                    .await?;
                 let answers = self.apply_all(&drifted, options, events).await?;
                 fingerprints.extend(fingerprints_of(&answers, &options.manager));
-                answered = workloads_of(answers);
+                // The live workloads just read are as fresh as the apply's answers.
+                answered = workloads_of(live);
+                answered.extend(workloads_of(answers));
                 let reapplied = drifted.len();
                 (same, fingerprints, Outcome::Checked { reapplied })
             }
@@ -487,44 +497,108 @@ impl Cluster {
     /// the live object: those an apply would change (someone edited a field
     /// berth sets, or deleted the object). One GET each, many at a time; no
     /// write. Also the fingerprint (for `manager`) of each object that did not drift.
+    #[allow(clippy::type_complexity)]
     async fn drifted(
         &self,
+        project: &str,
         objects: &[Planned],
         dry: &[Option<Value>],
         manager: &str,
-    ) -> Result<(Vec<Planned>, BTreeMap<ObjectRef, Fingerprint>), ClusterError> {
+    ) -> Result<
+        (
+            Vec<Planned>,
+            BTreeMap<ObjectRef, Fingerprint>,
+            BTreeMap<ObjectRef, Value>,
+        ),
+        ClusterError,
+    > {
+        let mut listed = self.live_objects(project, objects).await;
         let looks: Vec<_> = objects
             .iter()
             .zip(dry)
-            .map(|(planned, dry)| async move {
-                let Some(dry) = dry else {
-                    return Ok(Err(planned.clone()));
-                };
-                let live = self.get(&planned.object).await?;
-                let Some(live) = live else {
-                    return Ok(Err(planned.clone()));
-                };
-                let now = fingerprint(&live, manager).map(|f| (planned.object.clone(), f));
-                Ok::<_, ClusterError>(if normalise(live) == normalise(dry.clone()) {
-                    Ok(now)
-                } else {
-                    Err(planned.clone())
-                })
+            .map(|(planned, dry)| {
+                let listed = listed.remove(&planned.object);
+                async move {
+                    let Some(dry) = dry else {
+                        return Ok((None, Err(planned.clone())));
+                    };
+                    let live = match listed {
+                        Some(live) => Some(live),
+                        None => self.get(&planned.object).await?,
+                    };
+                    let Some(live) = live else {
+                        return Ok((None, Err(planned.clone())));
+                    };
+                    let now = fingerprint(&live, manager).map(|f| (planned.object.clone(), f));
+                    let same = normalise(live.clone()) == normalise(dry.clone());
+                    let live = Some((planned.object.clone(), live));
+                    Ok::<_, ClusterError>(match same {
+                        true => (live, Ok(now)),
+                        false => (live, Err(planned.clone())),
+                    })
+                }
             })
             .collect();
-        let found: Vec<Result<Option<(ObjectRef, Fingerprint)>, Planned>> = stream::iter(looks)
+        type Look = (
+            Option<(ObjectRef, Value)>,
+            Result<Option<(ObjectRef, Fingerprint)>, Planned>,
+        );
+        let found: Vec<Look> = stream::iter(looks)
             .buffered(CONCURRENCY)
             .try_collect()
             .await?;
         let mut drifted = Vec::new();
         let mut fingerprints = BTreeMap::new();
-        for look in found {
+        let mut live = BTreeMap::new();
+        for (read, look) in found {
+            live.extend(read);
             match look {
                 Ok(same) => fingerprints.extend(same),
                 Err(planned) => drifted.push(planned),
             }
         }
-        Ok((drifted, fingerprints))
+        Ok((drifted, fingerprints, live))
+    }
+
+    /// The live objects of `project` among `objects`, read with one list per kind
+    /// and namespace (by the project's label) instead of a read each. What a list
+    /// cannot give (a cluster-scoped kind, a list refused, an object whose label
+    /// was taken off) is left out, for the caller to read on its own.
+    async fn live_objects(&self, project: &str, objects: &[Planned]) -> BTreeMap<ObjectRef, Value> {
+        let selector = berth_core::cluster::project_selector(project);
+        // Owned keys: the futures below must be Send for every lifetime.
+        let mut groups: BTreeMap<(String, String, String), Vec<ObjectRef>> = BTreeMap::new();
+        for p in objects {
+            if let Some(namespace) = &p.object.namespace {
+                let key = (
+                    p.object.api_version.clone(),
+                    p.object.kind.clone(),
+                    namespace.clone(),
+                );
+                groups.entry(key).or_default().push(p.object.clone());
+            }
+        }
+        let mut live = BTreeMap::new();
+        for ((api_version, kind, namespace), wanted) in groups {
+            // Refused or failed: each object is read on its own instead.
+            let items = (self.list(&api_version, &kind, &namespace, &selector, Shape::Objects))
+                .await
+                .unwrap_or_default();
+            for item in items {
+                let name = item.pointer("/metadata/name").and_then(Value::as_str);
+                if let Some(object) = wanted.iter().find(|o| Some(o.name.as_str()) == name) {
+                    // A list's items come without these; a read's object has them, first.
+                    let mut whole = serde_json::Map::new();
+                    whole.insert("apiVersion".into(), Value::from(api_version.as_str()));
+                    whole.insert("kind".into(), Value::from(kind.as_str()));
+                    if let Value::Object(fields) = item {
+                        whole.extend(fields);
+                    }
+                    live.insert(object.clone(), Value::Object(whole));
+                }
+            }
+        }
+        live
     }
 }
 

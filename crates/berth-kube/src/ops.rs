@@ -79,7 +79,7 @@ impl Cluster {
         }
     }
 
-    async fn api(
+    pub(crate) async fn api(
         &self,
         object: &ObjectRef,
     ) -> Result<(Api<DynamicObject>, ApiResource), ClusterError> {

@@ -5,6 +5,10 @@
 use super::*;
 use crate::remember::Look;
 
+/// How long a look waits after the change that woke it, so the changes of
+/// many workloads at once are judged in one look (and said in one line).
+const LOOK_GAP: Duration = Duration::from_millis(50);
+
 impl Cluster {
     /// Waits until the CRD is Established and discovery serves its kind: the API
     /// server publishes the new resource a moment after the condition, and an
@@ -155,12 +159,14 @@ impl Cluster {
     /// generations deleted (keeping `keep`) once it succeeds. The CLI's wait and
     /// the controller's reconcile both observe through here. With `watches`
     /// (the controller), clean-up trusts `deployed`'s records and the watches'
-    /// generations instead of listing them.
+    /// generations instead of listing them. With `followed` (the CLI's wait), a
+    /// workload it shows unchanged since the last look is not read again.
     pub(crate) async fn observe(
         &self,
         deployed: &mut Deployed,
         keep: usize,
         watches: Option<&dyn Watches>,
+        followed: Option<&dyn Watches>,
         events: &mut (dyn FnMut(Event) + Send),
     ) -> Result<Settled, ClusterError> {
         let workloads: Vec<&ObjectRef> = deployed
@@ -177,7 +183,7 @@ impl Cluster {
                 &deployed.record.stale,
                 answered,
                 &mut deployed.known.looks,
-                watches,
+                watches.or(followed),
             )
             .await?;
         let Observation {
@@ -230,14 +236,32 @@ impl Cluster {
         let deadline = Instant::now() + timeout;
         let mut interval = Duration::from_millis(50);
         let mut done = std::collections::BTreeSet::new();
+        let workloads: Vec<ObjectRef> = (deployed.objects.iter())
+            .map(|p| p.object.clone())
+            .filter(|o| has_rollout(&o.kind))
+            .collect();
+        // Started after the first look, and only when something is still rolling out.
+        let mut followed: Option<follow::Followed> = None;
         loop {
+            // What the watches delivered is as fresh as a read.
+            if let Some(followed) = &followed {
+                deployed.answered.extend(followed.take());
+            }
             // The clean-up that follows a rollout is told after the rollout it follows.
             let mut deleted = Vec::new();
             let mut hold = |event: Event| match event {
                 Event::Deleted(_) => deleted.push(event),
                 other => events(other),
             };
-            let settled = self.observe(deployed, keep, None, &mut hold).await?;
+            let settled = self
+                .observe(
+                    deployed,
+                    keep,
+                    None,
+                    followed.as_ref().map(|f| f as &dyn Watches),
+                    &mut hold,
+                )
+                .await?;
             let waiting = match settled {
                 Settled::RolledOut => {
                     for p in &deployed.objects {
@@ -281,7 +305,15 @@ impl Cluster {
                     state,
                 });
             }
-            tokio::time::sleep(interval.min(deadline - now)).await;
+            // The next look when a workload changes (and what else changes within
+            // LOOK_GAP with it), else after a pause that doubles up to a second.
+            let followed = match &mut followed {
+                Some(followed) => followed,
+                None => followed.insert(self.follow(&workloads.iter().collect::<Vec<_>>()).await),
+            };
+            followed.changed(interval.min(deadline - now)).await;
+            tokio::time::sleep(LOOK_GAP.min(deadline.saturating_duration_since(Instant::now())))
+                .await;
             interval = (interval * 2).min(Duration::from_secs(1));
         }
     }

@@ -979,3 +979,45 @@ fn an_unfilled_placeholder_is_named_before_it_is_applied() {
         stderr(&render)
     );
 }
+
+#[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
+fn the_rollout_wait_reads_what_it_may_not_watch() {
+    // The wait follows the workloads with a watch; a Role without `watch` makes it
+    // read them as it looks instead, and the rollout is seen all the same.
+    let s = setup("no-watch", "");
+    s.ns.ok(&["create", "serviceaccount", "nowatch"]);
+    s.ns.ok(&[
+        "create",
+        "role",
+        "nowatch",
+        "--verb=get,list,create,patch,update,delete",
+        "--resource=configmaps,secrets,deployments.apps,services",
+    ]);
+    s.ns.ok(&[
+        "create",
+        "rolebinding",
+        "nowatch",
+        "--role=nowatch",
+        &format!("--serviceaccount={}:nowatch", s.ns.name),
+    ]);
+    let kubeconfig = s.ns.token_kubeconfig("nowatch");
+    let started = std::time::Instant::now();
+    let out = s.run_with(&kubeconfig, &["apply", "--rollout-timeout", "60"]);
+    let log = stderr(&out);
+    assert!(out.status.success(), "{log}");
+    assert!(
+        log.contains(&format!(
+            "rolled out Deployment/web (namespace {})",
+            s.ns.name
+        )),
+        "{log}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "{log}"
+    );
+}

@@ -213,14 +213,7 @@ async fn session(
         Err(_) => (loaded, Vec::new(), Vec::new()),
     };
     let workloads: Arc<Mutex<Vec<Workload>>> = Arc::new(Mutex::new(workloads));
-    let (sync, sync_roots) = start_sync(
-        &cluster,
-        &project,
-        &resolved,
-        &printer,
-        settings.stream && !settings.once,
-    )
-    .await?;
+    let (sync, sync_roots) = start_sync(&cluster, &project, &resolved, &printer, settings).await?;
 
     let (batches_tx, batches) = mpsc::channel(64);
     // Watching starts before the first apply, so no edit made during it is lost.
@@ -310,8 +303,10 @@ async fn start_sync(
     project: &Project,
     resolved: &[(String, Repository)],
     printer: &Arc<Printer>,
-    stream: bool,
+    settings: &settings::Dev,
 ) -> Result<(sync::SyncThread, Vec<(PathBuf, bool)>)> {
+    // `--once` syncs each container once: nothing to keep a stream open for.
+    let stream = settings.stream && !settings.once;
     let target = Arc::new(KubeTarget::new(
         tokio::runtime::Handle::current(),
         cluster.in_namespace(&cluster.namespace),
