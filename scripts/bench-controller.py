@@ -21,9 +21,10 @@ operators that watch all ConfigMaps do), and the same over their metadata only
   4. quiet minute: the API server's apiserver_request_total for Berths,
      ConfigMaps, Secrets, Deployments and Leases over 60 s with nothing changing;
   5. the plane's floor, with the controller stopped: the writes a reconcile of each
-     of 2,000 more Berths cannot do without (finalizer, ConfigMap and Deployment
-     applied, record created, status and an Event on rolling out and on rolled out),
-     made by 8 threads over kept-alive connections with no reads but one look at each
+     of 2,000 more Berths cannot do without (its source read, finalizer, ConfigMap and
+     Deployment applied, record created, status and an Event on rolling out and on
+     rolled out),
+     made by 8 threads over kept-alive connections with no reads but the source and one look at each
      Deployment; with kube-controller-manager's own work on those Deployments, this
      is what any tool applying the same objects would ask of this plane.
 --quick uses 70 ConfigMaps of 200 KB, 500 small ones, 500 Secrets, 10 edits and 100 Berths
@@ -196,7 +197,19 @@ def scale_requests(before, after):
     detail = ", ".join(f"{r} {v}: {n:.0f}" for (r, v), n in top)
     return (f"{sum(delta.values()):.0f} requests to the API server by every client during it "
             f"({sum(delta.values()) / BERTHS:.1f} per Berth): {writes:.0f} writes ({writes / BERTHS:.1f} per Berth), "
-            f"{dry:.0f} dry runs, {reads:.0f} reads; most: {detail}")
+            f"{dry:.0f} dry runs, {reads:.0f} reads; most: {detail}"), delta
+
+
+def by_verb_and_resource(controller, floor_):
+    """Requests per Berth by resource and verb, the controller's scale run beside the floor's."""
+    lines = ["| resource | verb | controller per Berth | floor per Berth |", "|---|---|---|---|"]
+    for key in sorted(set(controller) | set(floor_), key=lambda k: (-controller.get(k, 0), k)):
+        c, f = controller.get(key, 0) / BERTHS, floor_.get(key, 0) / BERTHS
+        if c >= 0.05 or f >= 0.05:
+            lines.append(f"| {key[0] or '-'} | {key[1]} | {c:.2f} | {f:.2f} |")
+    total_c, total_f = sum(controller.values()) / BERTHS, sum(floor_.values()) / BERTHS
+    lines.append(f"| all | all | {total_c:.1f} | {total_f:.1f} (controller / floor: {total_c / total_f:.2f}) |")
+    return "\n".join(lines)
 
 
 def floor(api, berths, namespaces, workers=8):
@@ -236,6 +249,8 @@ def floor(api, berths, namespaces, workers=8):
 
     def rolling_out(i):
         ns, name = where(i)
+        # A reconcile reads its source (the controller's label patch answers with it).
+        call("GET", f"/api/v1/namespaces/{ns}/configmaps/source-{i}", None)
         call("PATCH", f"/apis/berth.dev/v1alpha1/namespaces/{ns}/berths/{name}",
              {"metadata": {"finalizers": ["berth.dev/cleanup"]}}, "application/merge-patch+json")
         apply(f"/api/v1/namespaces/{ns}/configmaps/run-config-{i}", {
@@ -262,6 +277,9 @@ def floor(api, berths, namespaces, workers=8):
     for i in range(berths):
         ns, name = where(i)
         api.apply(f"/apis/berth.dev/v1alpha1/namespaces/{ns}/berths/{name}", berth_object(ns, name, "unused", 0))
+        api.apply(f"/api/v1/namespaces/{ns}/configmaps/source-{i}",
+                  {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"source-{i}", "namespace": ns},
+                   "data": {"run.yaml": f"n: {i}\n"}})
     before = request_counts(api, resources=None, by_dry_run=True)
     started = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
@@ -355,7 +373,7 @@ def main():
         wait("every Berth is ready", all_ready, timeout=900, every=2)
         scale = time.monotonic() - started
         scale_rss = rss_mb(controller.pid)
-        scale_asked = scale_requests(scale_before, request_counts(api, resources=None, by_dry_run=True))
+        scale_asked, scale_delta = scale_requests(scale_before, request_counts(api, resources=None, by_dry_run=True))
 
         # Settled: the controller's reconcile count stops moving.
         log = logs / "controller-scale.log"
@@ -409,7 +427,7 @@ def main():
         # 5. The plane's floor, with no controller running.
         controller.kill()
         controller.wait()
-        floor_took, floor_asked = floor(api, BERTHS, NAMESPACES)
+        floor_took, (floor_asked, floor_delta) = floor(api, BERTHS, NAMESPACES)
 
         print(f"berth controller on kube-apiserver v1.37.2 (scripts/testenv), "
               f"{'quick run' if QUICK else 'full run'}")
@@ -439,6 +457,8 @@ def main():
               f"deployments and leases by every client of the plane ({detail})")
         print(f"floor: the unavoidable writes of {BERTHS} more Berths, 8 at a time, no controller: all done "
               f"{floor_took:.1f} s (the controller took {scale / floor_took:.1f}x as long); {floor_asked}")
+        print("\nrequests by resource and verb (every client's, per Berth), the scale run beside the floor:")
+        print(by_verb_and_resource(scale_delta, floor_delta))
     finally:
         for p in processes:
             p.kill()

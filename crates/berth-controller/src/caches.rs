@@ -32,35 +32,32 @@ use serde_json::json;
 use crate::desired::SourceKind;
 use crate::types::{Berth, BerthStatus};
 
-/// The metadata stores of the controller's owned and source watches.
+/// The stores of the controller's owned and source watches: metadata, and
+/// the workloads whole but trimmed (`crate::workloads`).
 #[derive(Clone)]
 pub(crate) struct Watched {
-    pub(crate) deployments: Store<PartialObjectMeta<Deployment>>,
-    pub(crate) stateful_sets: Store<PartialObjectMeta<StatefulSet>>,
-    pub(crate) daemon_sets: Store<PartialObjectMeta<DaemonSet>>,
-    pub(crate) jobs: Store<PartialObjectMeta<Job>>,
+    pub(crate) deployments: Store<Deployment>,
+    pub(crate) stateful_sets: Store<StatefulSet>,
+    pub(crate) daemon_sets: Store<DaemonSet>,
+    pub(crate) jobs: Store<Job>,
     pub(crate) config_maps: Store<PartialObjectMeta<ConfigMap>>,
     pub(crate) secrets: Store<PartialObjectMeta<Secret>>,
     pub(crate) source_maps: Store<PartialObjectMeta<ConfigMap>>,
     pub(crate) source_secrets: Store<PartialObjectMeta<Secret>>,
 }
 
-/// The fingerprint of `meta` for `manager`, as `berth_core` reads it.
-fn of_meta<K>(meta: &PartialObjectMeta<K>, manager: &str) -> Option<Fingerprint> {
-    let metadata = &meta.metadata;
+/// The fingerprint of `object` for `manager`, as `berth_core` reads it.
+fn of_meta<K: Resource>(object: &K, manager: &str) -> Option<Fingerprint> {
+    let metadata = object.meta();
     fingerprint(
         &json!({"metadata": {"uid": metadata.uid, "managedFields": metadata.managed_fields}}),
         manager,
     )
 }
 
-fn lookup<K>(
-    store: &Store<PartialObjectMeta<K>>,
-    name: &str,
-    namespace: &str,
-) -> Option<std::sync::Arc<PartialObjectMeta<K>>>
+fn lookup<K>(store: &Store<K>, name: &str, namespace: &str) -> Option<std::sync::Arc<K>>
 where
-    PartialObjectMeta<K>: Resource<DynamicType = ()> + Clone,
+    K: Resource<DynamicType = ()> + Clone,
 {
     store.get(&reflector::ObjectRef::new(name).within(namespace))
 }
@@ -84,6 +81,27 @@ impl berth_kube::Watches for Watched {
                 lookup(&self.daemon_sets, name, namespace)?.resource_version()
             }
             ("batch/v1", "Job") => lookup(&self.jobs, name, namespace)?.resource_version(),
+            _ => None,
+        }
+    }
+
+    fn object(&self, object: &ObjectRef) -> Option<serde_json::Value> {
+        let namespace = object.namespace.as_deref()?;
+        let name = object.name.as_str();
+        // The typed objects serialise with their apiVersion and kind.
+        match (object.api_version.as_str(), object.kind.as_str()) {
+            ("apps/v1", "Deployment") => {
+                serde_json::to_value(&*lookup(&self.deployments, name, namespace)?).ok()
+            }
+            ("apps/v1", "StatefulSet") => {
+                serde_json::to_value(&*lookup(&self.stateful_sets, name, namespace)?).ok()
+            }
+            ("apps/v1", "DaemonSet") => {
+                serde_json::to_value(&*lookup(&self.daemon_sets, name, namespace)?).ok()
+            }
+            ("batch/v1", "Job") => {
+                serde_json::to_value(&*lookup(&self.jobs, name, namespace)?).ok()
+            }
             _ => None,
         }
     }

@@ -32,6 +32,7 @@ mod sources;
 mod status;
 pub mod types;
 mod uninstall;
+mod workloads;
 
 pub use context::Error;
 pub use reason::Reason;

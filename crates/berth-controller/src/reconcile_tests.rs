@@ -34,7 +34,7 @@ struct Plane {
     api: FakeApi,
     context: Arc<Context>,
     berths: Writer<Berth>,
-    deployments: Writer<PartialObjectMeta<Deployment>>,
+    deployments: Writer<Deployment>,
     config_maps: Writer<PartialObjectMeta<ConfigMap>>,
     secrets: Writer<PartialObjectMeta<Secret>>,
     source_maps: Writer<PartialObjectMeta<ConfigMap>>,
@@ -123,7 +123,16 @@ impl Plane {
         let controlled = |labels: &Value| labels[crate::CONTROLLER_LABEL] == crate::MANAGER;
         let source = |labels: &Value| labels[crate::SOURCE_LABEL] == "true";
         fill(&mut self.berths, api.objects(BERTHS));
-        fill(&mut self.deployments, meta(DEPLOYMENTS, &controlled));
+        // Workloads are watched whole (trimmed as the watch trims them).
+        let workloads: Vec<Value> = (api.objects(DEPLOYMENTS).into_iter())
+            .filter(|o| controlled(&o["metadata"]["labels"]))
+            .map(|o| {
+                let mut d: Deployment = serde_json::from_value(o).unwrap();
+                crate::workloads::Trimmed::trim(&mut d);
+                serde_json::to_value(d).unwrap()
+            })
+            .collect();
+        fill(&mut self.deployments, workloads);
         fill(&mut self.config_maps, meta(MAPS, &controlled));
         fill(&mut self.secrets, meta(SECRETS, &controlled));
         fill(&mut self.source_maps, meta(MAPS, &source));
@@ -269,6 +278,22 @@ async fn an_unchanged_berth_costs_no_write_and_no_read_of_what_the_watches_show(
     let (outcome, requests) = plane.reconcile().await;
     assert_eq!(outcome.unwrap(), Action::requeue(Again::RolledOut.after()));
     assert!(requests.is_empty(), "{requests:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workloads_status_update_is_judged_from_the_watch_not_read() {
+    let mut plane = applied().await;
+    // kube-controller-manager updates the Deployment's status: a new resourceVersion.
+    let live = plane.api.object(DEPLOYMENTS, "llama-stack").unwrap();
+    let mut status = live["status"].clone();
+    status["conditions"] = json!([{"type": "Available", "status": "True"}]);
+    plane.api.set_status(DEPLOYMENTS, "llama-stack", status);
+    let (outcome, requests) = plane.reconcile().await;
+    assert_eq!(outcome.unwrap(), Action::requeue(Again::RolledOut.after()));
+    assert!(
+        !requests.iter().any(|r| r.starts_with("GET ")),
+        "the watch holds the workload whole (trimmed): {requests:#?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -41,6 +41,7 @@ use crate::scope::api;
 use crate::serve::{Metrics, Phase};
 pub use crate::shutdown::Shutdown;
 use crate::types::Berth;
+use crate::workloads::{trim_metadata, Trimmed};
 use crate::{CONTROLLED, SOURCE_LABEL};
 
 /// Where the controller works.
@@ -261,10 +262,10 @@ fn controller(
         (store.clone(), Arc::clone(&index)),
     );
     let reporter = reporter(settings);
-    let (deployments, deployment_events) = metadata::<Deployment>(client, ns, owned());
-    let (stateful_sets, stateful_set_events) = metadata::<StatefulSet>(client, ns, owned());
-    let (daemon_sets, daemon_set_events) = metadata::<DaemonSet>(client, ns, owned());
-    let (jobs, job_events) = metadata::<Job>(client, ns, owned());
+    let (deployments, deployment_events) = workloads::<Deployment>(client, ns, owned());
+    let (stateful_sets, stateful_set_events) = workloads::<StatefulSet>(client, ns, owned());
+    let (daemon_sets, daemon_set_events) = workloads::<DaemonSet>(client, ns, owned());
+    let (jobs, job_events) = workloads::<Job>(client, ns, owned());
     let (config_maps, config_map_events) = metadata::<ConfigMap>(client, ns, owned());
     let (secrets, secret_events) = metadata::<Secret>(client, ns, owned());
     let (source_maps, source_map_events) = metadata::<ConfigMap>(client, ns, sources());
@@ -517,27 +518,56 @@ fn metadata<K>(
     impl futures_util::Stream<Item = Result<PartialObjectMeta<K>, watcher::Error>> + Send + 'static,
 )
 where
+    K: Watchable,
+{
+    let (store, writer) = kube::runtime::reflector::store();
+    let stream = watcher(api::<PartialObjectMeta<K>>(client, namespace), config)
+        .modify(|o: &mut PartialObjectMeta<K>| trim_metadata(&mut o.metadata))
+        .reflect(writer)
+        .touched_objects();
+    (store, stream)
+}
+
+/// A namespaced kind the controller watches.
+trait Watchable:
+    Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+    + Clone
+    + serde::de::DeserializeOwned
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Watchable for K where
     K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
         + Clone
         + serde::de::DeserializeOwned
         + std::fmt::Debug
         + Send
         + Sync
-        + 'static,
+        + 'static
+{
+}
+
+/// A label-selected watch of workload kind `K`, whole but [`Trimmed`], kept in a
+/// store, and its stream of touched objects for the controller.
+#[allow(clippy::type_complexity)]
+fn workloads<K>(
+    client: &Client,
+    namespace: &Option<String>,
+    config: watcher::Config,
+) -> (
+    Store<K>,
+    impl futures_util::Stream<Item = Result<K, watcher::Error>> + Send + 'static,
+)
+where
+    K: Watchable + Trimmed,
 {
     let (store, writer) = kube::runtime::reflector::store();
-    let stream = watcher(api::<PartialObjectMeta<K>>(client, namespace), config)
-        .modify(|o: &mut PartialObjectMeta<K>| {
-            o.metadata.annotations = None;
-            if let Some(fields) = o.metadata.managed_fields.as_mut() {
-                fields.retain(|f| f.manager.as_deref() == Some(crate::MANAGER));
-                for entry in fields {
-                    if let Some(v1) = entry.fields_v1.as_mut() {
-                        v1.0 = serde_json::Value::String(berth_core::cluster::fields_digest(&v1.0));
-                    }
-                }
-            }
-        })
+    let stream = watcher(api::<K>(client, namespace), config)
+        .modify(Trimmed::trim)
         .reflect(writer)
         .touched_objects();
     (store, stream)

@@ -94,10 +94,15 @@ impl FakeApi {
         state.objects.insert((collection.to_string(), name), object);
     }
 
-    /// Sets the top-level `field` of a live object as another field manager
-    /// (`kubectl edit`) would: the field's ownership moves to that manager, so
-    /// berth's managed-fields entry, and its fingerprint, change.
-    pub fn edit(&self, collection: &str, name: &str, field: &str, value: Value) {
+    /// Sets a live object's `status` as its controller would through the status
+    /// subresource (kube-controller-manager for a Deployment): a new
+    /// resourceVersion, no change to berth's managed fields.
+    pub fn set_status(&self, collection: &str, name: &str, status: Value) {
+        self.change(collection, name, |object| object["status"] = status);
+    }
+
+    /// Changes a live object with `how` and gives it a new resourceVersion.
+    fn change(&self, collection: &str, name: &str, how: impl FnOnce(&mut Value)) {
         let mut state = self.0.lock().unwrap();
         state.version += 1;
         let version = state.version.to_string();
@@ -105,18 +110,27 @@ impl FakeApi {
             .objects
             .get_mut(&(collection.to_string(), name.to_string()))
             .unwrap();
-        object[field] = value;
+        how(object);
         object["metadata"]["resourceVersion"] = json!(version);
-        let owned = format!("f:{field}");
-        let entries = object["metadata"]["managedFields"].as_array_mut().unwrap();
-        for entry in entries.iter_mut() {
-            if let Some(fields) = entry["fieldsV1"].as_object_mut() {
-                fields.remove(&owned);
+    }
+
+    /// Sets the top-level `field` of a live object as another field manager
+    /// (`kubectl edit`) would: the field's ownership moves to that manager, so
+    /// berth's managed-fields entry, and its fingerprint, change.
+    pub fn edit(&self, collection: &str, name: &str, field: &str, value: Value) {
+        self.change(collection, name, |object| {
+            object[field] = value;
+            let owned = format!("f:{field}");
+            let entries = object["metadata"]["managedFields"].as_array_mut().unwrap();
+            for entry in entries.iter_mut() {
+                if let Some(fields) = entry["fieldsV1"].as_object_mut() {
+                    fields.remove(&owned);
+                }
             }
-        }
-        entries.push(
-            json!({"manager": "kubectl-edit", "operation": "Update", "fieldsV1": {owned: {}}}),
-        );
+            entries.push(
+                json!({"manager": "kubectl-edit", "operation": "Update", "fieldsV1": {owned: {}}}),
+            );
+        });
     }
 
     async fn answer(&self, request: Request<kube::client::Body>) -> Response<Full<Bytes>> {

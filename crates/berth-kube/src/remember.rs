@@ -47,6 +47,11 @@ pub trait Watches: Sync {
     /// An object's resourceVersion as the watch shows it now (`None`: not known).
     /// Any change, its status's included, gives a new one.
     fn version(&self, object: &ObjectRef) -> Option<String>;
+    /// The object as the watch shows it now, when the watch keeps whole objects
+    /// (trimmed to what a rollout is judged by): a look needs no read then.
+    fn object(&self, _object: &ObjectRef) -> Option<serde_json::Value> {
+        None
+    }
     /// The generated configs of `kind` (`ConfigMap`, `Secret`) of `project` in
     /// `namespace` as the watch shows them, as (config, name); `None` when that
     /// is not watched.

@@ -118,7 +118,8 @@ impl Cluster {
                     if let Some(look) = seen {
                         return Ok(((*object).clone(), look));
                     }
-                    let live = match known {
+                    let watched = || watches.and_then(|w| w.object(object));
+                    let live = match known.or_else(watched) {
                         Some(live) => live,
                         None => self.get(object).await?.unwrap_or(Value::Null),
                     };

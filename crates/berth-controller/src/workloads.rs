@@ -1,0 +1,109 @@
+//! The controller's watches of the workloads it applied: whole objects, so a
+//! rollout is judged from the watch instead of a read after each of
+//! kube-controller-manager's status updates (two reads per Berth's rollout,
+//! before), each trimmed to what the controller reads — metadata as the
+//! metadata watches keep it, the replica count and the status — so memory
+//! stays near a metadata watch's: the pod template, the bulk of a workload,
+//! is dropped.
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+/// A workload kind as the controller keeps it.
+pub(crate) trait Trimmed {
+    /// Drops what neither the rollout judgement nor the fingerprints read.
+    fn trim(&mut self);
+}
+
+/// Keeps of `metadata` what the controller reads: names, labels, owner
+/// references, generation and version, and its own managed-fields entry as
+/// its digest (not annotations, which may hold a last-applied copy, nor other
+/// managers' entries).
+pub(crate) fn trim_metadata(metadata: &mut ObjectMeta) {
+    metadata.annotations = None;
+    if let Some(fields) = metadata.managed_fields.as_mut() {
+        fields.retain(|f| f.manager.as_deref() == Some(crate::MANAGER));
+        for entry in fields {
+            if let Some(v1) = entry.fields_v1.as_mut() {
+                v1.0 = serde_json::Value::String(berth_core::cluster::fields_digest(&v1.0));
+            }
+        }
+    }
+}
+
+impl Trimmed for Deployment {
+    fn trim(&mut self) {
+        trim_metadata(&mut self.metadata);
+        {
+            let spec = &mut self.spec;
+            spec.template = Default::default();
+            spec.selector = Default::default();
+        }
+    }
+}
+
+impl Trimmed for StatefulSet {
+    fn trim(&mut self) {
+        trim_metadata(&mut self.metadata);
+        {
+            let spec = &mut self.spec;
+            spec.template = Default::default();
+            spec.selector = Default::default();
+            spec.volume_claim_templates = None;
+        }
+    }
+}
+
+impl Trimmed for DaemonSet {
+    fn trim(&mut self) {
+        trim_metadata(&mut self.metadata);
+        {
+            let spec = &mut self.spec;
+            spec.template = Default::default();
+            spec.selector = Default::default();
+        }
+    }
+}
+
+impl Trimmed for Job {
+    fn trim(&mut self) {
+        trim_metadata(&mut self.metadata);
+        if let Some(spec) = self.spec.as_mut() {
+            spec.template = Default::default();
+            spec.selector = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_core::cluster::{rollout_status, Rollout};
+
+    #[test]
+    fn a_trimmed_deployment_is_judged_as_the_whole_one() {
+        let whole = serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "generation": 2, "annotations": {"big": "x"}},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}},
+                                  "spec": {"containers": [{"name": "app", "image": "x"}]}}},
+            "status": {"observedGeneration": 2, "replicas": 3, "updatedReplicas": 3,
+                       "availableReplicas": 2}
+        });
+        let mut trimmed: Deployment = serde_json::from_value(whole.clone()).unwrap();
+        trimmed.trim();
+        let trimmed = serde_json::to_value(&trimmed).unwrap();
+        assert!(trimmed["spec"]["template"]["spec"].is_null());
+        assert!(trimmed["metadata"]["annotations"].is_null());
+        assert_eq!(
+            rollout_status("Deployment", &trimmed),
+            rollout_status("Deployment", &whole)
+        );
+        assert!(matches!(
+            rollout_status("Deployment", &trimmed),
+            Rollout::Progressing(_)
+        ));
+    }
+}
