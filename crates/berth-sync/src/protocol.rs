@@ -135,7 +135,7 @@ const LONGEST_DONE_LINE: usize = 4096;
 
 /// Reads a [`session_script`] shell's output up to the [`DONE`] line that ends
 /// a frame, as it arrives in chunks of any size, in bounded memory (a step that
-/// prints without end keeps only the last [`KEPT_OUTPUT`] bytes). Empty lines
+/// prints without end keeps only the last `KEPT_OUTPUT` bytes, 256 KiB). Empty lines
 /// before a frame (keepalives echo nothing, but a step may print them) are output.
 #[derive(Debug, Default)]
 pub struct FrameOutput {
