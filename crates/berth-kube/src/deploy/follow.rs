@@ -6,7 +6,7 @@
 //! to a second late and a read of each per look.
 //!
 //! A watch that cannot start or breaks (RBAC without `watch`, a proxy that cuts
-//! long answers) is retried after a pause; meanwhile the wait reads, as before,
+//! long answers) is retried after a pause doubling to 30 s; meanwhile the wait reads, as before,
 //! whatever the watch has not shown it.
 
 use std::sync::{Arc, Mutex};
@@ -19,8 +19,11 @@ use super::*;
 
 /// How long one watch request lasts on the server before it is made again.
 const WATCH_SECONDS: u32 = 60;
-/// The pause before a watch that failed is made again.
+/// The pause before a watch that failed is made again, doubling with each
+/// failure in a row up to [`LAST_RETRY`].
 const RETRY: Duration = Duration::from_secs(1);
+/// The longest pause between failed watches.
+const LAST_RETRY: Duration = Duration::from_secs(30);
 
 /// The newest state of followed workloads, as the watches show it.
 #[derive(Default)]
@@ -119,9 +122,11 @@ async fn watch(
     let params = WatchParams::default().timeout(WATCH_SECONDS);
     // "0": the server's cache first (every object as ADDED), then each change.
     let mut version = "0".to_string();
+    let mut pause = RETRY;
     loop {
         let Ok(stream) = api.watch(&params, &version).await else {
-            tokio::time::sleep(RETRY).await;
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(LAST_RETRY);
             continue;
         };
         let mut stream = std::pin::pin!(stream);
@@ -136,10 +141,12 @@ async fn watch(
                 // 410 Gone (too old a version) or a broken stream: start again.
                 Ok(WatchEvent::Error(_)) | Err(_) => {
                     version = "0".into();
-                    tokio::time::sleep(RETRY).await;
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(LAST_RETRY);
                     break;
                 }
             };
+            pause = RETRY; // the watch works again
             if let Some(v) = &object.metadata.resource_version {
                 version.clone_from(v);
             }
