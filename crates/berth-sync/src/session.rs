@@ -18,7 +18,7 @@ use crate::protocol::{
     interpret, parse_manifest, session_script, update_script, write_frame, write_stream,
     MANIFEST_SCRIPT,
 };
-use crate::shells::{self, Shells};
+use crate::shells::{self, Broken, Shells};
 use crate::target::{Container, Selector, Target};
 use crate::tree::{hash_file, Entry, Kind, Mapping, Tree};
 
@@ -56,6 +56,8 @@ pub struct Outcome {
     pub steps: Vec<String>,
     /// Whether it worked.
     pub result: Result<(), SyncError>,
+    /// The container's warm shell broke on this update (which went over an exec).
+    pub broke: Option<Broken>,
 }
 
 /// A container thread's outcome; a panic becomes a failed outcome for that
@@ -75,6 +77,7 @@ fn joined(container: &Container, result: std::thread::Result<Outcome>) -> Outcom
                 container: container.label.clone(),
                 message,
             }),
+            broke: None,
         }
     })
 }
@@ -423,6 +426,7 @@ impl Session {
                 update: Update::default(),
                 steps: Vec::new(),
                 result: Err(e),
+                broke: None,
             },
         }
     }
@@ -472,10 +476,17 @@ impl Session {
             .map(|&i| rule.spec.run[i].cmd.as_slice())
             .collect();
         let step_names = steps.iter().map(|s| s.join(" ")).collect();
-        let warm = || self.send_warm(rule, container, &update, &indices);
+        let mut broke = None;
+        let mut warm = || match self.send_warm(rule, container, &update, &indices) {
+            Ok(sent) => sent,
+            Err(broken) => {
+                broke = Some(broken);
+                None
+            }
+        };
         let result = if self.dry_run || (update.is_empty() && steps.is_empty()) {
             Ok(())
-        } else if let Some(result) = self.warm.then(warm).flatten() {
+        } else if let Some(result) = self.warm.then(&mut warm).flatten() {
             result
         } else {
             let script = update_script(!update.writes.is_empty(), &steps);
@@ -491,18 +502,20 @@ impl Session {
             update,
             steps: step_names,
             result,
+            broke,
         }
     }
 
     /// Sends an update over the container's warm shell (see [`Shells`]).
-    /// `None` when there is no shell to use: the caller falls back to an exec.
+    /// `Ok(None)` when there is no shell to use and `Err` when it broke now: the
+    /// caller falls back to an exec.
     fn send_warm(
         &self,
         rule: &Rule,
         container: &Container,
         update: &Update,
         indices: &[usize],
-    ) -> Option<Result<(), SyncError>> {
+    ) -> Result<Option<Result<(), SyncError>>, Broken> {
         let all: Vec<&[String]> = rule.spec.run.iter().map(|s| s.cmd.as_slice()).collect();
         let out = self.shells.send(
             &*self.target,
@@ -511,12 +524,15 @@ impl Session {
             || vec!["sh".into(), "-c".into(), session_script(&all)],
             &mut |w| write_frame(update, indices, w),
         )?;
-        Some(interpret(
+        let Some(out) = out else {
+            return Ok(None);
+        };
+        Ok(Some(interpret(
             &container.label,
             &out,
             &all,
             &self.target.fallback_hint(),
-        ))
+        )))
     }
 
     /// Keeps a warm shell per container for updates while watching (podman and

