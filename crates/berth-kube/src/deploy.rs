@@ -1,5 +1,6 @@
 //! `berth apply`, `diff` and `rollback` against a cluster: server-side apply
-//! (a dry run of everything first, so a conflict or refusal changes nothing),
+//! (a dry run first, so a conflict or refusal changes nothing; berth's own
+//! configs, applied first, need none — see [`berth_core::cluster::unchecked`]),
 //! a record of each apply, rollout waits, and clean-up of config generations
 //! that only ever deletes berth's own objects, and only after success. The
 //! decisions (plan, records, rollout state) are berth-core's; this file carries
@@ -137,16 +138,22 @@ impl Cluster {
         Ok(plan(desired, &self.namespace, &scopes)?)
     }
 
-    /// A server-side dry-run apply of every object, in plan order; a missing CRD or
-    /// Namespace that the plan itself creates is expected (`None` for that object).
+    /// A server-side dry-run apply of every object but those `skipped` says, in
+    /// plan order; a missing CRD or Namespace that the plan itself creates is
+    /// expected (`None` for that object, as for one skipped).
     async fn dry_run(
         &self,
         objects: &[Planned],
+        skipped: &[bool],
         options: &ApplyOptions,
     ) -> Result<Vec<Option<Value>>, ClusterError> {
         let runs: Vec<_> = objects
             .iter()
-            .map(|p| async move {
+            .zip(skipped.iter().chain(std::iter::repeat(&false)))
+            .map(|(p, &skip)| async move {
+                if skip {
+                    return Ok(None);
+                }
                 match self
                     .apply(&p.object, &p.body, &options.manager, options.force, true)
                     .await
@@ -282,10 +289,9 @@ impl Cluster {
         let mut answers = BTreeMap::new();
         let mut rest = objects;
         while let Some(first) = rest.first() {
-            let rank = berth_core::cluster::apply_rank(&first.object.kind);
             let split = rest
                 .iter()
-                .position(|p| berth_core::cluster::apply_rank(&p.object.kind) != rank)
+                .position(|p| p.rank != first.rank)
                 .unwrap_or(rest.len());
             let (batch, later) = rest.split_at(split);
             let applies: Vec<_> = batch
@@ -366,7 +372,7 @@ impl Cluster {
             }
             Some((same, false)) => {
                 // A dry run of everything first: conflicts and refusals change nothing.
-                let before = self.dry_run(&objects, options).await?;
+                let before = self.dry_run(&objects, &[], options).await?;
                 events(Event::Unchanged(
                     self.record_name(&desired.project, same.record.sequence),
                 ));
@@ -417,8 +423,8 @@ impl Cluster {
         })
     }
 
-    /// An apply of objects no record holds yet: a dry run of everything, the
-    /// apply, and a new record (refused when the objects are more than berth
+    /// An apply of objects no record holds yet: a dry run of everything (but
+    /// berth's configs when they go first), the apply, and a new record (refused when the objects are more than berth
     /// records). The record, the fingerprints and the workloads as answered.
     async fn record_new(
         &self,
@@ -440,7 +446,9 @@ impl Cluster {
             manifest,
             rollback_of,
         } = new;
-        let before = self.dry_run(objects, options).await?;
+        // Berth's own configs, when first, need none (see `unchecked`).
+        let skipped = berth_core::cluster::unchecked(objects);
+        let before = self.dry_run(objects, &skipped, options).await?;
         if manifest.len() > RECORD_LIMIT {
             return Err(ClusterError::Record {
                 action: "record the apply".into(),

@@ -15,7 +15,9 @@ pub use fingerprint::{fields_digest, fingerprint, Fingerprint};
 pub use history::{RecordInfo, RecordStatus, Records};
 pub use observe::{judge, Observation, Settled};
 pub use path::{apply_path, untouched, ApplyPath, ReadFingerprint};
-pub use plan::{created_by, kinds_to_discover, plan, Desired, ObjectRef, PlanError, Planned};
+pub use plan::{
+    created_by, kinds_to_discover, plan, unchecked, Desired, ObjectRef, PlanError, Planned, Rank,
+};
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -59,16 +61,6 @@ pub fn label(object: &mut Value, project: &str, config: Option<&str>) {
         if let Some(config) = config {
             labels.insert(CONFIG_LABEL.into(), config.into());
         }
-    }
-}
-
-/// Apply order: Namespaces, then CustomResourceDefinitions (the objects that
-/// need them come later), then everything else in render order.
-pub fn apply_rank(kind: &str) -> u8 {
-    match kind {
-        "Namespace" => 0,
-        "CustomResourceDefinition" => 1,
-        _ => 2,
     }
 }
 
@@ -368,7 +360,6 @@ mod tests {
             )
         );
         assert!(has_rollout("Job") && !has_rollout("Service"));
-        assert!(apply_rank("Namespace") < apply_rank("CustomResourceDefinition"));
     }
 
     #[test]

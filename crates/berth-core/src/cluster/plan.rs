@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Value};
 
-use super::{apply_rank, label};
+use super::label;
 
 /// Identity of an object: what berth prints and looks up by.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -82,6 +82,38 @@ pub struct Planned {
     pub object: ObjectRef,
     /// The body sent with server-side apply (labels and namespace set).
     pub body: Value,
+    /// When it is applied.
+    pub rank: Rank,
+}
+
+/// Apply order: each rank is applied after every object of the ranks before it
+/// is, the objects of one rank side by side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Rank {
+    /// Namespaces: what the rest is created in.
+    Namespace,
+    /// CustomResourceDefinitions: the kinds of objects that come later.
+    Definition,
+    /// The ConfigMaps and Secrets berth generated: content-addressed and immutable,
+    /// there before any workload that mounts them is (so no pod starts without its
+    /// config), and first when nothing precedes them (see [`unchecked`]).
+    Generated,
+    /// Everything else, in render order.
+    Rest,
+}
+
+/// The objects a new record's apply sends without a dry run first: berth's
+/// generated configs, when they are applied before anything else (no Namespace
+/// or CRD in the plan). The dry run is there so that a conflict or a refusal
+/// changes nothing; these cannot conflict (their names are their content's
+/// hash, so an object of that name holds the same data), and a refusal of one
+/// stops the apply before any other object, all dry-run, is written. At worst
+/// a sibling config is written, which nothing mounts yet.
+pub fn unchecked(plan: &[Planned]) -> Vec<bool> {
+    let first = plan.first().map(|p| p.rank);
+    plan.iter()
+        .map(|p| first == Some(Rank::Generated) && p.rank == Rank::Generated)
+        .collect()
 }
 
 /// A plan that cannot be made.
@@ -155,8 +187,8 @@ pub fn kinds_to_discover(desired: &Desired) -> Vec<(String, String)> {
 /// Labels, namespaces and orders the objects. `scopes` holds what discovery said
 /// of each pair [`kinds_to_discover`] returned (`true`: namespaced); a kind a CRD
 /// of this apply defines takes that CRD's scope (matched by group *and* kind).
-/// Objects without a namespace get `default_namespace`. Order: Namespaces, CRDs,
-/// then the rest in render order.
+/// Objects without a namespace get `default_namespace`. Order: by [`Rank`], then
+/// render order.
 pub fn plan(
     desired: &Desired,
     default_namespace: &str,
@@ -198,6 +230,12 @@ pub fn plan(
             }
             None
         };
+        let rank = match kind.as_str() {
+            "Namespace" => Rank::Namespace,
+            "CustomResourceDefinition" => Rank::Definition,
+            _ if config.is_some() => Rank::Generated,
+            _ => Rank::Rest,
+        };
         out.push(Planned {
             object: ObjectRef {
                 api_version,
@@ -206,9 +244,10 @@ pub fn plan(
                 namespace,
             },
             body,
+            rank,
         });
     }
-    out.sort_by_key(|p| apply_rank(&p.object.kind));
+    out.sort_by_key(|p| p.rank);
     Ok(out)
 }
 
@@ -326,6 +365,57 @@ mod tests {
             .is_none());
         assert!(created_by(&p, &p[2].object), "its Namespace is in the plan");
         assert!(!created_by(&p, &p[1].object));
+    }
+
+    #[test]
+    fn generated_configs_go_before_their_workloads_and_skip_the_dry_run_only_when_first() {
+        let config = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web-config-abc"}});
+        let users =
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web-config"}});
+        let web =
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}});
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "dev"}});
+        let scopes = BTreeMap::from([
+            (("v1".to_string(), "ConfigMap".to_string()), true),
+            (("apps/v1".to_string(), "Deployment".to_string()), true),
+            (("v1".to_string(), "Namespace".to_string()), false),
+        ]);
+        let cases: [(Vec<Value>, &[&str], &[bool]); 4] = [
+            (
+                vec![web.clone(), users.clone(), config.clone()],
+                &[
+                    "ConfigMap/web-config-abc",
+                    "Deployment/web",
+                    "ConfigMap/web-config",
+                ],
+                &[true, false, false],
+            ),
+            (
+                vec![web.clone(), ns.clone(), config.clone()],
+                &[
+                    "Namespace/dev",
+                    "ConfigMap/web-config-abc",
+                    "Deployment/web",
+                ],
+                &[false, false, false],
+            ),
+            (
+                vec![web.clone(), users],
+                &["Deployment/web", "ConfigMap/web-config"],
+                &[false, false],
+            ),
+            (vec![], &[], &[]),
+        ];
+        for (objects, order, skipped) in cases {
+            let p = plan(&desired(objects), "dev", &scopes).unwrap();
+            let names: Vec<String> = p
+                .iter()
+                .map(|p| format!("{}/{}", p.object.kind, p.object.name))
+                .collect();
+            assert_eq!(names, order);
+            assert_eq!(unchecked(&p), skipped, "{order:?}");
+        }
+        assert!(Rank::Namespace < Rank::Definition && Rank::Definition < Rank::Generated);
     }
 
     #[test]

@@ -698,12 +698,18 @@ fn cluster_errors_are_clear() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
         stderr(&out).starts_with(&format!(
-            "error: forbidden: RBAC does not allow `patch` on `configmaps` in namespace `{ns}`"
+            "error: forbidden: RBAC does not allow `patch` on `deployments.apps` in namespace `{ns}`"
         )),
         "{}",
         stderr(&out)
     );
+    // The Deployment's dry run is refused before anything is written (the generated
+    // config, which needs no dry run, would go first).
     assert!(s.ns.get("deployments", "web").is_none());
+    assert_eq!(
+        s.ns.ok(&["get", "configmaps", "-l", "berth.dev/project", "-o", "name"]),
+        ""
+    );
 
     let out = s.run(&["rollback"]);
     assert_eq!(out.status.code(), Some(1));
