@@ -301,6 +301,8 @@ def main():
                           check=True).stdout.strip().splitlines()[-1]
     kubeconfig = line.removeprefix("export KUBECONFIG=")
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"), "KUBECONFIG": kubeconfig}
+    # glibc's allocator setting, passed on to compare RSS with fewer arenas.
+    env.update({k: v for k, v in os.environ.items() if k == "MALLOC_ARENA_MAX"})
     api = Api(kubeconfig)
     processes = []
     try:

@@ -248,7 +248,7 @@ fn controller(
     let (store, writer) = kube::runtime::reflector::store();
     let berths = kube::runtime::reflector(
         writer,
-        watcher(api::<Berth>(client, ns), watcher::Config::default()),
+        watcher(api::<Berth>(client, ns), watcher::Config::default()).modify(Trimmed::trim),
     )
     .applied_objects()
     .predicate_filter(trigger, PredicateConfig::default());

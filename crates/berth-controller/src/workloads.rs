@@ -4,7 +4,7 @@
 //! before), each trimmed to what the controller reads — metadata as the
 //! metadata watches keep it, the replica count and the status — so memory
 //! stays near a metadata watch's: the pod template, the bulk of a workload,
-//! is dropped.
+//! is dropped. The `Berth` watch is trimmed here too, of its managed fields.
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
@@ -28,6 +28,30 @@ pub(crate) fn trim_metadata(metadata: &mut ObjectMeta) {
             if let Some(v1) = entry.fields_v1.as_mut() {
                 v1.0 = serde_json::Value::String(berth_core::cluster::fields_digest(&v1.0));
             }
+        }
+    }
+}
+
+/// kubectl's copy of what `kubectl apply` (client-side) last applied: the
+/// whole object again, kept in a Berth's annotations.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// A `Berth` as the controller keeps it: without managed fields (nothing reads
+/// them; the status is applied server-side, the finalizer patched with a test
+/// of the list), and with kubectl's last-applied copy replaced by its hash — an
+/// annotation's change still starts a reconcile (`runtime::trigger`), and the
+/// spec is not kept twice. Measured at 500 Berths: the Berth store was the
+/// controller's largest heap consumer (heaptrack), its entries mostly
+/// managed fields.
+impl Trimmed for crate::types::Berth {
+    fn trim(&mut self) {
+        use std::hash::{Hash, Hasher};
+        self.metadata.managed_fields = None;
+        let copy = (self.metadata.annotations.as_mut()).and_then(|a| a.get_mut(LAST_APPLIED));
+        if let Some(copy) = copy {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            copy.hash(&mut hasher);
+            *copy = format!("hash:{:016x}", hasher.finish());
         }
     }
 }
@@ -80,6 +104,30 @@ impl Trimmed for Job {
 mod tests {
     use super::*;
     use berth_core::cluster::{rollout_status, Rollout};
+
+    #[test]
+    fn a_trimmed_berth_keeps_no_managed_fields_and_hashes_kubectls_copy() {
+        let berth = |copy: &str| {
+            let mut berth: crate::types::Berth = serde_json::from_value(serde_json::json!({
+                "apiVersion": "berth.dev/v1alpha1", "kind": "Berth",
+                "metadata": {"name": "web", "namespace": "a",
+                             "annotations": {LAST_APPLIED: copy, "note": "kept"},
+                             "managedFields": [{"manager": "kubectl", "operation": "Update",
+                                                "fieldsV1": {"f:spec": {}}}]},
+                "spec": {"workloads": []}
+            }))
+            .unwrap();
+            berth.trim();
+            berth
+        };
+        let (one, again, other) = (berth("{\"a\":1}"), berth("{\"a\":1}"), berth("{\"a\":2}"));
+        assert!(one.metadata.managed_fields.is_none());
+        let annotations = one.metadata.annotations.as_ref().unwrap();
+        assert_eq!(annotations["note"], "kept");
+        assert!(annotations[LAST_APPLIED].starts_with("hash:"));
+        assert_eq!(one.metadata.annotations, again.metadata.annotations);
+        assert_ne!(one.metadata.annotations, other.metadata.annotations);
+    }
 
     #[test]
     fn a_trimmed_deployment_is_judged_as_the_whole_one() {
