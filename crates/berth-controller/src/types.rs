@@ -222,37 +222,47 @@ pub enum CaFormat {
     Jks,
 }
 
-/// A runtime whose variables `inject` sets (berth.yaml's `inject.runtimes`).
-#[derive(schemars::JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Runtime {
-    /// `SSL_CERT_FILE`, and `SSL_CERT_DIR` for the hashed directory.
-    Openssl,
-    /// `REQUESTS_CA_BUNDLE` and `SSL_CERT_FILE`.
-    Python,
-    /// `NODE_EXTRA_CA_CERTS`.
-    Node,
-    /// `SSL_CERT_FILE`.
-    Go,
-    /// `CURL_CA_BUNDLE`.
-    Curl,
-    /// A PKCS#12 truststore through `JAVA_TOOL_OPTIONS` (appended to).
-    Java,
-}
+/// A runtime whose variables `inject` sets (berth.yaml's `inject.runtimes`):
+/// core's [`berth_core::project::Runtime`] itself, so berth.yaml and a `Berth`
+/// name the same set, spelt by the same [`name`](berth_core::project::Runtime::name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Runtime(pub berth_core::project::Runtime);
 
-/// The CRD's enum is core's, spelled for the schema: berth.yaml and a `Berth`
-/// inject through the same [`berth_core::project::Runtime`].
 impl From<Runtime> for berth_core::project::Runtime {
     fn from(runtime: Runtime) -> Self {
-        use berth_core::project::Runtime as Core;
-        match runtime {
-            Runtime::Openssl => Core::Openssl,
-            Runtime::Python => Core::Python,
-            Runtime::Node => Core::Node,
-            Runtime::Go => Core::Go,
-            Runtime::Curl => Core::Curl,
-            Runtime::Java => Core::Java,
-        }
+        runtime.0
+    }
+}
+
+impl Serialize for Runtime {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.0.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Runtime {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        berth_core::project::Runtime::parse(&name)
+            .map(Runtime)
+            .ok_or_else(|| {
+                let names = berth_core::project::Runtime::names().join(", ");
+                serde::de::Error::custom(format!("unknown runtime `{name}`: one of {names}"))
+            })
+    }
+}
+
+impl schemars::JsonSchema for Runtime {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Runtime".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A runtime whose variables `inject` sets (berth.yaml's `inject.runtimes`).",
+            "type": "string",
+            "enum": berth_core::project::Runtime::names(),
+        })
     }
 }
 
@@ -433,18 +443,18 @@ mod tests {
 
     #[test]
     fn the_crds_runtimes_are_cores_by_name() {
-        let crd = [
-            Runtime::Openssl,
-            Runtime::Python,
-            Runtime::Node,
-            Runtime::Go,
-            Runtime::Curl,
-            Runtime::Java,
-        ];
-        for runtime in crd {
-            let core: berth_core::project::Runtime = runtime.into();
-            assert_eq!(serde_json::to_value(runtime).unwrap(), core.name());
+        for core in berth_core::project::Runtime::ALL {
+            let json = serde_json::to_value(Runtime(core)).unwrap();
+            assert_eq!(json, core.name());
+            assert_eq!(
+                serde_json::from_value::<Runtime>(json).unwrap(),
+                Runtime(core)
+            );
         }
-        assert_eq!(crd.len(), berth_core::project::Runtime::ALL.len());
+        let unknown = serde_json::from_value::<Runtime>("perl".into()).unwrap_err();
+        assert!(
+            unknown.to_string().contains("one of openssl, python"),
+            "{unknown}"
+        );
     }
 }
