@@ -490,6 +490,10 @@ fn a_copy_in_a_shared_base_is_reported_once_naming_the_profiles() {
 /// profiles, each copy said four times); it is one copy, said once naming both profiles,
 /// while two copies in one object stay two.
 #[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
 fn a_copy_in_a_shared_kustomize_base_is_reported_once_whatever_its_output_line() {
     crate::common::require_program(crate::common::Group::Tools, "kubectl");
     let dir = project("name: shop\nimages:\n  web: {image: 'ghcr.io/acme/web:v1'}\nprofiles:\n  a: [{kustomize: a}]\n  b: [{kustomize: b}]\n");
