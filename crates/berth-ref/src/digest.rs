@@ -118,7 +118,9 @@ fn is_algorithm_grammar(s: &str) -> bool {
 
 impl fmt::Display for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.algorithm.as_str(), self.hex)
+        f.write_str(self.algorithm.as_str())?;
+        f.write_str(":")?;
+        f.write_str(&self.hex)
     }
 }
 

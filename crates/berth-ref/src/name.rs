@@ -66,8 +66,13 @@ impl Repository {
 }
 
 impl fmt::Display for Repository {
+    // Written piece by piece, not with `write!`: a Makefile prints hundreds of
+    // references per call (`berth images --output env`), and the format
+    // machinery (padding checks per argument) cost more than the text.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.domain, self.path)
+        f.write_str(&self.domain)?;
+        f.write_str("/")?;
+        f.write_str(&self.path)
     }
 }
 
@@ -214,10 +219,17 @@ impl Reference {
     /// Replaces everything before the last path component with `prefix`:
     /// `ghcr.io/llm-d/x:t` with `quay.io/me` becomes `quay.io/me/x:t`.
     pub fn with_prefix(&self, prefix: &RegistryPrefix) -> Result<Reference, RefError> {
-        let name = format!("{}/{}", prefix.0, self.repository.last_component());
-        let moved = Reference::parse(&name)?;
+        // The prefix parsed as a name below it; a valid name's last component
+        // is valid below any prefix, so only the length is left to check.
+        let path = [prefix.path.as_str(), self.repository.last_component()].concat();
+        if path.len() > MAX_PATH_LEN {
+            return Err(RefError::PathTooLong { len: path.len() });
+        }
         Ok(Reference {
-            repository: moved.repository,
+            repository: Repository {
+                domain: prefix.domain.clone(),
+                path,
+            },
             tag: self.tag.clone(),
             digest: self.digest.clone(),
         })
@@ -260,9 +272,16 @@ impl Reference {
 
 impl fmt::Display for Reference {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut out = self.repository.to_string();
-        self.push_tag_and_digest(&mut out);
-        f.write_str(&out)
+        fmt::Display::fmt(&self.repository, f)?;
+        if let Some(tag) = &self.tag {
+            f.write_str(":")?;
+            f.write_str(tag.as_str())?;
+        }
+        if let Some(digest) = &self.digest {
+            f.write_str("@")?;
+            fmt::Display::fmt(digest, f)?;
+        }
+        Ok(())
     }
 }
 
@@ -275,8 +294,19 @@ impl FromStr for Reference {
 
 /// A registry prefix such as `quay.io/me` or `localhost:5000`: what replaces
 /// everything before an image's last path component.
+///
+/// It keeps what a name below it normalizes to (its domain, and its path with
+/// `library/` where Docker Hub adds it), so that moving a reference under it
+/// is two copies, not a parse: a Makefile's `IMAGE_REGISTRY` moves every
+/// member of every family on every `berth images` call.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct RegistryPrefix(String);
+pub struct RegistryPrefix {
+    text: String,
+    domain: String,
+    /// The normalized path before the last component, with its trailing `/`
+    /// (`me/`, `library/`), or empty.
+    path: String,
+}
 
 impl RegistryPrefix {
     /// Parses a prefix; one trailing `/` is allowed and dropped.
@@ -307,18 +337,24 @@ impl RegistryPrefix {
                 path: trimmed.to_string(),
             }));
         }
-        Ok(RegistryPrefix(trimmed.to_string()))
+        let Repository { domain, mut path } = probe.repository;
+        path.truncate(path.len() - 1); // the probe's `x`
+        Ok(RegistryPrefix {
+            text: trimmed.to_string(),
+            domain,
+            path,
+        })
     }
 
     /// The prefix as given, without a trailing `/`.
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.text
     }
 }
 
 impl fmt::Display for RegistryPrefix {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.text)
     }
 }
 

@@ -409,3 +409,39 @@ fn a_sha256_output_is_spelled_as_go_digest_spells_it() {
     assert_eq!(Digest::parse(&digest.to_string()).unwrap(), digest);
     assert_eq!(lower_hex(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
 }
+
+/// `with_prefix` moves a reference as parsing the prefix and its last
+/// component together would, Docker Hub's `library/` and the length limit
+/// included, without parsing each time.
+#[test]
+fn a_prefix_moves_a_reference_as_parsing_the_joined_name_would() {
+    let long = format!("quay.io/{}", "a".repeat(250));
+    for prefix in [
+        "quay.io/me",
+        "docker.io",
+        "index.docker.io",
+        "docker.io/me",
+        "me",
+        "me/team",
+        "localhost:5000",
+        "localhost",
+        "reg.example.com:8443/a/b/",
+        long.as_str(),
+    ] {
+        let parsed = RegistryPrefix::parse(prefix).unwrap();
+        let digested = format!("quay.io/x/y/z@sha256:{H64}");
+        for reference in ["nginx:1", "ghcr.io/acme/web-app:v2", digested.as_str()] {
+            let reference = Reference::parse(reference).unwrap();
+            let joined = format!(
+                "{}/{}",
+                prefix.strip_suffix('/').unwrap_or(prefix),
+                reference.repository().last_component()
+            );
+            let expected = Reference::parse(&joined).map(|moved| moved.repository().clone());
+            let moved = reference
+                .with_prefix(&parsed)
+                .map(|r| r.repository().clone());
+            assert_eq!(moved, expected, "{prefix} + {reference}");
+        }
+    }
+}

@@ -140,7 +140,7 @@ impl Loader<'_> {
         if !valid_name {
             return Err(self.invalid(key, "images", name, "a component name starts with a letter and has only letters, digits, `-`, `_` and `.`"));
         }
-        let context = format!("images.{name}");
+        let context = super::load::child_key("images", name);
         let entries = self.fields(node, &context, COMPONENT_KEYS)?;
         let mut image = None;
         let mut same_as: Option<(String, Pos)> = None;
@@ -169,7 +169,7 @@ impl Loader<'_> {
         };
         let mut matches = Vec::new();
         for (k, v) in entries {
-            let key = format!("{context}.{}", k.as_str().unwrap_or_default());
+            let key = super::load::child_key(&context, k.as_str().unwrap_or_default());
             match k.as_str().unwrap_or_default() {
                 "image" => image = Some((self.reference(v, &key)?, v.pos)),
                 "env" => component.env = self.variable(v, &key)?,

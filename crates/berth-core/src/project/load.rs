@@ -543,3 +543,14 @@ impl Loader<'_> {
         Ok(())
     }
 }
+
+/// `parent.child`, the key a message names: built with `push_str`, as the
+/// loader makes one per field of every component and variant and `format!`
+/// costs several times as much (`scripts/bench-variants.py`).
+pub(super) fn child_key(parent: &str, child: &str) -> String {
+    let mut key = String::with_capacity(parent.len() + 1 + child.len());
+    key.push_str(parent);
+    key.push('.');
+    key.push_str(child);
+    key
+}

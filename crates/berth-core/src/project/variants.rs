@@ -42,7 +42,7 @@ impl Variant {
 
     /// `<NAME>_<VARIANT>_IMAGE`: the variable `berth images` and `berth env` give it.
     pub fn variable(&self, component: &str) -> String {
-        default_variable(&format!("{component}_{}", self.name), "IMAGE")
+        default_variable(&[component, "_", &self.name].concat(), "IMAGE")
     }
 }
 
@@ -85,10 +85,10 @@ impl Loader<'_> {
                     "`default` names the component's own `image:`; give the variant another name",
                 ));
             }
-            let here = format!("{context}.{name}");
+            let here = super::load::child_key(context, name);
             let (mut image, mut tag_suffix, mut platform, mut resource) = (None, None, None, None);
             for (k, v) in self.fields(value, &here, VARIANT_KEYS)? {
-                let key = format!("{here}.{}", k.as_str().unwrap_or_default());
+                let key = super::load::child_key(&here, k.as_str().unwrap_or_default());
                 match k.as_str().unwrap_or_default() {
                     "image" => image = Some(self.reference(v, &key)?),
                     "tagSuffix" => tag_suffix = Some(self.tag_suffix(v, &key)?),

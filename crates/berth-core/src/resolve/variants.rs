@@ -230,22 +230,28 @@ pub(super) fn base(
     let (family_reference, family_origins) = family;
     let here = Origin::Project {
         file: file.clone(),
-        component: format!("{}.variants.{}", component.name, variant.name).into(),
+        component: [component.name.as_str(), ".variants.", &variant.name]
+            .concat()
+            .into(),
     };
-    let mut reference = variant.image.clone();
     let mut tag_origin = here.clone();
-    if !variant.own_tag() {
-        reference = reference.without_digest();
-        if let Some(tag) = family_reference.tag() {
-            let text = format!("{tag}{}", variant.tag_suffix.as_deref().unwrap_or_default());
-            if let Ok(tag) = berth_ref::Tag::parse(&text) {
-                reference = reference.with_tag(tag);
-            }
-        }
+    // One copy of the member's reference, whichever way it goes (`with_tag`
+    // drops the digest too): this runs for every member of every family.
+    let reference = if variant.own_tag() {
+        variant.image.clone()
+    } else {
         if let Some(origin) = &family_origins.tag {
             tag_origin = origin.clone();
         }
-    }
+        let suffix = variant.tag_suffix.as_deref().unwrap_or_default();
+        let tag = family_reference
+            .tag()
+            .and_then(|tag| berth_ref::Tag::parse(&[tag.as_str(), suffix].concat()).ok());
+        match tag {
+            Some(tag) => variant.image.with_tag(tag),
+            None => variant.image.without_digest(),
+        }
+    };
     let origins = Origins {
         registry: here.clone(),
         name: here.clone(),

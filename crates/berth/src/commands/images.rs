@@ -12,13 +12,21 @@ pub fn run(args: &Images, resolution: &Resolution<'_>) -> Result<()> {
     let format = args.output;
     let images = &resolution.images;
     let variables = resolution.variables();
-    let line = |f: &dyn Fn(&str, &str) -> String| -> String {
-        variables.iter().map(|(var, image)| f(var, image)).collect()
+    // One string, pushed to piece by piece: a Makefile runs this on every call,
+    // and a `format!` per line cost more than the rest of the output.
+    let lines = |pieces: &dyn Fn(&str, &str, &mut String)| -> String {
+        let mut out = String::with_capacity(variables.len() * 80);
+        for (var, image) in &variables {
+            pieces(var, image, &mut out);
+        }
+        out
     };
     let text = match format {
-        ImagesFormat::Env => line(&|var, image| format!("{var}={image}\n")),
-        ImagesFormat::Shell => line(&|var, image| format!("export {var}={}\n", shell_quote(image))),
-        ImagesFormat::Make => line(&|var, image| format!("{var} := {image}\n")),
+        ImagesFormat::Env => lines(&|var, image, out| push_all(out, &[var, "=", image, "\n"])),
+        ImagesFormat::Shell => lines(&|var, image, out| {
+            push_all(out, &["export ", var, "=", &shell_quote(image), "\n"])
+        }),
+        ImagesFormat::Make => lines(&|var, image, out| push_all(out, &[var, " := ", image, "\n"])),
         ImagesFormat::Json => {
             let mut s = serde_json::to_string_pretty(&structured(images))?;
             s.push('\n');
@@ -102,6 +110,10 @@ fn distinct(resolution: &Resolution<'_>) -> Vec<String> {
 }
 
 /// Single quotes for POSIX shells; a `'` inside becomes `'\''`.
+fn push_all(out: &mut String, pieces: &[&str]) {
+    pieces.iter().for_each(|piece| out.push_str(piece));
+}
+
 fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
