@@ -89,10 +89,13 @@ impl Setup {
 
 /// The processes of the exec streams `berth sync` keeps open into `s`'s pods:
 /// kwok runs each exec as a local `sh -c SCRIPT`, whose script (berth's session
-/// script, with this test's own step in it) names the test's `runs` file.
+/// script, with this test's own step in it) names the test's `runs` file. A
+/// shell's own subshells (a pipeline or `$(…)` while it applies an update) carry
+/// the same command line until they exec: they are not streams, and are left
+/// out by their parent being one.
 fn stream_shells(s: &Setup) -> Vec<u32> {
     let runs = s.target.path().join("runs").display().to_string();
-    let mut pids = Vec::new();
+    let mut shells = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
@@ -100,10 +103,23 @@ fn stream_shells(s: &Setup) -> Vec<u32> {
         let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
         let cmdline = String::from_utf8_lossy(&cmdline);
         if cmdline.contains("run_step()") && cmdline.contains(&runs) {
-            pids.push(pid);
+            shells.push((pid, parent_of(pid)));
         }
     }
-    pids
+    let pids: Vec<u32> = shells.iter().map(|(pid, _)| *pid).collect();
+    shells
+        .into_iter()
+        .filter(|(_, parent)| !parent.is_some_and(|p| pids.contains(&p)))
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// `pid`'s parent, from `/proc/PID/stat` (the field after the state, which
+/// follows the parenthesised command name); `None` once it has exited.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, after_name) = stat.rsplit_once(')')?;
+    after_name.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Waits (30 s at most) until `check` holds, saying `what` and the sync log if not.
