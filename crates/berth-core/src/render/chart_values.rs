@@ -101,6 +101,19 @@ impl ChartValues {
         })
     }
 
+    /// The chart's own values tree and each subchart's, with the key a values path
+    /// of the parent reaches it under (`""` for the chart's own): what `[drift]`
+    /// compares and `berth update` edits alike.
+    pub fn defaults(&self) -> Vec<(&str, &Layer, &Node)> {
+        let own = self.own.iter().map(|(layer, tree)| ("", layer, tree));
+        let dependencies = (self.dependencies.iter()).filter_map(|(key, values)| {
+            values
+                .as_ref()
+                .map(|(layer, tree)| (key.as_str(), layer, tree))
+        });
+        own.chain(dependencies).collect()
+    }
+
     /// Whether the chart has a place for the dotted `path`: its own values (or a layer given to
     /// it) hold the path or its parent mapping, or the path is under `global` or a
     /// dependency's key (a subchart's values are its own business).
@@ -121,6 +134,18 @@ impl ChartValues {
 /// The node at the dotted `path` of a mapping.
 pub fn lookup<'n>(node: &'n Node, path: &str) -> Option<&'n Node> {
     path.split('.').try_fold(node, |node, key| node.get(key))
+}
+
+/// The node at the parent's values `path` in a tree read under `prefix` (a
+/// subchart's key, `""` for the chart's own): `epp.image.tag` is `image.tag` in
+/// the `epp` subchart's values, and in no other subchart's.
+pub fn lookup_under<'n>(tree: &'n Node, prefix: &str, path: &str) -> Option<&'n Node> {
+    let inner = if prefix.is_empty() {
+        path
+    } else {
+        path.strip_prefix(prefix)?.strip_prefix('.')?
+    };
+    lookup(tree, inner)
 }
 
 /// `prefix.key`, or `key` at the top: a values path one level down.
@@ -268,31 +293,14 @@ fn disowned(chart: &ChartValues, image: &ResolvedImage<'_>, all: &[&ResolvedImag
 /// berth deploys. One `[drift]` warning per place, at the values file's line.
 pub fn default_drift(chart: &ChartValues, resolution: &Resolution<'_>, file: &str) -> Vec<Warning> {
     let mut out = Vec::new();
-    let mut trees: Vec<(&str, &Layer, &Node)> = Vec::new(); // (prefix, file, values)
-    if let Some((name, tree)) = &chart.own {
-        trees.push(("", name, tree));
-    }
-    for (key, values) in &chart.dependencies {
-        if let Some((name, tree)) = values {
-            trees.push((key, name, tree));
-        }
-    }
+    let trees = chart.defaults(); // (prefix, file, values)
     let all: Vec<&ResolvedImage<'_>> = resolution.images.iter().collect();
     for image in all.iter().copied().filter(|i| belongs(chart, i, &all)) {
         let c = image.component;
         let has = |p: HelmPart| c.helm_values.iter().any(|(q, _)| *q == p);
         for (part, path) in &c.helm_values {
             for (prefix, name, tree) in &trees {
-                // A values path as this tree (the chart's own, or a subchart's) holds it.
-                let inner = |path: &'_ str| -> Option<String> {
-                    if prefix.is_empty() {
-                        Some(path.to_string())
-                    } else {
-                        let rest = path.strip_prefix(prefix)?.strip_prefix('.')?;
-                        Some(rest.to_string())
-                    }
-                };
-                let Some(found) = inner(path).and_then(|p| lookup(tree, &p)) else {
+                let Some(found) = lookup_under(tree, prefix, path) else {
                     continue;
                 };
                 let Some(text) = found.as_str() else { continue };
@@ -304,8 +312,8 @@ pub fn default_drift(chart: &ChartValues, resolution: &Resolution<'_>, file: &st
                 let registry = has(HelmPart::Registry).then(|| {
                     (c.helm_values.iter())
                         .find(|(p, _)| *p == HelmPart::Registry)
-                        .and_then(|(_, registry)| inner(registry))
-                        .and_then(|p| lookup(tree, &p)?.as_str().map(str::to_string))
+                        .and_then(|(_, registry)| lookup_under(tree, prefix, registry))
+                        .and_then(|n| n.as_str().map(str::to_string))
                         .filter(|r| !r.is_empty())
                 });
                 let app_version = chart.app_version.as_deref().filter(|_| prefix.is_empty());

@@ -28,7 +28,7 @@ use crate::configs::Generated;
 use crate::resolve::Resolution;
 use crate::suggest::hint;
 pub use chart_values::{
-    child_path, default_drift, dotted_keys, for_charts, leaves, lookup, merge_values,
+    child_path, default_drift, dotted_keys, for_charts, leaves, lookup, lookup_under, merge_values,
     values_for_charts, ChartValues, Layer,
 };
 pub use family::{Contradiction, Resources, VariantConflict};

@@ -4,7 +4,7 @@
 //! component's `helmValues:` paths. Found from the same readings validate makes.
 
 use berth_core::project::HelmPart;
-use berth_core::render::{lookup, Layer};
+use berth_core::render::{lookup, lookup_under, Layer};
 use berth_core::{Component, Project};
 use berth_update::Edit;
 
@@ -87,25 +87,14 @@ fn chart_values(
         .collect();
     let mut out = Vec::new();
     for (_, values) in crate::helm::local::charts(project, &manifests) {
-        let mut trees: Vec<(&str, &Layer, &berth_yaml::Node)> = Vec::new();
-        if let Some((layer, tree)) = &values.own {
-            trees.push(("", layer, tree));
-        }
-        for (key, dependency) in &values.dependencies {
-            if let Some((layer, tree)) = dependency {
-                trees.push((key, layer, tree));
-            }
-        }
+        // The chart's defaults, then the values files given to it (`set:` is
+        // berth.yaml's own, below).
+        let mut trees = values.defaults();
         trees.extend(values.given.iter().map(|(layer, tree)| ("", layer, tree)));
         for (prefix, layer, tree) in trees {
             let Layer::File(file) = layer else { continue };
             for (part, path) in &c.helm_values {
-                let inner = if prefix.is_empty() {
-                    Some(path.as_str())
-                } else {
-                    path.strip_prefix(prefix).and_then(|p| p.strip_prefix('.'))
-                };
-                let Some(node) = inner.and_then(|p| lookup(tree, p)) else {
+                let Some(node) = lookup_under(tree, prefix, path) else {
                     continue;
                 };
                 if holds(c, part, node, old) {
