@@ -6,7 +6,7 @@
 //! the media types and the credential type. Here: the client and its manifest and
 //! blob operations; `auth` authenticates, `transport` sends, retries and classifies.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
@@ -20,7 +20,7 @@ use reqwest::{Response, StatusCode};
 use sha2::{Digest as _, Sha256};
 
 mod auth;
-mod referrers;
+pub(crate) mod referrers;
 pub use referrers::Referrer;
 mod signatures;
 pub use signatures::{Signature, Signatures, SIGNATURE_ANNOTATION};
@@ -115,6 +115,9 @@ pub struct Registry {
     tokens: Mutex<HashMap<(String, String, bool), Credential>>,
     /// Per registry host, what its `/v2/` asks for.
     challenges: Mutex<HashMap<String, Challenge>>,
+    /// Registry hosts that answered the referrers API with 404: they have none
+    /// (a registry with it never answers 404), so it is not asked again.
+    without_referrers: Mutex<HashSet<String>>,
 }
 
 impl Registry {
@@ -158,6 +161,7 @@ impl Registry {
             credentials: Mutex::new(HashMap::new()),
             tokens: Mutex::new(HashMap::new()),
             challenges: Mutex::new(HashMap::new()),
+            without_referrers: Mutex::new(HashSet::new()),
         })
     }
 

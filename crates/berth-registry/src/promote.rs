@@ -11,6 +11,8 @@ use tokio::sync::Semaphore;
 
 use crate::{Registry, RegistryError};
 
+mod referrers;
+
 /// Blobs copied at once per image.
 const BLOB_CONCURRENCY: usize = 4;
 
@@ -68,12 +70,32 @@ pub async fn copy_image(
     progress: Arc<dyn Progress>,
 ) -> Result<Copied, RegistryError> {
     let (bytes, digest) = registry.manifest(source).await?;
-    copy_manifest(&registry, source, target, &bytes, &stats, &progress).await?;
+    copy_fetched(
+        &registry,
+        source,
+        target,
+        (&bytes, digest),
+        &stats,
+        &progress,
+    )
+    .await
+}
+
+/// [`copy_image`] for a manifest already read: its bytes and digest.
+async fn copy_fetched(
+    registry: &Arc<Registry>,
+    source: &Reference,
+    target: &Reference,
+    (bytes, digest): (&[u8], Digest),
+    stats: &Arc<Stats>,
+    progress: &Arc<dyn Progress>,
+) -> Result<Copied, RegistryError> {
+    copy_manifest(registry, source, target, bytes, stats, progress).await?;
     // Children and blobs are in place; now the top manifest, by tag, byte for byte.
-    let media_type = media_type(&bytes);
-    registry.push_manifest(target, &bytes, &media_type).await?;
+    let media_type = media_type(bytes);
+    registry.push_manifest(target, bytes, &media_type).await?;
     stats.manifests.fetch_add(1, Ordering::Relaxed);
-    let json: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let json: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
     // copy_manifest read every listed digest already; one it could not use failed the copy.
     let platforms = (json.get("manifests").and_then(Value::as_array).into_iter())
         .flatten()
@@ -89,9 +111,9 @@ pub async fn copy_image(
 pub const ATTACHED_SUFFIXES: [&str; 4] = [".sig", ".att", ".sbom", ""];
 
 /// Copies, from `source`'s repository to `target`'s, every artifact attached by
-/// tag ([`ATTACHED_SUFFIXES`]) to the copied image and, for an index, to each of
-/// its platform manifests (`cosign sign --recursive`), digests preserved; returns
-/// how many there were. `skopeo copy` and `crane copy` leave these behind, and
+/// tag ([`ATTACHED_SUFFIXES`]) or listed by the OCI 1.1 referrers API to the
+/// copied image and, for an index, to each of its platform manifests (`cosign sign
+/// --recursive`), digests preserved; returns how many there were. `skopeo copy` and `crane copy` leave these behind, and
 /// `cosign verify` at the destination then finds nothing.
 pub async fn copy_attached(
     registry: Arc<Registry>,
@@ -118,6 +140,8 @@ async fn attached_to(
     progress: &Arc<dyn Progress>,
 ) -> Result<usize, RegistryError> {
     let mut copied = 0;
+    // What the referrers tag scheme's index listed, carried with it.
+    let mut indexed = Vec::new();
     for suffix in ATTACHED_SUFFIXES {
         let tag = format!("{}-{}{suffix}", digest.algorithm().as_str(), digest.hex());
         let tag =
@@ -128,7 +152,7 @@ async fn attached_to(
             Err(RegistryError::NotFound { .. }) => continue,
             Err(e) => return Err(e),
         }
-        copy_image(
+        let carried = copy_image(
             Arc::clone(registry),
             &from,
             &to,
@@ -136,9 +160,21 @@ async fn attached_to(
             Arc::clone(progress),
         )
         .await?;
+        if suffix.is_empty() {
+            indexed = carried.platforms;
+        }
         copied += 1;
     }
+    let ends = Ends { source, target };
+    copied += referrers::copy_listed(registry, ends, digest, &indexed, stats, progress).await?;
     Ok(copied)
+}
+
+/// Where a copy reads and where it writes.
+#[derive(Clone, Copy)]
+struct Ends<'a> {
+    source: &'a Reference,
+    target: &'a Reference,
 }
 
 /// The manifest's media type: its own field, or what its shape says.

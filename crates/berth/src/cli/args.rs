@@ -438,7 +438,7 @@ pub struct PromoteArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// Copy the images alone, without the signatures, attestations and SBOMs attached to
-    /// them by tag (cosign's `sha256-<hex>.sig`/`.att`/`.sbom`, the OCI referrers tag).
+    /// them (cosign's `sha256-<hex>.sig`/`.att`/`.sbom` tags, OCI 1.1 referrers).
     #[arg(long)]
     pub no_signatures: bool,
 }
@@ -463,7 +463,7 @@ pub struct MirrorArgs {
     #[arg(long)]
     pub project_only: bool,
     /// Copy the images alone, without the signatures, attestations and SBOMs attached to
-    /// them by tag (cosign's `sha256-<hex>.sig`/`.att`/`.sbom`, the OCI referrers tag).
+    /// them (cosign's `sha256-<hex>.sig`/`.att`/`.sbom` tags, OCI 1.1 referrers).
     #[arg(long)]
     pub no_signatures: bool,
     /// OpenShift's `mirrorSourcePolicy` on every entry (default: OpenShift's,

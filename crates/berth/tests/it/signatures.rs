@@ -17,7 +17,7 @@ use common::{berth, project};
 
 /// Runs `program` (a cosign) in `dir` with `args`, no key password and `dir` as its
 /// home; fails the test with cosign's stderr when it fails.
-fn cosign_ok(program: &Path, dir: &Path, args: &[&str]) {
+pub(crate) fn cosign_ok(program: &Path, dir: &Path, args: &[&str]) {
     let out = Command::new(program)
         .args(args)
         .current_dir(dir)
@@ -34,7 +34,7 @@ fn cosign_ok(program: &Path, dir: &Path, args: &[&str]) {
 }
 
 /// `cosign2 generate-key-pair` in `dir` as `PREFIX.key` / `PREFIX.pub`, no password.
-fn key_pair(cosign: &Path, dir: &Path, prefix: &str) {
+pub(crate) fn key_pair(cosign: &Path, dir: &Path, prefix: &str) {
     cosign_ok(
         cosign,
         dir,
@@ -60,7 +60,7 @@ fn sign(cosign: &Path, dir: &Path, prefix: &str, image: &str) {
 
 /// Signs `image@digest` with cosign 3 and `PREFIX.key`: a sigstore bundle attached as a
 /// referrer, under a signing config without a transparency log (nothing is reachable here).
-fn sign3(cosign: &Path, dir: &Path, prefix: &str, image: &str) {
+pub(crate) fn sign3(cosign: &Path, dir: &Path, prefix: &str, image: &str) {
     if !dir.join("no-log.json").exists() {
         cosign_ok(
             cosign,
@@ -82,7 +82,7 @@ fn sign3(cosign: &Path, dir: &Path, prefix: &str, image: &str) {
     cosign_ok(cosign, dir, &args);
 }
 
-fn digest_of(registry: &TestRegistry, repository: &str, tag: &str) -> String {
+pub(crate) fn digest_of(registry: &TestRegistry, repository: &str, tag: &str) -> String {
     let out = Command::new("skopeo")
         .args(["inspect", "--tls-verify=false", "--format", "{{.Digest}}"])
         .arg(format!("docker://{}/{repository}:{tag}", registry.host))
@@ -96,7 +96,7 @@ fn digest_of(registry: &TestRegistry, repository: &str, tag: &str) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
-fn pin(root: &Path, registry: &TestRegistry) -> (Option<i32>, String) {
+pub(crate) fn pin(root: &Path, registry: &TestRegistry) -> (Option<i32>, String) {
     let out = berth(root)
         .args(["pin", "--insecure-registry", &registry.host])
         .output()
@@ -260,7 +260,7 @@ fn promote_carrying(root: &Path, host: &str, artifacts: usize) {
     assert!(stderr.contains(&said), "{stderr}");
 }
 
-fn cosign_verifies(cosign: &Path, dir: &Path, what: &str, image: &str) -> bool {
+pub(crate) fn cosign_verifies(cosign: &Path, dir: &Path, what: &str, image: &str) -> bool {
     let mut command = Command::new(cosign);
     command.arg(what).args([
         "--key",
@@ -373,23 +373,7 @@ fn promote_and_mirror_carry_signatures_and_attestations_where_skopeo_copy_does_n
     ));
 
     // The same image copied by skopeo: the signature stays behind, and cosign says so.
-    let out = Command::new("skopeo")
-        .args([
-            "copy",
-            "--all",
-            "--quiet",
-            "--src-tls-verify=false",
-            "--dest-tls-verify=false",
-        ])
-        .arg(format!("docker://{source}"))
-        .arg(format!("docker://{host}/skopeo/web:v1"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    skopeo_copy(&source, &format!("{host}/skopeo/web:v1"));
     assert!(!cosign_verifies(
         &cosign,
         keys.path(),
@@ -420,6 +404,19 @@ fn promote_and_mirror_carry_signatures_and_attestations_where_skopeo_copy_does_n
         "verify",
         &format!("{host}/bare/web@{digest}")
     ));
+}
+
+/// `skopeo copy --all` of `source` to `target` (both plain HTTP), which must succeed.
+pub(crate) fn skopeo_copy(source: &str, target: &str) {
+    let out = Command::new("skopeo")
+        .args(["copy", "--all", "--quiet"])
+        .args(["--src-tls-verify=false", "--dest-tls-verify=false"])
+        .arg(format!("docker://{source}"))
+        .arg(format!("docker://{target}"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "skopeo copy: {stderr}");
 }
 
 /// A test CA (`root.pem`) and a leaf for `identity` from `issuer` (Fulcio's issuer

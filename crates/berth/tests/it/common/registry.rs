@@ -1,4 +1,5 @@
-//! A real OCI registry (Debian's `docker-registry`) for tests: started on
+//! A real OCI registry (Debian's `docker-registry`, or go-containerregistry's
+//! where a test needs the OCI 1.1 referrers API) for tests: started on
 //! 127.0.0.1 with a random port and temporary storage, stopped on drop; and
 //! test images built as OCI layouts and pushed with `skopeo copy`.
 #![allow(dead_code)]
@@ -52,6 +53,41 @@ impl TestRegistry {
         TestRegistry::start_with(None, Some(realm))
     }
 
+    /// Starts `program`, a registry with the OCI 1.1 referrers API
+    /// ([`super::testenv::Plane::referrers_registry`]: go-containerregistry's,
+    /// in memory), in place of docker-registry, which has no such API.
+    pub fn start_referrers(program: &Path) -> TestRegistry {
+        require_program(Group::Registry, "skopeo");
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let mut command = Command::new(program);
+        command.args(["--addr", &format!("127.0.0.1:{port}")]);
+        TestRegistry::spawn(command, dir, port, None)
+    }
+
+    /// Runs `command` (a registry on `port`, logging to `dir/registry.log`) and waits
+    /// until it answers.
+    fn spawn(
+        mut command: Command,
+        dir: tempfile::TempDir,
+        port: u16,
+        creds: Option<String>,
+    ) -> TestRegistry {
+        let child = command
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("registry.log")).unwrap())
+            .spawn()
+            .unwrap();
+        let registry = TestRegistry {
+            child,
+            host: format!("127.0.0.1:{port}"),
+            dir,
+            creds,
+        };
+        registry.wait_ready();
+        registry
+    }
+
     fn start_with(basic_auth: Option<(&str, &str)>, realm: Option<&str>) -> TestRegistry {
         require_program(Group::Registry, "docker-registry");
         require_program(Group::Registry, "skopeo");
@@ -94,21 +130,9 @@ impl TestRegistry {
         }
         let config_path = dir.path().join("config.yml");
         std::fs::write(&config_path, config).unwrap();
-        let child = Command::new("docker-registry")
-            .arg("serve")
-            .arg(&config_path)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.path().join("registry.log")).unwrap())
-            .spawn()
-            .unwrap();
-        let registry = TestRegistry {
-            child,
-            host: format!("127.0.0.1:{port}"),
-            dir,
-            creds,
-        };
-        registry.wait_ready();
-        registry
+        let mut command = Command::new("docker-registry");
+        command.arg("serve").arg(&config_path);
+        TestRegistry::spawn(command, dir, port, creds)
     }
 
     fn wait_ready(&self) {
@@ -124,7 +148,7 @@ impl TestRegistry {
             std::thread::sleep(Duration::from_millis(50));
         }
         let log = std::fs::read_to_string(self.dir.path().join("registry.log")).unwrap_or_default();
-        panic!("docker-registry did not start on {}:\n{log}", self.host);
+        panic!("the registry did not start on {}:\n{log}", self.host);
     }
 
     /// Pushes an image built by [`Layout`] as `name:tag`; returns its digest as the registry serves it.

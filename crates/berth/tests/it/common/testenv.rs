@@ -130,6 +130,12 @@ impl Plane {
         self.beside_kubectl("BERTH_TEST_COSIGN3", "cosign3")
     }
 
+    /// A registry with the OCI 1.1 referrers API (go-containerregistry's, built by
+    /// `scripts/testenv build`): `BERTH_TEST_REFERRERS_REGISTRY`, else the one beside kubectl.
+    pub fn referrers_registry(&self) -> PathBuf {
+        self.beside_kubectl("BERTH_TEST_REFERRERS_REGISTRY", "referrers-registry")
+    }
+
     /// The program `variable` names, else `name` beside the plane's kubectl.
     fn beside_kubectl(&self, variable: &str, name: &str) -> PathBuf {
         let program = std::env::var_os(variable)
