@@ -518,22 +518,11 @@ fn check_schema(
 
 pub(crate) use berth_core::time::rfc3339;
 
-/// What `berth` wants in `namespace` at time `now` (seconds since the epoch),
-/// from the sources read for it. Certificates that are expired or not yet valid
-/// are problems here (a controller has no one to warn).
-pub fn plan(
-    berth: &Berth,
-    namespace: &str,
-    sources: &Sources,
-    trust: Option<&[TrustBundle]>,
-    pins: &Pins,
-    now: i64,
-) -> Result<Plan, Problem> {
-    parse(berth, namespace)?.plan(berth, sources, trust, pins, now)
-}
-
 impl Parsed {
-    /// [`plan`] from the spec parsed once.
+    /// What `berth` wants in its namespace at time `now` (seconds since the
+    /// epoch), from the sources read for it, with the spec parsed once
+    /// ([`parse`]). Certificates that are expired or not yet valid are problems
+    /// here (a controller has no one to warn).
     pub fn plan(
         &self,
         berth: &Berth,

@@ -104,7 +104,7 @@ fn a_config_from_a_configmap_becomes_a_hashed_object_the_workload_uses() {
         "my-run-yaml",
         &[("run.yaml", b"version: 3\n")],
     )]);
-    let again = super::plan(&b, "team-a", &changed, None, &Pins::new(), NOW).unwrap();
+    let again = plan_with(&b, "team-a", &changed, None, &Pins::new(), NOW).unwrap();
     assert_ne!(again.configs[0].object, plan.configs[0].object);
 }
 
@@ -218,7 +218,7 @@ fn ca_bundles_merge_sources_inject_and_refuse_keys() {
         "/etc/ssl/certs/berth/trusted-ca/ca-bundle.crt"
     );
     // The same sources after the certificates' notAfter (2030-01-01).
-    let later = super::plan(&b, "team-a", &s, None, &Pins::new(), 1_900_000_000).unwrap_err();
+    let later = plan_with(&b, "team-a", &s, None, &Pins::new(), 1_900_000_000).unwrap_err();
     assert_eq!(later.reason, Reason::ExpiredCertificate);
     assert!(
         later.message.contains("expired on") && later.message.contains("replace it"),
@@ -229,7 +229,7 @@ fn ca_bundles_merge_sources_inject_and_refuse_keys() {
         "trusted-ca-bundle",
         &[("ca-bundle.crt", format!("{platform}{key}").as_bytes())],
     )]);
-    let err = super::plan(&b, "team-a", &with_key, None, &Pins::new(), NOW).unwrap_err();
+    let err = plan_with(&b, "team-a", &with_key, None, &Pins::new(), NOW).unwrap_err();
     assert_eq!(err.reason, Reason::PrivateKeyInSource);
     assert!(
         !err.message.contains("PRIVATE KEY-----\nMI"),
@@ -266,7 +266,19 @@ fn workloads_stay_in_the_namespace_and_are_workloads() {
 
 /// `plan` with no pins (most tests pin nothing).
 fn plan(b: &Berth, namespace: &str, s: &Sources, now: i64) -> Result<Plan, Problem> {
-    super::plan(b, namespace, s, None, &Pins::new(), now)
+    plan_with(b, namespace, s, None, &Pins::new(), now)
+}
+
+/// The plan the reconciler makes: the spec parsed, then planned.
+fn plan_with(
+    b: &Berth,
+    namespace: &str,
+    s: &Sources,
+    trust: Option<&[TrustBundle]>,
+    pins: &Pins,
+    now: i64,
+) -> Result<Plan, Problem> {
+    super::parse(b, namespace)?.plan(b, s, trust, pins, now)
 }
 
 #[test]
@@ -295,7 +307,7 @@ fn pinned_components_get_a_digest_recorded_in_status_until_the_image_changes() {
         Reason::PinFailed
     );
     let pins: Pins = [("server".to_string(), Digest::parse(&digest).unwrap())].into();
-    let planned = super::plan(&b, "team-a", &Sources::new(), None, &pins, NOW).unwrap();
+    let planned = plan_with(&b, "team-a", &Sources::new(), None, &pins, NOW).unwrap();
     let pinned = format!("docker.io/llamastack/distribution-starter:0.2.1@{digest}");
     assert_eq!(planned.images[0].image, pinned);
     let container = &planned.desired.objects[1]["spec"]["template"]["spec"]["containers"][0];
@@ -372,7 +384,7 @@ fn trust_bundle_sources_read_the_watched_objects_and_every_runtime_is_injected()
         pem: pem.clone(),
     };
     let watched = [bundle("x.io:corp:a", "corp")];
-    let planned = super::plan(
+    let planned = plan_with(
         &b,
         "team-a",
         &Sources::new(),
@@ -399,7 +411,7 @@ fn trust_bundle_sources_read_the_watched_objects_and_every_runtime_is_injected()
     );
     // Only the signer's other labels: missing, and said so.
     let other = [bundle("x.io:corp:b", "other")];
-    let err = super::plan(
+    let err = plan_with(
         &b,
         "team-a",
         &Sources::new(),

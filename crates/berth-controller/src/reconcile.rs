@@ -1,5 +1,5 @@
 //! One reconcile of a `Berth`: level-triggered. It reads the resource's
-//! sources, asks berth-core for the desired objects (`desired::plan`), applies
+//! sources, asks berth-core for the desired objects (`desired::Parsed::plan`), applies
 //! them with berth-kube's one apply path (field manager `berth-controller`,
 //! owner references to the `Berth`), observes the rollouts through the same
 //! `observe` as `berth apply --wait`, and writes the status, with an Event when

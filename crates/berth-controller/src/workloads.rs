@@ -56,39 +56,24 @@ impl Trimmed for crate::types::Berth {
     }
 }
 
-impl Trimmed for Deployment {
-    fn trim(&mut self) {
-        trim_metadata(&mut self.metadata);
-        {
-            let spec = &mut self.spec;
-            spec.template = Default::default();
-            spec.selector = Default::default();
+/// The workloads whose spec is not optional: their pod template and selector go
+/// (the rollout reads neither), and any further field named.
+macro_rules! trimmed_workload {
+    ($kind:ty $(, $also:ident)*) => {
+        impl Trimmed for $kind {
+            fn trim(&mut self) {
+                trim_metadata(&mut self.metadata);
+                self.spec.template = Default::default();
+                self.spec.selector = Default::default();
+                $(self.spec.$also = None;)*
+            }
         }
-    }
+    };
 }
 
-impl Trimmed for StatefulSet {
-    fn trim(&mut self) {
-        trim_metadata(&mut self.metadata);
-        {
-            let spec = &mut self.spec;
-            spec.template = Default::default();
-            spec.selector = Default::default();
-            spec.volume_claim_templates = None;
-        }
-    }
-}
-
-impl Trimmed for DaemonSet {
-    fn trim(&mut self) {
-        trim_metadata(&mut self.metadata);
-        {
-            let spec = &mut self.spec;
-            spec.template = Default::default();
-            spec.selector = Default::default();
-        }
-    }
-}
+trimmed_workload!(Deployment);
+trimmed_workload!(StatefulSet, volume_claim_templates);
+trimmed_workload!(DaemonSet);
 
 impl Trimmed for Job {
     fn trim(&mut self) {

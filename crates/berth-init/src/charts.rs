@@ -149,11 +149,7 @@ pub(super) fn release_name(name: &str) -> String {
 }
 
 fn release(name: &str) -> String {
-    let mut out: String = name
-        .to_ascii_lowercase()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
+    let mut out = crate::names::dashed(name);
     out.truncate(53);
     let out = out.trim_matches('-').to_string();
     if out.is_empty() {

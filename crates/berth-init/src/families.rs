@@ -175,15 +175,7 @@ fn name_members(members: &mut [Member]) {
 
 /// `text` as a DNS label: lowercase letters, digits and `-`, at most 63.
 pub(crate) fn label(text: &str) -> String {
-    let lowered: String = (text.chars())
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
+    let lowered = crate::names::dashed(text);
     let trimmed = lowered.trim_matches('-');
     trimmed
         .chars()

@@ -577,11 +577,7 @@ pub fn normalize(path: &str) -> String {
 
 /// A DNS label from a directory name.
 fn project_name(dir: &str) -> String {
-    let name: String = dir
-        .to_ascii_lowercase()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
+    let name = names::dashed(dir);
     let name = name.trim_matches('-');
     if name.is_empty() {
         "project".into()

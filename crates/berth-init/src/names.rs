@@ -2,16 +2,21 @@
 //! path component, decided for all at once so that none collides with another's name or
 //! variables.
 
+/// `text` lower-cased, anything but an ASCII letter or digit as `-`: the first
+/// step of every name init makes (components, profiles, releases, labels).
+pub(crate) fn dashed(text: &str) -> String {
+    (text.chars())
+        .map(|c| match c.is_ascii_alphanumeric() {
+            true => c.to_ascii_lowercase(),
+            false => '-',
+        })
+        .collect()
+}
+
 /// A component name from a variable (`EPP_IMAGE` → `epp`) or a repository's
 /// last path component.
 pub(super) fn component_name(text: &str) -> String {
-    let mut name: String = text
-        .trim_end_matches("_IMAGE")
-        .trim_end_matches("_IMG")
-        .to_ascii_lowercase()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
+    let mut name = dashed(text.trim_end_matches("_IMAGE").trim_end_matches("_IMG"));
     name = name.trim_matches('-').to_string();
     if !name.starts_with(|c: char| c.is_ascii_alphabetic()) {
         name = format!("c-{name}");
@@ -88,11 +93,7 @@ const PROFILE_MAX: usize = 63;
 /// `-3` when another profile has it. Never empty, never over 63 characters (#46 item 5).
 pub(crate) fn profile_name(path: &str, taken: &[String]) -> String {
     let label = |text: &str| -> String {
-        let mapped: String = text
-            .to_ascii_lowercase()
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-            .collect();
+        let mapped = dashed(text);
         let mut out = String::new();
         for c in mapped.chars() {
             if c != '-' || !out.ends_with('-') {

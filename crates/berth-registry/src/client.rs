@@ -270,21 +270,33 @@ impl Registry {
         image: &Reference,
         digest: &Digest,
     ) -> Result<Vec<u8>, RegistryError> {
-        let url = self.url(image, &format!("blobs/{digest}"));
+        let bytes = (self.get_bounded(image, &format!("blobs/{digest}"), None)).await?;
+        let actual = digest_of(&bytes);
+        if &actual != digest {
+            let said = format!("the registry served blob {digest} with content of digest {actual}");
+            return Err(self.other(image, said));
+        }
+        Ok(bytes)
+    }
+
+    /// What `image`'s repository serves at `path` (a small blob, a referrers index),
+    /// read with the manifest bound.
+    pub(crate) async fn get_bounded(
+        &self,
+        image: &Reference,
+        path: &str,
+        accept: Option<&str>,
+    ) -> Result<Vec<u8>, RegistryError> {
+        let url = self.url(image, path);
         self.retry(image, || async {
             let response = self
-                .send(image, RegistryOperation::Pull, |c| c.get(&url))
+                .send(image, RegistryOperation::Pull, |c| match accept {
+                    Some(accept) => c.get(&url).header(ACCEPT, accept),
+                    None => c.get(&url),
+                })
                 .await?;
             let response = self.expect(image, response, &[StatusCode::OK]).await?;
-            let bytes = self.read_manifest(image, response).await?;
-            let actual = digest_of(&bytes);
-            if &actual != digest {
-                return Err(Attempt::Fail(self.other(
-                    image,
-                    format!("the registry served blob {digest} with content of digest {actual}"),
-                )));
-            }
-            Ok(bytes)
+            self.read_manifest(image, response).await
         })
         .await
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::{anyhow, bail, Result};
 use berth_core::lock::{Lock, LockEntry};
 use berth_core::Resolution;
-use berth_registry::{Pin, Platform, Registry};
+use berth_registry::{Pin, Pinned, Platform, Registry, RegistryError};
 
 use crate::settings::Registry as RegistrySettings;
 
@@ -21,6 +21,17 @@ pub fn pin(
     resolution: &Resolution<'_>,
 ) -> Result<Lock> {
     pin_components(registry, settings, resolution, &|_| true)
+}
+
+/// Pins each reference as asked, `settings.concurrency` at a time; one result each,
+/// in order.
+pub fn pin_each(
+    registry: &Arc<Registry>,
+    settings: &RegistrySettings,
+    asked: Vec<(berth_ref::Reference, Pin)>,
+) -> Result<Vec<Result<Pinned, RegistryError>>> {
+    let pinning = berth_registry::pin_all(Arc::clone(registry), asked, settings.concurrency);
+    Ok(crate::runtime::get()?.block_on(pinning))
 }
 
 /// [`pin`] for the components `wanted` accepts (`berth update` re-pins those it moved).
@@ -47,12 +58,7 @@ pub fn pin_components(
             (w.reference.clone(), pin)
         })
         .collect();
-    let runtime = crate::runtime::get()?;
-    let results = runtime.block_on(berth_registry::pin_all(
-        Arc::clone(registry),
-        to_fetch,
-        settings.concurrency,
-    ));
+    let results = pin_each(registry, settings, to_fetch)?;
     let mut fetched = results.into_iter();
     let mut entries = Vec::new();
     let mut failures = Vec::new();

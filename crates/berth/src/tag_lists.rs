@@ -5,11 +5,27 @@
 use std::sync::Arc;
 
 use anyhow::{anyhow, Result};
+use berth_core::resolve::ResolvedImage;
+use berth_core::Resolution;
 use berth_ref::Reference;
 use berth_registry::{DockerConfig, Registry};
 use berth_update::Tags;
 
 use crate::settings::Registry as RegistrySettings;
+
+/// What `outdated` and `update` read first: the images `components` names (every
+/// one when none), a client, and each of their repositories' tags.
+pub fn chosen_and_tags<'r, 'p>(
+    resolution: &'r Resolution<'p>,
+    components: &[String],
+    settings: &RegistrySettings,
+) -> Result<(Vec<&'r ResolvedImage<'p>>, Arc<Registry>, Tags)> {
+    let images = berth_update::chosen(resolution, components)?;
+    let registry = client(settings)?;
+    let repositories = berth_update::repositories(images.iter().copied());
+    let tags = read_tags(&registry, settings, repositories)?;
+    Ok((images, registry, tags))
+}
 
 /// A client with the registry flags' options and the Docker config's credentials.
 pub fn client(settings: &RegistrySettings) -> Result<Arc<Registry>> {

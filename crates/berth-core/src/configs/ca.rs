@@ -239,17 +239,13 @@ fn generated_bundle(shape: &BundleShape, certificates: &[Certificate]) -> Genera
         let store = super::truststore::pkcs12(&ders, password);
         binary_data.push((PKCS12_KEY.to_string(), b64.encode(store)));
     }
-    let content_sha256 = hash::content_sha256(&hash::HashInput {
+    let input = hash::HashInput {
         kind: "ConfigMap",
         secret_type: None,
         data: &data,
         binary_data: &binary_data,
-    });
-    let name = if shape.hash {
-        format!("{}-{}", shape.name, hash::suffix(&content_sha256))
-    } else {
-        shape.name.clone()
     };
+    let (name, content_sha256) = hash::name_and_hash(&shape.name, shape.hash, &input);
     Generated {
         base_name: shape.name.clone(),
         name,

@@ -41,6 +41,17 @@ pub fn content_sha256(input: &HashInput<'_>) -> String {
     berth_ref::lower_hex(&Sha256::digest(go_json(input).as_bytes()))
 }
 
+/// A config's name and content hash: `BASE-<suffix>` when `hashed` (kustomize's
+/// content-addressed name), else `BASE` as written.
+pub fn name_and_hash(base: &str, hashed: bool, input: &HashInput<'_>) -> (String, String) {
+    let content_sha256 = content_sha256(input);
+    let name = match hashed {
+        true => format!("{base}-{}", suffix(&content_sha256)),
+        false => base.to_string(),
+    };
+    (name, content_sha256)
+}
+
 /// The 10-character name suffix.
 pub fn suffix(sha256_hex: &str) -> String {
     sha256_hex

@@ -253,17 +253,13 @@ pub fn from_entries(
     data.sort();
     binary.sort();
     let secret_type = secret.then(|| shape.secret_type.clone().unwrap_or_else(|| "Opaque".into()));
-    let content_sha256 = hash::content_sha256(&hash::HashInput {
+    let input = hash::HashInput {
         kind: shape.kind.as_str(),
         secret_type: secret_type.as_deref(),
         data: &data,
         binary_data: &binary,
-    });
-    let name = if shape.hash {
-        format!("{}-{}", shape.name, hash::suffix(&content_sha256))
-    } else {
-        shape.name.clone()
     };
+    let (name, content_sha256) = hash::name_and_hash(&shape.name, shape.hash, &input);
     Ok(Generated {
         base_name: shape.name.clone(),
         name,

@@ -553,18 +553,23 @@ impl Project {
     }
 }
 
-/// `<NAME>_<SUFFIX>`: upper-cased, `-` and `.` as `_`.
+/// `<NAME>_<SUFFIX>`, the name given by [`variable_part`].
 pub fn default_variable(component: &str, suffix: &str) -> String {
-    let mut var: String = component
-        .chars()
-        .map(|c| match c {
-            '-' | '.' => '_',
-            c => c.to_ascii_uppercase(),
-        })
-        .collect();
+    let mut var = variable_part(component);
     var.push('_');
     var.push_str(suffix);
     var
+}
+
+/// `name` as part of a variable's name: upper-cased, anything but an ASCII
+/// letter or digit as `_` (`remote-vllm.v2` → `REMOTE_VLLM_V2`).
+pub fn variable_part(name: &str) -> String {
+    (name.chars())
+        .map(|c| match c.is_ascii_alphanumeric() {
+            true => c.to_ascii_uppercase(),
+            false => '_',
+        })
+        .collect()
 }
 
 fn is_variable_name(s: &str) -> bool {

@@ -211,15 +211,7 @@ impl Rule<'_> {
 
     /// The variable that carries the stores' password: one per bundle.
     fn password_variable(&self) -> String {
-        let name: String = (self.bundle.name.chars())
-            .map(|c| {
-                if c.is_ascii_alphanumeric() {
-                    c.to_ascii_uppercase()
-                } else {
-                    '_'
-                }
-            })
-            .collect();
+        let name = crate::project::variable_part(&self.bundle.name);
         format!("BERTH_TRUSTSTORE_PASSWORD_{name}")
     }
 }

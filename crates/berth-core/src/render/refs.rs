@@ -58,55 +58,57 @@ impl Site {
 /// `env[].valueFrom`, `imagePullSecrets`): the one list of places, for the
 /// rewriter and for [`referenced`].
 pub fn for_each_reference(spec: &mut Node, f: &mut dyn FnMut(&mut Node, Site)) {
+    use Site::*;
     for_each_volume(spec, &mut |volume| {
-        if let Some(holder) = volume.get_mut("configMap") {
-            f(holder, Site::VolumeConfigMap);
-        }
-        if let Some(holder) = volume.get_mut("secret") {
-            f(holder, Site::VolumeSecret);
-        }
-        if let Some(sources) = volume
+        holders(
+            volume,
+            [("configMap", VolumeConfigMap), ("secret", VolumeSecret)],
+            f,
+        );
+        let projected = volume
             .get_mut("projected")
-            .and_then(|p| p.get_mut("sources"))
-            .and_then(Node::as_seq_mut)
-        {
-            for source in sources {
-                if let Some(holder) = source.get_mut("configMap") {
-                    f(holder, Site::ProjectedConfigMap);
-                }
-                if let Some(holder) = source.get_mut("secret") {
-                    f(holder, Site::ProjectedSecret);
-                }
-            }
+            .and_then(|p| p.get_mut("sources"));
+        for source in projected.and_then(Node::as_seq_mut).into_iter().flatten() {
+            let sites = [
+                ("configMap", ProjectedConfigMap),
+                ("secret", ProjectedSecret),
+            ];
+            holders(source, sites, f);
         }
     });
     for_each_container(spec, &mut |container| {
-        if let Some(items) = container.get_mut("envFrom").and_then(Node::as_seq_mut) {
-            for item in items {
-                if let Some(holder) = item.get_mut("configMapRef") {
-                    f(holder, Site::EnvFromConfigMap);
-                }
-                if let Some(holder) = item.get_mut("secretRef") {
-                    f(holder, Site::EnvFromSecret);
-                }
-            }
+        let env_from = container.get_mut("envFrom").and_then(Node::as_seq_mut);
+        for item in env_from.into_iter().flatten() {
+            holders(
+                item,
+                [
+                    ("configMapRef", EnvFromConfigMap),
+                    ("secretRef", EnvFromSecret),
+                ],
+                f,
+            );
         }
-        if let Some(items) = container.get_mut("env").and_then(Node::as_seq_mut) {
-            for item in items {
-                if let Some(from) = item.get_mut("valueFrom") {
-                    if let Some(holder) = from.get_mut("configMapKeyRef") {
-                        f(holder, Site::ConfigMapKeyRef);
-                    }
-                    if let Some(holder) = from.get_mut("secretKeyRef") {
-                        f(holder, Site::SecretKeyRef);
-                    }
-                }
-            }
+        let env = container.get_mut("env").and_then(Node::as_seq_mut);
+        for from in (env.into_iter().flatten()).filter_map(|item| item.get_mut("valueFrom")) {
+            let sites = [
+                ("configMapKeyRef", ConfigMapKeyRef),
+                ("secretKeyRef", SecretKeyRef),
+            ];
+            holders(from, sites, f);
         }
     });
     if let Some(items) = spec.get_mut("imagePullSecrets").and_then(Node::as_seq_mut) {
         for item in items {
-            f(item, Site::ImagePullSecret);
+            f(item, ImagePullSecret);
+        }
+    }
+}
+
+/// Calls `f` with each field of `node` that `sites` names, as its site.
+fn holders(node: &mut Node, sites: [(&str, Site); 2], f: &mut dyn FnMut(&mut Node, Site)) {
+    for (field, site) in sites {
+        if let Some(holder) = node.get_mut(field) {
+            f(holder, site);
         }
     }
 }
@@ -276,42 +278,23 @@ impl<'a> ConfigRewriter<'a> {
         let mut missing = Vec::new();
         for_each_reference(spec, &mut |holder, site| {
             let index = self.rename(Some(&mut *holder), site.name_field(), site.kind(), used);
-            match site {
-                Site::VolumeConfigMap => self.check_items(
-                    Some(holder),
-                    index,
-                    "volumes[].configMap.items[]",
-                    &mut missing,
-                ),
-                Site::VolumeSecret => self.check_items(
-                    Some(holder),
-                    index,
-                    "volumes[].secret.items[]",
-                    &mut missing,
-                ),
-                Site::ProjectedConfigMap => self.check_items(
-                    Some(holder),
-                    index,
-                    "projected configMap items[]",
-                    &mut missing,
-                ),
-                Site::ProjectedSecret => self.check_items(
-                    Some(holder),
-                    index,
-                    "projected secret items[]",
-                    &mut missing,
-                ),
-                Site::ConfigMapKeyRef | Site::SecretKeyRef => {
-                    if let Some(i) = index {
-                        let field = if site == Site::ConfigMapKeyRef {
-                            "configMapKeyRef"
-                        } else {
-                            "secretKeyRef"
-                        };
-                        self.key_of(holder, i, field, &mut missing);
-                    }
-                }
-                Site::EnvFromConfigMap | Site::EnvFromSecret | Site::ImagePullSecret => {}
+            let items = match site {
+                Site::VolumeConfigMap => Some("volumes[].configMap.items[]"),
+                Site::VolumeSecret => Some("volumes[].secret.items[]"),
+                Site::ProjectedConfigMap => Some("projected configMap items[]"),
+                Site::ProjectedSecret => Some("projected secret items[]"),
+                _ => None,
+            };
+            if let Some(field) = items {
+                return self.check_items(Some(holder), index, field, &mut missing);
+            }
+            let key_ref = match site {
+                Site::ConfigMapKeyRef => Some("configMapKeyRef"),
+                Site::SecretKeyRef => Some("secretKeyRef"),
+                _ => None,
+            };
+            if let (Some(field), Some(i)) = (key_ref, index) {
+                self.key_of(holder, i, field, &mut missing);
             }
         });
         missing

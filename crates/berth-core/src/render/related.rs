@@ -19,14 +19,7 @@ pub const PREFIX: &str = "RELATED_IMAGE_";
 
 /// The variable of related image `name`: `remote-vllm` → `RELATED_IMAGE_REMOTE_VLLM`.
 pub fn variable(name: &str) -> String {
-    let upper: String = name
-        .chars()
-        .map(|c| match c {
-            '-' | '.' => '_',
-            c => c.to_ascii_uppercase(),
-        })
-        .collect();
-    format!("{PREFIX}{upper}")
+    format!("{PREFIX}{}", crate::project::variable_part(name))
 }
 
 /// One related image: its name, variable and the reference berth writes.

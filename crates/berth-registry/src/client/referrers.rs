@@ -5,9 +5,6 @@
 //! that clients keep up to date there.
 
 use berth_ref::{Digest, Reference, Tag};
-use oci_client::RegistryOperation;
-use reqwest::header::ACCEPT;
-use reqwest::StatusCode;
 use serde_json::Value;
 
 use super::Registry;
@@ -112,18 +109,8 @@ impl Registry {
         image: &Reference,
         digest: &Digest,
     ) -> Result<Vec<u8>, RegistryError> {
-        let url = self.url(image, &format!("referrers/{digest}"));
-        self.retry(image, || async {
-            let response = self
-                .send(image, RegistryOperation::Pull, |c| {
-                    c.get(&url)
-                        .header(ACCEPT, "application/vnd.oci.image.index.v1+json")
-                })
-                .await?;
-            let response = self.expect(image, response, &[StatusCode::OK]).await?;
-            self.read_manifest(image, response).await
-        })
-        .await
+        let index = Some("application/vnd.oci.image.index.v1+json");
+        (self.get_bounded(image, &format!("referrers/{digest}"), index)).await
     }
 }
 

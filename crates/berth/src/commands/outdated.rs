@@ -28,13 +28,8 @@ pub fn run(
     project: &Project,
     resolution: &Resolution<'_>,
 ) -> Result<u8> {
-    let images = berth_update::chosen(resolution, &args.components)?;
-    let registry = crate::tag_lists::client(settings)?;
-    let tags = crate::tag_lists::read_tags(
-        &registry,
-        settings,
-        berth_update::repositories(images.iter().copied()),
-    )?;
+    let (images, registry, tags) =
+        crate::tag_lists::chosen_and_tags(resolution, &args.components, settings)?;
     let rows: Vec<Row> = (images.iter())
         .flat_map(|image| berth_update::rows(image, &tags, args.pre))
         .collect();
@@ -88,12 +83,7 @@ fn republished(
             (entry.image.clone(), pin)
         })
         .collect();
-    let runtime = crate::runtime::get()?;
-    let now = runtime.block_on(berth_registry::pin_all(
-        Arc::clone(registry),
-        asked,
-        settings.concurrency,
-    ));
+    let now = crate::pinning::pin_each(registry, settings, asked)?;
     let mut out = BTreeMap::new();
     for (entry, result) in entries.into_iter().zip(now) {
         let pinned = result

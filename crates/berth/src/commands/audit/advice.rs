@@ -18,17 +18,19 @@ pub(super) enum Place {
     ListEntry,
 }
 
+/// A file's name and extension (`""` for what it lacks or what is not UTF-8:
+/// such a file then reads as a kind of its own, which is what it is).
+fn name_and_extension(path: &Path) -> (&str, &str) {
+    fn text(part: Option<&std::ffi::OsStr>) -> &str {
+        part.and_then(|p| p.to_str()).unwrap_or_default()
+    }
+    (text(path.file_name()), text(path.extension()))
+}
+
 /// Where the copy at byte `offset` of `line` sits; `in_docstring` says whether a
 /// Python docstring was open when the line began (kept by the caller).
 pub(super) fn place(path: &Path, line: &str, offset: usize, in_docstring: bool) -> Place {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or_default();
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or_default();
+    let (name, ext) = name_and_extension(path);
     let before = &line[..offset.min(line.len())];
     if ext == "py" && (in_docstring || before.contains("\"\"\"") || before.contains("\'\'\'")) {
         return Place::Comment;
@@ -118,14 +120,7 @@ pub(super) fn remedy(
 
 /// How a file of this kind reads the image from berth instead.
 pub(super) fn fix(path: &Path, variable: &str) -> String {
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or_default();
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or_default();
+    let (name, ext) = name_and_extension(path);
     let in_workflow = path
         .components()
         .any(|c| c.as_os_str() == ".github" || c.as_os_str() == ".gitlab-ci.yml");

@@ -95,10 +95,9 @@ fn plan(
     project: &Project,
     resolution: &Resolution<'_>,
 ) -> Result<Plan> {
-    let images = berth_update::chosen(resolution, &args.components)?;
-    let registry = crate::tag_lists::client(settings)?;
-    let repositories = berth_update::repositories(images.iter().copied());
-    let tags = crate::tag_lists::read_tags(&registry, settings, repositories)?;
+    // The client is for the tags alone: the moved components are pinned later, anew.
+    let (images, _, tags) =
+        crate::tag_lists::chosen_and_tags(resolution, &args.components, settings)?;
     let (mut moves, mut edits, mut refused) = (Vec::new(), Vec::new(), Vec::new());
     for image in images {
         let c = image.component;
