@@ -34,7 +34,7 @@ pub enum BundleError {
 }
 
 /// DSSE's pre-authentication encoding of `payload` of `payload_type`.
-fn pae(payload_type: &str, payload: &[u8]) -> Vec<u8> {
+pub(crate) fn pae(payload_type: &str, payload: &[u8]) -> Vec<u8> {
     let mut out = format!(
         "DSSEv1 {} {payload_type} {} ",
         payload_type.len(),

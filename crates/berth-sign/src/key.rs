@@ -42,6 +42,8 @@ pub struct PublicKey {
     kind: Kind,
     /// The key itself, as the algorithm takes it (an EC point, a PKCS#1 RSA key, 32 bytes).
     raw: Vec<u8>,
+    /// Its DER SubjectPublicKeyInfo.
+    spki: Vec<u8>,
     fingerprint: Digest,
 }
 
@@ -82,6 +84,7 @@ impl PublicKey {
         Ok(PublicKey {
             kind,
             raw: spki.subject_public_key.data.to_vec(),
+            spki: der.to_vec(),
             fingerprint,
         })
     }
@@ -89,6 +92,29 @@ impl PublicKey {
     /// `sha256:` of its SubjectPublicKeyInfo: what berth.lock records.
     pub fn fingerprint(&self) -> &Digest {
         &self.fingerprint
+    }
+
+    /// The 4-byte key hash that opens its signatures of a checkpoint by `origin`
+    /// (C2SP signed note, as rekor-tiles writes it): SHA-256 of the
+    /// SubjectPublicKeyInfo for ECDSA; of the origin, a newline, the signature
+    /// type and the key for Ed25519 (type 1) and RSA (type 255 and its name).
+    pub(crate) fn note_key_hash(&self, origin: &str) -> [u8; 4] {
+        let mut hasher = Sha256::new();
+        match self.kind {
+            Kind::P256 | Kind::P384 => hasher.update(&self.spki),
+            Kind::Ed25519 => {
+                hasher.update(origin.as_bytes());
+                hasher.update(b"\n\x01");
+                hasher.update(&self.raw);
+            }
+            Kind::Rsa => {
+                hasher.update(origin.as_bytes());
+                hasher.update(b"\n\xffPKIX-RSA-PKCS#1v1.5");
+                hasher.update(&self.spki);
+            }
+        }
+        let hash = hasher.finalize();
+        [hash[0], hash[1], hash[2], hash[3]]
     }
 
     /// Whether `signature` is this key's over `message` (ECDSA: ASN.1 DER, with

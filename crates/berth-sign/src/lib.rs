@@ -11,6 +11,7 @@
 mod bundle;
 mod certificate;
 mod key;
+mod log;
 mod payload;
 mod signing;
 
@@ -19,6 +20,7 @@ pub use bundle::{
 };
 pub use certificate::{certificates_from_pem, trusted_key, CertificateError};
 pub use key::{KeyError, PublicKey};
+pub use log::{trusted_root_logs, verify_log_entry, LogError, TrustedLog};
 pub use payload::{check_payload, expected_payloads, PayloadError, SIMPLE_SIGNING};
 pub use signing::{PrivateKey, SigningKeyError};
 

@@ -255,6 +255,7 @@ fn with_pins(
     let project = project_file::load(cli.project.as_deref())?;
     let unpinned = pipeline::resolve(&project, settings::overrides(&args.resolve, None))?;
     let registry = settings::Registry::resolve(&args.registry)?;
+    signatures::ready(&project)?;
     let client = tag_lists::client(&registry)?;
     let mut lock = pinning::pin(&client, &registry, &unpinned)?;
     signatures::verify_all(&client, &registry, &project, &mut lock, None)?;

@@ -134,8 +134,9 @@ fn verify_policy(key: &str) -> Option<Value> {
             verify_certificate,
             &["identity", "issuer"],
         ),
+        "trustedRoot" => text("With `key:`: sigstore's trusted_root.json, whose `tlogs` a log entry is checked against (`transparencyLog: required`)."),
         "transparencyLog" => {
-            json!({"enum": ["required", "optional"], "description": "Whether a transparency-log entry must be checked (default: optional for a key, required for a certificate)."})
+            json!({"enum": ["required", "optional"], "description": "Whether a transparency-log entry must be checked (default: optional for a key, required for a certificate); checked against the logs `trustedRoot` names."})
         }
         _ => return None,
     })
@@ -148,7 +149,7 @@ fn verify_certificate(key: &str) -> Option<Value> {
         }
         "issuer" => text("The OIDC issuer the certificate records."),
         "roots" => text("A PEM file of the CA certificates the signing certificate must chain to."),
-        "trustedRoot" => text("Sigstore's trusted_root.json."),
+        "trustedRoot" => text("Sigstore's trusted_root.json: its certificate authorities, and its `tlogs` for `transparencyLog: required`."),
         _ => return None,
     })
 }

@@ -293,6 +293,7 @@ fn verify_policies_load_and_cover_the_components_they_name() {
         ("name: p\nimages: {}\nverify:\n  - {transparencyLog: optional}\n", "berth.yaml:4:5: `verify[0]` names no signer"),
         ("name: p\nimages: {}\nverify:\n  - {key: k.pub, transparencyLog: maybe}\n", "use required or optional"),
         ("name: p\nimages: {}\nverify:\n  - certificate: {identity: i, issuer: s}\n", "needs one of `roots:`"),
+        ("name: p\nimages: {}\nverify:\n  - certificate: {identity: i, issuer: s, roots: r}\n    trustedRoot: t.json\n", "berth.yaml:5:18: `verify[0].trustedRoot` goes with `key:`"),
     ] {
         let error = load(src).unwrap_err().to_string();
         assert!(error.contains(says), "{src}: {error}");

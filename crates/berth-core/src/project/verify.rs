@@ -8,7 +8,13 @@ use berth_yaml::{Node, Pos};
 use super::{Component, Loader, Project, ProjectError};
 
 /// The keys of one `verify:` entry.
-pub(crate) const VERIFY_KEYS: &[&str] = &["components", "key", "certificate", "transparencyLog"];
+pub(crate) const VERIFY_KEYS: &[&str] = &[
+    "components",
+    "key",
+    "certificate",
+    "trustedRoot",
+    "transparencyLog",
+];
 /// The keys of `certificate:`.
 pub(crate) const CERTIFICATE_KEYS: &[&str] = &["identity", "issuer", "roots", "trustedRoot"];
 
@@ -21,6 +27,9 @@ pub struct VerifyPolicy {
     pub signer: Signer,
     /// Whether a transparency-log entry must be checked.
     pub transparency_log: TransparencyLog,
+    /// `trustedRoot:` beside `key:`: sigstore's trusted_root.json, whose `tlogs`
+    /// a key's log entries are checked against (a certificate names its own).
+    pub trusted_root: Option<String>,
     /// Where the entry is written.
     pub pos: Pos,
 }
@@ -96,7 +105,7 @@ impl Loader<'_> {
         components: &[String],
     ) -> Result<VerifyPolicy, ProjectError> {
         let entries = self.fields(node, context, VERIFY_KEYS)?;
-        let (mut names, mut signer, mut log) = (None, None, None);
+        let (mut names, mut signer, mut log, mut trusted_root) = (None, None, None, None);
         for (k, v) in entries {
             let field = format!("{context}.{}", k.as_str().unwrap_or_default());
             match k.as_str().unwrap_or_default() {
@@ -113,6 +122,7 @@ impl Loader<'_> {
                     let certificate = self.certificate(v, &field)?;
                     signer = Some(self.signer(signer, v, certificate)?);
                 }
+                "trustedRoot" => trusted_root = Some((self.string(v, &field)?.to_string(), v.pos)),
                 "transparencyLog" => {
                     log = Some(match self.string(v, &field)? {
                         "required" => TransparencyLog::Required,
@@ -136,10 +146,18 @@ impl Loader<'_> {
             Signer::Key(_) => TransparencyLog::Optional,
             Signer::Certificate { .. } => TransparencyLog::Required,
         };
+        if let (Some((_, pos)), Signer::Certificate { .. }) = (&trusted_root, &signer) {
+            return Err(ProjectError::Shape {
+                file: self.file.to_string(),
+                pos: *pos,
+                problem: format!("`{context}.trustedRoot` goes with `key:`; a certificate names its trust in `certificate.trustedRoot` (or `roots`)"),
+            });
+        }
         Ok(VerifyPolicy {
             components: names,
             signer,
             transparency_log: log.unwrap_or(default),
+            trusted_root: trusted_root.map(|(path, _)| path),
             pos: node.pos,
         })
     }

@@ -17,6 +17,7 @@ pub fn run(
     resolution: &Resolution<'_>,
 ) -> Result<()> {
     let started = Instant::now();
+    crate::signatures::ready(project)?;
     let client = crate::tag_lists::client(settings)?;
     let mut lock = pin(&client, settings, resolution)?;
     let path = project.dir.join(LOCK_FILE);

@@ -43,6 +43,12 @@ fn reusable(held: Option<&Lock>, entry: &LockEntry, policy: &Policy<'_>) -> Opti
     policy.recorded(&verified).then_some(verified)
 }
 
+/// Reads every policy's files and refuses one that cannot be checked: called
+/// before pinning, so such a policy is said before any registry is asked.
+pub fn ready(project: &Project) -> Result<()> {
+    policies(project).map(drop)
+}
+
 /// Verifies every entry of `lock` a policy covers (`held`: the lock as it was,
 /// whose verifications of unchanged digests are kept, never asked again).
 pub fn verify_all(
@@ -143,11 +149,15 @@ async fn check(
     let mut recorded = None;
     for policy in covering {
         let mut why = None;
-        let by_tag = tagged
-            .as_ref()
-            .and_then(|found| by_tag(policy, found, entry, &mut why));
+        let by_tag = match &policy.logs {
+            Some(_) if tagged.is_some() => {
+                why = Some(V1_UNCHECKED.to_string());
+                None
+            }
+            _ => (tagged.as_ref()).and_then(|found| by_tag(policy, found, entry, &mut why)),
+        };
         let signature = match by_tag {
-            Some(manifest) => Some(manifest),
+            Some(manifest) => Some((manifest, None)),
             None => {
                 if bundles.is_none() {
                     let found = registry
@@ -164,7 +174,7 @@ async fn check(
                 )
             }
         };
-        let Some(signature) = signature else {
+        let Some((signature, log_index)) = signature else {
             let count = tagged.as_ref().map_or(0, |t| t.layers.len())
                 + bundles.as_ref().map_or(0, Vec::len);
             if count == 0 {
@@ -182,7 +192,7 @@ async fn check(
         recorded.get_or_insert(Verification {
             by: policy.by(),
             signature,
-            log_index: None,
+            log_index,
         });
     }
     recorded.ok_or_else(|| format!("{shown}: no policy covers it"))
@@ -227,14 +237,18 @@ fn by_tag(
     verified.then(|| found.manifest.clone())
 }
 
-/// The referrer whose bundle is `policy`'s key's signature of the pin; why the
-/// last one that was by the key did not vouch for it, in `why`.
+/// Why a tag-scheme signature cannot meet `transparencyLog: required`.
+const V1_UNCHECKED: &str = "its cosign 2 (tag scheme) signature's log entry is Rekor v1's signed entry timestamp, which this berth does not check; `transparencyLog: required` is met by a cosign 3 bundle with a Rekor v2 entry";
+
+/// The referrer whose bundle is `policy`'s key's signature of the pin, with its
+/// log entry's index when the policy requires one; why the last one that was by
+/// the key did not vouch for it, in `why`.
 fn by_bundle(
     policy: &Policy<'_>,
     bundles: &[berth_registry::Referrer],
     entry: &LockEntry,
     why: &mut Option<String>,
-) -> Option<berth_ref::Digest> {
+) -> Option<(berth_ref::Digest, Option<u64>)> {
     for referrer in bundles {
         for (_, bytes) in referrer
             .layers
@@ -250,7 +264,13 @@ fn by_bundle(
                 }
             };
             match berth_sign::verify_bundle(&key, bytes, &entry.digest) {
-                Ok(()) => return Some(referrer.manifest.clone()),
+                Ok(()) => match policy.logs.as_deref() {
+                    None => return Some((referrer.manifest.clone(), None)),
+                    Some(logs) => match berth_sign::verify_log_entry(bytes, logs) {
+                        Ok(index) => return Some((referrer.manifest.clone(), Some(index))),
+                        Err(e) => *why = Some(e.to_string()),
+                    },
+                },
                 Err(
                     e @ (berth_sign::BundleError::OtherDigest(_)
                     | berth_sign::BundleError::OtherPredicate(_)),

@@ -5,7 +5,7 @@ use anyhow::{anyhow, bail, Result};
 use berth_core::lock::{Verification, VerifiedBy};
 use berth_core::project::{Roots, Signer, TransparencyLog, VerifyPolicy};
 use berth_core::Project;
-use berth_sign::PublicKey;
+use berth_sign::{PublicKey, TrustedLog};
 
 /// What a policy checks a signature with.
 pub(super) enum Check {
@@ -23,6 +23,9 @@ pub(super) enum Check {
 pub(super) struct Policy<'p> {
     pub(super) policy: &'p VerifyPolicy,
     pub(super) check: Check,
+    /// With `transparencyLog: required`: the logs (trusted_root.json's `tlogs`) one
+    /// of which must hold the signature's entry.
+    pub(super) logs: Option<Vec<TrustedLog>>,
 }
 
 impl Policy<'_> {
@@ -39,9 +42,10 @@ impl Policy<'_> {
         }
     }
 
-    /// Whether `verified` is a verification by this policy.
+    /// Whether `verified` is a verification by this policy (with the log entry
+    /// checked, when the policy requires one).
     pub(super) fn recorded(&self, verified: &Verification) -> bool {
-        verified.by == self.by()
+        verified.by == self.by() && (self.logs.is_none() || verified.log_index.is_some())
     }
 
     /// The signer, for messages.
@@ -83,9 +87,6 @@ pub(super) fn policies(project: &Project) -> Result<Vec<Policy<'_>>> {
     let mut out = Vec::new();
     for (index, policy) in project.verify.iter().enumerate() {
         let at = format!("{}:{}: `verify[{index}]`", project.file, policy.pos);
-        if policy.transparency_log == TransparencyLog::Required {
-            bail!("{at}: `transparencyLog: required` asks for a log entry this berth cannot check yet (#51's next step); write `transparencyLog: optional` to verify the signature alone");
-        }
         let read = |path: &str| -> Result<Vec<u8>> {
             let file = project.dir.join(path);
             crate::fs_source::contained(&project.dir, &file)
@@ -116,7 +117,28 @@ pub(super) fn policies(project: &Project) -> Result<Vec<Policy<'_>>> {
                 }
             }
         };
-        out.push(Policy { policy, check });
+        let trusted_root = match &policy.signer {
+            Signer::Certificate {
+                roots: Roots::TrustedRoot(path),
+                ..
+            } => Some(path),
+            Signer::Certificate { .. } => None,
+            Signer::Key(_) => policy.trusted_root.as_ref(),
+        };
+        let logs = match (policy.transparency_log, trusted_root) {
+            (TransparencyLog::Optional, _) => None,
+            (TransparencyLog::Required, Some(path)) => Some(
+                berth_sign::trusted_root_logs(&read(path)?)
+                    .filter(|logs| !logs.is_empty())
+                    .ok_or_else(|| anyhow!("{at}: `trustedRoot: {path}` names no transparency log (`tlogs` with a public key), which `transparencyLog: required` checks the entry against; add the log, or write `transparencyLog: optional`"))?,
+            ),
+            (TransparencyLog::Required, None) => bail!("{at}: `transparencyLog: required` checks the signature's log entry against the log's key, which only a `trustedRoot:` (sigstore's trusted_root.json, its `tlogs`) names: beside `key:`, or as `certificate.trustedRoot`; give one, or write `transparencyLog: optional` to verify the signature alone"),
+        };
+        out.push(Policy {
+            policy,
+            check,
+            logs,
+        });
     }
     Ok(out)
 }

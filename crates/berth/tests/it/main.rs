@@ -34,6 +34,7 @@ mod pin;
 mod promote;
 mod render_kustomize_parity;
 mod signatures;
+mod signatures_log;
 mod signatures_referrers;
 mod sync;
 mod sync_kube;

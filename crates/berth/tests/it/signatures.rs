@@ -421,7 +421,7 @@ pub(crate) fn skopeo_copy(source: &str, target: &str) {
 
 /// A test CA (`root.pem`) and a leaf for `identity` from `issuer` (Fulcio's issuer
 /// extension), its key imported for cosign as `leaf.key`: written into `dir`.
-fn test_ca(cosign: &Path, dir: &Path, identity: &str, issuer: &str) {
+pub(crate) fn test_ca(cosign: &Path, dir: &Path, identity: &str, issuer: &str) {
     use rcgen::{
         BasicConstraints, CertificateParams, CustomExtension, IsCa, Issuer, KeyPair, SanType,
     };
@@ -525,7 +525,7 @@ fn a_certificate_signature_is_verified_for_its_identity_and_issuer() {
         )),
         "{stderr}"
     );
-    // A transparency log asked for cannot be checked here: said, before any registry is asked.
+    // A log entry required, and `roots:` names no log key: said, before any registry is asked.
     fs::write(
         root.join("berth.yaml"),
         policy(identity).replace("    transparencyLog: optional\n", ""),
@@ -534,7 +534,7 @@ fn a_certificate_signature_is_verified_for_its_identity_and_issuer() {
     let (code, stderr) = pin(root, &registry);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
-        stderr.contains("`transparencyLog: required` asks for a log entry"),
+        stderr.contains("`transparencyLog: required` checks the signature's log entry against the log's key, which only a `trustedRoot:`"),
         "{stderr}"
     );
 }

@@ -10,6 +10,7 @@ pub mod controller;
 pub mod gitops;
 pub mod podman;
 pub mod registry;
+pub mod rekor;
 pub mod standin;
 pub mod testenv;
 

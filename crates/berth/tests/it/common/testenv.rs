@@ -136,6 +136,12 @@ impl Plane {
         self.beside_kubectl("BERTH_TEST_REFERRERS_REGISTRY", "referrers-registry")
     }
 
+    /// Rekor v2 (rekor-tiles' POSIX server, built by `scripts/testenv build`):
+    /// `BERTH_TEST_REKOR`, else the `rekor-tiles` beside kubectl.
+    pub fn rekor(&self) -> PathBuf {
+        self.beside_kubectl("BERTH_TEST_REKOR", "rekor-tiles")
+    }
+
     /// The program `variable` names, else `name` beside the plane's kubectl.
     fn beside_kubectl(&self, variable: &str, name: &str) -> PathBuf {
         let program = std::env::var_os(variable)
