@@ -148,28 +148,30 @@ fn a_required_log_entry_is_checked_against_the_log_the_trusted_root_names() {
 
     // A trusted root with no log: said, before any registry is asked.
     fs::write(root.join("trusted_root.json"), r#"{"tlogs": []}"#).unwrap();
-    let out = (berth(root).args(["pin", "--insecure-registry", "127.0.0.1:9"]))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("`trustedRoot: trusted_root.json` names no transparency log")
-            && !stderr.contains("127.0.0.1:9"),
-        "{stderr}"
+    refused_before_any_registry(
+        root,
+        "`trustedRoot: trusted_root.json` names no transparency log",
     );
 
     // No log key named: refused before any registry is asked.
     let unnamed = only_logged.replace(", trustedRoot: trusted_root.json", "");
     fs::write(root.join("berth.yaml"), unnamed).unwrap();
+    refused_before_any_registry(
+        root,
+        "only a `trustedRoot:` (sigstore's trusted_root.json, its `tlogs`) names",
+    );
+}
+
+/// `berth pin` in `root` against a registry that does not exist: it must fail
+/// with `says`, naming no registry (the policy is refused before any is asked).
+fn refused_before_any_registry(root: &Path, says: &str) {
     let out = (berth(root).args(["pin", "--insecure-registry", "127.0.0.1:9"]))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("only a `trustedRoot:` (sigstore's trusted_root.json, its `tlogs`) names")
-            && !stderr.contains("127.0.0.1:9"),
+        stderr.contains(says) && !stderr.contains("127.0.0.1:9"),
         "{stderr}"
     );
 }
