@@ -123,26 +123,105 @@ pub(crate) fn families(facts: &Facts, manifests: &[Source]) -> Vec<Family> {
                 }
             }
         }
-        let repositories: BTreeSet<String> = (members.iter())
-            .map(|m| m.image.repository().to_string())
-            .collect();
-        if repositories.len() < 2 {
-            continue; // one repository at several tags: an overlay's tag, no family
+        for group in same_workload(facts, name, members) {
+            if let Some(family) = family(facts, name, group, main.as_deref()) {
+                out.push(family);
+            }
         }
-        members.sort_by(|a, b| a.dir.cmp(&b.dir));
-        let default = main
-            .as_deref()
-            .and_then(|main| members.iter().position(|m| includes(facts, main, &m.dir)))
-            .unwrap_or(0);
-        let first = members.remove(default);
-        members.insert(0, first);
-        name_members(&mut members);
-        out.push(Family {
-            name: name.to_string(),
-            members,
-        });
     }
     out
+}
+
+/// The family of one workload's `members`, or none when they name one
+/// repository (an overlay's tag is no family).
+fn family(
+    facts: &Facts,
+    name: &str,
+    mut members: Vec<Member>,
+    main: Option<&str>,
+) -> Option<Family> {
+    let repositories: BTreeSet<String> = (members.iter())
+        .map(|m| m.image.repository().to_string())
+        .collect();
+    if repositories.len() < 2 {
+        return None;
+    }
+    members.sort_by(|a, b| a.dir.cmp(&b.dir));
+    let default = main
+        .and_then(|main| members.iter().position(|m| includes(facts, main, &m.dir)))
+        .unwrap_or(0);
+    let first = members.remove(default);
+    members.insert(0, first);
+    name_members(&mut members);
+    Some(Family {
+        name: name.to_string(),
+        members,
+    })
+}
+
+/// `members` split by the workload their `images:` entry edits: the files that
+/// run image `name` which each member's kustomization includes. Members whose
+/// files meet edit one workload (an accelerator's overlay of a shared base); a
+/// scaffold's placeholder (`controller`) that separate programs each fill in
+/// their own `manager.yaml` is no family. A member whose files are not found
+/// here (a kustomize Component, which includes no base) joins the first group.
+fn same_workload(facts: &Facts, name: &str, members: Vec<Member>) -> Vec<Vec<Member>> {
+    let mut groups: Vec<(BTreeSet<String>, Vec<Member>)> = Vec::new();
+    let mut unplaced = Vec::new();
+    for member in members {
+        let files = running(facts, &member.dir, name);
+        if files.is_empty() {
+            unplaced.push(member);
+            continue;
+        }
+        let (meeting, apart): (Vec<_>, Vec<_>) = groups
+            .into_iter()
+            .partition(|(f, _)| !f.is_disjoint(&files));
+        let mut merged = (files, vec![member]);
+        for (f, m) in meeting {
+            merged.0.extend(f);
+            merged.1.extend(m);
+        }
+        groups = apart;
+        groups.push(merged);
+    }
+    let mut groups: Vec<Vec<Member>> = groups.into_iter().map(|(_, m)| m).collect();
+    match groups.first_mut() {
+        Some(first) => first.extend(unplaced),
+        None => groups.push(unplaced),
+    }
+    groups
+}
+
+/// The manifest files the kustomization at `dir` includes (transitively) that
+/// run an image called `name`, as kustomize's `images:` matches it: the name
+/// without its tag or digest.
+fn running(facts: &Facts, dir: &str, name: &str) -> BTreeSet<String> {
+    let reached = reached(facts, dir);
+    (facts.manifests.iter())
+        .filter(|(path, text)| reached.contains(&normalize(path)) && runs(text, name))
+        .map(|(path, _)| normalize(path))
+        .collect()
+}
+
+/// Whether a manifest's text has an `image:` whose name is `name`.
+fn runs(text: &str, name: &str) -> bool {
+    text.lines().any(|line| {
+        let line = line.trim_start().trim_start_matches("- ").trim_start();
+        let Some(value) = line.strip_prefix("image:") else {
+            return false;
+        };
+        let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
+        let value = value.split('@').next().unwrap_or(value);
+        let (repository, last) = value.rsplit_once('/').unwrap_or(("", value));
+        let last = last.split(':').next().unwrap_or(last);
+        let bare = if repository.is_empty() {
+            last.to_string()
+        } else {
+            format!("{repository}/{last}")
+        };
+        bare == name
+    })
 }
 
 /// Each member named after its directory's last component, or its last two
@@ -188,13 +267,16 @@ pub(crate) fn label(text: &str) -> String {
 /// Whether the kustomization at `dir` includes `target` (itself, or through its
 /// `resources:`/`components:`, transitively).
 pub(crate) fn includes(facts: &Facts, dir: &str, target: &str) -> bool {
+    reached(facts, dir).contains(target)
+}
+
+/// The kustomization at `dir` and every path its `resources:`/`components:`
+/// reach, transitively (directories and files, normalized).
+fn reached(facts: &Facts, dir: &str) -> BTreeSet<String> {
     let by_dir = |d: &str| facts.kustomizations.iter().find(|k| normalize(&k.dir) == d);
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut stack = vec![normalize(dir)];
     while let Some(current) = stack.pop() {
-        if current == target {
-            return true;
-        }
         if !seen.insert(current.clone()) {
             continue;
         }
@@ -205,5 +287,61 @@ pub(crate) fn includes(facts: &Facts, dir: &str, target: &str) -> bool {
             stack.push(normalize(&format!("{current}/{entry}")));
         }
     }
-    false
+    seen
+}
+
+/// kustomize's `images:` edits as they reach each manifest file: a file's image
+/// is renamed by the entries of the kustomizations that include it (and of the
+/// bases and Components those include), not by whichever kustomization of the
+/// repository names it last — a scaffold's `controller` is another program in
+/// each of its trees.
+pub(crate) struct Renames {
+    /// Each kustomization's reach, with the `images:` entries in it, its own first.
+    reach: Vec<(BTreeSet<String>, Vec<Edit>)>,
+}
+
+/// One `images:` entry: `(name, newName, newTag)`.
+type Edit = (String, Option<String>, Option<String>);
+
+impl Renames {
+    pub(crate) fn new(facts: &Facts) -> Self {
+        let by_dir = |d: &str| facts.kustomizations.iter().find(|k| normalize(&k.dir) == d);
+        let reach = (facts.kustomizations.iter())
+            .map(|k| {
+                let reached = reached(facts, &k.dir);
+                let mut dirs: Vec<&str> = vec![k.dir.as_str()];
+                dirs.extend(reached.iter().map(String::as_str));
+                let mut edits: Vec<Edit> = Vec::new();
+                for edit in dirs
+                    .into_iter()
+                    .filter_map(|d| by_dir(&normalize(d)))
+                    .flat_map(|k| &k.images)
+                {
+                    if !edits.contains(edit) {
+                        edits.push(edit.clone());
+                    }
+                }
+                (reached, edits)
+            })
+            .collect();
+        Renames { reach }
+    }
+
+    /// The `(newName, newTag)` edits of image name `bare` in the file at `path`,
+    /// each once, in kustomization order; none when no kustomization that
+    /// includes the file edits it.
+    pub(crate) fn of(&self, path: &str, bare: &str) -> Vec<(Option<String>, Option<String>)> {
+        let path = normalize(path);
+        let mut out = Vec::new();
+        let reaching = (self.reach.iter()).filter(|(reached, _)| reached.contains(&path));
+        for (_, edits) in reaching {
+            for (_, new_name, new_tag) in edits.iter().filter(|(n, _, _)| n == bare) {
+                let edit = (new_name.clone(), new_tag.clone());
+                if !out.contains(&edit) {
+                    out.push(edit);
+                }
+            }
+        }
+        out
+    }
 }

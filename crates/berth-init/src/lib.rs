@@ -338,16 +338,8 @@ fn images_in_manifests(
     outputs: Option<&Built>,
     notes: &mut Vec<String>,
 ) -> (Vec<Found>, Vec<(String, String)>) {
-    // --- images: pod containers of every manifest, and kustomizations' images: entries.
-    let renamed: BTreeMap<String, (Option<String>, Option<String>)> = facts
-        .kustomizations
-        .iter()
-        .flat_map(|k| {
-            k.images
-                .iter()
-                .map(|(n, nn, nt)| (n.clone(), (nn.clone(), nt.clone())))
-        })
-        .collect();
+    // --- images: pod containers of every manifest, as the kustomizations that include it rename them.
+    let renames = families::Renames::new(facts);
     let mut found: Vec<Found> = Vec::new();
     let mut placeholders: Vec<(String, String)> = Vec::new(); // variable, at
                                                               // With kustomizations, what they build is what the project deploys: YAML
@@ -385,40 +377,34 @@ fn images_in_manifests(
                 placeholders.push((var.to_string(), at));
                 continue;
             }
-            let Ok(mut reference) = Reference::parse(&text) else {
+            let Ok(reference) = Reference::parse(&text) else {
                 continue;
             };
-            // kustomize's images: rewrite the name the manifest uses.
-            let bare = text.split([':', '@']).next().unwrap_or(&text).to_string();
-            if let Some((new_name, new_tag)) = renamed.get(&bare) {
-                let rewritten = format!(
-                    "{}:{}",
-                    new_name.clone().unwrap_or(bare.clone()),
-                    new_tag
-                        .clone()
-                        .or(reference.tag().map(|t| t.to_string()))
-                        .unwrap_or_else(|| "latest".into())
-                );
-                if let Ok(r) = Reference::parse(&rewritten) {
-                    reference = r;
-                }
+            let mut kept = 0;
+            for reference in renamed(&renames, path, &text, reference) {
+                let reference = match outputs {
+                    Some(outputs) => match as_built(outputs, reference) {
+                        Some(built) => built,
+                        None => continue,
+                    },
+                    None => reference,
+                };
+                kept += 1;
+                found.push(Found {
+                    reference,
+                    at: at.clone(),
+                    helm_values: Vec::new(),
+                    in_chart: false,
+                });
             }
-            if let Some(outputs) = outputs {
-                match as_built(outputs, reference) {
-                    Some(built) => reference = built,
-                    None => {
-                        unbuilt.push(at);
-                        continue;
-                    }
-                }
+            if kept == 0 {
+                unbuilt.push(at);
             }
-            found.push(Found {
-                reference,
-                at,
-                helm_values: Vec::new(),
-                in_chart: false,
-            });
         }
+    }
+    if let (Some(outputs), Some(order)) = (outputs, facts.built.as_deref()) {
+        // The images the first candidate (`manifests:`) runs come first.
+        found.sort_by_key(|f| first_run(outputs, order, &f.reference));
     }
     if !unbuilt.is_empty() {
         notes.push(format!(
@@ -428,6 +414,34 @@ fn images_in_manifests(
         ));
     }
     (found, placeholders)
+}
+
+/// `reference` (the image `text` in the file at `path`) as the kustomizations
+/// that include the file rename it: one reference per distinct edit (the
+/// members of a family), or itself when none edits it.
+fn renamed(
+    renames: &families::Renames,
+    path: &str,
+    text: &str,
+    reference: Reference,
+) -> Vec<Reference> {
+    let bare = text.split([':', '@']).next().unwrap_or(text);
+    let edits = renames.of(path, bare);
+    if edits.is_empty() {
+        return vec![reference];
+    }
+    let tag = reference.tag().map(|t| t.to_string());
+    let renamed: Vec<Reference> = (edits.into_iter())
+        .filter_map(|(new_name, new_tag)| {
+            let name = new_name.as_deref().unwrap_or(bare);
+            let tag = new_tag.or(tag.clone()).unwrap_or_else(|| "latest".into());
+            Reference::parse(&format!("{name}:{tag}")).ok()
+        })
+        .collect();
+    if renamed.is_empty() {
+        return vec![reference]; // no edit makes a reference: kustomize would refuse it
+    }
+    renamed
 }
 
 /// Every image the built kustomizations run, by repository: each reference once,
@@ -448,6 +462,15 @@ fn built_references(outputs: &[(String, String)]) -> Built {
         }
     }
     out
+}
+
+/// The position, among the built candidates, of the first that runs
+/// `reference`'s repository.
+fn first_run(outputs: &Built, order: &[(String, String)], reference: &Reference) -> usize {
+    let first = (outputs.get(&reference.repository().to_string()))
+        .and_then(|refs| refs.first())
+        .and_then(|(_, dir)| order.iter().position(|(d, _)| d == dir));
+    first.unwrap_or(order.len())
 }
 
 /// What the built outputs make of `reference`: the tag the first output that runs

@@ -420,6 +420,97 @@ fn components_that_move_one_image_to_siblings_are_one_family() {
     );
 }
 
+/// Field (kueue): a kubebuilder scaffold names its manager's image `controller`
+/// in each program's own tree, and each tree's kustomization fills it with
+/// another repository. Those are separate components, each found where its own
+/// tree runs it, not variants of one family; the image the `manifests:` overlay
+/// runs comes first.
+#[test]
+fn a_scaffolds_placeholder_filled_in_separate_trees_is_no_family() {
+    let k = |dir: &str, resources: &[&str], image: Option<&str>| Kustomization {
+        dir: dir.into(),
+        resources: resources.iter().map(|r| r.to_string()).collect(),
+        images: (image.into_iter())
+            .map(|i| {
+                (
+                    "controller".to_string(),
+                    Some(i.to_string()),
+                    Some("main".to_string()),
+                )
+            })
+            .collect(),
+    };
+    let manager = |name: &str| {
+        format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}}}\nspec:\n  template:\n    spec:\n      containers:\n      - name: manager\n        image: controller:latest\n")
+    };
+    let facts = Facts {
+        name: "kq".into(),
+        kustomizations: vec![
+            k(
+                "apps/populator/config",
+                &["manager.yaml"],
+                Some("quay.io/kq/populator"),
+            ),
+            k("config/default", &["../manager"], None),
+            k("config/manager", &["manager.yaml"], Some("quay.io/kq/kq")),
+        ],
+        manifests: vec![
+            (
+                "apps/populator/config/manager.yaml".into(),
+                manager("populator"),
+            ),
+            ("config/manager/manager.yaml".into(), manager("kq")),
+        ],
+        built: Some(vec![
+            (
+                "config/default".into(),
+                manager("kq").replace("controller:latest", "quay.io/kq/kq:main"),
+            ),
+            (
+                "apps/populator/config".into(),
+                manager("populator").replace("controller:latest", "quay.io/kq/populator:main"),
+            ),
+        ]),
+        ..Facts::default()
+    };
+    let proposal = propose(&facts);
+    let found: Vec<(&str, &str, usize)> = (proposal.components.iter())
+        .map(|c| (c.name.as_str(), c.image.as_str(), c.variants.len()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("kq", "quay.io/kq/kq:main", 0),
+            ("populator", "quay.io/kq/populator:main", 0)
+        ],
+        "{:#?}",
+        proposal.notes
+    );
+    let at = |name: &str| {
+        let prefix = format!("component `{name}`: ");
+        proposal
+            .notes
+            .iter()
+            .find(|n| n.starts_with(&prefix))
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert!(
+        at("kq").contains("(config/manager/manager.yaml:"),
+        "{}",
+        at("kq")
+    );
+    assert!(
+        at("populator").contains("(apps/populator/config/manager.yaml:"),
+        "{}",
+        at("populator")
+    );
+    let yaml = proposal.to_yaml();
+    assert!(!yaml.contains("variants:"), "{yaml}");
+    let project = berth_core::project::parse("berth.yaml", "/p".into(), &yaml).unwrap();
+    assert!(check::differences(&project, &proposal).is_empty());
+}
+
 /// #49 item 6: a chart's per-accelerator values files (`values_xpu.yaml`,
 /// `values-rocm.yaml`) are variants of the image they move, each with a
 /// profile that renders the chart with that file and selects it.
