@@ -377,11 +377,12 @@ fn images_in_manifests(
                 placeholders.push((var.to_string(), at));
                 continue;
             }
-            let Ok(reference) = Reference::parse(&text) else {
-                continue;
-            };
+            let references = renamed(&renames, path, &text);
+            if references.is_empty() {
+                continue; // no image reference (`ko://…`), before or after kustomize's rename
+            }
             let mut kept = 0;
-            for reference in renamed(&renames, path, &text, reference) {
+            for reference in references {
                 let reference = match outputs {
                     Some(outputs) => match as_built(outputs, reference) {
                         Some(built) => built,
@@ -416,32 +417,28 @@ fn images_in_manifests(
     (found, placeholders)
 }
 
-/// `reference` (the image `text` in the file at `path`) as the kustomizations
-/// that include the file rename it: one reference per distinct edit (the
-/// members of a family), or itself when none edits it.
-fn renamed(
-    renames: &families::Renames,
-    path: &str,
-    text: &str,
-    reference: Reference,
-) -> Vec<Reference> {
-    let bare = text.split([':', '@']).next().unwrap_or(text);
+/// The image `text` in the file at `path` as the kustomizations that include
+/// the file rename it: one reference per distinct edit (the members of a
+/// family), or the text itself when none edits it. The name is renamed before
+/// it is parsed: a placeholder (`REPLACE_IMAGE:v0.0.0`) need not be a valid
+/// reference, only what kustomize makes of it.
+fn renamed(renames: &families::Renames, path: &str, text: &str) -> Vec<Reference> {
+    let (name_and_tag, _digest) = text.split_once('@').unwrap_or((text, ""));
+    let (bare, tag) = match name_and_tag.rsplit_once(':') {
+        Some((bare, tag)) if !tag.contains('/') => (bare, Some(tag)),
+        _ => (name_and_tag, None),
+    };
     let edits = renames.of(path, bare);
     if edits.is_empty() {
-        return vec![reference];
+        return Reference::parse(text).ok().into_iter().collect();
     }
-    let tag = reference.tag().map(|t| t.to_string());
-    let renamed: Vec<Reference> = (edits.into_iter())
+    (edits.into_iter())
         .filter_map(|(new_name, new_tag)| {
             let name = new_name.as_deref().unwrap_or(bare);
-            let tag = new_tag.or(tag.clone()).unwrap_or_else(|| "latest".into());
+            let tag = new_tag.as_deref().or(tag).unwrap_or("latest");
             Reference::parse(&format!("{name}:{tag}")).ok()
         })
-        .collect();
-    if renamed.is_empty() {
-        return vec![reference]; // no edit makes a reference: kustomize would refuse it
-    }
-    renamed
+        .collect()
 }
 
 /// Every image the built kustomizations run, by repository: each reference once,

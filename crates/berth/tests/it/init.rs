@@ -768,6 +768,57 @@ fn an_overlay_whose_inputs_make_generates_names_the_target() {
     );
 }
 
+/// opendatahub-operator's shape once `make manifests manager-kustomization` has
+/// run, as init asked: the generated kustomization (`cp kustomization.yaml.in
+/// kustomization.yaml && kustomize edit set image REPLACE_IMAGE=$(IMG)`) and the
+/// CRD bases are gitignored, yet kustomize reads them, so init does too: the
+/// operator's image (a placeholder that is no valid reference,
+/// `REPLACE_IMAGE:v0.0.0-placeholder`) is found as the rename makes it, with
+/// the Makefile's variables. It was "images: none found".
+#[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
+fn generated_inputs_on_disk_are_read_though_gitignored() {
+    crate::common::require_program(crate::common::Group::Tools, "kubectl");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        ".gitignore",
+        "config/crd/bases\nconfig/manager/kustomization.yaml\n",
+    );
+    write(d, "Makefile", "IMAGE_TAG_BASE ?= quay.io/acme/op\nIMG_TAG ?= latest\nIMG ?= $(IMAGE_TAG_BASE):$(IMG_TAG)\nmanager-kustomization:\n\tcd config/manager && cp -f kustomization.yaml.in kustomization.yaml && $(KUSTOMIZE) edit set image REPLACE_IMAGE=$(IMG)\ndeploy: manager-kustomization\n\t$(KUSTOMIZE) build config/default | kubectl apply -f -\n");
+    write(
+        d,
+        "config/default/kustomization.yaml",
+        "resources: [../crd, ../manager]\n",
+    );
+    write(d, "config/crd/kustomization.yaml", "resources: [bases/]\n");
+    write(
+        d,
+        "config/manager/kustomization.yaml.in",
+        "resources: [manager.yaml]\n",
+    );
+    write(d, "config/manager/manager.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: m}\nspec:\n  selector: {matchLabels: {a: m}}\n  template:\n    metadata: {labels: {a: m}}\n    spec:\n      containers: [{name: c, image: 'REPLACE_IMAGE:v0.0.0-placeholder'}]\n");
+    // What the make targets write.
+    write(d, "config/manager/kustomization.yaml", "resources: [manager.yaml]\nimages:\n- name: REPLACE_IMAGE\n  newName: quay.io/acme/op\n  newTag: latest\n");
+    write(
+        d,
+        "config/crd/bases/kustomization.yaml",
+        "resources: [widgets.yaml]\n",
+    );
+    write(d, "config/crd/bases/widgets.yaml", "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.acme.io}\nspec:\n  group: acme.io\n  names: {kind: Widget, plural: widgets}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema: {openAPIV3Schema: {type: object}}\n");
+    let (yaml, said, moved) = init(d);
+    assert!(
+        yaml.contains("images:\n  op:\n    image: quay.io/acme/op:latest\n    env: IMG\n    tagEnv: IMG_TAG\n    repositoryEnv: IMAGE_TAG_BASE\n"),
+        "{yaml}\n{said}"
+    );
+    assert!(!said.contains("none found"), "{said}");
+    assert_eq!(moved, "IMG=quay.io/me/op:latest\n");
+}
+
 /// Kueue's and llm-d-router's shape (#46): a chart whose `file://` dependency is
 /// not built yet is proposed, and init says what `berth validate` will need.
 #[test]

@@ -4,11 +4,14 @@
 //! lets the core decide a first berth.yaml (`berth_init`), writes it
 //! without ever replacing one, and says what it decided and why.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Result};
 use berth_init::{Chart, Facts, Kustomization};
 use berth_yaml::{Limits, Node};
+
+mod ignored;
 
 /// `berth init --check [DIR]`: the existing berth.yaml against what init would
 /// write now; each difference on stdout, exit 1 when there is one.
@@ -91,6 +94,32 @@ pub fn run(dir: Option<&Path>, project: Option<&Path>) -> Result<u8> {
     let mut skipped = Vec::new();
     let mut facts = gather(&root, &mut skipped)?;
     facts.unbuildable = unbuildable(&root, &mut facts, &mut skipped);
+    if std::env::var_os("BERTH_DEBUG_INIT").is_some() {
+        eprintln!(
+            "K {:?}",
+            facts
+                .kustomizations
+                .iter()
+                .map(|k| (&k.dir, &k.images))
+                .collect::<Vec<_>>()
+        );
+        eprintln!(
+            "M {:?}",
+            facts
+                .manifests
+                .iter()
+                .map(|m| &m.0)
+                .filter(|m| m.starts_with("config/manager"))
+                .collect::<Vec<_>>()
+        );
+        eprintln!(
+            "B {:?}",
+            facts
+                .built
+                .as_ref()
+                .map(|b| b.iter().map(|x| &x.0).collect::<Vec<_>>())
+        );
+    }
     let proposal = berth_init::propose(&facts);
     let mut notes = proposal.notes().to_vec();
     // What it writes must load: an entry that does not is left out with its
@@ -145,12 +174,14 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
     let charts = chart_dirs(root, &paths);
     let mut left_out = 0usize;
     let mut json: Vec<(PathBuf, String)> = Vec::new();
+    let mut walked: BTreeSet<String> = BTreeSet::new();
     for path in paths {
         let relative = path
             .strip_prefix(root)
             .unwrap_or(&path)
             .to_string_lossy()
             .replace('\\', "/");
+        walked.insert(relative.clone());
         let file = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -195,14 +226,11 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
             }
         }
     }
+    ignored::read_reached(root, &walked, &mut facts, skipped);
     included_makefiles(root, &mut facts, skipped);
     // Where an operator may keep the images its RELATED_IMAGE_* variables stand
     // for; read only then, and at most JSON_FILES of them.
-    if facts
-        .manifests
-        .iter()
-        .any(|(_, t)| t.contains("RELATED_IMAGE_"))
-    {
+    if (facts.manifests.iter()).any(|(_, t)| t.contains("RELATED_IMAGE_")) {
         for (path, relative) in json.iter().take(JSON_FILES) {
             if let Some(text) = read_text(path, relative, skipped) {
                 facts.data.push((relative.clone(), text));
