@@ -94,32 +94,6 @@ pub fn run(dir: Option<&Path>, project: Option<&Path>) -> Result<u8> {
     let mut skipped = Vec::new();
     let mut facts = gather(&root, &mut skipped)?;
     facts.unbuildable = unbuildable(&root, &mut facts, &mut skipped);
-    if std::env::var_os("BERTH_DEBUG_INIT").is_some() {
-        eprintln!(
-            "K {:?}",
-            facts
-                .kustomizations
-                .iter()
-                .map(|k| (&k.dir, &k.images))
-                .collect::<Vec<_>>()
-        );
-        eprintln!(
-            "M {:?}",
-            facts
-                .manifests
-                .iter()
-                .map(|m| &m.0)
-                .filter(|m| m.starts_with("config/manager"))
-                .collect::<Vec<_>>()
-        );
-        eprintln!(
-            "B {:?}",
-            facts
-                .built
-                .as_ref()
-                .map(|b| b.iter().map(|x| &x.0).collect::<Vec<_>>())
-        );
-    }
     let proposal = berth_init::propose(&facts);
     let mut notes = proposal.notes().to_vec();
     // What it writes must load: an entry that does not is left out with its
