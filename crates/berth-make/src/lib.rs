@@ -28,7 +28,9 @@ pub struct MakeVar {
     pub value: String,
     /// `Makefile:3`.
     pub at: Place,
-    /// `?=`: set only when not yet defined (the first such line wins).
+    /// `?=`, or a definition guarded by a test that the variable is unset
+    /// (`ifeq ($(IMG),)`, `ifndef IMG`): set only when not yet defined, so the
+    /// environment and berth's value win over it.
     pub conditional: bool,
 }
 
@@ -172,8 +174,9 @@ fn is_make_name(name: &str) -> bool {
 pub fn make_vars(file: &str, text: &str) -> Vec<MakeVar> {
     let mut out = Vec::new();
     let mut in_recipe = false;
-    // Per open conditional: in its `else` branch; the names its first branch defined.
-    let mut branches: Vec<(bool, Vec<String>)> = Vec::new();
+    // Per open conditional: in its `else` branch; the names its first branch
+    // defined; the variable it tests to be unset.
+    let mut branches: Vec<(bool, Vec<String>, Option<String>)> = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let trimmed = line.trim_start();
         if trimmed.starts_with('#') || trimmed.is_empty() {
@@ -182,7 +185,8 @@ pub fn make_vars(file: &str, text: &str) -> Vec<MakeVar> {
         let directive = trimmed.split_whitespace().next().unwrap_or("");
         match directive {
             "ifeq" | "ifneq" | "ifdef" | "ifndef" => {
-                branches.push((false, Vec::new()));
+                let rest = trimmed[directive.len()..].trim();
+                branches.push((false, Vec::new(), unset_test(directive, rest)));
                 continue;
             }
             "else" => {
@@ -200,7 +204,7 @@ pub fn make_vars(file: &str, text: &str) -> Vec<MakeVar> {
         if line.starts_with('\t') && in_recipe {
             continue;
         }
-        let Some(var) = definition(file, n, trimmed) else {
+        let Some(mut var) = definition(file, n, trimmed) else {
             // A rule line starts a recipe; anything else at the margin ends one.
             if !line.starts_with('\t') {
                 in_recipe = is_rule(trimmed);
@@ -210,17 +214,55 @@ pub fn make_vars(file: &str, text: &str) -> Vec<MakeVar> {
         if !line.starts_with('\t') {
             in_recipe = false;
         }
-        if let Some((in_else, first)) = branches.last_mut() {
+        if let Some((in_else, first, unset)) = branches.last_mut() {
             if *in_else && first.contains(&var.name) {
                 continue;
             }
             if !*in_else {
                 first.push(var.name.clone());
+                var.conditional |= unset.as_deref() == Some(var.name.as_str());
             }
         }
         out.push(var);
     }
     out
+}
+
+/// The variable a conditional's first branch runs only when it is unset or
+/// empty: `ifndef X`, `ifeq ($(X),)`, `ifeq (,$(X))`, `ifeq "$(X)" ""`,
+/// `ifeq ($(origin X),undefined)`.
+fn unset_test(directive: &str, rest: &str) -> Option<String> {
+    let is_name =
+        |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if directive == "ifndef" {
+        return Some(rest.to_string()).filter(|n| is_name(n));
+    }
+    if directive != "ifeq" {
+        return None;
+    }
+    let compact: String = rest.chars().filter(|c| !c.is_whitespace()).collect();
+    let reference = |text: &str| -> Option<String> {
+        let inner = (text.strip_prefix("$(").and_then(|t| t.strip_suffix(')')))
+            .or_else(|| text.strip_prefix("${").and_then(|t| t.strip_suffix('}')))?;
+        Some(inner.to_string()).filter(|n| is_name(n))
+    };
+    let (left, right) = match compact.strip_prefix('(').and_then(|c| c.strip_suffix(')')) {
+        Some(inner) => inner.split_once(',')?,
+        None => compact.split_once("\"\"").map(|(l, _)| (l, ""))?,
+    };
+    let left = left.trim_matches('"');
+    let right = right.trim_matches('"');
+    if let Some(origin) = left
+        .strip_prefix("$(origin")
+        .and_then(|l| l.strip_suffix(')'))
+    {
+        return Some(origin.to_string()).filter(|n| right == "undefined" && is_name(n));
+    }
+    match (left.is_empty(), right.is_empty()) {
+        (false, true) => reference(left),
+        (true, false) => reference(right),
+        _ => None,
+    }
 }
 
 /// `target: prerequisites` (not `NAME := value`).
@@ -300,6 +342,10 @@ pub fn disagreements(project: &Project, makefiles: &Makefiles) -> Vec<berth_core
             continue; // its default is another component's resolved image
         }
         let own = format!("{}:{}", project.file, c.image_pos);
+        if let Some(warning) = unconditional(makefiles, c, &own) {
+            out.push(warning);
+            continue;
+        }
         let known = |name: &str| match defs.value(name) {
             Some(Ok(value)) if !value.is_empty() && !value.contains('$') => Some(value),
             _ => None,
@@ -345,6 +391,25 @@ pub fn disagreements(project: &Project, makefiles: &Makefiles) -> Vec<berth_core
     out.extend(name_disagreements(project, &named));
     out.extend(named::untagged_builds(project, &named));
     out
+}
+
+/// A definition of one of component `c`'s variables that make keeps whatever
+/// the environment says (`IMAGE_TAG := …`, not `?=` nor guarded by a test
+/// that it is unset): under `berth env -- make`, berth's image never reaches
+/// make, which builds or deploys its own. Said once per component, at the
+/// first such line.
+fn unconditional(
+    makefiles: &Makefiles,
+    c: &berth_core::Component,
+    own: &str,
+) -> Option<berth_core::Warning> {
+    let names = [Some(&c.env), Some(&c.tag_env), c.repository_env.as_ref()];
+    let var = (makefiles.vars.iter())
+        .find(|v| !v.conditional && names.iter().flatten().any(|n| **n == v.name))?;
+    Some(berth_core::Warning::at(berth_core::Code::MakefileDefault, var.at.clone(), format_args!(
+        "this line sets {} (component `{}`'s variable) to `{}` whatever the environment says, so under `berth env -- make` berth's image for it ({own}, or what berth's variables make of it) does not reach make, which builds or deploys its own; write `{} ?= …`, or give it on make's command line (`make … {}=…`)",
+        var.name, c.name, var.value, var.name, var.name
+    )))
 }
 
 /// Under `berth env -- make … NAME=VALUE`: the words that name no variable of
@@ -482,6 +547,7 @@ mod tests {
             got,
             [
                 "Makefile:4: `SIDECAR_TAG ?= dev` gives component `sidecar` the tag `dev` by default, but berth.yaml:4:20 gives it `ghcr.io/llm-d/disagg-sidecar:0.0.5`: with no variable set, make and berth build and deploy different images; make the two defaults agree [makefile-default]",
+                "Makefile:5: this line sets SIM_IMAGE (component `sim`'s variable) to `ghcr.io/llm-d/sim:v1` whatever the environment says, so under `berth env -- make` berth's image for it (berth.yaml:5:16, or what berth's variables make of it) does not reach make, which builds or deploys its own; write `SIM_IMAGE ?= …`, or give it on make's command line (`make … SIM_IMAGE=…`) [makefile-default]",
                 // #46 item 9: a computed default is said, not passed over in silence.
                 "Makefile:6: `SHELLED_TAG ?= $(shell git describe)` computes component `shelled`'s default with `$(shell …)`, so berth cannot compare it with berth.yaml:6:20's `ghcr.io/llm-d/shelled:v1`: make run alone may build another image than berth deploys; run make under `berth env --` (berth's value wins over `?=`), or write the default as text [makefile-default]",
             ]
@@ -493,6 +559,39 @@ mod tests {
         );
         let got = disagreements(&project, &files("EPP_IMAGE ?= quay.io/me/epp:dev\n"));
         assert!(got[0].text.starts_with("Makefile:1: `EPP_IMAGE ?= quay.io/me/epp:dev` gives component `epp` the image `quay.io/me/epp:dev` by default, but berth.yaml:3:16 gives it `ghcr.io/llm-d/epp:dev`"), "{got:?}");
+    }
+
+    /// A component variable make sets whatever the environment says is named
+    /// (kueue: `IMAGE_TAG := $(IMAGE_REPO):$(GIT_TAG)`); one set only when unset
+    /// — `?=`, or `=` under a test that it is unset, as opendatahub-operator
+    /// writes `IMAGE_TAG_BASE` — is not.
+    #[test]
+    fn a_component_variable_the_environment_cannot_reach_is_named() {
+        let project = berth_core::project::parse(
+            "berth.yaml",
+            std::path::PathBuf::from("/p"),
+            "name: x\nimages:\n  op: {image: quay.io/acme/op:latest, env: IMG, tagEnv: IMG_TAG, repositoryEnv: IMAGE_TAG_BASE}\n  kq: {image: quay.io/acme/kq:main, env: IMAGE_TAG}\n",
+        )
+        .unwrap();
+        let guarded = "ifeq ($(IMAGE_TAG_BASE), )\n\tIMAGE_TAG_BASE = quay.io/acme/op\nendif\nifndef IMG_TAG\nIMG_TAG = latest\nendif\nifeq (,$(IMG))\n\tIMG ?= $(IMAGE_TAG_BASE):$(IMG_TAG)\nendif\n";
+        let got = disagreements(&project, &files(guarded));
+        assert!(got.is_empty(), "{got:?}");
+        let vars = make_vars("Makefile", "ifeq ($(origin X),undefined)\nX = 1\nelse\nY = 2\nendif\nifeq \"$(Z)\" \"\"\nZ = 3\nendif\nifeq ($(W),x)\nW = 4\nendif\n");
+        let conditional: Vec<(&str, bool)> = (vars.iter())
+            .map(|v| (v.name.as_str(), v.conditional))
+            .collect();
+        assert_eq!(
+            conditional,
+            [("X", true), ("Y", false), ("Z", true), ("W", false)]
+        );
+        let got = disagreements(
+            &project,
+            &files(&format!(
+                "{guarded}IMAGE_TAG := quay.io/acme/kq:$(GIT_TAG)\n"
+            )),
+        );
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(got[0].text.starts_with("Makefile:10: this line sets IMAGE_TAG (component `kq`'s variable) to `quay.io/acme/kq:$(GIT_TAG)` whatever the environment says"), "{got:?}");
     }
 
     #[test]

@@ -151,3 +151,51 @@ fn a_name_only_make_variable_is_understood() {
         "warning: images.env:1: `CONTROLLER_IMG ?= kserve-ctl` names the image make builds (`${KO_DOCKER_REPO}/${CONTROLLER_IMG}`), but component `controller`'s repository is `docker.io/kserve/kserve-controller` (berth.yaml:4:23): make would build and push `…/kserve-ctl` and berth deploy `…/kserve-controller`; make the two names agree [makefile-default]\n"
     );
 }
+
+/// Kueue's shape: the Makefile sets the component's variable with `:=`, which
+/// GNU make keeps over the environment, so under `berth env` make runs its own
+/// image while berth's registry moves the component's: `validate` (and `berth
+/// env`) name the line; `?=` (or a test that it is unset) is not named, and
+/// then make runs berth's image.
+#[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
+fn a_component_variable_make_keeps_over_the_environment_is_named() {
+    crate::common::require_program(crate::common::Group::Tools, "make");
+    let dir = project("name: x\nregistry: {env: IMAGE_REGISTRY}\nimages:\n  kq: {image: quay.io/acme/kq:main, env: IMAGE_TAG}\n");
+    let d = dir.path();
+    let makefile = |assign: &str| {
+        format!("IMAGE_TAG {assign} quay.io/acme/kq:main\nprint:\n\t@echo $(IMAGE_TAG)\n")
+    };
+    std::fs::write(d.join("Makefile"), makefile(":=")).unwrap();
+    let run = berth(d)
+        .args(["env", "--", "make", "-s", "print"])
+        .env("IMAGE_REGISTRY", "quay.io/me")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&run.stdout),
+        "quay.io/acme/kq:main\n"
+    );
+    let validate = berth(d).arg("validate").output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&validate.stderr).starts_with("warning: Makefile:1: this line sets IMAGE_TAG (component `kq`'s variable) to `quay.io/acme/kq:main` whatever the environment says, so under `berth env -- make` berth's image for it (berth.yaml:4:15, or what berth's variables make of it) does not reach make"),
+        "{}",
+        String::from_utf8_lossy(&validate.stderr)
+    );
+    std::fs::write(d.join("Makefile"), makefile("?=")).unwrap();
+    let run = berth(d)
+        .args(["env", "--", "make", "-s", "print"])
+        .env("IMAGE_REGISTRY", "quay.io/me")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&run.stdout), "quay.io/me/kq:main\n");
+    let validate = berth(d).arg("validate").output().unwrap();
+    assert!(
+        validate.status.success() && validate.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&validate.stderr)
+    );
+}
