@@ -61,6 +61,9 @@ pub struct Facts {
     /// Candidate kustomizations ([`candidates`]) that did not build: (directory,
     /// why, in one line).
     pub unbuildable: Vec<(String, String)>,
+    /// Charts `helm template` refuses with their own values (a value only
+    /// their user can give): (directory, why, in one line).
+    pub unrenderable: Vec<(String, String)>,
     /// JSON files (`(relative path, text)`), read when a manifest sets
     /// `RELATED_IMAGE_*` variables: where an operator may keep the images
     /// those stand for.
@@ -98,7 +101,19 @@ fn owner(reference: &Reference) -> String {
 /// The images the charts' values name, each with the values paths that set it.
 fn chart_images(facts: &Facts, notes: &mut Vec<String>) -> Vec<Found> {
     let mut found = Vec::new();
-    for chart in &facts.charts {
+    // A chart helm refuses to render is in no profile: its images are not the
+    // project's, nor are a library's that only such charts use.
+    let refused = |c: &Chart| facts.unrenderable.iter().any(|(d, _)| *d == c.dir);
+    let renders = |c: &&Chart| {
+        if refused(c) || !c.library {
+            return !refused(c);
+        }
+        let users: Vec<&Chart> = (facts.charts.iter())
+            .filter(|u| u.dependencies.iter().any(|(name, _)| *name == c.name))
+            .collect();
+        users.is_empty() || users.iter().any(|u| !refused(u))
+    };
+    for chart in facts.charts.iter().filter(renders) {
         found.extend(
             charts::images(chart, &facts.charts, notes)
                 .into_iter()

@@ -511,6 +511,58 @@ fn a_scaffolds_placeholder_filled_in_separate_trees_is_no_family() {
     assert!(check::differences(&project, &proposal).is_empty());
 }
 
+/// A chart helm refuses with its own values is in no profile, and neither its
+/// images nor a library's that only it uses are components (llm-d-router's
+/// gateway and standalone charts on `routerlib`); a library another chart
+/// renders with still gives its images.
+#[test]
+fn a_refused_chart_and_a_library_only_it_uses_give_no_components() {
+    let chart = |dir: &str, library: bool, deps: &[&str]| Chart {
+        dir: dir.into(),
+        name: dir.rsplit('/').next().unwrap().into(),
+        library,
+        dependencies: deps
+            .iter()
+            .map(|d| (d.to_string(), format!("file://../{d}")))
+            .collect(),
+        values: Some(format!(
+            "{}:\n  image: ghcr.io/acme/{}:v1\n",
+            dir.rsplit('/').next().unwrap(),
+            dir.rsplit('/').next().unwrap()
+        )),
+        ..Chart::default()
+    };
+    let facts = |renderable_user: bool| Facts {
+        name: "acme".into(),
+        charts: [
+            Some(chart("charts/lib", true, &[])),
+            Some(chart("charts/gw", false, &["lib"])),
+            renderable_user.then(|| chart("charts/ok", false, &["lib"])),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+        unrenderable: vec![("charts/gw".into(), "`.Values.match is required`".into())],
+        ..Facts::default()
+    };
+    let names =
+        |p: &Proposal| -> Vec<String> { p.components.iter().map(|c| c.name.clone()).collect() };
+    let alone = propose(&facts(false));
+    assert!(names(&alone).is_empty(), "{:?}", names(&alone));
+    assert!(alone.manifests.is_empty() && alone.profiles.is_empty());
+    assert!(alone.notes.iter().any(|n| n.starts_with("left out chart charts/gw: `helm template` refuses its own values (`.Values.match is required`)")), "{:#?}", alone.notes);
+    let beside = propose(&facts(true));
+    assert_eq!(names(&beside), ["lib", "ok"]);
+    assert_eq!(
+        beside.manifests,
+        [Source::Helm {
+            chart: "charts/ok".into(),
+            release: Some("ok".into()),
+            values: Vec::new()
+        }]
+    );
+}
+
 /// #49 item 6: a chart's per-accelerator values files (`values_xpu.yaml`,
 /// `values-rocm.yaml`) are variants of the image they move, each with a
 /// profile that renders the chart with that file and selects it.

@@ -17,7 +17,14 @@ pub(super) fn add_charts(
     notes: &mut Vec<String>,
 ) {
     // A library chart renders nothing by itself: the charts that depend on it do.
-    let charts: Vec<&Chart> = facts.charts.iter().filter(|c| !c.library).collect();
+    // One helm refuses with its own values would be a profile that fails.
+    for (dir, why) in &facts.unrenderable {
+        notes.push(format!("left out chart {dir}: `helm template` refuses its own values ({why}); add it by hand as a profile with `values:` that give what it requires, and `helmValues:` for the images it sets"));
+    }
+    let unrenderable = |c: &Chart| facts.unrenderable.iter().any(|(d, _)| *d == c.dir);
+    let charts: Vec<&Chart> = (facts.charts.iter())
+        .filter(|c| !c.library && !unrenderable(c))
+        .collect();
     let Some(first) = charts.first() else {
         return;
     };

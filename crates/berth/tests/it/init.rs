@@ -819,6 +819,62 @@ fn generated_inputs_on_disk_are_read_though_gitignored() {
     assert_eq!(moved, "IMG=quay.io/me/op:latest\n");
 }
 
+/// llm-d-router's gateway chart: a chart whose templates `required` a value
+/// only its user can give does not render with its own values, so init leaves
+/// it out of the profiles (with the reason and what to add) rather than write
+/// a berth.yaml `validate` fails on; its images are no components. The chart
+/// beside it that renders is proposed as before.
+#[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
+fn a_chart_that_requires_a_value_is_left_out_with_the_reason() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = &temp.path().join("gw-repo");
+    let chart = |name: &str, template: &str| {
+        write(
+            dir,
+            &format!("charts/{name}/Chart.yaml"),
+            &format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n"),
+        );
+        write(
+            dir,
+            &format!("charts/{name}/values.yaml"),
+            &format!("image:\n  repository: ghcr.io/acme/{name}\n  tag: v1\n"),
+        );
+        write(dir, &format!("charts/{name}/templates/pod.yaml"), template);
+    };
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: \"{{ .Values.image.repository }}:{{ .Values.image.tag }}\"}]\n";
+    chart(
+        "gw",
+        &format!("{{{{- $_ := required \".Values.match is required\" .Values.match }}}}\n{pod}"),
+    );
+    chart("ok", pod);
+    let out = crate::helm_source::berth(dir, &["init"], &[]);
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("left out chart charts/gw: `helm template` refuses its own values (`.Values.match is required`, at gw/templates/pod.yaml:1:"),
+        "{said}"
+    );
+    let yaml = std::fs::read_to_string(dir.join("berth.yaml")).unwrap();
+    assert!(
+        !yaml.contains("charts/gw") && !yaml.contains("acme/gw"),
+        "{yaml}"
+    );
+    assert!(
+        yaml.contains("chart: charts/ok") && yaml.contains("image: ghcr.io/acme/ok:v1"),
+        "{yaml}"
+    );
+    let validated = crate::helm_source::berth(dir, &["validate"], &[]);
+    assert!(
+        validated.status.success() && validated.stderr.is_empty(),
+        "{}",
+        crate::common::transcript(&validated)
+    );
+}
+
 /// Kueue's and llm-d-router's shape (#46): a chart whose `file://` dependency is
 /// not built yet is proposed, and init says what `berth validate` will need.
 #[test]

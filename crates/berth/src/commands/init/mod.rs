@@ -11,6 +11,7 @@ use anyhow::{anyhow, bail, Result};
 use berth_init::{Chart, Facts, Kustomization};
 use berth_yaml::{Limits, Node};
 
+mod charts;
 mod ignored;
 
 /// `berth init --check [DIR]`: the existing berth.yaml against what init would
@@ -94,6 +95,7 @@ pub fn run(dir: Option<&Path>, project: Option<&Path>) -> Result<u8> {
     let mut skipped = Vec::new();
     let mut facts = gather(&root, &mut skipped)?;
     facts.unbuildable = unbuildable(&root, &mut facts, &mut skipped);
+    facts.unrenderable = charts::unrenderable(&root, &facts);
     let proposal = berth_init::propose(&facts);
     let mut notes = proposal.notes().to_vec();
     // What it writes must load: an entry that does not is left out with its
@@ -235,16 +237,7 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
 /// the command validate will need (berth renders a chart as it is on disk).
 fn unbuilt_dependencies(root: &Path, facts: &Facts, skipped: &mut Vec<String>) {
     for chart in &facts.charts {
-        let held: Vec<String> = std::fs::read_dir(root.join(&chart.dir).join("charts"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        let missing: Vec<&str> = (chart.dependencies.iter())
-            .map(|(name, _)| name.as_str())
-            .filter(|name| !held.iter().any(|h| h.starts_with(name)))
-            .collect();
+        let missing = missing_dependencies(root, chart);
         if !missing.is_empty() {
             skipped.push(format!(
                 "chart {} lists dependencies its charts/ directory does not hold ({}): run `helm dependency build {}` before `berth validate` (berth renders the chart as it is on disk)",
@@ -254,6 +247,20 @@ fn unbuilt_dependencies(root: &Path, facts: &Facts, skipped: &mut Vec<String>) {
             ));
         }
     }
+}
+
+/// The dependencies `chart` lists that its `charts/` directory does not hold.
+fn missing_dependencies<'c>(root: &Path, chart: &'c Chart) -> Vec<&'c str> {
+    let held: Vec<String> = std::fs::read_dir(root.join(&chart.dir).join("charts"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    (chart.dependencies.iter())
+        .map(|(name, _)| name.as_str())
+        .filter(|name| !held.iter().any(|h| h.starts_with(name)))
+        .collect()
 }
 
 /// At most this many JSON files are read for related images (a repository's
