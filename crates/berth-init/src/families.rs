@@ -5,7 +5,7 @@
 //! the directory that sets it, and the profiles whose overlays include one
 //! select it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use berth_ref::Reference;
 
@@ -197,7 +197,7 @@ fn same_workload(facts: &Facts, name: &str, members: Vec<Member>) -> Vec<Vec<Mem
 /// run an image called `name`, as kustomize's `images:` matches it: the name
 /// without its tag or digest.
 fn running(facts: &Facts, dir: &str, name: &str) -> BTreeSet<String> {
-    let reached = reached(facts, dir);
+    let reached = reached(&by_dir(facts), dir);
     (facts.manifests.iter())
         .filter(|(path, text)| reached.contains(&normalize(path)) && runs(text, name))
         .map(|(path, _)| normalize(path))
@@ -267,20 +267,26 @@ pub(crate) fn label(text: &str) -> String {
 /// Whether the kustomization at `dir` includes `target` (itself, or through its
 /// `resources:`/`components:`, transitively).
 pub(crate) fn includes(facts: &Facts, dir: &str, target: &str) -> bool {
-    reached(facts, dir).contains(target)
+    reached(&by_dir(facts), dir).contains(target)
+}
+
+/// The kustomizations by their normalized directory.
+fn by_dir(facts: &Facts) -> BTreeMap<String, &Kustomization> {
+    (facts.kustomizations.iter())
+        .map(|k| (normalize(&k.dir), k))
+        .collect()
 }
 
 /// The kustomization at `dir` and every path its `resources:`/`components:`
 /// reach, transitively (directories and files, normalized).
-fn reached(facts: &Facts, dir: &str) -> BTreeSet<String> {
-    let by_dir = |d: &str| facts.kustomizations.iter().find(|k| normalize(&k.dir) == d);
+fn reached(by_dir: &BTreeMap<String, &Kustomization>, dir: &str) -> BTreeSet<String> {
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut stack = vec![normalize(dir)];
     while let Some(current) = stack.pop() {
         if !seen.insert(current.clone()) {
             continue;
         }
-        let Some(k): Option<&Kustomization> = by_dir(&current) else {
+        let Some(k) = by_dir.get(&current) else {
             continue;
         };
         for entry in &k.resources {
@@ -305,18 +311,15 @@ type Edit = (String, Option<String>, Option<String>);
 
 impl Renames {
     pub(crate) fn new(facts: &Facts) -> Self {
-        let by_dir = |d: &str| facts.kustomizations.iter().find(|k| normalize(&k.dir) == d);
+        let index = by_dir(facts);
+        let by_dir = |d: &str| index.get(&normalize(d)).copied();
         let reach = (facts.kustomizations.iter())
             .map(|k| {
-                let reached = reached(facts, &k.dir);
+                let reached = reached(&index, &k.dir);
                 let mut dirs: Vec<&str> = vec![k.dir.as_str()];
                 dirs.extend(reached.iter().map(String::as_str));
                 let mut edits: Vec<Edit> = Vec::new();
-                for edit in dirs
-                    .into_iter()
-                    .filter_map(|d| by_dir(&normalize(d)))
-                    .flat_map(|k| &k.images)
-                {
+                for edit in dirs.into_iter().filter_map(by_dir).flat_map(|k| &k.images) {
                     if !edits.contains(edit) {
                         edits.push(edit.clone());
                     }
