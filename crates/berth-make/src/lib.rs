@@ -32,6 +32,9 @@ pub struct MakeVar {
     /// (`ifeq ($(IMG),)`, `ifndef IMG`): set only when not yet defined, so the
     /// environment and berth's value win over it.
     pub conditional: bool,
+    /// The assignment as written (`?=`, `:=`, `::=`, `!=`, `=`), for messages
+    /// that quote the line.
+    pub op: &'static str,
 }
 
 /// A project's Makefiles as read: every variable definition in the order make
@@ -294,6 +297,15 @@ fn definition(file: &str, n: usize, line: &str) -> Option<MakeVar> {
         value,
         at: Place::file(file).line(u32::try_from(n + 1).unwrap_or(u32::MAX)),
         conditional: left.ends_with('?'),
+        op: ["::", ":", "?", "!"]
+            .into_iter()
+            .find(|suffix| left.ends_with(suffix))
+            .map_or("=", |suffix| match suffix {
+                "::" => "::=",
+                ":" => ":=",
+                "?" => "?=",
+                _ => "!=",
+            }),
     })
 }
 
@@ -333,10 +345,7 @@ pub fn includes(text: &str) -> Vec<String> {
 pub fn disagreements(project: &Project, makefiles: &Makefiles) -> Vec<berth_core::Warning> {
     let defs = Defs::new(&makefiles.vars);
     let mut out = Vec::new();
-    let written = |var: &MakeVar| {
-        let op = if var.conditional { "?=" } else { "=" };
-        format!("`{} {op} {}`", var.name, var.value)
-    };
+    let written = |var: &MakeVar| format!("`{} {} {}`", var.name, var.op, var.value);
     for c in &project.components {
         if c.same_as.is_some() {
             continue; // its default is another component's resolved image
@@ -449,8 +458,8 @@ pub fn shadowed_words(
                 continue;
             }
             out.push(format!(
-                "`{name}={value}` ({command_line}) feeds the Makefile's `{} ?= {}` ({}), but berth sets `{}` for the command, which wins over `?=`, so the word would change nothing: give the override to berth (`{}=…`, or `repositoryEnv: {name}` on component `{}` in {})",
-                var.name, var.value, var.at, c.env, c.env, c.name, project.file
+                "`{name}={value}` ({command_line}) feeds the Makefile's `{} {} {}` ({}), but berth sets `{}` for the command, which wins over that line, so the word would change nothing: give the override to berth (`{}=…`, or `repositoryEnv: {name}` on component `{}` in {})",
+                var.name, var.op, var.value, var.at, c.env, c.env, c.name, project.file
             ));
         }
     }
@@ -576,6 +585,13 @@ mod tests {
         let guarded = "ifeq ($(IMAGE_TAG_BASE), )\n\tIMAGE_TAG_BASE = quay.io/acme/op\nendif\nifndef IMG_TAG\nIMG_TAG = latest\nendif\nifeq (,$(IMG))\n\tIMG ?= $(IMAGE_TAG_BASE):$(IMG_TAG)\nendif\n";
         let got = disagreements(&project, &files(guarded));
         assert!(got.is_empty(), "{got:?}");
+        // A guarded line is quoted as written, not as `?=`.
+        let read = make_vars("Makefile", guarded);
+        let ops: Vec<(&str, &str)> = read.iter().map(|v| (v.name.as_str(), v.op)).collect();
+        assert_eq!(
+            ops,
+            [("IMAGE_TAG_BASE", "="), ("IMG_TAG", "="), ("IMG", "?=")]
+        );
         let vars = make_vars("Makefile", "ifeq ($(origin X),undefined)\nX = 1\nelse\nY = 2\nendif\nifeq \"$(Z)\" \"\"\nZ = 3\nendif\nifeq ($(W),x)\nW = 4\nendif\n");
         let conditional: Vec<(&str, bool)> = (vars.iter())
             .map(|v| (v.name.as_str(), v.conditional))
@@ -618,7 +634,7 @@ mod tests {
         );
         assert_eq!(
             got,
-            ["`EPP_IMAGE_TAG_BASE=quay.io/me/epp` (command line of `make`) feeds the Makefile's `EPP_IMAGE ?= $(BASE):$(EPP_TAG)` (Makefile:3), but berth sets `EPP_IMAGE` for the command, which wins over `?=`, so the word would change nothing: give the override to berth (`EPP_IMAGE=…`, or `repositoryEnv: EPP_IMAGE_TAG_BASE` on component `epp` in berth.yaml)"]
+            ["`EPP_IMAGE_TAG_BASE=quay.io/me/epp` (command line of `make`) feeds the Makefile's `EPP_IMAGE ?= $(BASE):$(EPP_TAG)` (Makefile:3), but berth sets `EPP_IMAGE` for the command, which wins over that line, so the word would change nothing: give the override to berth (`EPP_IMAGE=…`, or `repositoryEnv: EPP_IMAGE_TAG_BASE` on component `epp` in berth.yaml)"]
         );
         // KServe's shape: a name-only variable renames what make builds.
         let named = files("CONTROLLER_IMG ?= kserve-controller\nbuild:\n\tdocker build -t ${KO_DOCKER_REPO}/${CONTROLLER_IMG} .\n");

@@ -90,7 +90,7 @@ fn a_make_word_berth_would_shadow_is_refused() {
     assert!(out.stdout.is_empty(), "make did not run");
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        "error: `EPP_IMAGE_TAG_BASE=quay.io/me/epp` (command line of `make`) feeds the Makefile's `EPP_IMAGE ?= $(EPP_IMAGE_TAG_BASE):$(EPP_TAG)` (Makefile:3), but berth sets `EPP_IMAGE` for the command, which wins over `?=`, so the word would change nothing: give the override to berth (`EPP_IMAGE=…`, or `repositoryEnv: EPP_IMAGE_TAG_BASE` on component `epp` in berth.yaml)\n"
+        "error: `EPP_IMAGE_TAG_BASE=quay.io/me/epp` (command line of `make`) feeds the Makefile's `EPP_IMAGE ?= $(EPP_IMAGE_TAG_BASE):$(EPP_TAG)` (Makefile:3), but berth sets `EPP_IMAGE` for the command, which wins over that line, so the word would change nothing: give the override to berth (`EPP_IMAGE=…`, or `repositoryEnv: EPP_IMAGE_TAG_BASE` on component `epp` in berth.yaml)\n"
     );
 }
 
