@@ -204,24 +204,22 @@ fn running(facts: &Facts, dir: &str, name: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// Whether a manifest's text has an `image:` whose name is `name`.
+/// Whether a manifest's pods run an image whose kustomize name is `name`
+/// (through init's one pod walker).
 fn runs(text: &str, name: &str) -> bool {
-    text.lines().any(|line| {
-        let line = line.trim_start().trim_start_matches("- ").trim_start();
-        let Some(value) = line.strip_prefix("image:") else {
-            return false;
-        };
-        let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
-        let value = value.split('@').next().unwrap_or(value);
-        let (repository, last) = value.rsplit_once('/').unwrap_or(("", value));
-        let last = last.split(':').next().unwrap_or(last);
-        let bare = if repository.is_empty() {
-            last.to_string()
-        } else {
-            format!("{repository}/{last}")
-        };
-        bare == name
-    })
+    (crate::pod_images(text, "").iter()).any(|(image, _)| kustomize_name(image).0 == name)
+}
+
+/// An image field as kustomize's `images:` reads it: the name it matches (the
+/// field without its tag or digest) and the tag. A placeholder need not be a
+/// valid reference (`REPLACE_IMAGE:v0.0.0-placeholder`), so this is not
+/// [`Reference::parse`].
+pub(crate) fn kustomize_name(image: &str) -> (&str, Option<&str>) {
+    let (name_and_tag, _digest) = image.split_once('@').unwrap_or((image, ""));
+    match name_and_tag.rsplit_once(':') {
+        Some((name, tag)) if !tag.contains('/') => (name, Some(tag)),
+        _ => (name_and_tag, None),
+    }
 }
 
 /// Each member named after its directory's last component, or its last two

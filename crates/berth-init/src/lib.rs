@@ -438,11 +438,7 @@ fn images_in_manifests(
 /// it is parsed: a placeholder (`REPLACE_IMAGE:v0.0.0`) need not be a valid
 /// reference, only what kustomize makes of it.
 fn renamed(renames: &families::Renames, path: &str, text: &str) -> Vec<Reference> {
-    let (name_and_tag, _digest) = text.split_once('@').unwrap_or((text, ""));
-    let (bare, tag) = match name_and_tag.rsplit_once(':') {
-        Some((bare, tag)) if !tag.contains('/') => (bare, Some(tag)),
-        _ => (name_and_tag, None),
-    };
+    let (bare, tag) = families::kustomize_name(text);
     let edits = renames.of(path, bare);
     if edits.is_empty() {
         return Reference::parse(text).ok().into_iter().collect();
