@@ -10,6 +10,7 @@ mod chart_variants;
 mod charts;
 pub mod check;
 mod components;
+mod deployed;
 mod families;
 mod manifests;
 mod named;
@@ -196,6 +197,7 @@ pub fn propose(facts: &Facts) -> Proposal {
         project_owner.as_deref(),
         &mut notes,
     );
+    deployed::link(facts, &mut images, &mut notes);
     let mut profile_variants =
         attach_families(facts, &families, &mut images, &profiles, &mut notes);
     let chart_families = chart_variants::chart_families(&facts.charts, &mut notes);

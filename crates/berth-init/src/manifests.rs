@@ -101,24 +101,10 @@ pub fn candidates(facts: &Facts) -> Vec<&Kustomization> {
 /// cannot be expanded is left out.
 pub(super) fn applied_by_make(facts: &Facts) -> Vec<(String, String)> {
     let defs = berth_make::Defs::new(&facts.make_vars);
-    let is_kustomize = |word: &str| {
-        let word = word.trim_start_matches("$(").trim_start_matches("${");
-        let word = word.trim_end_matches([')', '}']).to_ascii_lowercase();
-        word.ends_with("kustomize")
-    };
     let mut out: Vec<(String, String)> = Vec::new();
     for (file, text) in &facts.make_texts {
         for (n, line) in text.lines().enumerate() {
-            let words: Vec<&str> = line.split_whitespace().collect();
-            for (i, word) in words.iter().enumerate() {
-                let dir = match *word {
-                    "-k" | "--kustomize" => words.get(i + 1).copied(),
-                    "build" if i > 0 && is_kustomize(words[i - 1]) => words.get(i + 1).copied(),
-                    w => w.strip_prefix("--kustomize="),
-                };
-                let Some(dir) = dir.filter(|d| !d.starts_with('-')) else {
-                    continue;
-                };
+            for dir in berth_make::kustomize_dirs(line) {
                 // Every variable defined (make would expand an undefined one to nothing).
                 let defined = dir.split('$').skip(1).all(|after| {
                     let name = after

@@ -12,9 +12,12 @@ use berth_ref::Reference;
 
 use berth_core::{Place, Project};
 
+mod deploy;
 mod named;
+mod rules;
 mod sites;
 mod targets;
+pub use deploy::{deploy_disagreements, deploy_edits, kustomize_dirs, DeployEdit};
 pub use named::{built_images, component_of, composed, name_disagreements, name_only, NameOnly};
 pub use sites::{tag_sites, TagSite};
 pub use targets::target_writing;
@@ -164,7 +167,7 @@ impl<'a> Defs<'a> {
     }
 }
 
-fn is_make_name(name: &str) -> bool {
+pub(crate) fn is_make_name(name: &str) -> bool {
     !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
@@ -469,7 +472,7 @@ pub fn shadowed_words(
 impl Defs<'_> {
     /// Whether `text` refers to variable `name`, directly or through the
     /// variables it names (as deep as expansion goes).
-    fn refers_to(&self, text: &str, name: &str, depth: usize) -> bool {
+    pub(crate) fn refers_to(&self, text: &str, name: &str, depth: usize) -> bool {
         if depth > EXPANSION_DEPTH {
             return false;
         }

@@ -58,62 +58,18 @@ pub fn target_writing(vars: &[MakeVar], texts: &[(String, String)], path: &str) 
 /// expanded, with the target it belongs to.
 fn recipe_lines(defs: &Defs<'_>, texts: &[(String, String)]) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    for (_, text) in texts {
-        let mut target: Option<String> = None;
-        for line in logical_lines(text) {
-            if !line.starts_with('\t') {
-                // A rule line names the target the recipe below belongs to; a
-                // conditional or a comment inside the recipe does not end it.
-                let first = line.split_whitespace().next().unwrap_or("");
-                let within = line.trim().is_empty()
-                    || first.starts_with('#')
-                    || ["ifeq", "ifneq", "ifdef", "ifndef", "else", "endif"].contains(&first);
-                target = rule_target(&line)
-                    .map(str::to_string)
-                    .or(target.filter(|_| within));
-                continue;
-            }
-            let Some(target) = &target else { continue };
+    for rule in crate::rules::rules(texts) {
+        for (_, line) in &rule.lines {
             let command = line.trim_start().trim_start_matches(['@', '-', '+']);
             if command.starts_with("rm ") {
                 continue;
             }
-            if let Ok(expanded) = defs.expand(&line) {
-                out.push((target.clone(), expanded));
+            if let Ok(expanded) = defs.expand(line) {
+                out.push((rule.target.clone(), expanded));
             }
         }
     }
     out
-}
-
-/// `text`'s lines with make's `\` continuations joined.
-fn logical_lines(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let mut open = false;
-    for line in text.lines() {
-        match (open, out.last_mut()) {
-            (true, Some(last)) => {
-                last.push(' ');
-                last.push_str(line.trim());
-            }
-            _ => out.push(line.to_string()),
-        }
-        open = line.ends_with('\\');
-        if let Some(last) = out.last_mut().filter(|_| open) {
-            last.pop();
-        }
-    }
-    out
-}
-
-/// The first target of a rule line (`manifests: controller-gen ## …`).
-fn rule_target(line: &str) -> Option<&str> {
-    let colon = line.find(':')?;
-    let (left, right) = (&line[..colon], &line[colon + 1..]);
-    if left.contains(['=', '$', '%']) || right.starts_with('=') || left.starts_with('.') {
-        return None;
-    }
-    left.split_whitespace().next()
 }
 
 #[cfg(test)]

@@ -249,9 +249,26 @@ fn render_all(
 }
 
 /// The Makefile's image defaults compared with berth.yaml's: a default that
-/// disagrees is a warning naming both lines.
+/// disagrees is a warning naming both lines; so is a deploy recipe that sets a
+/// component's image in a kustomization from a variable berth does not set.
 fn makefile_defaults(project: &Project) -> Vec<Warning> {
-    berth_make::disagreements(project, &crate::project_file::makefiles(project))
+    let makefiles = crate::project_file::makefiles(project);
+    let mut out = berth_make::disagreements(project, &makefiles);
+    // A recipe's `cd` stays inside the project: a directory above it or absolute is not read.
+    let kustomization = |dir: &str| {
+        let inside =
+            !std::path::Path::new(dir).is_absolute() && !dir.split('/').any(|part| part == "..");
+        inside
+            .then(|| crate::kustomize::read_kustomization(&project.dir.join(dir)))
+            .flatten()
+            .map(|(_, k)| k)
+    };
+    out.extend(berth_make::deploy_disagreements(
+        project,
+        &makefiles,
+        &kustomization,
+    ));
+    out
 }
 
 /// `[lock-stale]`: the pins of berth.lock (when there is one) for tags berth.yaml

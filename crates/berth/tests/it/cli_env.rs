@@ -199,3 +199,66 @@ fn a_component_variable_make_keeps_over_the_environment_is_named() {
         String::from_utf8_lossy(&validate.stderr)
     );
 }
+
+/// Kueue's `make deploy`: a prerequisite writes `$(IMAGE_TAG)` into the
+/// manager's kustomization before `kubectl apply -k config/default`. With
+/// berth's variable elsewhere, `berth env -- make` deploys make's image and
+/// validate names the recipe line; once berth.yaml names `IMAGE_TAG` and make
+/// lets the environment in (`?=`), make writes berth's image and validate is
+/// silent. (`make -n`: no standalone kustomize here to run `edit`.)
+#[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
+fn a_deploy_recipe_that_sets_the_image_from_another_variable_is_named() {
+    crate::common::require_program(crate::common::Group::Tools, "make");
+    crate::common::require_program(crate::common::Group::Tools, "kubectl");
+    let berth_yaml = |env: &str| {
+        format!("name: x\nregistry: {{env: IMAGE_REGISTRY}}\nmanifests:\n- kustomize: config/default\nimages:\n  kq: {{image: quay.io/acme/kq:main{env}}}\n")
+    };
+    let dir = project(&berth_yaml(""));
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("config/default")).unwrap();
+    std::fs::create_dir_all(d.join("config/manager")).unwrap();
+    std::fs::write(
+        d.join("config/default/kustomization.yaml"),
+        "resources:\n- ../manager\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("config/manager/kustomization.yaml"), "resources:\n- manager.yaml\nimages:\n- name: controller\n  newName: quay.io/acme/kq\n  newTag: main\n").unwrap();
+    std::fs::write(d.join("config/manager/manager.yaml"), "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: kq}\nspec:\n  selector: {matchLabels: {app: kq}}\n  template:\n    metadata: {labels: {app: kq}}\n    spec:\n      containers:\n      - name: manager\n        image: controller:latest\n").unwrap();
+    let makefile = |assign: &str| {
+        format!("KUSTOMIZE ?= kustomize\nIMAGE_TAG {assign} quay.io/acme/kq:main\ndeploy: prepare-manifests\n\tkubectl apply --server-side -k config/default\nprepare-manifests:\n\tcd config/manager && $(KUSTOMIZE) edit set image controller=$(IMAGE_TAG)\n")
+    };
+    std::fs::write(d.join("Makefile"), makefile(":=")).unwrap();
+    let deployed = |d: &std::path::Path| {
+        let run = berth(d)
+            .args(["env", "--", "make", "-n", "prepare-manifests"])
+            .env("IMAGE_REGISTRY", "quay.io/me")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&run.stdout).into_owned()
+    };
+    assert_eq!(
+        deployed(d),
+        "cd config/manager && kustomize edit set image controller=quay.io/acme/kq:main\n"
+    );
+    let validate = berth(d).arg("validate").output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&validate.stderr),
+        "warning: Makefile:6: `make deploy` (through `prepare-manifests`) sets component `kq`'s image in config/manager's kustomization to `$(IMAGE_TAG)`, which is not the variable berth hands make (`KQ_IMAGE`): under `berth env -- make deploy` make deploys that, not berth's image for it (`quay.io/acme/kq:main` by default, berth.yaml:6:15); write `$(KQ_IMAGE)` there, or name make's variable in berth.yaml (`env: IMAGE_TAG` on component `kq`) [makefile-default]\n"
+    );
+    std::fs::write(d.join("berth.yaml"), berth_yaml(", env: IMAGE_TAG")).unwrap();
+    std::fs::write(d.join("Makefile"), makefile("?=")).unwrap();
+    assert_eq!(
+        deployed(d),
+        "cd config/manager && kustomize edit set image controller=quay.io/me/kq:main\n"
+    );
+    let validate = berth(d).arg("validate").output().unwrap();
+    assert!(
+        validate.status.success() && validate.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&validate.stderr)
+    );
+}
