@@ -117,13 +117,13 @@ fn run(cli: &Cli) -> Result<u8> {
         }),
         Command::Promote(args) => {
             let promote = settings::Promote::resolve(args)?;
-            with_resolution(cli, &args.resolve, |_, resolution| {
+            with_resolution(cli, &args.copy.resolve, |_, resolution| {
                 commands::promote::run(&promote, resolution).map(|()| 0)
             })
         }
         Command::Mirror(args) => {
             let mirror = settings::Mirror::resolve(args)?;
-            with_resolution(cli, &args.resolve, |project, resolution| {
+            with_resolution(cli, &args.copy.resolve, |project, resolution| {
                 commands::mirror::run(&mirror, project, resolution).map(|()| 0)
             })
         }

@@ -175,18 +175,18 @@ impl Loader<'_> {
                 "env" => component.env = self.variable(v, &key)?,
                 "tagEnv" => component.tag_env = self.variable(v, &key)?,
                 "repositoryEnv" => component.repository_env = Some(self.variable(v, &key)?),
-                "pullPolicy" => component.pull_policy = Some(self.pull_policy(v, &key)?),
+                "pullPolicy" => component.spec.pull_policy = Some(self.pull_policy(v, &key)?),
                 "registry" => component.follows_registry = self.bool(v, &key)?,
                 "tag" => component.follows_tag = self.bool(v, &key)?,
-                "deployed" => component.deployed = self.bool(v, &key)?,
+                "deployed" => component.spec.deployed = self.bool(v, &key)?,
                 "sameAs" => same_as = Some((self.string(v, &key)?.to_string(), v.pos)),
                 "match" => matches = self.repositories(v, &key)?,
                 "helmValues" => component.helm_values = self.helm_values(v, &key)?,
                 "tagSuffix" => component.tag_suffix = self.bool(v, &key)?,
                 "relatedImage" => component.related_image = self.related_image(v, &key, name)?,
-                "variants" => component.variants = self.variants(v, &key)?,
+                "variants" => component.spec.variants = self.variants(v, &key)?,
                 "variantEnv" => component.variant_env = self.variable(v, &key)?,
-                "resource" => component.resource = Some(self.resource(v, &key)?),
+                "resource" => component.spec.resource = Some(self.resource(v, &key)?),
                 "versions" => component.versions = self.versions(v, &key)?,
                 "verify" => component.verify = self.bool(v, &key)?,
                 _ => {}
@@ -199,7 +199,7 @@ impl Loader<'_> {
             .map(|v| v.image.repository().clone());
         for repository in matches.into_iter().chain(variants.collect::<Vec<_>>()) {
             if !component.repositories.contains(&repository) {
-                component.repositories.push(repository);
+                component.spec.repositories.push(repository);
             }
         }
         Ok(component)
@@ -226,8 +226,8 @@ impl Loader<'_> {
                 })
             }
             (Some((reference, pos)), None) => {
-                component.repositories.push(reference.repository().clone());
-                component.image = reference;
+                component.spec.repositories.push(reference.repository().clone());
+                component.spec.image = reference;
                 component.image_pos = pos;
             }
             (None, Some((_, pos))) if !component.variants.is_empty() => {
@@ -379,7 +379,7 @@ impl Loader<'_> {
             .collect();
         for (c, default) in project.components.iter_mut().zip(defaults) {
             if let Some(image) = default {
-                c.image = image;
+                c.spec.image = image;
             }
         }
         Ok(())

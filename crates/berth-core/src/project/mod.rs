@@ -227,12 +227,6 @@ impl std::ops::Deref for Component {
     }
 }
 
-impl std::ops::DerefMut for Component {
-    fn deref_mut(&mut self) -> &mut ComponentSpec {
-        &mut self.spec
-    }
-}
-
 /// One entry of `profiles:`: a named set of manifests used instead of `manifests:`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Profile {

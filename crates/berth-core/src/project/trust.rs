@@ -180,12 +180,6 @@ impl std::ops::Deref for CaBundleSpec {
     }
 }
 
-impl std::ops::DerefMut for CaBundleSpec {
-    fn deref_mut(&mut self) -> &mut TrustSpec {
-        &mut self.spec
-    }
-}
-
 /// `inject:` of a CA bundle.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inject {
@@ -419,7 +413,7 @@ impl Loader<'_> {
         // Also a volume name: a DNS label of at most 63 characters.
         for (name, key, value) in self.named(node, "caBundles", "a mapping of bundle names", 63)? {
             let context = format!("caBundles.{name}");
-            let mut spec = CaBundleSpec {
+            let mut bundle = CaBundleSpec {
                 spec: TrustSpec::new(name),
                 pos: key.pos,
                 sources: Vec::new(),
@@ -431,7 +425,7 @@ impl Loader<'_> {
                 let field = format!("{context}.{}", k.as_str().unwrap_or_default());
                 match k.as_str().unwrap_or_default() {
                     "sources" => {
-                        (spec.sources, spec.cluster_sources) = self.ca_sources(v, &field)?
+                        (bundle.sources, bundle.cluster_sources) = self.ca_sources(v, &field)?
                     }
                     "key" => {
                         let key = self.string(v, &field)?;
@@ -443,27 +437,34 @@ impl Loader<'_> {
                                 "a key is letters, digits, `-`, `_` and `.`",
                             ));
                         }
-                        spec.key = key.to_string();
+                        bundle.spec.key = key.to_string();
                     }
                     "inject" => entry = Some(self.inject(v, &field, components)?),
-                    "hash" => spec.hash = self.bool(v, &field)?,
-                    "labels" => spec.labels = self.metadata_map(v, &field, true)?,
-                    "annotations" => spec.annotations = self.metadata_map(v, &field, false)?,
-                    "formats" => self.formats(v, &field, &mut spec.formats)?,
-                    "password" => spec.password = Some(self.password(v, &field)?),
-                    "defaults" => spec.defaults = Some(self.defaults(v, &field)?),
+                    "hash" => bundle.spec.hash = self.bool(v, &field)?,
+                    "labels" => bundle.spec.labels = self.metadata_map(v, &field, true)?,
+                    "annotations" => {
+                        bundle.spec.annotations = self.metadata_map(v, &field, false)?
+                    }
+                    "formats" => self.formats(v, &field, &mut bundle.spec.formats)?,
+                    "password" => bundle.password = Some(self.password(v, &field)?),
+                    "defaults" => bundle.spec.defaults = Some(self.defaults(v, &field)?),
                     _ => {}
                 }
             }
-            if spec.sources.is_empty() && spec.cluster_sources.is_empty() {
-                return Err(self.missing(key.pos, "sources", format!("CA bundle `{}`", spec.name)));
+            if bundle.sources.is_empty() && bundle.cluster_sources.is_empty() {
+                return Err(self.missing(
+                    key.pos,
+                    "sources",
+                    format!("CA bundle `{}`", bundle.name),
+                ));
             }
             if let Some(entry) = entry {
                 // `env:` and `runtimes:` add up; with neither, every runtime's variables.
-                let password = (spec.password.as_ref()).map(|p| (p.config.clone(), p.key.clone()));
-                spec.spec.inject(entry, password);
+                let password =
+                    (bundle.password.as_ref()).map(|p| (p.config.clone(), p.key.clone()));
+                bundle.spec.inject(entry, password);
             }
-            out.push(spec);
+            out.push(bundle);
         }
         Ok(out)
     }

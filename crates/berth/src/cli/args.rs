@@ -425,18 +425,14 @@ pub enum EngineChoice {
     Kubernetes,
 }
 
+/// What `promote` and `mirror` share: they copy the resolved images whole
+/// between registries, with what is attached to each.
 #[derive(Debug, Args)]
-pub struct PromoteArgs {
+pub struct CopyArgs {
     #[command(flatten)]
     pub resolve: ResolveArgs,
     #[command(flatten)]
     pub registry: RegistryArgs,
-    /// The destination prefix: everything before each image's last path component.
-    #[arg(long, value_name = "PREFIX")]
-    pub to: String,
-    /// Print the copy plan (source -> destination, one line per image) and copy nothing.
-    #[arg(long)]
-    pub dry_run: bool,
     /// Copy the images alone, without the signatures, attestations and SBOMs attached to
     /// them (cosign's `sha256-<hex>.sig`/`.att`/`.sbom` tags, OCI 1.1 referrers).
     #[arg(long)]
@@ -444,11 +440,21 @@ pub struct PromoteArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct PromoteArgs {
+    #[command(flatten)]
+    pub copy: CopyArgs,
+    /// The destination prefix: everything before each image's last path component.
+    #[arg(long, value_name = "PREFIX")]
+    pub to: String,
+    /// Print the copy plan (source -> destination, one line per image) and copy nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct MirrorArgs {
     #[command(flatten)]
-    pub resolve: ResolveArgs,
-    #[command(flatten)]
-    pub registry: RegistryArgs,
+    pub copy: CopyArgs,
     /// The mirror's prefix: each image keeps its path below it.
     #[arg(long, value_name = "PREFIX")]
     pub to: String,
@@ -462,10 +468,6 @@ pub struct MirrorArgs {
     /// Leave out third-party images (`registry: false` components).
     #[arg(long)]
     pub project_only: bool,
-    /// Copy the images alone, without the signatures, attestations and SBOMs attached to
-    /// them (cosign's `sha256-<hex>.sig`/`.att`/`.sbom` tags, OCI 1.1 referrers).
-    #[arg(long)]
-    pub no_signatures: bool,
     /// OpenShift's `mirrorSourcePolicy` on every entry (default: OpenShift's,
     /// AllowContactingSource).
     #[arg(long, value_enum, value_name = "POLICY")]

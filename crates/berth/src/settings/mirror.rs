@@ -28,13 +28,10 @@ pub struct Mirror {
 impl Mirror {
     /// From the flags.
     pub fn resolve(args: &cli::MirrorArgs) -> Result<Self> {
-        if let Some(platform) = &args.registry.platform {
-            anyhow::bail!(
-                "--platform {platform} does not apply to `berth mirror`: it copies each image whole (every platform of an index), so the mirror serves the source's digest"
-            );
-        }
+        let (registry, signatures) = super::copying(&args.copy, "mirror", |_| {
+            "the mirror serves the source's digest".to_string()
+        })?;
         let to = berth_ref::RegistryPrefix::parse(&args.to).map_err(|e| anyhow!("--to: {e}"))?;
-        let registry = Registry::resolve(&args.registry)?;
         let policy = match args.mirror_source_policy {
             None => berth_mirror::SourcePolicy::Default,
             Some(cli::SourcePolicyChoice::AllowContactingSource) => {
@@ -56,7 +53,7 @@ impl Mirror {
             out: args.out.clone(),
             no_copy: args.no_copy,
             project_only: args.project_only,
-            signatures: !args.no_signatures,
+            signatures,
             registry,
             options,
         })

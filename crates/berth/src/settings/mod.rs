@@ -490,18 +490,33 @@ pub struct Promote {
 impl Promote {
     /// From the flags.
     pub fn resolve(args: &cli::PromoteArgs) -> Result<Self> {
-        if let Some(platform) = &args.registry.platform {
-            anyhow::bail!(
-                "--platform {platform} does not apply to `berth promote`: it copies each image whole (every platform of an index), so the target has the source's digest; drop --platform, and pin one platform afterwards with `berth pin --platform {platform}`"
-            );
-        }
+        let (registry, signatures) = copying(&args.copy, "promote", |platform| {
+            format!("the target has the source's digest; drop --platform, and pin one platform afterwards with `berth pin --platform {platform}`")
+        })?;
         Ok(Promote {
             to: args.to.clone(),
             dry_run: args.dry_run,
-            signatures: !args.no_signatures,
-            registry: Registry::resolve(&args.registry)?,
+            signatures,
+            registry,
         })
     }
+}
+
+/// The registries `promote` and `mirror` copy between, and whether what is
+/// attached to each image travels with it. Both copy each image whole (every
+/// platform of an index), so `--platform` is refused: `so` says what that keeps.
+fn copying(
+    args: &cli::CopyArgs,
+    command: &str,
+    so: impl Fn(&str) -> String,
+) -> Result<(Registry, bool)> {
+    if let Some(platform) = &args.registry.platform {
+        anyhow::bail!(
+            "--platform {platform} does not apply to `berth {command}`: it copies each image whole (every platform of an index), so {}",
+            so(platform)
+        );
+    }
+    Ok((Registry::resolve(&args.registry)?, !args.no_signatures))
 }
 
 /// Where `berth sync` finds containers.
