@@ -576,23 +576,37 @@ struct Loader<'a> {
     file: &'a str,
 }
 
-/// `spec.containers[].image` into segments; `None` when malformed.
+/// `spec.containers[].image` into segments (a key with dots quoted:
+/// `data["config.yaml"]`); `None` when malformed.
 pub fn parse_field_path(text: &str) -> Option<Vec<PathSegment>> {
-    let mut out = Vec::new();
-    for part in text.split('.') {
-        let (key, each) = match part.strip_suffix("[]") {
-            Some(key) => (key, true),
-            None => (part, false),
-        };
-        // Field names start with a letter: `5` or `-x` is no path.
-        if !key.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '$')
-            || key.contains(['[', ']'])
-        {
-            return None;
-        }
-        out.push(PathSegment::Key(key.to_string()));
-        if each {
+    // Field names start with a letter: `5` or `-x` is no path.
+    let name = |key: &str| {
+        let valid = key.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '$');
+        valid.then(|| PathSegment::Key(key.to_string()))
+    };
+    let end = |rest: &str| rest.find(['.', '[']).unwrap_or(rest.len());
+    let first = end(text);
+    let mut out = vec![name(&text[..first])?];
+    let mut rest = &text[first..];
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix("[]") {
             out.push(PathSegment::Each);
+            rest = after;
+        } else if let Some(after) = rest.strip_prefix('[') {
+            // A key with dots, quoted (`data["config.yaml"]`).
+            let quote = after.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+            let inner = &after[1..];
+            let close = inner.find(quote)?;
+            if close == 0 {
+                return None;
+            }
+            out.push(PathSegment::Key(inner[..close].to_string()));
+            rest = inner[close + 1..].strip_prefix(']')?;
+        } else {
+            let after = rest.strip_prefix('.')?;
+            let next = end(after);
+            out.push(name(&after[..next])?);
+            rest = &after[next..];
         }
     }
     Some(out)

@@ -299,3 +299,33 @@ fn verify_policies_load_and_cover_the_components_they_name() {
         assert!(error.contains(says), "{src}: {error}");
     }
 }
+
+#[test]
+fn field_paths_take_lists_and_quoted_keys_with_dots() {
+    use PathSegment::{Each, Key};
+    let key = |k: &str| Key(k.to_string());
+    let cases: &[(&str, Option<Vec<PathSegment>>)] = &[
+        (
+            "spec.images[].ref",
+            Some(vec![key("spec"), key("images"), Each, key("ref")]),
+        ),
+        (
+            "data[\"config.yaml\"]",
+            Some(vec![key("data"), key("config.yaml")]),
+        ),
+        (
+            "data['a.b'].x[]",
+            Some(vec![key("data"), key("a.b"), key("x"), Each]),
+        ),
+        ("a..b", None),
+        ("a.", None),
+        ("a[]b", None),
+        ("data[config.yaml]", None),
+        ("data[\"\"]", None),
+        ("data[\"open", None),
+        ("5.a", None),
+    ];
+    for (text, want) in cases {
+        assert_eq!(&parse_field_path(text), want, "{text}");
+    }
+}

@@ -5,7 +5,7 @@
 use berth_yaml::Node;
 
 use super::pods::{for_each_container, for_each_pod};
-use crate::project::{ImagePath, PathSegment, Project};
+use crate::project::{parse_field_path, ImagePath, PathSegment, Project};
 use crate::resolve::{Origin, Resolution};
 use crate::scan::Scanner;
 use crate::warning::{Code, Warning};
@@ -53,7 +53,7 @@ pub(super) fn strays(
     if scanner.is_empty() {
         return;
     }
-    let mut push = |node: &Node, place: String| {
+    let mut push = |node: &Node, place: String, fix: Option<String>| {
         let Some(text) = node.as_str() else { return };
         if skip(node.pos) || !scanner.may_match(text) {
             return;
@@ -79,7 +79,7 @@ pub(super) fn strays(
                     place: place.clone(),
                     text: found.text.to_string(),
                     component: found.component,
-                    fix: None,
+                    fix: fix.clone(),
                 };
                 if !chart.is_some_and(|r| from_helm_values(&stray, r)) {
                     out.push(stray);
@@ -98,7 +98,14 @@ pub(super) fn strays(
             if key == "_example" || key.ends_with("_example") {
                 continue;
             }
-            push(value, format!("data key `{key}`"));
+            // An `imagePaths` entry reaches the key: berth then rewrites the images in its text.
+            let dotted = format!("data.{key}");
+            let path = match parse_field_path(&dotted).is_some_and(|p| p.len() == 2) {
+                true => dotted,
+                false => format!("'data[\"{key}\"]'"),
+            };
+            let fix = format!("add `{{kind: ConfigMap, path: {path}}}` under `imagePaths:` and berth rewrites the images in it");
+            push(value, format!("data key `{key}`"), Some(fix));
         }
         return;
     }
@@ -134,7 +141,7 @@ pub(super) fn strays(
         });
     });
     for (value, place) in envs {
-        push(&value, place);
+        push(&value, place, None);
     }
 }
 

@@ -186,6 +186,8 @@ pub struct ImageRewriter<'a> {
     paths_seen: Vec<(std::cell::Cell<bool>, std::cell::Cell<bool>)>,
     /// Positions of the fields `imagePaths` rewrote (they are not stray copies).
     path_fields: std::cell::RefCell<std::collections::HashSet<Pos>>,
+    /// Finds component images inside an `imagePaths` field that holds text.
+    scanner: crate::scan::Scanner,
     /// Fields running another member than the one selected, since the last take.
     conflicts: std::cell::RefCell<Vec<VariantConflict>>,
     /// Containers lacking their member's resource, since the last take.
@@ -298,6 +300,7 @@ impl<'a> ImageRewriter<'a> {
             drift: std::cell::RefCell::new(Vec::new()),
             paths_seen: image_paths.iter().map(|_| Default::default()).collect(),
             path_fields: Default::default(),
+            scanner: component_scanner(resolution),
             conflicts: Default::default(),
             resources: Default::default(),
             names: (resolution.images.iter())
@@ -498,6 +501,11 @@ impl<'a> ImageRewriter<'a> {
         1
     }
 
+    /// The scanner that finds the components' images in text.
+    pub fn scanner(&self) -> &crate::scan::Scanner {
+        &self.scanner
+    }
+
     /// The containers seen since the last call that do not request what the
     /// member they run needs (target index, what is lacking).
     pub fn take_resources(&self) -> Vec<(usize, Resources)> {
@@ -564,9 +572,55 @@ impl<'a> ImageRewriter<'a> {
                 node.set_string(target.image);
                 1
             }
-            None => 0,
+            None => self.rewrite_within(node),
         }
     }
+
+    /// A field that holds a configuration as text (KServe's
+    /// `inferenceservice-config` data: JSON with `"image" : "kserve/agent:latest"`):
+    /// each component image spelt in it as a reference, but on comment lines.
+    fn rewrite_within(&self, node: &mut Node) -> usize {
+        let Some(text) = node.as_str().filter(|t| self.scanner.may_match(t)) else {
+            return 0;
+        };
+        let mut out = String::with_capacity(text.len());
+        let mut count = 0;
+        for (n, line) in text.split_inclusive('\n').enumerate() {
+            let comment = ["#", "//"].iter().any(|c| line.trim_start().starts_with(c));
+            let mut last = 0;
+            for found in self.scanner.line(line).into_iter().filter(|_| !comment) {
+                let mut pos = node.pos;
+                pos.line += u32::try_from(n).unwrap_or(u32::MAX);
+                pos.column += u32::try_from(found.offset).unwrap_or(u32::MAX);
+                let parsed = Reference::parse(found.text).is_ok();
+                let Some(target) = self.target(found.text, pos).filter(|_| parsed) else {
+                    continue;
+                };
+                out.push_str(&line[last..found.offset]);
+                out.push_str(&target.image);
+                last = found.offset + found.text.len();
+                count += 1;
+            }
+            out.push_str(&line[last..]);
+        }
+        if count > 0 {
+            self.path_fields.borrow_mut().insert(node.pos);
+            node.set_string(out);
+        }
+        count
+    }
+}
+
+/// Finds the components' repositories in text: image strays in ConfigMaps and
+/// env values, images inside an `imagePaths` field that holds text.
+pub(super) fn component_scanner(resolution: &Resolution<'_>) -> crate::scan::Scanner {
+    crate::scan::Scanner::new(
+        resolution
+            .images
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (i, r.component.repositories.as_slice())),
+    )
 }
 
 /// Sets `key: value` in a mapping, inserting a missing key right after `after`.

@@ -13,7 +13,6 @@ use super::{
     ReplacedKey, Spec,
 };
 use crate::place::Place;
-use crate::resolve::Resolution;
 
 pub(super) type UsedIn = std::collections::BTreeSet<Option<String>>;
 
@@ -79,7 +78,6 @@ struct Pass<'s, 'r> {
     injector: CaInjector<'s>,
     related: related::RelatedImages<'s>,
     configs: ConfigRewriter<'s>,
-    scanner: crate::scan::Scanner,
     seen: Seen,
     namespaces: std::collections::BTreeSet<String>,
     matched: usize,
@@ -106,7 +104,6 @@ impl<'s, 'r> Pass<'s, 'r> {
             injector: CaInjector::new(&spec.ca_bundles, spec.resolution),
             related: related::RelatedImages::new(spec.operator, spec.resolution),
             configs: ConfigRewriter::new(spec.generated),
-            scanner: component_scanner(spec.resolution),
             seen: Seen::default(),
             namespaces: std::collections::BTreeSet::new(),
             matched: 0,
@@ -169,7 +166,7 @@ impl<'s, 'r> Pass<'s, 'r> {
         }
         let rewriter = &self.rewriter;
         findings::strays(
-            &self.scanner,
+            self.rewriter.scanner(),
             &mut object,
             &kind,
             // What berth rewrote, or wrote itself (no source position).
@@ -284,17 +281,6 @@ impl Seen {
         self.0.insert(id, (index, object.pos));
         Ok(())
     }
-}
-
-/// Finds the components' repositories in text (image strays in ConfigMaps and env).
-fn component_scanner(resolution: &Resolution<'_>) -> crate::scan::Scanner {
-    crate::scan::Scanner::new(
-        resolution
-            .images
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (i, r.component.repositories.as_slice())),
-    )
 }
 
 /// A ConfigMap or Secret of the manifests whose name is a generated config's base

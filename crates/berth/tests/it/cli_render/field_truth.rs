@@ -108,13 +108,13 @@ spec:
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    insta::assert_snapshot!(stderr(&out), @r"
-    warning: deploy.yaml:14:14 (ConfigMap/katib-config): data key `config.yaml` holds `ghcr.io/kubeflow/katib/suggestion-hyperopt:v0.19.0`, an image of component `suggestion`, where berth does not rewrite it: overrides (`SUGGESTION_IMAGE`, the registry) and pins never reach it; for an env value or a custom resource's field add it under `imagePaths:`, otherwise have the program take `SUGGESTION_IMAGE` from its environment [copy]
+    insta::assert_snapshot!(stderr(&out), @r#"
+    warning: deploy.yaml:14:14 (ConfigMap/katib-config): data key `config.yaml` holds `ghcr.io/kubeflow/katib/suggestion-hyperopt:v0.19.0`, an image of component `suggestion`, where berth does not rewrite it: overrides (`SUGGESTION_IMAGE`, the registry) and pins never reach it; add `{kind: ConfigMap, path: 'data["config.yaml"]'}` under `imagePaths:` and berth rewrites the images in it [copy]
     warning: deploy.yaml:26:52 (Deployment/op): env `RELATED_IMAGE_SUGGESTION` of container `manager` holds `ghcr.io/kubeflow/katib/suggestion-hyperopt:v0.19.0`, an image of component `suggestion`, where berth does not rewrite it: overrides (`SUGGESTION_IMAGE`, the registry) and pins never reach it; for an env value or a custom resource's field add it under `imagePaths:`, otherwise have the program take `SUGGESTION_IMAGE` from its environment [copy]
     warning: berth.yaml:7:5: `imagePaths` entry `{kind: OGXServer, path: spec.server.image}` matches no field: no `OGXServer` object has `spec.server.image`; check the field path against the objects [unused-path]
     warning: berth.yaml:8:5: `imagePaths` entry `{kind: Nothing, path: spec.image}` matches nothing: no object of kind `Nothing` is in the manifests; check the kind's spelling, or remove the entry [unused-path]
     warning: berth.yaml:10:5: `configPaths` entry `{kind: OGXServer, path: spec.overrideConfig.nam}` matches no field: no `OGXServer` object has `spec.overrideConfig.nam`; check the field path against the objects [unused-path]
-    ");
+    "#);
     // An override of a component no field is: it changes nothing, so it is said.
     let idle = berth(dir.path())
         .arg("render")
@@ -782,4 +782,69 @@ fn audit_finds_composed_copies_and_leaves_archives_and_definitions_alone() {
         "{listed}"
     );
     assert!(!listed.contains("hack/generated"), "{listed}");
+}
+
+/// KServe's `inferenceservice-config`: JSON in ConfigMap data names the images
+/// the controller injects. An `imagePaths` entry at a data key rewrites every
+/// component image spelt in its text (a comment line is prose, kept), as a
+/// container's image would be; keys with dots are quoted.
+#[test]
+fn an_image_path_into_a_configmaps_text_rewrites_the_images_in_it() {
+    let dir = project(
+        "\
+name: kserve
+manifests: [deploy.yaml]
+images:
+  agent: {image: 'docker.io/kserve/agent:v0.20.0'}
+  storage: {image: 'docker.io/kserve/storage-initializer:v0.20.0'}
+registry: {env: IMAGE_REGISTRY}
+imagePaths:
+  - {kind: ConfigMap, path: data.agent}
+  - {kind: ConfigMap, path: 'data[\"storage.json\"]'}
+",
+    );
+    write(
+        dir.path(),
+        "deploy.yaml",
+        "\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: inferenceservice-config}
+data:
+  agent: |-
+    {
+        \"image\" : \"kserve/agent:latest\",
+        \"memoryRequest\": \"100Mi\"
+    }
+  storage.json: |-
+    {
+        # image is the default storage initializer (kserve/storage-initializer:latest)
+        \"image\" : \"kserve/storage-initializer:latest\", \"sidecar\": \"kserve/agent:v0.20.0\"
+    }
+",
+    );
+    let out = berth(dir.path())
+        .arg("render")
+        .env("IMAGE_REGISTRY", "quay.io/me")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "", "no copy is left where berth rewrites");
+    insta::assert_snapshot!(String::from_utf8_lossy(&out.stdout), @r#"
+    apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: inferenceservice-config
+    data:
+      agent: |-
+        {
+            "image" : "quay.io/me/agent:v0.20.0",
+            "memoryRequest": "100Mi"
+        }
+      storage.json: |-
+        {
+            # image is the default storage initializer (kserve/storage-initializer:latest)
+            "image" : "quay.io/me/storage-initializer:v0.20.0", "sidecar": "quay.io/me/agent:v0.20.0"
+        }
+    "#);
 }
