@@ -18,8 +18,8 @@ use berth_registry::Platform;
 
 use crate::cli;
 
-mod mirror;
-pub use mirror::Mirror;
+mod copy;
+pub use copy::{Mirror, Promote};
 
 /// How the CLI's flags are named in the core's messages.
 fn source_names() -> SourceNames {
@@ -473,50 +473,6 @@ impl<'a> From<&'a cli::RefArgs> for Ref<'a> {
             json: args.output == cli::RefFormat::Json,
         }
     }
-}
-
-/// `berth promote`.
-pub struct Promote {
-    /// The destination prefix, as written.
-    pub to: String,
-    /// Print the plan only.
-    pub dry_run: bool,
-    /// Copy the attached signatures, attestations and SBOMs too.
-    pub signatures: bool,
-    /// How to reach the registries.
-    pub registry: Registry,
-}
-
-impl Promote {
-    /// From the flags.
-    pub fn resolve(args: &cli::PromoteArgs) -> Result<Self> {
-        let (registry, signatures) = copying(&args.copy, "promote", |platform| {
-            format!("the target has the source's digest; drop --platform, and pin one platform afterwards with `berth pin --platform {platform}`")
-        })?;
-        Ok(Promote {
-            to: args.to.clone(),
-            dry_run: args.dry_run,
-            signatures,
-            registry,
-        })
-    }
-}
-
-/// The registries `promote` and `mirror` copy between, and whether what is
-/// attached to each image travels with it. Both copy each image whole (every
-/// platform of an index), so `--platform` is refused: `so` says what that keeps.
-fn copying(
-    args: &cli::CopyArgs,
-    command: &str,
-    so: impl Fn(&str) -> String,
-) -> Result<(Registry, bool)> {
-    if let Some(platform) = &args.registry.platform {
-        anyhow::bail!(
-            "--platform {platform} does not apply to `berth {command}`: it copies each image whole (every platform of an index), so {}",
-            so(platform)
-        );
-    }
-    Ok((Registry::resolve(&args.registry)?, !args.no_signatures))
 }
 
 /// Where `berth sync` finds containers.

@@ -1,4 +1,5 @@
-//! `berth mirror`'s settings: the prefix parsed, the configuration options.
+//! `berth promote`'s and `berth mirror`'s settings: both copy the resolved images
+//! whole between registries; mirror's prefix parsed, its configuration options.
 
 use std::path::PathBuf;
 
@@ -28,7 +29,7 @@ pub struct Mirror {
 impl Mirror {
     /// From the flags.
     pub fn resolve(args: &cli::MirrorArgs) -> Result<Self> {
-        let (registry, signatures) = super::copying(&args.copy, "mirror", |_| {
+        let (registry, signatures) = copying(&args.copy, "mirror", |_| {
             "the mirror serves the source's digest".to_string()
         })?;
         let to = berth_ref::RegistryPrefix::parse(&args.to).map_err(|e| anyhow!("--to: {e}"))?;
@@ -58,4 +59,48 @@ impl Mirror {
             options,
         })
     }
+}
+
+/// `berth promote`.
+pub struct Promote {
+    /// The destination prefix, as written.
+    pub to: String,
+    /// Print the plan only.
+    pub dry_run: bool,
+    /// Copy the attached signatures, attestations and SBOMs too.
+    pub signatures: bool,
+    /// How to reach the registries.
+    pub registry: Registry,
+}
+
+impl Promote {
+    /// From the flags.
+    pub fn resolve(args: &cli::PromoteArgs) -> Result<Self> {
+        let (registry, signatures) = copying(&args.copy, "promote", |platform| {
+            format!("the target has the source's digest; drop --platform, and pin one platform afterwards with `berth pin --platform {platform}`")
+        })?;
+        Ok(Promote {
+            to: args.to.clone(),
+            dry_run: args.dry_run,
+            signatures,
+            registry,
+        })
+    }
+}
+
+/// The registries `promote` and `mirror` copy between, and whether what is
+/// attached to each image travels with it. Both copy each image whole (every
+/// platform of an index), so `--platform` is refused: `so` says what that keeps.
+fn copying(
+    args: &cli::CopyArgs,
+    command: &str,
+    so: impl Fn(&str) -> String,
+) -> Result<(Registry, bool)> {
+    if let Some(platform) = &args.registry.platform {
+        anyhow::bail!(
+            "--platform {platform} does not apply to `berth {command}`: it copies each image whole (every platform of an index), so {}",
+            so(platform)
+        );
+    }
+    Ok((Registry::resolve(&args.registry)?, !args.no_signatures))
 }
