@@ -10,6 +10,7 @@ mod chart_variants;
 mod charts;
 pub mod check;
 mod components;
+mod config_images;
 mod deployed;
 mod families;
 mod manifests;
@@ -244,6 +245,7 @@ pub fn propose(facts: &Facts) -> Proposal {
             var
         });
         proposal.operator = operator;
+        proposal.image_paths = config_images::image_paths(sources, &images, &mut notes);
     }
     proposal.components = images;
     proposal.notes = notes;

@@ -90,6 +90,8 @@ pub struct Proposal {
     pub registry: Option<String>,
     /// `tag: {env: VAR}`.
     pub tag: Option<String>,
+    /// `imagePaths:` as `(kind, path)`: fields whose text names component images.
+    pub image_paths: Vec<(String, String)>,
     /// One line per decision, in the order they were made.
     pub notes: Vec<String>,
 }
@@ -135,6 +137,11 @@ impl Proposal {
             }
             if let Some(var) = &self.tag {
                 doc.push_entry("tag", Node::map_of([("env", text(var))]));
+            }
+            if !self.image_paths.is_empty() {
+                let entries = (self.image_paths.iter())
+                    .map(|(kind, path)| Node::map_of([("kind", text(kind)), ("path", text(path))]));
+                doc.push_entry("imagePaths", Node::seq_of(entries));
             }
         }
         let mut yaml =

@@ -576,6 +576,16 @@ struct Loader<'a> {
     file: &'a str,
 }
 
+/// The field path of a ConfigMap's data key `key`: `data.agent`, or quoted
+/// when the key has dots (`data["config.yaml"]`).
+pub fn data_key_path(key: &str) -> String {
+    let dotted = format!("data.{key}");
+    match parse_field_path(&dotted).is_some_and(|p| p.len() == 2) {
+        true => dotted,
+        false => format!("data[\"{key}\"]"),
+    }
+}
+
 /// `spec.containers[].image` into segments (a key with dots quoted:
 /// `data["config.yaml"]`); `None` when malformed.
 pub fn parse_field_path(text: &str) -> Option<Vec<PathSegment>> {

@@ -5,7 +5,7 @@
 use berth_yaml::Node;
 
 use super::pods::{for_each_container, for_each_pod};
-use crate::project::{parse_field_path, ImagePath, PathSegment, Project};
+use crate::project::{data_key_path, ImagePath, PathSegment, Project};
 use crate::resolve::{Origin, Resolution};
 use crate::scan::Scanner;
 use crate::warning::{Code, Warning};
@@ -99,10 +99,11 @@ pub(super) fn strays(
                 continue;
             }
             // An `imagePaths` entry reaches the key: berth then rewrites the images in its text.
-            let dotted = format!("data.{key}");
-            let path = match parse_field_path(&dotted).is_some_and(|p| p.len() == 2) {
-                true => dotted,
-                false => format!("'data[\"{key}\"]'"),
+            // Quoted for YAML's flow context when it has brackets.
+            let path = data_key_path(key);
+            let path = match path.contains('[') {
+                true => format!("'{path}'"),
+                false => path,
             };
             let fix = format!("add `{{kind: ConfigMap, path: {path}}}` under `imagePaths:` and berth rewrites the images in it");
             push(value, format!("data key `{key}`"), Some(fix));

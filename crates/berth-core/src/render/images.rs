@@ -592,12 +592,21 @@ impl<'a> ImageRewriter<'a> {
                 let mut pos = node.pos;
                 pos.line += u32::try_from(n).unwrap_or(u32::MAX);
                 pos.column += u32::try_from(found.offset).unwrap_or(u32::MAX);
-                let parsed = Reference::parse(found.text).is_ok();
-                let Some(target) = self.target(found.text, pos).filter(|_| parsed) else {
+                let Ok(spelt) = Reference::parse(found.text) else {
                     continue;
                 };
+                let Some(target) = self.target(found.text, pos) else {
+                    continue;
+                };
+                // A repository alone stays one: a program may append its own tag
+                // (`os.environ.get("FRONTEND_IMAGE", "ghcr.io/kubeflow/kfp-frontend")`).
+                let bare = spelt.tag().is_none() && spelt.digest().is_none();
+                let written = match Reference::parse(&target.image) {
+                    Ok(r) if bare => r.repository().to_string(),
+                    _ => target.image,
+                };
                 out.push_str(&line[last..found.offset]);
-                out.push_str(&target.image);
+                out.push_str(&written);
                 last = found.offset + found.text.len();
                 count += 1;
             }

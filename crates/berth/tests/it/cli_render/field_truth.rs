@@ -801,6 +801,7 @@ registry: {env: IMAGE_REGISTRY}
 imagePaths:
   - {kind: ConfigMap, path: data.agent}
   - {kind: ConfigMap, path: 'data[\"storage.json\"]'}
+  - {kind: ConfigMap, path: 'data[\"frontend.py\"]'}
 ",
     );
     write(
@@ -821,6 +822,8 @@ data:
         # image is the default storage initializer (kserve/storage-initializer:latest)
         \"image\" : \"kserve/storage-initializer:latest\", \"sidecar\": \"kserve/agent:v0.20.0\"
     }
+  frontend.py: |
+    image = os.environ.get(\"AGENT_IMAGE\", \"docker.io/kserve/agent\") + \":\" + tag
 ",
     );
     let out = berth(dir.path())
@@ -846,5 +849,7 @@ data:
             # image is the default storage initializer (kserve/storage-initializer:latest)
             "image" : "quay.io/me/storage-initializer:v0.20.0", "sidecar": "quay.io/me/agent:v0.20.0"
         }
+      frontend.py: |
+        image = os.environ.get("AGENT_IMAGE", "quay.io/me/agent") + ":" + tag
     "#);
 }
