@@ -45,6 +45,18 @@ pub struct Kustomization {
     pub images: Vec<(String, Option<String>, Option<String>)>,
 }
 
+#[cfg(test)]
+impl Kustomization {
+    /// One with `resources:` and no `images:`, for the tests' facts.
+    pub(crate) fn with(dir: &str, resources: &[&str]) -> Kustomization {
+        Kustomization {
+            dir: dir.into(),
+            resources: resources.iter().map(|r| r.to_string()).collect(),
+            images: Vec::new(),
+        }
+    }
+}
+
 /// What the CLI found.
 #[derive(Debug, Clone, Default)]
 pub struct Facts {

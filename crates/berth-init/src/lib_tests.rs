@@ -153,11 +153,7 @@ fn crd_only_kustomizations_are_one_profile() {
 
 #[test]
 fn one_leaf_overlay_is_the_manifests_and_several_are_profiles() {
-    let k = |dir: &str, resources: &[&str]| Kustomization {
-        dir: dir.into(),
-        resources: resources.iter().map(|r| r.to_string()).collect(),
-        images: Vec::new(),
-    };
+    let k = Kustomization::with;
     let facts = Facts {
         name: "Katib".into(),
         kustomizations: vec![
@@ -177,11 +173,7 @@ fn one_leaf_overlay_is_the_manifests_and_several_are_profiles() {
 /// comes after the overlay that deploys the workloads.
 #[test]
 fn bundle_input_is_not_the_manifests_and_crds_come_last() {
-    let k = |dir: &str, resources: &[&str]| Kustomization {
-        dir: dir.into(),
-        resources: resources.iter().map(|r| r.to_string()).collect(),
-        images: Vec::new(),
-    };
+    let k = Kustomization::with;
     let facts = Facts {
         name: "op".into(),
         kustomizations: vec![

@@ -138,14 +138,23 @@ pub(super) fn manifests_and_profiles(
     notes: &mut Vec<String>,
 ) -> (Vec<Source>, Vec<(String, Vec<Source>)>) {
     // --- manifests: the kustomizations no other one uses, else YAML directories;
-    // one that does not build (it needs the network, a generated file) is left out.
+    // one that does not build (it needs the network, a generated file) is left out,
+    // unless none builds: then they are what the project deploys, once they build
+    // (Kubeflow Trainer's overlays fetch JobSet's release; a machine without the
+    // network cannot build them, and its loose YAML is examples, not the project).
     let mut leaves = candidates(facts);
+    let unbuilt = |k: &Kustomization| facts.unbuildable.iter().any(|(d, _)| *d == k.dir);
+    let none_builds = !leaves.is_empty() && leaves.iter().all(|k| unbuilt(k));
     for (dir, why) in &facts.unbuildable {
-        notes.push(format!(
-            "left out kustomization {dir}: it does not build here ({why})"
-        ));
+        let kept = none_builds && leaves.iter().any(|k| k.dir == *dir);
+        notes.push(match kept {
+            true => format!("kustomization {dir} does not build here ({why}); kept all the same: no top-level kustomization builds here, and they are what the project deploys (`berth validate` passes once it builds)"),
+            false => format!("left out kustomization {dir}: it does not build here ({why})"),
+        });
     }
-    leaves.retain(|k| !facts.unbuildable.iter().any(|(d, _)| *d == k.dir));
+    if !none_builds {
+        leaves.retain(|k| !unbuilt(k));
+    }
     let mut manifests: Vec<Source> = Vec::new();
     let mut profiles: Vec<(String, Vec<Source>)> = Vec::new();
     let kustomized: Vec<&str> = facts
@@ -160,6 +169,8 @@ pub(super) fn manifests_and_profiles(
                 .iter()
                 .map(|(path, _)| top_dir(path))
                 .filter(|d| !kustomized.iter().any(|k| d.starts_with(k)))
+                // Examples and development scripts' YAML is no deployment of the project.
+                .filter(|d| !["examples", "example", "hack"].contains(&d.as_str()))
                 .collect();
             dirs.sort();
             dirs.dedup();
@@ -353,5 +364,52 @@ fn top_dir(path: &str) -> String {
     match path.split_once('/') {
         Some((dir, _)) => dir.to_string(),
         None => ".".to_string(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use crate::{propose, Facts, Kustomization, Source};
+
+    /// Kubeflow Trainer offline: both top-level overlays fetch a remote base.
+    /// They are still what the project deploys; its examples' and scripts' YAML
+    /// is not (it defines one object twice, and validate failed on it).
+    #[test]
+    fn when_no_top_level_kustomization_builds_they_are_kept_and_loose_yaml_is_not_read() {
+        let k = Kustomization::with;
+        let job = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n";
+        let mut facts = Facts {
+            name: "trainer".into(),
+            kustomizations: vec![
+                k("manifests/base", &["cm.yaml"]),
+                k(
+                    "manifests/overlays/platform",
+                    &["../../base", "https://example.com/x.yaml"],
+                ),
+            ],
+            manifests: vec![
+                ("manifests/base/cm.yaml".into(), job.into()),
+                ("examples/a.yaml".into(), job.into()),
+                ("hack/b.yaml".into(), job.into()),
+            ],
+            unbuildable: vec![(
+                "manifests/overlays/platform".into(),
+                "it fetches a remote base".into(),
+            )],
+            ..Facts::default()
+        };
+        let proposal = propose(&facts);
+        assert_eq!(
+            proposal.manifests,
+            [Source::Kustomize("manifests/overlays/platform".into())],
+            "{:#?}",
+            proposal.notes
+        );
+        // With no kustomization at all, loose YAML is the manifests, but examples' is not.
+        facts.kustomizations.clear();
+        facts.unbuildable.clear();
+        let proposal = propose(&facts);
+        assert_eq!(proposal.manifests, [Source::Dir("manifests/".into())]);
     }
 }

@@ -131,11 +131,7 @@ mod tests {
     /// the tag the manifests carry.
     #[test]
     fn kserves_shape_gets_its_registry_tag_main_manifests_and_variants_right() {
-        let k = |dir: &str, resources: &[&str]| Kustomization {
-            dir: dir.into(),
-            resources: resources.iter().map(|r| r.to_string()).collect(),
-            images: Vec::new(),
-        };
+        let k = Kustomization::with;
         let facts = Facts {
             name: "kserve".into(),
             kustomizations: vec![

@@ -763,8 +763,14 @@ fn an_overlay_whose_inputs_make_generates_names_the_target() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{said}");
     assert!(
-        said.contains("left out kustomization config/default: it does not build here (its inputs config/crd/bases are generated (.gitignore lists them, so the repository does not hold them): `make manifests` writes them; run it, then `berth init` again)"),
+        said.contains("kustomization config/default does not build here (its inputs config/crd/bases are generated (.gitignore lists them, so the repository does not hold them): `make manifests` writes them; run it, then `berth init` again); kept all the same"),
         "{said}"
+    );
+    // It is still what the project deploys: berth.yaml is right once make has run.
+    let written = std::fs::read_to_string(d.join("berth.yaml")).unwrap();
+    assert!(
+        written.contains("manifests:\n- kustomize: config/default\n"),
+        "{written}"
     );
 }
 
