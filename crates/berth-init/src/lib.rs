@@ -198,6 +198,9 @@ pub fn propose(facts: &Facts) -> Proposal {
         .find(|(n, _, _)| n == "IMAGE_REGISTRY" || n == "REGISTRY")
         .map(|(n, v, at)| (n.clone(), v.clone(), at.clone()));
     let project_owner = project_owner(&found, &defined, registry_var.as_ref());
+    let sources = facts.built.as_deref().unwrap_or(&facts.manifests);
+    let spelt = config_images::spelt_images(sources, project_owner.as_deref(), &found);
+    found.extend(spelt);
     let named = berth_make::name_only(&facts.make_vars, &facts.make_texts);
     let shared_tag = named::tag(&named, &defined);
     let shared_def = shared_tag
@@ -222,7 +225,6 @@ pub fn propose(facts: &Facts) -> Proposal {
         &mut profile_variants,
         &mut notes,
     );
-    let sources = facts.built.as_deref().unwrap_or(&facts.manifests);
     let operator = related::operator(sources).and_then(|operator| {
         let third_party = |repo: &str| {
             project_owner
