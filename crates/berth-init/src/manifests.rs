@@ -131,17 +131,9 @@ pub(super) fn applied_by_make(facts: &Facts) -> Vec<(String, String)> {
     out
 }
 
-/// `manifests:` (the kustomizations no other one uses, else YAML directories) and,
-/// for several such overlays, `profiles:`.
-pub(super) fn manifests_and_profiles(
-    facts: &Facts,
-    notes: &mut Vec<String>,
-) -> (Vec<Source>, Vec<(String, Vec<Source>)>) {
-    // --- manifests: the kustomizations no other one uses, else YAML directories;
-    // one that does not build (it needs the network, a generated file) is left out,
-    // unless none builds: then they are what the project deploys, once they build
-    // (Kubeflow Trainer's overlays fetch JobSet's release; a machine without the
-    // network cannot build them, and its loose YAML is examples, not the project).
+/// The kustomizations no other one uses ([`candidates`]) but those that do not
+/// build here, each named in `notes` — unless none builds: then all are kept.
+fn buildable_leaves<'f>(facts: &'f Facts, notes: &mut Vec<String>) -> Vec<&'f Kustomization> {
     let mut leaves = candidates(facts);
     let unbuilt = |k: &Kustomization| facts.unbuildable.iter().any(|(d, _)| *d == k.dir);
     let none_builds = !leaves.is_empty() && leaves.iter().all(|k| unbuilt(k));
@@ -155,6 +147,21 @@ pub(super) fn manifests_and_profiles(
     if !none_builds {
         leaves.retain(|k| !unbuilt(k));
     }
+    leaves
+}
+
+/// `manifests:` (the kustomizations no other one uses, else YAML directories) and,
+/// for several such overlays, `profiles:`.
+pub(super) fn manifests_and_profiles(
+    facts: &Facts,
+    notes: &mut Vec<String>,
+) -> (Vec<Source>, Vec<(String, Vec<Source>)>) {
+    // --- manifests: the kustomizations no other one uses, else YAML directories;
+    // one that does not build (it needs the network, a generated file) is left out,
+    // unless none builds: then they are what the project deploys, once they build
+    // (Kubeflow Trainer's overlays fetch JobSet's release; a machine without the
+    // network cannot build them, and its loose YAML is examples, not the project).
+    let mut leaves = buildable_leaves(facts, notes);
     let mut manifests: Vec<Source> = Vec::new();
     let mut profiles: Vec<(String, Vec<Source>)> = Vec::new();
     let kustomized: Vec<&str> = facts

@@ -36,6 +36,18 @@ fn from_helm_values(stray: &Stray, resolution: &Resolution<'_>) -> bool {
     })
 }
 
+/// The fix for a component image in ConfigMap data key `key`: the
+/// `imagePaths` entry that reaches it (quoted for YAML's flow context when it
+/// has brackets), after which berth rewrites the images in its text.
+fn data_key_fix(key: &str) -> String {
+    let path = data_key_path(key);
+    let path = match path.contains('[') {
+        true => format!("'{path}'"),
+        false => path,
+    };
+    format!("add `{{kind: ConfigMap, path: {path}}}` under `imagePaths:` and berth rewrites the images in it")
+}
+
 /// Component images in ConfigMap data (but comment lines and `_example` keys),
 /// container env values, command and args (but the fields an
 /// `imagePaths` entry rewrote, `skip`), pushed to `out` with `at` (`file:line:column
@@ -98,15 +110,7 @@ pub(super) fn strays(
             if key == "_example" || key.ends_with("_example") {
                 continue;
             }
-            // An `imagePaths` entry reaches the key: berth then rewrites the images in its text.
-            // Quoted for YAML's flow context when it has brackets.
-            let path = data_key_path(key);
-            let path = match path.contains('[') {
-                true => format!("'{path}'"),
-                false => path,
-            };
-            let fix = format!("add `{{kind: ConfigMap, path: {path}}}` under `imagePaths:` and berth rewrites the images in it");
-            push(value, format!("data key `{key}`"), Some(fix));
+            push(value, format!("data key `{key}`"), Some(data_key_fix(key)));
         }
         return;
     }
