@@ -189,6 +189,7 @@ fn reached<'r>(defs: &Defs<'_>, rules: &'r [Rule], target: &str) -> Vec<&'r Rule
             for rule in rules.iter().filter(|r| r.target == name) {
                 out.push(rule);
                 for word in &rule.prerequisites {
+                    // A prerequisite that does not expand names no target berth can follow.
                     let expanded = defs.expand(word).unwrap_or_default();
                     next.extend(expanded.split_whitespace().map(str::to_string));
                 }
@@ -245,6 +246,7 @@ fn image_edits(line: &str) -> Vec<(Option<String>, String, String)> {
                 let edit = words.windows(4).position(|w| {
                     tool_name(w[0]).ends_with("kustomize") && w[1..] == ["edit", "set", "image"]
                 });
+                // No `edit set image` here: no arguments to read.
                 let args = edit.map(|i| &words[i + 4..]).unwrap_or_default();
                 for arg in args.iter().filter(|a| !a.starts_with('-')) {
                     if let Some((name, value)) = arg.split_once('=') {
@@ -255,6 +257,7 @@ fn image_edits(line: &str) -> Vec<(Option<String>, String, String)> {
             }
         }
         for _ in 0..closes {
+            // A `)` with no `(` before it on the line: the shell is back in make's directory.
             dir = outer.pop().unwrap_or_default();
         }
     }
@@ -274,6 +277,7 @@ fn segments(line: &str) -> Vec<&str> {
 fn tool_name(word: &str) -> String {
     let word = word.trim_start_matches("$(").trim_start_matches("${");
     let word = word.trim_end_matches([')', '}']).to_ascii_lowercase();
+    // `rsplit` yields at least one piece; the default is never taken.
     word.rsplit('/').next().unwrap_or_default().to_string()
 }
 
