@@ -470,7 +470,7 @@ impl Loader<'_> {
                         let key = format!("{section}[].path");
                         let text = self.string(v, &key)?;
                         let parsed = parse_field_path(text).ok_or_else(|| {
-                            self.invalid(v, &key, text, "a dotted field path such as `spec.server.image`; `[]` walks a list (`spec.images[].ref`)")
+                            self.invalid(v, &key, text, "a dotted field path such as `spec.server.image`; `[]` walks a list (`spec.images[].ref`); a key with dots is quoted (`data[\"config.yaml\"]`)")
                         })?;
                         if matches!(parsed.first(), Some(PathSegment::Key(k)) if k == "metadata") {
                             return Err(self.invalid(v, &key, text, "a path under `metadata` would rename or relabel the object itself; point at the field of the spec that names the image or config"));

@@ -289,7 +289,7 @@ fn field_path(key: &str) -> Option<Value> {
     Some(match key {
         "kind" => text("The kind whose objects have the field."),
         "apiVersion" => text("Only objects of this apiVersion."),
-        "path" => text("The field, dotted; `[]` walks a list (spec.images[].ref)."),
+        "path" => text("The field, dotted; `[]` walks a list (spec.images[].ref); a key with dots is quoted (data[\"config.yaml\"]). For imagePaths, a field that holds text has every component image in it rewritten."),
         "key" => text("configPaths only: the field beside the name that holds the key asked for."),
         _ => return None,
     })

@@ -392,7 +392,7 @@ fn inputs_the_api_server_would_refuse_are_refused_at_render() {
     error: berth.yaml:6:14: invalid `configs.c.labels` value `app.kubernetes.io/managed-by`: berth sets this key itself (`app.kubernetes.io/managed-by` and every `berth.dev/` key): clean-up and rollback find their objects by them; use a key of your own
     error: berth.yaml:6:14: invalid `configs.c.labels` value `berth.dev/project`: berth sets this key itself (`app.kubernetes.io/managed-by` and every `berth.dev/` key): clean-up and rollback find their objects by them; use a key of your own
     error: berth.yaml:6:14: invalid `configs.c.labels` value `Example.COM/team`: the prefix before `/` is not a lowercase DNS subdomain (such as `example.com`); the API server refuses it
-    error: berth.yaml:3:31: invalid `configPaths[].path` value `5`: a dotted field path such as `spec.server.image`; `[]` walks a list (`spec.images[].ref`)
+    error: berth.yaml:3:31: invalid `configPaths[].path` value `5`: a dotted field path such as `spec.server.image`; `[]` walks a list (`spec.images[].ref`); a key with dots is quoted (`data["config.yaml"]`)
     error: berth.yaml:3:31: invalid `configPaths[].path` value `metadata.name`: a path under `metadata` would rename or relabel the object itself; point at the field of the spec that names the image or config
     error: berth.yaml:4:3: configs.tls: a Secret of type `kubernetes.io/tls` needs the key `tls.crt` (the API server refuses it without); add it to its sources, e.g. `files: [tls.crt, tls.key]`
     error: a.yaml:1:1: not a Kubernetes object: its `apiVersion` is not `[group/]version` (such as `v1` or `apps/v1`)
