@@ -14,7 +14,7 @@ use berth_core::project::data_key_path;
 use super::{Found, Proposed};
 
 /// One ConfigMap data key's text, as a program would read it.
-struct ConfigText<'s> {
+pub(super) struct ConfigText<'s> {
     /// The source it is in (`(file, YAML)`'s file).
     file: &'s str,
     /// The ConfigMap's name.
@@ -27,19 +27,16 @@ struct ConfigText<'s> {
 
 /// Every ConfigMap data key of `sources` (`(file, YAML)`: what the
 /// kustomizations build when known, else the manifests) but documentation keys
-/// (`_example`, Knative's and KServe's), with their text.
-fn config_texts(sources: &[(String, String)]) -> Vec<ConfigText<'_>> {
+/// (`_example`, Knative's and KServe's), with their text. Only the documents
+/// that name a ConfigMap are parsed: a built overlay is mostly other objects.
+pub(super) fn config_texts(sources: &[(String, String)]) -> Vec<ConfigText<'_>> {
     let mut out = Vec::new();
     for (file, yaml) in sources {
-        if !yaml.contains("ConfigMap") {
-            continue;
-        }
-        let Ok(docs) = berth_yaml::load_all(yaml, Limits::default()) else {
-            continue;
-        };
-        let maps = docs
-            .iter()
-            .filter(|d| d.get("kind").and_then(Node::as_str) == Some("ConfigMap"));
+        let docs = (yaml.split("\n---"))
+            .filter(|doc| doc.contains("ConfigMap"))
+            .filter_map(|doc| berth_yaml::load_all(doc, Limits::default()).ok())
+            .flatten();
+        let maps = docs.filter(|d| d.get("kind").and_then(Node::as_str) == Some("ConfigMap"));
         for doc in maps {
             let name = doc
                 .get("metadata")
@@ -72,7 +69,7 @@ fn config_texts(sources: &[(String, String)]) -> Vec<ConfigText<'_>> {
 /// `sources` whose text names a component's image, as berth.yaml's default (or
 /// the repository alone). Says which in `notes`.
 pub(super) fn image_paths(
-    sources: &[(String, String)],
+    texts: &[ConfigText<'_>],
     components: &[Proposed],
     notes: &mut Vec<String>,
 ) -> Vec<(String, String)> {
@@ -89,7 +86,7 @@ pub(super) fn image_paths(
             .map(|(i, r)| (i, r.as_slice())),
     );
     let mut keys: Vec<(String, String, String)> = Vec::new(); // path, ConfigMap, component
-    for text in config_texts(sources) {
+    for text in texts {
         let path = data_key_path(&text.key);
         if keys.iter().any(|(p, _, _)| *p == path) {
             continue;
@@ -112,7 +109,7 @@ pub(super) fn image_paths(
             })
         };
         if let Some((i, _)) = spelt.first().filter(|_| spelt.iter().all(agrees)) {
-            keys.push((path, text.map, components[*i].name.clone()));
+            keys.push((path, text.map.clone(), components[*i].name.clone()));
         }
     }
     if !keys.is_empty() {
@@ -134,7 +131,7 @@ pub(super) fn image_paths(
 /// metrics-collector images its controller starts. Each becomes a component,
 /// so `berth mirror` copies it and ([`image_paths`]) overrides reach it.
 pub(super) fn spelt_images(
-    sources: &[(String, String)],
+    texts: &[ConfigText<'_>],
     owner: Option<&str>,
     found: &[Found],
 ) -> Vec<Found> {
@@ -143,7 +140,7 @@ pub(super) fn spelt_images(
     };
     let prefix = format!("{owner}/");
     let mut out: Vec<Found> = Vec::new();
-    for text in config_texts(sources) {
+    for text in texts {
         let words = text.lines.iter().flat_map(|l| {
             l.split(|c: char| !(c.is_ascii_alphanumeric() || "./-_:@".contains(c)))
                 .filter(|w| w.contains('/') && spelt_as_image(w))

@@ -199,7 +199,8 @@ pub fn propose(facts: &Facts) -> Proposal {
         .map(|(n, v, at)| (n.clone(), v.clone(), at.clone()));
     let project_owner = project_owner(&found, &defined, registry_var.as_ref());
     let sources = facts.built.as_deref().unwrap_or(&facts.manifests);
-    let spelt = config_images::spelt_images(sources, project_owner.as_deref(), &found);
+    let config_texts = config_images::config_texts(sources);
+    let spelt = config_images::spelt_images(&config_texts, project_owner.as_deref(), &found);
     found.extend(spelt);
     let named = berth_make::name_only(&facts.make_vars, &facts.make_texts);
     let shared_tag = named::tag(&named, &defined);
@@ -259,7 +260,7 @@ pub fn propose(facts: &Facts) -> Proposal {
             var
         });
         proposal.operator = operator;
-        proposal.image_paths = config_images::image_paths(sources, &images, &mut notes);
+        proposal.image_paths = config_images::image_paths(&config_texts, &images, &mut notes);
     }
     proposal.components = images;
     proposal.notes = notes;
