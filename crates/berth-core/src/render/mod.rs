@@ -2,7 +2,9 @@
 //!
 //! Pure: the caller reads the inputs (files, stdin, `kubectl kustomize`) and
 //! writes the output. Each document is loaded, transformed and written before
-//! the next is read, so memory stays near the size of input plus output.
+//! the next is read, so memory stays near the size of input plus output (an
+//! object naming a kustomize-hashed ConfigMap not read yet waits for it:
+//! `kustomize_names.rs`).
 
 mod chart_values;
 mod documents;
@@ -12,6 +14,7 @@ mod helm;
 mod images;
 mod inject;
 mod input;
+mod kustomize_names;
 mod pass;
 mod placeholders;
 pub mod pods;
@@ -465,3 +468,6 @@ mod related_tests;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod inject_tests;
+
+#[cfg(test)]
+mod kustomize_names_tests;

@@ -7,6 +7,7 @@ use berth_yaml::{Node, Pos};
 
 use super::documents::{self, expand_list};
 use super::findings::{self, Stray};
+use super::kustomize_names::KustomizeNames;
 use super::{input, metadata_text, related};
 use super::{
     CaInjector, ConfigRewriter, DriftFinding, ImageRewriter, Input, MissingKeyFinding, RenderError,
@@ -68,6 +69,7 @@ pub(super) fn transform(
                 first: r.first,
             }));
     }
+    pass.names.finish(each);
     Ok(pass.finish())
 }
 
@@ -78,6 +80,7 @@ struct Pass<'s, 'r> {
     injector: CaInjector<'s>,
     related: related::RelatedImages<'s>,
     configs: ConfigRewriter<'s>,
+    names: KustomizeNames<'s>,
     seen: Seen,
     namespaces: std::collections::BTreeSet<String>,
     matched: usize,
@@ -104,6 +107,7 @@ impl<'s, 'r> Pass<'s, 'r> {
             injector: CaInjector::new(&spec.ca_bundles, spec.resolution),
             related: related::RelatedImages::new(spec.operator, spec.resolution),
             configs: ConfigRewriter::new(spec.generated),
+            names: KustomizeNames::new(spec.image_paths, spec.config_paths),
             seen: Seen::default(),
             namespaces: std::collections::BTreeSet::new(),
             matched: 0,
@@ -129,6 +133,7 @@ impl<'s, 'r> Pass<'s, 'r> {
         let (spec, input) = (self.spec, &inputs[index]);
         let (api_version, kind) = documents::checked(&input.file.to_string(), &object)?;
         check_collision(spec, input, &object, &kind)?;
+        let hashed = self.names.before(&object, &kind);
         self.matched += self.rewriter.rewrite(&mut object, &api_version, &kind);
         // The object too: a kustomize output's line is not in any source file.
         let object_name = metadata_text(&object, "name")
@@ -192,10 +197,11 @@ impl<'s, 'r> Pass<'s, 'r> {
         self.missing_keys.extend(missing.map(|missing| {
             MissingKeyFinding::new(&spec.generated[missing.config], at(missing.pos), missing)
         }));
+        self.names.after(&mut object, &kind, hashed);
         let id = (&api_version, &kind, &namespace);
         self.seen.admit(inputs, index, &object, id)?;
         self.namespaces.extend(namespace);
-        each(object, api_version, kind);
+        self.names.hand_on(object, api_version, kind, each);
         Ok(())
     }
 

@@ -413,6 +413,26 @@ impl<'a> ConfigRewriter<'a> {
     }
 }
 
+/// Calls `f` with every field of `object` that a `configPaths:` entry applying to
+/// it reaches: the fields that name a config in a kind berth does not know.
+pub(super) fn for_each_path_field(
+    object: &mut Node,
+    api_version: &str,
+    kind: &str,
+    paths: &[ImagePath],
+    f: &mut dyn FnMut(&mut Node),
+) {
+    for path in paths.iter().filter(|p| p.applies(api_version, kind)) {
+        let mut found = Vec::new();
+        collect_at(object, &path.path, &mut Vec::new(), &mut found);
+        for trail in found {
+            if let Some(node) = follow_mut(object, &trail) {
+                f(node);
+            }
+        }
+    }
+}
+
 /// One step of a concrete path: a mapping key, or a list index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Step {

@@ -4,9 +4,6 @@
 
 use crate::common;
 
-use std::fs;
-use std::path::Path;
-
 use common::{berth, project};
 use rcgen::{date_time_ymd, CertificateParams, DnType, KeyPair};
 
@@ -19,11 +16,7 @@ pub(crate) fn cert(cn: &str, years: (i32, i32)) -> (String, String) {
     (params.self_signed(&key).unwrap().pem(), key.serialize_pem())
 }
 
-fn write(dir: &Path, path: &str, content: &str) {
-    let path = dir.join(path);
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, content).unwrap();
-}
+use crate::common::write;
 
 const PROJECT: &str = "\
 name: ca
@@ -59,7 +52,7 @@ fn ca_project() -> tempfile::TempDir {
     let dir = project(PROJECT);
     let (a, _) = cert("Corp Root", (2020, 2090));
     let (b, _) = cert("Team CA", (2020, 2090));
-    write(dir.path(), "certs/team.pem", &format!("{b}{a}"));
+    write(dir.path(), "certs/team.pem", format!("{b}{a}"));
     write(dir.path(), "vendor/corp-root.pem", &a);
     write(dir.path(), "app.yaml", APP);
     dir
@@ -156,7 +149,7 @@ fn a_private_key_in_a_source_is_refused_without_printing_it() {
     write(
         dir.path(),
         "certs/leaky.pem",
-        &format!("{cert_pem}{key_pem}"),
+        format!("{cert_pem}{key_pem}"),
     );
     for command in ["render", "validate"] {
         let out = berth(dir.path()).arg(command).output().unwrap();
@@ -238,7 +231,7 @@ configs:
     write(
         dir.path(),
         "s.env",
-        &format!("GOOD=1\n{secret}\n=oops-{secret}\n"),
+        format!("GOOD=1\n{secret}\n=oops-{secret}\n"),
     );
     outputs.push(berth(dir.path()).arg("validate").output().unwrap());
     // A schema violation in a Secret's file.
@@ -247,7 +240,7 @@ configs:
         "berth.yaml",
         "name: s\nconfigs:\n  creds: {secret: true, files: [c.yaml], schema: s.json}\n",
     );
-    write(dir.path(), "c.yaml", &format!("token: {secret}\n"));
+    write(dir.path(), "c.yaml", format!("token: {secret}\n"));
     write(
         dir.path(),
         "s.json",

@@ -494,3 +494,7 @@ mod field_truth3;
 /// The cache of `kubectl kustomize` output.
 #[path = "cli_render/kustomize_cache.rs"]
 mod kustomize_cache;
+
+/// kustomize's content-hashed ConfigMap names, kept true when berth rewrites their text.
+#[path = "cli_render/kustomize_names.rs"]
+mod kustomize_names;

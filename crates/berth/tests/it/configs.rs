@@ -10,11 +10,7 @@ use std::path::Path;
 
 use common::{berth, project};
 
-fn write(dir: &Path, path: &str, content: &[u8]) {
-    let path = dir.join(path);
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, content).unwrap();
-}
+use crate::common::write;
 
 /// `kind/name` of every generated object in a YAML stream, by base name.
 fn generated_names(yaml: &str) -> BTreeMap<String, String> {
@@ -87,7 +83,7 @@ configs:
     write(
         dir.path(),
         "data/blob.bin",
-        &[0x00, 0xff, 0xfe, 0x80, b'<', b'&'],
+        [0x00, 0xff, 0xfe, 0x80, b'<', b'&'],
     );
     write(
         dir.path(),

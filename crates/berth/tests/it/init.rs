@@ -9,11 +9,7 @@ use std::path::Path;
 
 use crate::common::{berth, repo_root};
 
-fn write(dir: &Path, path: &str, text: &str) {
-    let path = dir.join(path);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
+use crate::common::write;
 
 /// Runs `berth init` in `dir`, then `berth validate` and `IMAGE_REGISTRY=quay.io/me
 /// berth images`; returns (berth.yaml, init's stderr, the moved images).
@@ -238,9 +234,9 @@ fn i38_i33_names_are_numbered_and_project_names_the_file() {
     let pod = |name: &str, image: &str| {
         format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers:\n  - {{name: c, image: {image}}}\n")
     };
-    write(d, "deploy/a.yaml", &pod("a", "ghcr.io/acme/web:v1"));
-    write(d, "deploy/b.yaml", &pod("b", "quay.io/other/web:v1"));
-    write(d, "deploy/c.yaml", &pod("c", "docker.io/third/web:v1"));
+    write(d, "deploy/a.yaml", pod("a", "ghcr.io/acme/web:v1"));
+    write(d, "deploy/b.yaml", pod("b", "quay.io/other/web:v1"));
+    write(d, "deploy/c.yaml", pod("c", "docker.io/third/web:v1"));
     std::fs::create_dir(d.join("conf")).unwrap();
     let out = berth(d)
         .args(["--project", "conf/berth.yaml", "init", "."])
@@ -351,21 +347,21 @@ fn documentation_tests_and_archives_are_left_out() {
     let pod = |image: &str| {
         format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  containers: [{{name: c, image: '{image}'}}]\n")
     };
-    write(dir.path(), "deploy/app.yaml", &pod("ghcr.io/acme/app:v2"));
+    write(dir.path(), "deploy/app.yaml", pod("ghcr.io/acme/app:v2"));
     write(
         dir.path(),
         "docs/samples/old.yaml",
-        &pod("ghcr.io/acme/old:v0"),
+        pod("ghcr.io/acme/old:v0"),
     );
     write(
         dir.path(),
         "install/v0.9/all.yaml",
-        &pod("ghcr.io/acme/app:v0.9.0-rc0"),
+        pod("ghcr.io/acme/app:v0.9.0-rc0"),
     );
     write(
         dir.path(),
         "test/e2e/kind.yaml",
-        &pod("ghcr.io/acme/fixture:v1"),
+        pod("ghcr.io/acme/fixture:v1"),
     );
     let out = berth(dir.path()).arg("init").output().unwrap();
     let said = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -395,7 +391,7 @@ fn init_check_names_drift_between_the_repository_and_berth_yaml() {
     write(
         dir.path(),
         "deploy/app.yaml",
-        &pod("app", "ghcr.io/acme/app:v2"),
+        pod("app", "ghcr.io/acme/app:v2"),
     );
     let check = || {
         berth(dir.path())
@@ -421,12 +417,12 @@ fn init_check_names_drift_between_the_repository_and_berth_yaml() {
     write(
         dir.path(),
         "deploy/app.yaml",
-        &pod("app", "ghcr.io/acme/app:v3"),
+        pod("app", "ghcr.io/acme/app:v3"),
     );
     write(
         dir.path(),
         "deploy/worker.yaml",
-        &pod("worker", "ghcr.io/acme/worker:v3"),
+        pod("worker", "ghcr.io/acme/worker:v3"),
     );
     let out = check();
     assert_eq!(out.status.code(), Some(1));
@@ -521,12 +517,12 @@ fn a_kserve_shaped_repository_gets_its_included_name_only_variables() {
     write(
         d,
         "config/default/manager.yaml",
-        &pod("manager", "kserve/kserve-controller:latest"),
+        pod("manager", "kserve/kserve-controller:latest"),
     );
     write(
         d,
         "config/default/runtimes.yaml",
-        &format!(
+        format!(
             "{}---\n{}",
             pod("hf", "kserve/huggingfaceserver:latest"),
             pod("hf-gpu", "kserve/huggingfaceserver:latest-gpu")
@@ -596,12 +592,12 @@ fn a_kfp_shaped_repository_takes_the_release_tag_and_ignores_unused_patches() {
     write(
         d,
         "base/api.yaml",
-        &deployment("ghcr.io/kubeflow/kfp-api-server"),
+        deployment("ghcr.io/kubeflow/kfp-api-server"),
     );
     write(
         d,
         "base/proxy-patch.yaml",
-        &deployment("gcr.io/kubebuilder/kube-rbac-proxy:v0.15.0"),
+        deployment("gcr.io/kubebuilder/kube-rbac-proxy:v0.15.0"),
     );
     write(d, "env/dev/kustomization.yaml", "resources: [../../base]\nimages:\n- {name: ghcr.io/kubeflow/kfp-api-server, newTag: master}\n");
     write(
@@ -693,7 +689,7 @@ fn long_and_colliding_candidates_get_distinct_profile_names() {
         write(
             d,
             &format!("{dir}/Chart.yaml"),
-            &format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n"),
+            format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n"),
         );
         write(
             d,
@@ -842,12 +838,12 @@ fn a_chart_that_requires_a_value_is_left_out_with_the_reason() {
         write(
             dir,
             &format!("charts/{name}/Chart.yaml"),
-            &format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n"),
+            format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n"),
         );
         write(
             dir,
             &format!("charts/{name}/values.yaml"),
-            &format!("image:\n  repository: ghcr.io/acme/{name}\n  tag: v1\n"),
+            format!("image:\n  repository: ghcr.io/acme/{name}\n  tag: v1\n"),
         );
         write(dir, &format!("charts/{name}/templates/pod.yaml"), template);
     };

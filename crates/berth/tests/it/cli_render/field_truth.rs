@@ -3,15 +3,10 @@
 //! Kubeflow-like ConfigMap of images, kustomize's own generator output.
 
 use std::fs;
-use std::path::Path;
 
 use super::common::{berth, project, transcript};
 
-pub(super) fn write(dir: &Path, path: &str, text: &str) {
-    let path = dir.join(path);
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, text).unwrap();
-}
+pub(super) use crate::common::write;
 
 pub(super) fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -254,12 +249,12 @@ fn profiles_are_alternative_manifest_sets_validated_each_on_its_own() {
     write(
         dir.path(),
         "epd.yaml",
-        &pod("router", "ghcr.io/llm-d/epp:dev"),
+        pod("router", "ghcr.io/llm-d/epp:dev"),
     );
     write(
         dir.path(),
         "pd.yaml",
-        &format!(
+        format!(
             "{}---\n{}",
             pod("router", "ghcr.io/llm-d/epp:dev"),
             pod("sim", "ghcr.io/llm-d/sim:dev")
@@ -286,7 +281,7 @@ fn profiles_are_alternative_manifest_sets_validated_each_on_its_own() {
     write(
         dir.path(),
         "pd.yaml",
-        &pod("router", "ghcr.io/llm-d/epp:dev"),
+        pod("router", "ghcr.io/llm-d/epp:dev"),
     );
     let missing = berth(dir.path()).args(["validate"]).output().unwrap();
     insta::assert_snapshot!(stderr(&missing), @"warning: berth.yaml:4:16: component `sim` (`ghcr.io/llm-d/sim:dev`) matches no image in the manifests (in no profile); check its `image:` and `match:`, or the manifests' image fields (`imagePaths:` for custom resources); a component that is built but never deployed takes `deployed: false` [unmatched-component]");
@@ -331,8 +326,8 @@ fn a_manifests_directory_holding_a_kustomization_is_an_error_naming_kustomize() 
         "deploy/kustomization.yaml",
         "resources: [a.yaml]\n",
     );
-    write(dir.path(), "deploy/a.yaml", &pod("a", "nginx"));
-    write(dir.path(), "deploy/b.yaml", &pod("b", "nginx"));
+    write(dir.path(), "deploy/a.yaml", pod("a", "nginx"));
+    write(dir.path(), "deploy/b.yaml", pod("b", "nginx"));
     let out = berth(dir.path()).arg("render").output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let text = stderr(&out);
@@ -362,7 +357,7 @@ images:
     write(
         d,
         "deploy/app.yaml",
-        &pod("app", "ghcr.io/llm-d/llm-d-inference-scheduler:dev"),
+        pod("app", "ghcr.io/llm-d/llm-d-inference-scheduler:dev"),
     );
     write(d, "Makefile", "EPP_IMAGE ?= ghcr.io/llm-d/llm-d-inference-scheduler:dev\nIMG ?= $(IMAGE_REGISTRY)/llm-d-inference-scheduler\n");
     write(d, "scripts/pull.sh", "docker pull \"ghcr.io/llm-d/llm-d-inference-scheduler:${EPP_TAG}\"\ndocker pull docker.io/vllm/vllm-openai-cpu:v0.9\n");
@@ -498,11 +493,7 @@ fn u13_u14_ignore_files_outside_git_semantics_hide_nothing() {
 #[test]
 fn deployed_false_on_a_component_the_manifests_run_is_named() {
     let dir = project("name: x\nmanifests: [deploy/]\nimages:\n  web: {image: 'ghcr.io/acme/web:v1', deployed: false}\n  builder: {image: 'ghcr.io/acme/builder:v1', deployed: false}\n");
-    write(
-        dir.path(),
-        "deploy/p.yaml",
-        &pod("p", "ghcr.io/acme/web:v1"),
-    );
+    write(dir.path(), "deploy/p.yaml", pod("p", "ghcr.io/acme/web:v1"));
     let out = berth(dir.path()).arg("validate").output().unwrap();
     assert_eq!(
         stderr(&out),
@@ -529,12 +520,12 @@ fn a_registry_for_the_whole_project_warns_only_when_it_moves_nothing() {
     write(
         dir.path(),
         "epd.yaml",
-        &pod("epp", "ghcr.io/llm-d/epp:v0.3.0"),
+        pod("epp", "ghcr.io/llm-d/epp:v0.3.0"),
     );
     write(
         dir.path(),
         "sim.yaml",
-        &pod("vllm", "ghcr.io/llm-d/vllm:v0.2.0"),
+        pod("vllm", "ghcr.io/llm-d/vllm:v0.2.0"),
     );
     let run = |args: &[&str], env: &[(&str, &str)]| {
         berth(dir.path())
@@ -579,7 +570,7 @@ fn a_registry_for_the_whole_project_warns_only_when_it_moves_nothing() {
     write(
         dir.path(),
         "sim.yaml",
-        &pod("other", "docker.io/library/busybox:1.36"),
+        pod("other", "docker.io/library/busybox:1.36"),
     );
     let out = run(&["validate", "--strict"], &[("VLLM_TAG", "x")]);
     let text = stderr(&out);
@@ -595,7 +586,7 @@ fn a_registry_for_the_whole_project_warns_only_when_it_moves_nothing() {
     write(
         dir.path(),
         "epd.yaml",
-        &pod("other", "docker.io/library/busybox:1.36"),
+        pod("other", "docker.io/library/busybox:1.36"),
     );
     let out = run(&["validate"], &[("IMAGE_REGISTRY", "quay.io/me")]);
     let text = stderr(&out);

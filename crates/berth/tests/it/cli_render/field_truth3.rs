@@ -42,7 +42,7 @@ fn audit_is_linear_in_the_length_of_a_line() {
     write(
         d,
         "copies.txt",
-        &format!("{line}\né ghcr.io/acme/web:v1 x ghcr.io/acme/web:v1\n"),
+        format!("{line}\né ghcr.io/acme/web:v1 x ghcr.io/acme/web:v1\n"),
     );
     let started = std::time::Instant::now();
     let out = berth(d).arg("audit").output().unwrap();
@@ -61,13 +61,13 @@ fn chart(d: &std::path::Path, name: &str, values: &str, schema_key: &str, templa
     write(
         d,
         &format!("charts/{name}/Chart.yaml"),
-        &format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\nappVersion: v0.20.0\n"),
+        format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\nappVersion: v0.20.0\n"),
     );
     write(d, &format!("charts/{name}/values.yaml"), values);
     write(
         d,
         &format!("charts/{name}/values.schema.json"),
-        &format!(
+        format!(
             r#"{{"type": "object", "additionalProperties": false, "properties": {{"{schema_key}": {{"type": "object"}}}}}}"#
         ),
     );
@@ -233,7 +233,7 @@ fn audit_searches_scripts_beside_manifests_that_cover_the_repository() {
     write(
         dir.path(),
         "big.txt",
-        &format!("{}ghcr.io/acme/web:v1\n", "x".repeat(9 << 20)),
+        format!("{}ghcr.io/acme/web:v1\n", "x".repeat(9 << 20)),
     );
     let out = berth(dir.path())
         .args(["audit", "--strict"])
@@ -473,7 +473,7 @@ fn a_copy_in_a_shared_base_is_reported_once_naming_the_profiles() {
     let d = dir.path();
     write(d, "base/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: images}\ndata:\n  web: ghcr.io/acme/web:v1\n");
     for p in ["a", "b"] {
-        write(d, &format!("{p}.yaml"), &format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {p}}}\nspec:\n  containers: [{{name: c, image: 'ghcr.io/acme/web:v1'}}]\n"));
+        write(d, &format!("{p}.yaml"), format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {p}}}\nspec:\n  containers: [{{name: c, image: 'ghcr.io/acme/web:v1'}}]\n"));
     }
     let out = berth(d).arg("validate").output().unwrap();
     let err = stderr(&out);
@@ -583,7 +583,7 @@ fn m47_a_file_name_too_long_is_named() {
     write(
         dir.path(),
         "deploy/long.yaml",
-        &format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\n"),
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\n"),
     );
     let out = berth(dir.path())
         .args(["render", "--out", "out"])

@@ -10,11 +10,7 @@ use crate::common::{self, berth};
 
 const BERTH_YAML: &str = "name: shop\nmanifests:\n- kustomize: deploy/overlay\nimages:\n  web:\n    image: ghcr.io/acme/web:v1\n";
 
-fn write(root: &Path, path: &str, text: &str) {
-    let path = root.join(path);
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, text).unwrap();
-}
+use crate::common::write;
 
 /// A `kubectl` that appends a line to `log` and runs the real one.
 fn counting_kubectl(bin: &Path, log: &Path) {
@@ -90,7 +86,7 @@ fn an_unchanged_overlay_is_built_once_and_an_edit_builds_again() {
     write(
         root,
         "deploy/base/web.yaml",
-        &web.replace("name: web}", "name: shop}"),
+        web.replace("name: web}", "name: shop}"),
     );
     let edited = render(false);
     assert!(edited.contains("name: x-shop"), "{edited}");
@@ -126,7 +122,7 @@ fn an_unchanged_overlay_is_built_once_and_an_edit_builds_again() {
     // A Secret without values (a certificate cert-manager fills in, KServe's webhook
     // Secret) is kept; one holding values never leaves the project.
     let secret = "---\napiVersion: v1\nkind: Secret\nmetadata: {name: cert}\n";
-    write(root, "deploy/base/web.yaml", &format!("{web}{secret}"));
+    write(root, "deploy/base/web.yaml", format!("{web}{secret}"));
     render(false);
     render(false);
     assert_eq!(builds(), 4, "an output with an empty Secret is kept");

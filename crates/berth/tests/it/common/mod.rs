@@ -45,6 +45,13 @@ pub fn project(content: &str) -> tempfile::TempDir {
     dir
 }
 
+/// Writes `content` to `dir/path`, making the directories above it.
+pub fn write(dir: &Path, path: &str, content: impl AsRef<[u8]>) {
+    let path = dir.join(path);
+    std::fs::create_dir_all(path.parent().expect("a file path")).expect("create directories");
+    std::fs::write(path, content).expect("write file");
+}
+
 /// A private copy of `examples/NAME` (tests run in parallel, and examples'
 /// Makefiles write next to themselves), without files the examples ignore.
 pub fn copy_example(name: &str) -> tempfile::TempDir {
