@@ -162,6 +162,10 @@ pub(super) fn manifests_and_profiles(
     // (Kubeflow Trainer's overlays fetch JobSet's release; a machine without the
     // network cannot build them, and its loose YAML is examples, not the project).
     let mut leaves = buildable_leaves(facts, notes);
+    if let Some(widest) = widest(facts, &leaves) {
+        let chosen = leaves.remove(widest);
+        leaves.insert(0, chosen);
+    }
     let mut manifests: Vec<Source> = Vec::new();
     let mut profiles: Vec<(String, Vec<Source>)> = Vec::new();
     let kustomized: Vec<&str> = facts
@@ -203,10 +207,16 @@ pub(super) fn manifests_and_profiles(
             manifests = vec![Source::Kustomize(one.dir.clone())];
         }
         [first, rest @ ..] => {
-            let why = format!(
-                "first of {} overlays no other kustomization uses",
-                rest.len() + 1
-            );
+            let why = match first.dir == candidates(facts)[0].dir {
+                true => format!(
+                    "first of {} overlays no other kustomization uses",
+                    rest.len() + 1
+                ),
+                false => format!(
+                    "of {} overlays no other kustomization uses, the one that runs the most images",
+                    rest.len() + 1
+                ),
+            };
             notes.push(format!(
                 "manifests: kustomize {} ({}); the others are profiles: berth render --profile NAME",
                 first.dir,
@@ -239,6 +249,47 @@ pub(super) fn manifests_and_profiles(
         }
     }
     (manifests, profiles)
+}
+
+/// Which leaf is `manifests:`: of those as likely as the first to be what the
+/// project deploys (not CRDs only, as applied by make, as much for development),
+/// the one whose build runs the most distinct images, the earliest of equals.
+/// KFP's `base/metadata/overlays/db` (4 images) came before `env/plain` (19):
+/// a part of the install is no default for `berth render`.
+fn widest(facts: &Facts, leaves: &[&Kustomization]) -> Option<usize> {
+    let first = leaves.first()?;
+    let applied = applied_by_make(facts);
+    let applies = |dir: &str| applied.iter().position(|(d, _)| *d == normalize(dir));
+    let class = |k: &Kustomization| (rank(&k.dir) == 3, applies(&k.dir), for_development(&k.dir));
+    let images = |k: &Kustomization| {
+        let built = facts
+            .built
+            .as_ref()
+            .and_then(|b| b.iter().find(|(d, _)| *d == k.dir));
+        built.map_or(0, |(_, yaml)| images_run(yaml))
+    };
+    let mut best = (0, images(first));
+    for (i, k) in leaves.iter().enumerate().skip(1) {
+        if class(k) == class(first) && images(k) > best.1 {
+            best = (i, images(k));
+        }
+    }
+    Some(best.0)
+}
+
+/// How many distinct values of `image:` fields a build's YAML holds.
+fn images_run(yaml: &str) -> usize {
+    let values: BTreeSet<&str> = yaml
+        .lines()
+        .filter_map(|l| {
+            l.trim_start()
+                .trim_start_matches("- ")
+                .strip_prefix("image:")
+        })
+        .map(|v| v.trim().trim_matches(['"', '\'']))
+        .filter(|v| !v.is_empty())
+        .collect();
+    values.len()
 }
 
 /// The kustomizations whose build holds CustomResourceDefinitions only, as one
@@ -418,5 +469,53 @@ mod tests {
         facts.unbuildable.clear();
         let proposal = propose(&facts);
         assert_eq!(proposal.manifests, [Source::Dir("manifests/".into())]);
+    }
+
+    /// Kubeflow Pipelines: `base/metadata/overlays/db` (a part, under `overlays/`)
+    /// came before `env/plain` (the install). Of leaves equally likely, the one
+    /// whose build runs the most images is `manifests:`; a Makefile's choice and a
+    /// development overlay's place stand, and unbuilt leaves keep their order.
+    #[test]
+    fn of_equally_likely_leaves_the_one_running_the_most_images_is_manifests() {
+        let k = Kustomization::with;
+        let pod = |images: &[&str]| {
+            let containers: Vec<String> =
+                images.iter().map(|i| format!("  - image: {i}\n")).collect();
+            format!("kind: Pod\nspec:\n  containers:\n{}", containers.concat())
+        };
+        let leaves = [
+            "kfp/base/metadata/overlays/db",
+            "kfp/env/dev",
+            "kfp/env/plain",
+        ];
+        let built = vec![
+            (leaves[0].to_string(), pod(&["mysql:8", "envoy:1"])),
+            (leaves[1].to_string(), pod(&["a:1", "b:1", "c:1", "d:1"])),
+            (
+                leaves[2].to_string(),
+                pod(&["a:1", "b:1", "\"c:1\"", "c:1"]),
+            ),
+        ];
+        let mut facts = Facts {
+            name: "pipelines".into(),
+            kustomizations: leaves.iter().map(|d| k(d, &[])).collect(),
+            built: Some(built),
+            ..Facts::default()
+        };
+        let first = |facts: &Facts| propose(facts).manifests[0].clone();
+        assert_eq!(first(&facts), Source::Kustomize(leaves[2].into()));
+        let notes = propose(&facts).notes.join("\n");
+        assert!(
+            notes.contains("the one that runs the most images"),
+            "{notes}"
+        );
+        facts.make_texts = vec![(
+            "Makefile".into(),
+            "deploy:\n\tkubectl apply -k kfp/base/metadata/overlays/db\n".into(),
+        )];
+        assert_eq!(first(&facts), Source::Kustomize(leaves[0].into()));
+        facts.make_texts.clear();
+        facts.built = None;
+        assert_eq!(first(&facts), Source::Kustomize(leaves[0].into()));
     }
 }
