@@ -285,6 +285,7 @@ impl super::Findings {
                 stray.place, stray.text
             )));
         }
+        out.extend(untagged_warnings(&self.untagged, resolution));
         for (at, problem) in &self.trust {
             out.push(Warning::at(Code::TrustVariable, at.clone(), problem));
         }
@@ -363,6 +364,31 @@ fn path_text(path: &[PathSegment]) -> String {
             }
             PathSegment::Each => out.push_str("[]"),
         }
+    }
+    out
+}
+
+/// A repository spelt without a tag in text berth rewrites, where berth writes
+/// another tag than berth.yaml's default, or a digest: the program appends a tag
+/// of its own (Kubeflow's `sync.py` appends its release), so a pin or a tag
+/// override reaches the repository and not the tag.
+fn untagged_warnings(
+    untagged: &[(crate::Place, usize)],
+    resolution: &Resolution<'_>,
+) -> Vec<Warning> {
+    let mut out = Vec::new();
+    for (at, index) in untagged {
+        let Some(resolved) = resolution.images.get(*index) else {
+            continue;
+        };
+        let (c, writes) = (resolved.component, &resolved.reference);
+        if writes.digest().is_none() && writes.tag() == c.image.tag() {
+            continue; // the default tag: what the program's own tag stands for
+        }
+        out.push(Warning::at(Code::Copy, at.clone(), format_args!(
+            "the text spells component `{}`'s repository without a tag, so berth writes `{}` there and the program appends a tag of its own: berth's `{writes}` does not reach it; spell the image with its tag in the text (`{}`), or give the program berth's tag as well",
+            c.name, writes.repository(), c.image
+        )));
     }
     out
 }

@@ -192,6 +192,10 @@ pub struct ImageRewriter<'a> {
     conflicts: std::cell::RefCell<Vec<VariantConflict>>,
     /// Containers lacking their member's resource, since the last take.
     resources: std::cell::RefCell<Vec<(usize, Resources)>>,
+    /// Repositories spelt without a tag in text an `imagePaths` entry reaches, of
+    /// components an override touched (position, target), since the last take:
+    /// the program appends a tag of its own, which may not be berth's.
+    untagged: std::cell::RefCell<Vec<(Pos, usize)>>,
 }
 
 /// An image field whose tag or digest berth replaces with berth.yaml's default
@@ -303,6 +307,7 @@ impl<'a> ImageRewriter<'a> {
             scanner: component_scanner(resolution),
             conflicts: Default::default(),
             resources: Default::default(),
+            untagged: Default::default(),
             names: (resolution.images.iter())
                 .map(|r| r.component.name.clone())
                 .collect(),
@@ -315,6 +320,12 @@ impl<'a> ImageRewriter<'a> {
     /// than the one selected.
     pub fn take_conflicts(&self) -> Vec<VariantConflict> {
         std::mem::take(&mut *self.conflicts.borrow_mut())
+    }
+
+    /// The repositories spelt without a tag in text, of components an override
+    /// touched, seen since the last call (position, component).
+    pub fn take_untagged(&self) -> Vec<(Pos, usize)> {
+        std::mem::take(&mut *self.untagged.borrow_mut())
     }
 
     /// The drifted image fields seen since the last call.
@@ -601,6 +612,11 @@ impl<'a> ImageRewriter<'a> {
                 // A repository alone stays one: a program may append its own tag
                 // (`os.environ.get("FRONTEND_IMAGE", "ghcr.io/kubeflow/kfp-frontend")`).
                 let bare = spelt.tag().is_none() && spelt.digest().is_none();
+                if let Some(&index) = self.by_repository.get(spelt.repository()) {
+                    if bare && self.overridden[index] {
+                        self.untagged.borrow_mut().push((pos, index));
+                    }
+                }
                 let written = match Reference::parse(&target.image) {
                     Ok(r) if bare => r.repository().to_string(),
                     _ => target.image,

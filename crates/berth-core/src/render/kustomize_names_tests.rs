@@ -26,6 +26,11 @@ const POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  cont
 const HOOK: &str = "apiVersion: acme.io/v1\nkind: Hook\nmetadata: {name: h}\nspec: {code: NAME}\n";
 
 fn render_with(src: &str, api_image: Option<&str>) -> String {
+    rendered(src, api_image).0
+}
+
+/// The output and the render's warnings, as text.
+fn rendered(src: &str, api_image: Option<&str>) -> (String, Vec<String>) {
     let project = project::parse("berth.yaml", PathBuf::from("/p"), PROJECT).unwrap();
     let env: HashMap<String, String> = api_image
         .map(|image| ("API_IMAGE".to_string(), image.to_string()))
@@ -33,9 +38,9 @@ fn render_with(src: &str, api_image: Option<&str>) -> String {
         .collect();
     let resolution = resolve(&project, &Overrides::default(), &|k| env.get(k).cloned()).unwrap();
     let spec = Spec::from_project(&project, &resolution, &[], &Options::default()).unwrap();
-    render(&spec, &[Input::text("in.yaml", src)])
-        .unwrap_or_else(|e| panic!("{e}"))
-        .yaml
+    let out = render(&spec, &[Input::text("in.yaml", src)]).unwrap_or_else(|e| panic!("{e}"));
+    let warnings = out.findings.warnings(&project, &resolution);
+    (out.yaml, warnings.iter().map(ToString::to_string).collect())
 }
 
 fn docs(parts: &[&str], name: &str) -> String {
@@ -93,4 +98,31 @@ fn names_berth_cannot_prove_are_kustomizes_are_left_alone() {
     let out = render_with(&docs(&[CODE, &elsewhere], "code-dgg547g892"), moved);
     assert!(out.contains("name: code-d49g7f5mt6\n"), "{out}");
     assert_eq!(out.matches("name: code-dgg547g892").count(), 2, "{out}");
+}
+
+/// A repository spelt alone in text is moved, and the program appends its own
+/// tag: berth says so when it writes another tag than the default, or a digest,
+/// and only then.
+#[test]
+fn a_repository_spelt_alone_is_named_when_berths_tag_cannot_reach_it() {
+    let bare = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: code}\ndata:\n  run.py: |\n    IMAGE = \"ghcr.io/acme/api\" + \":\" + VERSION\n";
+    let digest = format!("ghcr.io/acme/api:v1@sha256:{}", "a".repeat(64));
+    let cases: &[(Option<&str>, usize)] = &[
+        (None, 0),
+        (Some("ghcr.io/acme/api:v1"), 0),
+        (Some("quay.io/me/api:v1"), 0),
+        (Some("ghcr.io/acme/api:v2"), 1),
+        (Some(digest.as_str()), 1),
+    ];
+    for (image, expected) in cases {
+        let (out, warnings) = rendered(bare, *image);
+        let untagged: Vec<&String> = warnings
+            .iter()
+            .filter(|w| w.contains("without a tag"))
+            .collect();
+        assert_eq!(untagged.len(), *expected, "{image:?}: {warnings:?}\n{out}");
+        if let Some(w) = untagged.first() {
+            assert!(w.starts_with("in.yaml:6:14 (ConfigMap/code): "), "{w}");
+        }
+    }
 }

@@ -113,6 +113,10 @@ pub struct Findings {
     /// `(where, what)`: a container that does not request the extended resource
     /// the family member it runs needs, or requests another member's.
     pub variant_resources: Vec<(crate::place::Place, String)>,
+    /// Repositories spelt without a tag in text an `imagePaths` entry reaches,
+    /// of components an override touched (where, component index): the program
+    /// appends its own tag there.
+    pub untagged: Vec<(crate::place::Place, usize)>,
 }
 
 /// A key a chart's output wrote twice in one mapping: its value at `at` is the
@@ -363,6 +367,7 @@ impl Findings {
             containers: t.containers,
             replaced_keys: t.replaced_keys,
             variant_resources: t.variant_resources,
+            untagged: t.untagged,
         }
     }
 }

@@ -41,6 +41,7 @@ pub(super) struct Transformed {
     pub(super) variant_resources: Vec<(crate::place::Place, String)>,
     pub(super) containers: std::collections::BTreeSet<String>,
     pub(super) replaced_keys: Vec<ReplacedKey>,
+    pub(super) untagged: Vec<(Place, usize)>,
 }
 
 /// Each input object transformed (images, pull policies, CA injection, config
@@ -92,6 +93,7 @@ struct Pass<'s, 'r> {
     related_findings: Vec<related::RelatedFinding>,
     trust: Vec<(crate::place::Place, String)>,
     replaced_keys: Vec<ReplacedKey>,
+    untagged: Vec<(Place, usize)>,
 }
 
 impl<'s, 'r> Pass<'s, 'r> {
@@ -119,6 +121,7 @@ impl<'s, 'r> Pass<'s, 'r> {
             related_findings: Vec::new(),
             trust: Vec::new(),
             replaced_keys: Vec::new(),
+            untagged: Vec::new(),
         }
     }
 
@@ -154,6 +157,8 @@ impl<'s, 'r> Pass<'s, 'r> {
         }
         let unparsed = self.rewriter.take_unparsed().into_iter();
         self.unparsed.extend(unparsed.map(|(p, v)| (at(p), v)));
+        let untagged = self.rewriter.take_untagged().into_iter();
+        self.untagged.extend(untagged.map(|(p, i)| (at(p), i)));
         let related = &mut self.related_findings;
         (self.related).apply(&mut object, &kind, &object_name, &at, related);
         let drift = self.rewriter.take_drift().into_iter();
@@ -242,6 +247,7 @@ impl<'s, 'r> Pass<'s, 'r> {
             containers: self.injector.containers_seen,
             replaced_keys: self.replaced_keys,
             variant_resources: self.variant_resources,
+            untagged: self.untagged,
         }
     }
 }

@@ -843,4 +843,17 @@ data:
       frontend.py: |
         image = os.environ.get("AGENT_IMAGE", "quay.io/me/agent") + ":" + tag
     "#);
+    // Another tag (or a pin's digest): the repository moves, the program's own tag
+    // stays, and berth says so where the text spells the repository alone.
+    let out = berth(dir.path())
+        .arg("render")
+        .env("AGENT_IMAGE", "quay.io/me/agent:v0.21.0")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    // (storage's `:latest` is drift: no override touches that component here.)
+    insta::assert_snapshot!(stderr(&out), @r"
+    warning: deploy.yaml:13:20 (ConfigMap/inferenceservice-config): image `kserve/storage-initializer:latest` differs from berth.yaml's default for component `storage` (`docker.io/kserve/storage-initializer:v0.20.0`, berth.yaml:5:20), and berth writes `docker.io/kserve/storage-initializer:v0.20.0`: put the tag you want in `images.storage.image` of berth.yaml (a kustomize `newTag` or a chart value berth.yaml does not know), or drop the tag from the manifest [drift]
+    warning: deploy.yaml:16:44 (ConfigMap/inferenceservice-config): the text spells component `agent`'s repository without a tag, so berth writes `quay.io/me/agent` there and the program appends a tag of its own: berth's `quay.io/me/agent:v0.21.0` does not reach it; spell the image with its tag in the text (`docker.io/kserve/agent:v0.20.0`), or give the program berth's tag as well [copy]
+    ");
 }
