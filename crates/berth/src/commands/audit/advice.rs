@@ -121,9 +121,13 @@ pub(super) fn remedy(
 /// How a file of this kind reads the image from berth instead.
 pub(super) fn fix(path: &Path, variable: &str) -> String {
     let (name, ext) = name_and_extension(path);
-    let in_workflow = path
-        .components()
-        .any(|c| c.as_os_str() == ".github" || c.as_os_str() == ".gitlab-ci.yml");
+    // GitHub reads workflows and actions only; other files under `.github/` (a CI
+    // job's kustomization, scripts) are read by what the job runs.
+    let parts: Vec<&std::ffi::OsStr> = path.components().map(|c| c.as_os_str()).collect();
+    let in_workflow = parts
+        .windows(2)
+        .any(|w| w[0] == ".github" && (w[1] == "workflows" || w[1] == "actions"))
+        || name == ".gitlab-ci.yml";
     match (name, ext) {
         ("Makefile" | "GNUmakefile" | "makefile", _) | (_, "mk") => format!(
             "use `$({variable})` (include `berth images --output make`, or run make under `berth env --`)"

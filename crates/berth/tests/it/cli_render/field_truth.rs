@@ -371,6 +371,12 @@ images:
         ".github/workflows/ci.yaml",
         "steps:\n- run: docker run docker.io/library/nginx:1.27\n",
     );
+    // A CI job's kustomization is a kustomization, not a workflow.
+    write(
+        d,
+        ".github/resources/ci/kustomization.yaml",
+        "images:\n- name: ghcr.io/llm-d/llm-d-inference-scheduler\n  newName: kind-registry:5000/epp\n  newTag: latest\n",
+    );
     write(d, "Dockerfile", "FROM nginx:1.25\n");
     write(d, ".gitignore", "vendor/\n");
     write(
@@ -387,13 +393,14 @@ images:
     insta::assert_snapshot!(transcript(&out), @r#"
     exit: 0
     --- stdout
+    .github/resources/ci/kustomization.yaml:2:9: component `epp`: `ghcr.io/llm-d/llm-d-inference-scheduler` is a hard-coded copy of its image; a kustomization berth.yaml does not render: list its directory under `manifests:` (`- kustomize: DIR`) so berth resolves the image there, or drop its `newTag`/`newName` for `EPP_IMAGE`
     .github/workflows/ci.yaml:2:19: component `web`: `docker.io/library/nginx:1.27` is a hard-coded copy of its image; use `${{ env.WEB_IMAGE }}` after a step running `berth images --output env >> "$GITHUB_ENV"`
     Dockerfile:1:6: component `web`: `nginx:1.25` is a hard-coded copy of its image; declare `ARG WEB_IMAGE` and use `${WEB_IMAGE}`, built with `--build-arg WEB_IMAGE="$(WEB_IMAGE)"` under `berth env --`
     Makefile:2:8: component `epp`: `$(IMAGE_REGISTRY)/llm-d-inference-scheduler` is a hard-coded copy of its image; use `$(EPP_IMAGE)` (include `berth images --output make`, or run make under `berth env --`)
     scripts/pull.sh:1:14: component `epp`: `ghcr.io/llm-d/llm-d-inference-scheduler` is a hard-coded copy of its image; use `"$EPP_IMAGE"`, run under `berth env --`
     test/e2e/suite_test.go:1:14: component `epp`: `ghcr.io/llm-d/llm-d-inference-scheduler` is a hard-coded copy of its image; a test: if it pins this image on purpose, add `'**/*_test.go'` to berth.yaml's `audit.exclude`; otherwise read `os.Getenv("EPP_IMAGE")`, run under `berth env -- go test`
     --- stderr
-    berth audit: 5 hard-coded copies in 5 file(s); 6 file(s) searched
+    berth audit: 6 hard-coded copies in 6 file(s); 7 file(s) searched
     "#);
     let strict = berth(d)
         .args(["audit", "--strict", "--output", "json"])
@@ -401,8 +408,8 @@ images:
         .unwrap();
     assert_eq!(strict.status.code(), Some(1));
     let json: serde_json::Value = serde_json::from_slice(&strict.stdout).unwrap();
-    assert_eq!(json.as_array().unwrap().len(), 5);
-    assert_eq!(json[2]["variable"], "EPP_IMAGE");
+    assert_eq!(json.as_array().unwrap().len(), 6);
+    assert_eq!(json[3]["variable"], "EPP_IMAGE");
     let clean = project("name: x\nimages:\n  web: {image: 'nginx:1.25'}\n");
     // A file with no copy: a search of nothing fails --strict (#46, R2).
     write(clean.path(), "README.md", "nothing hard-coded here\n");
