@@ -38,7 +38,8 @@ pub fn variant_of_file(file: &str) -> Option<String> {
 pub(crate) fn chart_families(all: &[Chart], notes: &mut Vec<String>) -> Vec<ChartFamily> {
     let mut out: Vec<ChartFamily> = Vec::new();
     for chart in all.iter().filter(|c| !c.library) {
-        let base = charts::images(chart, all, notes);
+        // Its notes were said when its images became components; not twice.
+        let base = charts::images(chart, all, &mut Vec::new());
         for (file, text) in &chart.variant_values {
             let Some(name) = variant_of_file(file) else {
                 continue;

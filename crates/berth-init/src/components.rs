@@ -158,12 +158,32 @@ fn helm_values(all: &[&Found], entry: &mut Proposed, why: &mut String) {
     ));
 }
 
-/// The Makefile variable whose value names `repo` (`*_IMAGE`, `IMG`).
+/// The Makefile variable whose value names `repo` (`*_IMAGE`, `IMG`, `IMAGE`).
 fn variable_of<'d>(defined: &'d [Defined], repo: &str) -> Option<&'d Defined> {
     defined.iter().find(|(n, v, _)| {
-        (n.ends_with("_IMAGE") || n == "IMG")
-            && Reference::parse(v).is_ok_and(|r| r.repository().to_string() == *repo)
+        (n.ends_with("_IMAGE") || generic_image_variable(n))
+            && named_repository(v).is_some_and(|r| r == *repo)
     })
+}
+
+/// An image variable whose name says nothing of the component (`IMG`, `IMAGE`).
+pub(super) fn generic_image_variable(name: &str) -> bool {
+    matches!(name, "IMG" | "IMAGE")
+}
+
+/// The repository a Makefile value names: the reference's, or, when make
+/// computes the tag (`ghcr.io/acme/controller:$(shell cat VERSION | sed "s/^v//")`,
+/// kept as written), the text before `:$(` when that is a repository alone.
+fn named_repository(value: &str) -> Option<String> {
+    if let Ok(reference) = Reference::parse(value) {
+        return Some(reference.repository().to_string());
+    }
+    let computed = value.find("$(").into_iter().chain(value.find("${")).min()?;
+    let head = value[..computed].strip_suffix(':')?;
+    Reference::parse(head)
+        .ok()
+        .filter(|r| r.tag().is_none() && r.digest().is_none())
+        .map(|r| r.repository().to_string())
 }
 
 /// Whether `repo` is not under the project's registry and organisation.
@@ -186,7 +206,7 @@ fn wanted(
             let variable = variable_of(defined, repo);
             let by_name = named::of_repository(named, repo).filter(|_| variable.is_none());
             let name = match (variable, by_name) {
-                (Some((n, _, _)), _) if n != "IMG" => component_name(n),
+                (Some((n, _, _)), _) if !generic_image_variable(n) => component_name(n),
                 (None, Some(n)) => component_name(&n.var),
                 _ => component_name(repo.rsplit('/').next().unwrap_or(repo)),
             };

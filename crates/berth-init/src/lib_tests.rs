@@ -254,28 +254,38 @@ fn charts_are_profiles_beside_the_overlays_and_a_library_is_none() {
     );
 }
 
-/// #36 item 1: a component's own `<X>_IMAGE_TAG_BASE` is its repository
-/// variable, so `make … EPP_IMAGE_TAG_BASE=…` under `berth env` is honoured.
+/// The Makefile variables that name a component's repository are its variables:
+/// - #36 item 1: a component's own `<X>_IMAGE_TAG_BASE` is its repository
+///   variable, so `make … EPP_IMAGE_TAG_BASE=…` under `berth env` is honoured;
+/// - spark-operator: `IMAGE ?= $(IMAGE_REGISTRY)/$(IMAGE_REPOSITORY):$(IMAGE_TAG)`,
+///   the tag computed by `$(shell cat VERSION | sed "s/^v//")`: `IMAGE` names the
+///   repository, so it is the component's variable (named for its repository, as
+///   with `IMG`), and the manifests' tag stays the default.
 #[test]
-fn a_components_own_image_tag_base_is_its_repository_variable() {
-    let facts = Facts {
-        name: "router".into(),
-        manifests: vec![(
-            "deploy/d.yaml".into(),
-            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: e, image: ghcr.io/llm-d/epp:dev}]\n".into(),
-        )],
-        make_vars: make_vars(
-            "Makefile",
+fn make_variables_that_name_a_components_repository_are_its_variables() {
+    let cases = [
+        (
+            "ghcr.io/llm-d/epp:dev",
             "EPP_IMAGE_TAG_BASE ?= ghcr.io/llm-d/epp\nEPP_TAG ?= dev\nEPP_IMAGE ?= $(EPP_IMAGE_TAG_BASE):$(EPP_TAG)\n",
+            "  epp:\n    image: ghcr.io/llm-d/epp:dev\n    env: EPP_IMAGE\n    tagEnv: EPP_TAG\n    repositoryEnv: EPP_IMAGE_TAG_BASE\n",
         ),
-        ..Facts::default()
-    };
-    let plan = propose(&facts);
-    assert!(
-        plan.to_yaml().contains("  epp:\n    image: ghcr.io/llm-d/epp:dev\n    env: EPP_IMAGE\n    tagEnv: EPP_TAG\n    repositoryEnv: EPP_IMAGE_TAG_BASE\n"),
-        "{}",
-        plan.to_yaml()
-    );
+        (
+            "ghcr.io/kubeflow/spark-operator/controller:v2.5.0",
+            "VERSION := $(shell cat VERSION | sed \"s/^v//\")\nIMAGE_REGISTRY ?= ghcr.io\nIMAGE_REPOSITORY ?= kubeflow/spark-operator/controller\nIMAGE_TAG ?= $(VERSION)\nIMAGE ?= $(IMAGE_REGISTRY)/$(IMAGE_REPOSITORY):$(IMAGE_TAG)\n",
+            "  controller:\n    image: ghcr.io/kubeflow/spark-operator/controller:v2.5.0\n    env: IMAGE\n    tagEnv: IMAGE_TAG\n",
+        ),
+    ];
+    for (image, makefile, expected) in cases {
+        let pod = format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  containers: [{{name: c, image: {image}}}]\n");
+        let yaml = propose(&Facts {
+            name: "repo".into(),
+            manifests: vec![("deploy/d.yaml".into(), pod)],
+            make_vars: make_vars("Makefile", makefile),
+            ..Facts::default()
+        })
+        .to_yaml();
+        assert!(yaml.contains(expected), "{yaml}");
+    }
 }
 
 /// #36 item 1: llm-d-router's sidecar: a test overlay bumps `newTag: 0.0.5`,

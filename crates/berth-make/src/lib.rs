@@ -122,6 +122,26 @@ impl<'a> Defs<'a> {
         self.expand_into(text, &mut out, 0).map(|()| out)
     }
 
+    /// The definition that calls `$(shell …)` for `name`'s value: its own, or
+    /// that of a variable it refers to (`IMAGE ?= …:$(IMAGE_TAG)`, `IMAGE_TAG ?=
+    /// $(VERSION)`, `VERSION := $(shell cat VERSION)`: the last), the first found.
+    pub fn computed_by(&self, name: &str) -> Option<&'a MakeVar> {
+        let mut var = self.get(name)?;
+        for _ in 0..=EXPANSION_DEPTH {
+            let value = var.value.as_str();
+            if value.contains("$(shell") || value.contains("${shell") {
+                return Some(var);
+            }
+            let referred = value.split('$').skip(1).find_map(|after| {
+                let name = after.get(1..)?.split([')', '}']).next()?;
+                let computes = |v: &str| v.contains("$(shell") || v.contains("${shell");
+                matches!(self.value(name), Some(Ok(v)) if computes(&v)).then(|| self.get(name))?
+            });
+            var = referred?;
+        }
+        None
+    }
+
     fn expand_into(&self, text: &str, out: &mut String, depth: usize) -> Result<(), Unexpandable> {
         if depth > EXPANSION_DEPTH {
             return Err(Unexpandable::TooDeep);
@@ -384,8 +404,12 @@ pub fn disagreements(project: &Project, makefiles: &Makefiles) -> Vec<berth_core
             .filter_map(|name| defs.get(name))
             .find(|var| matches!(defs.value(&var.name), Some(Ok(v)) if v.contains("$(shell") || v.contains("${shell")));
         if let Some(var) = computed {
+            let shell = defs.computed_by(&var.name).filter(|s| s.name != var.name);
+            let through = shell.map_or(String::new(), |s| {
+                format!(" (through {}, {})", written(s), s.at)
+            });
             out.push(berth_core::Warning::at(berth_core::Code::MakefileDefault, var.at.clone(), format_args!(
-                "{} computes component `{}`'s default with `$(shell …)`, so berth cannot compare it with {own}'s `{}`: make run alone may build another image than berth deploys; run make under `berth env --` (berth's value wins over `?=`), or write the default as text",
+                "{} computes component `{}`'s default with `$(shell …)`{through}, so berth cannot compare it with {own}'s `{}`: make run alone may build another image than berth deploys; run make under `berth env --` (berth's value wins over `?=`), or write the default as text",
                 written(var), c.name, c.image
             )));
             continue;
@@ -569,6 +593,10 @@ mod tests {
             includes("include mk/*.mk\n-include $(wildcard x/*.mk)\n"),
             ["mk/*.mk", "x/*.mk"]
         );
+        // Computed further down (spark-operator): the definition that calls the shell is named.
+        let chain = "VERSION := $(shell cat VERSION | sed \"s/^v//\")\nSHELLED_TAG ?= $(VERSION)\n";
+        let got = disagreements(&project, &files(chain));
+        assert!(got[0].text.starts_with("Makefile:2: `SHELLED_TAG ?= $(VERSION)` computes component `shelled`'s default with `$(shell …)` (through `VERSION := $(shell cat VERSION | sed \"s/^v//\")`, Makefile:1), "), "{got:?}");
         let got = disagreements(&project, &files("EPP_IMAGE ?= quay.io/me/epp:dev\n"));
         assert!(got[0].text.starts_with("Makefile:1: `EPP_IMAGE ?= quay.io/me/epp:dev` gives component `epp` the image `quay.io/me/epp:dev` by default, but berth.yaml:3:16 gives it `ghcr.io/llm-d/epp:dev`"), "{got:?}");
     }
