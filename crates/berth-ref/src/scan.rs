@@ -155,6 +155,13 @@ impl Scanner {
                 .len();
             (ident < before.len() && before[..ident].ends_with('$')).then(|| ident - 1)?
         };
+        // A URL's path is no image (`https://dl.k8s.io/…/linux/${TARGETARCH}/kubectl`).
+        let token = line[..start]
+            .rfind(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`'))
+            .map_or(0, |i| i + 1);
+        if line[token..start].contains("://") {
+            return None;
+        }
         let end = offset + 1 + name_end;
         Some(Spelling {
             offset: start,
@@ -344,8 +351,16 @@ mod tests {
                 "kind load docker-image $REG/llm-d-inference-scheduler",
                 &[("$REG/llm-d-inference-scheduler", 0)],
             ),
-            // A directory of that name is not an image.
+            // A directory of that name is not an image, nor a file a URL names.
             ("cd $HOME/src/llm-d-inference-scheduler", &[]),
+            (
+                "curl -LO https://dl.k8s.io/release/v1/bin/linux/${TARGETARCH}/llm-d-inference-scheduler",
+                &[],
+            ),
+            (
+                "IMG=\"ghcr.io/${ORG}/llm-d-inference-scheduler\" curl https://x/${ARCH}/y",
+                &[("${ORG}/llm-d-inference-scheduler", 0)],
+            ),
             ("cat ./llm-d-inference-scheduler/README", &[]),
         ];
         for (line, want) in cases {
