@@ -141,6 +141,85 @@ fn repository_env<'d>(
         .map(|(var, _, at)| (var.as_str(), at.as_str()))
 }
 
+/// An image variable that holds a repository alone and that make composes with
+/// a tag variable (model-registry: `IMG := ${IMG_REGISTRY}/${IMG_ORG}/${IMG_REPO}`,
+/// built as `${IMG}:$(IMG_VERSION)`): name, repository, tag variable, where.
+type RepositoryOnly = (String, String, String, String);
+
+/// `defined` split into the variables that may hold a whole image and those that
+/// hold a repository make adds a tag to ([`RepositoryOnly`]): berth setting the
+/// latter to a whole image would make make build `repo:tag:tag`.
+fn repository_only(facts: &Facts, defined: &[Defined]) -> (Vec<Defined>, Vec<RepositoryOnly>) {
+    let mut full = Vec::new();
+    let mut repository = Vec::new();
+    for (name, value, at) in defined {
+        // Image variables only: a `*_TAG_BASE` is a repository by name ([`repository_env`]).
+        let image_variable = name.ends_with("_IMAGE") || generic_image_variable(name);
+        let tagless = Reference::parse(value)
+            .ok()
+            .filter(|r| image_variable && r.tag().is_none() && r.digest().is_none());
+        let tag = tagless.as_ref().and_then(|_| composed_tag(facts, name));
+        match (tagless, tag) {
+            (Some(r), Some(tag)) => {
+                let repo = r.repository().to_string();
+                repository.push((name.clone(), repo, tag, at.clone()));
+            }
+            _ => full.push((name.clone(), value.clone(), at.clone())),
+        }
+    }
+    (full, repository)
+}
+
+/// The variable the Makefiles append as `name`'s tag: `$(NAME):$(TAG)`, `${NAME}:${TAG}`.
+fn composed_tag(facts: &Facts, name: &str) -> Option<String> {
+    facts.make_texts.iter().find_map(|(_, text)| {
+        [format!("$({name}):"), format!("${{{name}}}:")]
+            .iter()
+            .find_map(|head| {
+                let after = &text[text.find(head.as_str())? + head.len()..];
+                let inner = after
+                    .strip_prefix("$(")
+                    .or_else(|| after.strip_prefix("${"))?;
+                let tag = inner.split([')', '}']).next()?;
+                let name =
+                    !tag.is_empty() && tag.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+                name.then(|| tag.to_string())
+            })
+    })
+}
+
+/// `repositoryEnv:` (and the tag variable make appends to it) of the component
+/// of `repo`: `base`, the component's own or operator-sdk's tag base, else, for a
+/// component with no full-image variable (`unlinked`), a [`RepositoryOnly`]
+/// variable whose value is `repo`.
+fn repository_variables(
+    (base, repository_only): (Option<(&str, &str)>, &[RepositoryOnly]),
+    (repo, unlinked): (&str, bool),
+    defined: &[Defined],
+    entry: &mut Proposed,
+    why: &mut String,
+) {
+    if let Some((base_var, at)) = base {
+        entry.repository_env = Some(base_var.to_string());
+        why.push_str(&format!("; {base_var} from {at}"));
+        return;
+    }
+    let found = repository_only
+        .iter()
+        .find(|(_, value, _, _)| unlinked && value == repo);
+    let Some((var, _, tag, at)) = found else {
+        return;
+    };
+    entry.repository_env = Some(var.clone());
+    why.push_str(&format!(
+        "; {var} from {at}, to which make appends `:$({tag})`"
+    ));
+    if let Some((t, _, at)) = defined.iter().find(|(n, _, _)| n == tag) {
+        entry.tag_env = Some(t.clone());
+        why.push_str(&format!("; {t} from {at}"));
+    }
+}
+
 /// `helmValues:` from the chart values that carry the component's image, if any.
 fn helm_values(all: &[&Found], entry: &mut Proposed, why: &mut String) {
     let Some(f) = all.iter().find(|f| !f.helm_values.is_empty()) else {
@@ -234,6 +313,19 @@ fn wanted(
         .collect()
 }
 
+/// The images found, grouped by repository in the order first seen.
+fn by_repository(found: &[Found]) -> Vec<(String, Vec<&Found>)> {
+    let mut by_repo: Vec<(String, Vec<&Found>)> = Vec::new();
+    for f in found {
+        let repo = f.reference.repository().to_string();
+        match by_repo.iter_mut().find(|(r, _)| *r == repo) {
+            Some((_, all)) => all.push(f),
+            None => by_repo.push((repo, vec![f])),
+        }
+    }
+    by_repo
+}
+
 /// `images:`: one component per repository, in the order first seen, with the
 /// variables the Makefile defines for it and a note of why.
 pub(super) fn components(
@@ -243,15 +335,9 @@ pub(super) fn components(
     project_owner: Option<&str>,
     notes: &mut Vec<String>,
 ) -> Vec<Proposed> {
-    // --- components: one per repository, in the order first seen.
-    let mut by_repo: Vec<(String, Vec<&Found>)> = Vec::new();
-    for f in found {
-        let repo = f.reference.repository().to_string();
-        match by_repo.iter_mut().find(|(r, _)| *r == repo) {
-            Some((_, all)) => all.push(f),
-            None => by_repo.push((repo, vec![f])),
-        }
-    }
+    let (full, repo_vars) = repository_only(facts, defined);
+    let defined = full.as_slice();
+    let mut by_repo = by_repository(found);
     by_repo.retain(|(repo, all)| {
         let unowned = third_party(project_owner, repo)
             && variable_of(defined, repo).is_none()
@@ -301,10 +387,17 @@ pub(super) fn components(
                 why.push_str(&format!("; {t} from {at}"));
             }
         }
-        if let Some((base_var, at)) = repository_env(variable, defined, tag_base, repo) {
-            entry.repository_env = Some(base_var.to_string());
-            why.push_str(&format!("; {base_var} from {at}"));
-        }
+        let bases = (
+            repository_env(variable, defined, tag_base, repo),
+            &repo_vars[..],
+        );
+        repository_variables(
+            bases,
+            (repo, variable.is_none()),
+            defined,
+            &mut entry,
+            &mut why,
+        );
         if let Some(base) = &variant_of {
             entry.tag_suffix = true;
             why.push_str(&format!(

@@ -260,7 +260,11 @@ fn charts_are_profiles_beside_the_overlays_and_a_library_is_none() {
 /// - spark-operator: `IMAGE ?= $(IMAGE_REGISTRY)/$(IMAGE_REPOSITORY):$(IMAGE_TAG)`,
 ///   the tag computed by `$(shell cat VERSION | sed "s/^v//")`: `IMAGE` names the
 ///   repository, so it is the component's variable (named for its repository, as
-///   with `IMG`), and the manifests' tag stays the default.
+///   with `IMG`), and the manifests' tag stays the default;
+/// - model-registry: `IMG` holds the repository alone (`ifdef IMG` … `else ifdef
+///   IMG_REGISTRY` … `IMG := ${IMG_REGISTRY}/…`) and make builds
+///   `${IMG}:$(IMG_VERSION)`: it is the `repositoryEnv:`, `IMG_VERSION` the
+///   `tagEnv:` (as `env:`, berth's whole image would make make build `…:latest:main`).
 #[test]
 fn make_variables_that_name_a_components_repository_are_its_variables() {
     let cases = [
@@ -274,6 +278,11 @@ fn make_variables_that_name_a_components_repository_are_its_variables() {
             "VERSION := $(shell cat VERSION | sed \"s/^v//\")\nIMAGE_REGISTRY ?= ghcr.io\nIMAGE_REPOSITORY ?= kubeflow/spark-operator/controller\nIMAGE_TAG ?= $(VERSION)\nIMAGE ?= $(IMAGE_REGISTRY)/$(IMAGE_REPOSITORY):$(IMAGE_TAG)\n",
             "  controller:\n    image: ghcr.io/kubeflow/spark-operator/controller:v2.5.0\n    env: IMAGE\n    tagEnv: IMAGE_TAG\n",
         ),
+        (
+            "ghcr.io/kubeflow/hub/server:latest",
+            "IMG_REGISTRY ?= ghcr.io\nIMG_VERSION ?= main\nifdef IMG\n\tIMG := ${IMG}\nelse ifdef IMG_REGISTRY\n    IMG := ${IMG_REGISTRY}/kubeflow/hub/server\nendif\nimage/build:\n\tdocker build -t ${IMG}:$(IMG_VERSION) .\n",
+            "  server:\n    image: ghcr.io/kubeflow/hub/server:latest\n    tagEnv: IMG_VERSION\n    repositoryEnv: IMG\n",
+        ),
     ];
     for (image, makefile, expected) in cases {
         let pod = format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  containers: [{{name: c, image: {image}}}]\n");
@@ -281,6 +290,7 @@ fn make_variables_that_name_a_components_repository_are_its_variables() {
             name: "repo".into(),
             manifests: vec![("deploy/d.yaml".into(), pod)],
             make_vars: make_vars("Makefile", makefile),
+            make_texts: vec![("Makefile".into(), makefile.into())],
             ..Facts::default()
         })
         .to_yaml();

@@ -14,11 +14,13 @@ use berth_core::{Place, Project};
 
 mod deploy;
 mod named;
+mod read;
 mod rules;
 mod sites;
 mod targets;
 pub use deploy::{deploy_disagreements, deploy_edits, kustomize_dirs, DeployEdit};
 pub use named::{built_images, component_of, composed, name_disagreements, name_only, NameOnly};
+pub use read::make_vars;
 pub use sites::{tag_sites, TagSite};
 pub use targets::target_writing;
 
@@ -189,147 +191,6 @@ impl<'a> Defs<'a> {
 
 pub(crate) fn is_make_name(name: &str) -> bool {
     !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-}
-
-/// The `NAME ?= value` lines of a Makefile (`?=`, `:=`, `::=`, `=`), with
-/// `Makefile:N` as where. Recipe lines are skipped (a tab-indented line is a
-/// recipe's after a rule line, a definition inside a top-level `ifeq` block
-/// otherwise: opendatahub-operator's `\tCONFIG_DIR=config`). Of an
-/// `ifeq … else … endif`, the first branch is read as make's default; the
-/// `else` branch adds only names the first did not define.
-pub fn make_vars(file: &str, text: &str) -> Vec<MakeVar> {
-    let mut out = Vec::new();
-    let mut in_recipe = false;
-    // Per open conditional: in its `else` branch; the names its first branch
-    // defined; the variable it tests to be unset.
-    let mut branches: Vec<(bool, Vec<String>, Option<String>)> = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let trimmed = line.trim_start();
-        if trimmed.starts_with('#') || trimmed.is_empty() {
-            continue;
-        }
-        let directive = trimmed.split_whitespace().next().unwrap_or("");
-        match directive {
-            "ifeq" | "ifneq" | "ifdef" | "ifndef" => {
-                let rest = trimmed[directive.len()..].trim();
-                branches.push((false, Vec::new(), unset_test(directive, rest)));
-                continue;
-            }
-            "else" => {
-                if let Some(open) = branches.last_mut() {
-                    open.0 = true;
-                }
-                continue;
-            }
-            "endif" => {
-                branches.pop();
-                continue;
-            }
-            _ => {}
-        }
-        if line.starts_with('\t') && in_recipe {
-            continue;
-        }
-        let Some(mut var) = definition(file, n, trimmed) else {
-            // A rule line starts a recipe; anything else at the margin ends one.
-            if !line.starts_with('\t') {
-                in_recipe = is_rule(trimmed);
-            }
-            continue;
-        };
-        if !line.starts_with('\t') {
-            in_recipe = false;
-        }
-        if let Some((in_else, first, unset)) = branches.last_mut() {
-            if *in_else && first.contains(&var.name) {
-                continue;
-            }
-            if !*in_else {
-                first.push(var.name.clone());
-                var.conditional |= unset.as_deref() == Some(var.name.as_str());
-            }
-        }
-        out.push(var);
-    }
-    out
-}
-
-/// The variable a conditional's first branch runs only when it is unset or
-/// empty: `ifndef X`, `ifeq ($(X),)`, `ifeq (,$(X))`, `ifeq "$(X)" ""`,
-/// `ifeq ($(origin X),undefined)`.
-fn unset_test(directive: &str, rest: &str) -> Option<String> {
-    let is_name =
-        |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-    if directive == "ifndef" {
-        return Some(rest.to_string()).filter(|n| is_name(n));
-    }
-    if directive != "ifeq" {
-        return None;
-    }
-    let compact: String = rest.chars().filter(|c| !c.is_whitespace()).collect();
-    let reference = |text: &str| -> Option<String> {
-        let inner = (text.strip_prefix("$(").and_then(|t| t.strip_suffix(')')))
-            .or_else(|| text.strip_prefix("${").and_then(|t| t.strip_suffix('}')))?;
-        Some(inner.to_string()).filter(|n| is_name(n))
-    };
-    let (left, right) = match compact.strip_prefix('(').and_then(|c| c.strip_suffix(')')) {
-        Some(inner) => inner.split_once(',')?,
-        None => compact.split_once("\"\"").map(|(l, _)| (l, ""))?,
-    };
-    let left = left.trim_matches('"');
-    let right = right.trim_matches('"');
-    if let Some(origin) = left
-        .strip_prefix("$(origin")
-        .and_then(|l| l.strip_suffix(')'))
-    {
-        return Some(origin.to_string()).filter(|n| right == "undefined" && is_name(n));
-    }
-    match (left.is_empty(), right.is_empty()) {
-        (false, true) => reference(left),
-        (true, false) => reference(right),
-        _ => None,
-    }
-}
-
-/// `target: prerequisites` (not `NAME := value`).
-fn is_rule(line: &str) -> bool {
-    match line.find(':') {
-        Some(colon) => !line[..colon].contains('=') && !line[colon + 1..].starts_with('='),
-        None => false,
-    }
-}
-
-/// The definition a line (leading whitespace removed) makes, if it is one.
-fn definition(file: &str, n: usize, line: &str) -> Option<MakeVar> {
-    let line = line.strip_prefix("export ").unwrap_or(line);
-    let eq = line.find('=')?;
-    let (left, value) = (&line[..eq], &line[eq + 1..]);
-    let name = left.trim_end_matches([':', '?', '+', '!']).trim();
-    let valid = !name.is_empty()
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        && !left
-            .trim_end_matches([':', '?', '+', '!'])
-            .trim_end()
-            .contains(' ');
-    if !valid || left.ends_with('+') {
-        return None;
-    }
-    let value = value.split(" #").next().unwrap_or(value).trim().to_string();
-    Some(MakeVar {
-        name: name.to_string(),
-        value,
-        at: Place::file(file).line(u32::try_from(n + 1).unwrap_or(u32::MAX)),
-        conditional: left.ends_with('?'),
-        op: ["::", ":", "?", "!"]
-            .into_iter()
-            .find(|suffix| left.ends_with(suffix))
-            .map_or("=", |suffix| match suffix {
-                "::" => "::=",
-                ":" => ":=",
-                "?" => "?=",
-                _ => "!=",
-            }),
-    })
 }
 
 /// The files a Makefile includes by a literal path (`include x.mk`, `-include`,
@@ -537,13 +398,14 @@ mod tests {
     #[test]
     fn definitions_in_conditionals_are_read_and_recipes_are_not() {
         let text = "PLATFORM ?= odh\nifeq ($(PLATFORM), odh)\n\tCONFIG_DIR=config\n\tONLY_ODH=1\nelse\n\tCONFIG_DIR=config/rhoai\n\tONLY_RHOAI=1\nendif\ndeploy: prepare\n\tIMG=recipe $(KUSTOMIZE) build $(CONFIG_DIR)/default\nAFTER = $(CONFIG_DIR)/x\n";
+        fn pairs(vars: &[MakeVar]) -> Vec<(&str, &str)> {
+            vars.iter()
+                .map(|v| (v.name.as_str(), v.value.as_str()))
+                .collect()
+        }
         let vars = make_vars("Makefile", text);
-        let names: Vec<(&str, &str)> = vars
-            .iter()
-            .map(|v| (v.name.as_str(), v.value.as_str()))
-            .collect();
         assert_eq!(
-            names,
+            pairs(&vars),
             [
                 ("PLATFORM", "odh"),
                 ("CONFIG_DIR", "config"),
@@ -557,6 +419,20 @@ mod tests {
             defs.expand("$(CONFIG_DIR)/default").unwrap(),
             "config/default"
         );
+        // model-registry: `ifdef IMG` runs only when the environment sets IMG; make's
+        // default is the first branch of the chain whose variable the file defines.
+        let chain = "IMG_REGISTRY ?= ghcr.io\nifdef IMG\n\tIMG := ${IMG}\nelse ifdef IMG_REGISTRY\n    IMG := ${IMG_REGISTRY}/kubeflow/hub\nelse\n    IMG := kubeflow/hub\nendif\nifdef NOPE\nA = 1\nelse ifdef ALSO_NOPE\nA = 2\nelse\nA = 3\nendif\n";
+        let vars = make_vars("Makefile", chain);
+        assert_eq!(
+            pairs(&vars),
+            [
+                ("IMG_REGISTRY", "ghcr.io"),
+                ("IMG", "${IMG_REGISTRY}/kubeflow/hub"),
+                ("A", "3")
+            ]
+        );
+        // …and that definition is made only when the environment does not set IMG.
+        assert!(vars[1].conditional && !vars[2].conditional, "{vars:?}");
     }
 
     /// One Makefile, read as the CLI reads a project's.
