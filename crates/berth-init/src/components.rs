@@ -245,9 +245,10 @@ fn variable_of<'d>(defined: &'d [Defined], repo: &str) -> Option<&'d Defined> {
     })
 }
 
-/// An image variable whose name says nothing of the component (`IMG`, `IMAGE`).
+/// An image variable whose name says nothing of the component (`IMG`, `IMAGE`,
+/// `IMAGE_NAME`).
 pub(super) fn generic_image_variable(name: &str) -> bool {
-    matches!(name, "IMG" | "IMAGE")
+    matches!(name, "IMG" | "IMAGE" | "IMAGE_NAME")
 }
 
 /// The repository a Makefile value names: the reference's, or, when make

@@ -583,7 +583,8 @@ fn read_make_vars(
             || name.ends_with("TAG")
             || name.ends_with("VERSION")
             || name.ends_with("IMAGE_TAG_BASE")
-            || matches!(name, "IMG" | "IMAGE" | "IMAGE_REGISTRY" | "REGISTRY")
+            || components::generic_image_variable(name)
+            || matches!(name, "IMAGE_REGISTRY" | "REGISTRY")
             || placeholders.iter().any(|(p, _)| p == name)
     };
     let mut out: Vec<(String, String, String)> = Vec::new();
