@@ -111,6 +111,7 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
         mut copies,
         searched,
         large,
+        generated,
         mut unreadable,
         archives,
     } = walk(&root, &scanner, (&variables, &tags), &filters)?;
@@ -122,7 +123,13 @@ pub fn run(settings: &Audit, project: &Project) -> Result<u8> {
     }
     say!(
         "{}",
-        summary(&copies, searched, large, unreadable.len(), archives)
+        summary(
+            &copies,
+            searched,
+            (large, generated),
+            unreadable.len(),
+            archives
+        )
     );
     let too_large = large;
     // --strict promises "no copy": a file it could not read or did not search may hold one,
@@ -156,7 +163,7 @@ fn tag_variables(project: &Project) -> Vec<TagVariable> {
 fn summary(
     copies: &[Copy],
     searched: usize,
-    large: usize,
+    (large, generated): (usize, usize),
     unreadable: usize,
     mut archives: Vec<String>,
 ) -> String {
@@ -168,6 +175,10 @@ fn summary(
         )
     } else {
         String::new()
+    };
+    let large = match generated {
+        0 => large,
+        n => format!("{large}; {n} generated file(s) not searched (a `DO NOT EDIT` header: fix what generates them; --all searches them)"),
     };
     let unread = if unreadable == 0 {
         String::new()
@@ -198,6 +209,8 @@ struct Walked {
     searched: usize,
     /// Files too large to search.
     large: usize,
+    /// Generated files not searched.
+    generated: usize,
     /// Files and directories that could not be read: named, never skipped silently.
     unreadable: Vec<String>,
     /// The [`ARCHIVE_DIRS`] directories not searched, relative to the root.
@@ -306,7 +319,8 @@ fn walk(
     let archives: std::sync::Arc<Mutex<Vec<String>>> = Default::default();
     let left_out = std::sync::Arc::clone(&archives);
     let found: Mutex<Vec<Copy>> = Mutex::new(Vec::new());
-    let counts = Mutex::new((0usize, 0usize)); // files searched, files too large
+    let counts = Mutex::new((0usize, 0usize, 0usize)); // files searched, too large, generated
+    let skip_generated = filters.archives;
     let unreadable: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let walker = walker(root, filters, left_out);
     walker.run(|| {
@@ -334,12 +348,19 @@ fn walk(
                 return ignore::WalkState::Continue;
             }
             let mut copies = Vec::new();
-            let searched = search(path, (scanner, variables, tags), &mut buffer, &mut copies);
+            let searched = search(
+                path,
+                (scanner, variables, tags),
+                &mut buffer,
+                &mut copies,
+                skip_generated,
+            );
             {
                 let mut c = berth_io::locked(counts);
                 match searched {
                     Searched::Yes => c.0 += 1,
                     Searched::TooLarge => c.1 += 1,
+                    Searched::Generated => c.2 += 1,
                     Searched::No => {}
                     Searched::Unreadable(ref why) => {
                         let mut u = berth_io::locked(unreadable);
@@ -359,12 +380,13 @@ fn walk(
     let copies = found
         .into_inner()
         .map_err(|_| anyhow!("berth audit: a search thread failed"))?;
-    let (searched, large) = counts.into_inner().unwrap_or_default();
+    let (searched, large, generated) = counts.into_inner().unwrap_or_default();
     let archives = berth_io::locked(&archives).clone();
     Ok(Walked {
         copies,
         searched,
         large,
+        generated,
         unreadable: unreadable.into_inner().unwrap_or_default(),
         archives,
     })
@@ -442,6 +464,8 @@ enum Searched {
     /// Binary: not text to search.
     No,
     TooLarge,
+    /// Generated (a `DO NOT EDIT` header): its source is what to fix; `--all` searches it.
+    Generated,
     /// Open or read failed (permissions): named, and `--strict` fails.
     Unreadable(String),
 }
@@ -453,6 +477,7 @@ fn search(
     (scanner, scanner_variables, tags): (&Scanner, &[String], &[TagVariable]),
     bytes: &mut Vec<u8>,
     out: &mut Vec<Copy>,
+    skip_generated: bool,
 ) -> Searched {
     let file = match std::fs::File::open(path) {
         Ok(file) => file,
@@ -480,6 +505,9 @@ fn search(
         return Searched::Yes;
     }
     let text = String::from_utf8_lossy(bytes);
+    if skip_generated && advice::generated(&text) {
+        return Searched::Generated;
+    }
     let makefile = is_makefile(path);
     let mut docstring = false;
     for (n, line) in text.lines().enumerate() {
