@@ -214,9 +214,19 @@ fn repository_variables(
     why.push_str(&format!(
         "; {var} from {at}, to which make appends `:$({tag})`"
     ));
-    if let Some((t, _, at)) = defined.iter().find(|(n, _, _)| n == tag) {
-        entry.tag_env = Some(t.clone());
-        why.push_str(&format!("; {t} from {at}"));
+    let Some((t, value, at)) = defined.iter().find(|(n, _, _)| n == tag) else {
+        return;
+    };
+    entry.tag_env = Some(t.clone());
+    why.push_str(&format!("; {t} from {at}"));
+    // What make builds is the default, as for a whole-image variable ([`default_image`]).
+    let made = Reference::parse(&format!("{repo}:{value}")).ok();
+    if let Some(made) = made.filter(|m| m.to_string() != entry.image) {
+        why.push_str(&format!(
+            "; the default is make's `{var}:{t}`, not the manifests' `{}`",
+            entry.image
+        ));
+        entry.image = made.to_string();
     }
 }
 
@@ -416,7 +426,7 @@ pub(super) fn components(
                 "; third-party: not under the project's registry, so IMAGE_REGISTRY leaves it",
             );
         }
-        notes.push(format!("component `{name}`: {image} ({why})"));
+        notes.push(format!("component `{name}`: {} ({why})", entry.image));
         images.push(Proposed { name, why, ..entry });
     }
     if by_repo.is_empty() {

@@ -264,7 +264,8 @@ fn charts_are_profiles_beside_the_overlays_and_a_library_is_none() {
 /// - model-registry: `IMG` holds the repository alone (`ifdef IMG` … `else ifdef
 ///   IMG_REGISTRY` … `IMG := ${IMG_REGISTRY}/…`) and make builds
 ///   `${IMG}:$(IMG_VERSION)`: it is the `repositoryEnv:`, `IMG_VERSION` the
-///   `tagEnv:` (as `env:`, berth's whole image would make make build `…:latest:main`);
+///   `tagEnv:` (as `env:`, berth's whole image would make make build `…:latest:main`),
+///   and what make builds is the default, as for a whole-image variable;
 ///   mpi-operator's `IMAGE_NAME` likewise.
 #[test]
 fn make_variables_that_name_a_components_repository_are_its_variables() {
@@ -282,13 +283,13 @@ fn make_variables_that_name_a_components_repository_are_its_variables() {
         (
             "ghcr.io/kubeflow/hub/server:latest",
             "IMG_REGISTRY ?= ghcr.io\nIMG_VERSION ?= main\nifdef IMG\n\tIMG := ${IMG}\nelse ifdef IMG_REGISTRY\n    IMG := ${IMG_REGISTRY}/kubeflow/hub/server\nendif\nimage/build:\n\tdocker build -t ${IMG}:$(IMG_VERSION) .\n",
-            "  server:\n    image: ghcr.io/kubeflow/hub/server:latest\n    tagEnv: IMG_VERSION\n    repositoryEnv: IMG\n",
+            "  server:\n    image: ghcr.io/kubeflow/hub/server:main\n    tagEnv: IMG_VERSION\n    repositoryEnv: IMG\n",
         ),
         // mpi-operator: `IMAGE_NAME`, built as `${IMAGE_NAME}:${RELEASE_VERSION}`.
         (
             "docker.io/mpioperator/mpi-operator:latest",
             "RELEASE_VERSION?=v0.8.2\nREGISTRY?=docker.io/mpioperator\nIMAGE_NAME?=${REGISTRY}/mpi-operator\nimages:\n\tdocker build -t ${IMAGE_NAME}:${RELEASE_VERSION} .\n",
-            "  mpi-operator:\n    image: docker.io/mpioperator/mpi-operator:latest\n    tagEnv: RELEASE_VERSION\n    repositoryEnv: IMAGE_NAME\n",
+            "  mpi-operator:\n    image: docker.io/mpioperator/mpi-operator:v0.8.2\n    tagEnv: RELEASE_VERSION\n    repositoryEnv: IMAGE_NAME\n",
         ),
     ];
     for (image, makefile, expected) in cases {
