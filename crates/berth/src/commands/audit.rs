@@ -163,7 +163,7 @@ fn tag_variables(project: &Project) -> Vec<TagVariable> {
 fn summary(
     copies: &[Copy],
     searched: usize,
-    (large, generated): (usize, usize),
+    (large, generated): (usize, (usize, usize)),
     unreadable: usize,
     mut archives: Vec<String>,
 ) -> String {
@@ -177,8 +177,8 @@ fn summary(
         String::new()
     };
     let large = match generated {
-        0 => large,
-        n => format!("{large}; {n} generated file(s) not searched (a `DO NOT EDIT` header: fix what generates them; --all searches them)"),
+        (0, _) => large,
+        (copies, files) => format!("{large}; {copies} more in {files} generated file(s) left out (a `DO NOT EDIT` header: fix what generates them; --all lists them)"),
     };
     let unread = if unreadable == 0 {
         String::new()
@@ -209,8 +209,8 @@ struct Walked {
     searched: usize,
     /// Files too large to search.
     large: usize,
-    /// Generated files not searched.
-    generated: usize,
+    /// Copies left out in generated files, and those files.
+    generated: (usize, usize),
     /// Files and directories that could not be read: named, never skipped silently.
     unreadable: Vec<String>,
     /// The [`ARCHIVE_DIRS`] directories not searched, relative to the root.
@@ -319,7 +319,8 @@ fn walk(
     let archives: std::sync::Arc<Mutex<Vec<String>>> = Default::default();
     let left_out = std::sync::Arc::clone(&archives);
     let found: Mutex<Vec<Copy>> = Mutex::new(Vec::new());
-    let counts = Mutex::new((0usize, 0usize, 0usize)); // files searched, too large, generated
+    // Files searched, too large; copies and files generated.
+    let counts = Mutex::new((0usize, 0usize, (0usize, 0usize)));
     let skip_generated = filters.archives;
     let unreadable: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let walker = walker(root, filters, left_out);
@@ -360,7 +361,11 @@ fn walk(
                 match searched {
                     Searched::Yes => c.0 += 1,
                     Searched::TooLarge => c.1 += 1,
-                    Searched::Generated => c.2 += 1,
+                    Searched::Generated(left_out) => {
+                        c.0 += 1;
+                        c.2 .0 += left_out;
+                        c.2 .1 += 1;
+                    }
                     Searched::No => {}
                     Searched::Unreadable(ref why) => {
                         let mut u = berth_io::locked(unreadable);
@@ -464,8 +469,9 @@ enum Searched {
     /// Binary: not text to search.
     No,
     TooLarge,
-    /// Generated (a `DO NOT EDIT` header): its source is what to fix; `--all` searches it.
-    Generated,
+    /// Searched, and generated (a `DO NOT EDIT` header): its copies (how many) are
+    /// fixed in its source, so they are left out but counted; `--all` lists them.
+    Generated(usize),
     /// Open or read failed (permissions): named, and `--strict` fails.
     Unreadable(String),
 }
@@ -505,9 +511,6 @@ fn search(
         return Searched::Yes;
     }
     let text = String::from_utf8_lossy(bytes);
-    if skip_generated && advice::generated(&text) {
-        return Searched::Generated;
-    }
     let makefile = is_makefile(path);
     let mut docstring = false;
     for (n, line) in text.lines().enumerate() {
@@ -558,6 +561,11 @@ fn search(
                 place: Place::Code,
             });
         }
+    }
+    if skip_generated && !out.is_empty() && advice::generated(&text) {
+        let left_out = out.len();
+        out.clear();
+        return Searched::Generated(left_out);
     }
     Searched::Yes
 }

@@ -772,7 +772,7 @@ fn audit_finds_composed_copies_and_leaves_archives_and_definitions_alone() {
          scripts/pull.sh:1:13: component `epp`: `${IMAGE_REGISTRY}/llm-d-router-endpoint-picker` is a hard-coded copy of its image; use `\"$EPP_IMAGE\"`, run under `berth env --`\n"
     );
     assert!(
-        stderr(&out).ends_with("; 1 generated file(s) not searched (a `DO NOT EDIT` header: fix what generates them; --all searches them); not searched (released archives, vendored code, test data; --all searches them): install/\n"),
+        stderr(&out).ends_with("; 1 more in 1 generated file(s) left out (a `DO NOT EDIT` header: fix what generates them; --all lists them); not searched (released archives, vendored code, test data; --all searches them): install/\n"),
         "{}",
         stderr(&out)
     );
