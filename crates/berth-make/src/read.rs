@@ -10,13 +10,15 @@ use super::MakeVar;
 /// recipe's after a rule line, a definition inside a top-level `ifeq` block
 /// otherwise: opendatahub-operator's `\tCONFIG_DIR=config`). Of an
 /// `ifeq … else … endif`, the first branch is read as make's default; the
-/// `else` branch adds only names the first did not define.
+/// `else` branch adds only names the first did not define. Of an `ifdef X` …
+/// `else ifdef Y` … `else` chain, make's default is the first branch whose
+/// variable the Makefile defines before it (model-registry's `ifdef IMG` /
+/// `IMG := ${IMG}` runs only when the environment sets IMG), and a definition
+/// of X in its `else` branches is conditional, as `?=` is.
 pub fn make_vars(file: &str, text: &str) -> Vec<MakeVar> {
     let mut out = Vec::new();
     let mut in_recipe = false;
-    // Per open conditional: in its `else` branch; the names its first branch
-    // defined; the variable it tests to be unset; for an `ifdef` chain, whether
-    // the branch now read is make's default and whether one already was.
+    // The open conditionals, innermost last.
     let mut branches: Vec<Branch> = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let trimmed = line.trim_start();
