@@ -25,6 +25,7 @@ use crate::suggest::closest;
 use crate::suggest::hint;
 
 mod error;
+mod exports;
 mod origin;
 mod variants;
 pub use error::{RepositoryConflict, ResolveError, TagConflict};
@@ -401,8 +402,17 @@ fn resolve_family<'p>(
                 None => default.clone(),
                 Some(v) => variants::base(&file, component, v, &default),
             };
-            let resolved = resolve_one(component, base, partial)?;
-            Some(Box::new(ResolvedVariant::new(name, resolved, &not_applied)))
+            // Overrides that agree for the selected member may disagree for
+            // another (a tag suffix): an error only if a profile selects it.
+            match resolve_one(component, base, partial) {
+                Ok(resolved) => Some(Ok(Box::new(ResolvedVariant::new(
+                    name,
+                    resolved,
+                    &not_applied,
+                )))),
+                Err(error) if name == selected => return Err(error),
+                Err(error) => Some(Err(error)),
+            }
         } else {
             None
         };
@@ -413,10 +423,9 @@ fn resolve_family<'p>(
         member.when_selected = when_selected;
         members.push(member);
     }
-    let chosen = members
-        .iter()
-        .find(|m| m.name == selected)
-        .map(ResolvedVariant::as_selected)
+    let chosen = (members.iter().find(|m| m.name == selected))
+        .map(|m| m.as_selected().map_err(Clone::clone))
+        .transpose()?
         .cloned();
     // `select` refused a name that is not a member.
     let chosen = chosen.ok_or_else(|| ResolveError::UnknownVariant {
@@ -683,3 +692,8 @@ mod tests;
 #[allow(clippy::unwrap_used)]
 #[path = "resolve/variants_tests.rs"]
 mod variants_tests;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+#[path = "resolve/exports_tests.rs"]
+mod exports_tests;

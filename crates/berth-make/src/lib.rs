@@ -19,7 +19,9 @@ mod rules;
 mod sites;
 mod targets;
 pub use deploy::{deploy_disagreements, deploy_edits, kustomize_dirs, DeployEdit};
-pub use named::{built_images, component_of, composed, name_disagreements, name_only, NameOnly};
+pub use named::{
+    built_images, component_of, composed, name_disagreements, name_only, untold_tags, NameOnly,
+};
 pub use read::make_vars;
 pub use sites::{tag_sites, TagSite};
 pub use targets::target_writing;
@@ -310,15 +312,17 @@ fn unconditional(
 }
 
 /// Under `berth env -- make … NAME=VALUE`: the words that name no variable of
-/// berth.yaml but feed, in the Makefile, a variable berth sets through a `?=`
-/// line (`EPP_IMAGE ?= $(EPP_IMAGE_TAG_BASE):$(EPP_TAG)` and
-/// `EPP_IMAGE_TAG_BASE=quay.io/me/epp`). berth's value reaches make through the
-/// environment, which wins over `?=`, so the word would change nothing — one
-/// message each, for the caller to refuse the command with.
+/// berth.yaml but feed, in the Makefile, a variable berth sets (`set`: what
+/// `berth env` hands the command) through a `?=` line (`EPP_IMAGE ?=
+/// $(EPP_IMAGE_TAG_BASE):$(EPP_TAG)` and `EPP_IMAGE_TAG_BASE=quay.io/me/epp`;
+/// `IMG_VERSION ?= $(VERSION)` and `VERSION=1.2`). berth's value reaches make
+/// through the environment, which wins over `?=`, so the word would change
+/// nothing — one message each, for the caller to refuse the command with.
 pub fn shadowed_words(
     project: &Project,
     makefiles: &Makefiles,
     words: &[(String, String)],
+    set: &[&str],
     command_line: &str,
 ) -> Vec<String> {
     let defs = Defs::new(&makefiles.vars);
@@ -338,16 +342,23 @@ pub fn shadowed_words(
                 composed(n), c.name, c.image.repository(), c.env, c.name, project.file
             ));
         }
-        for c in &project.components {
-            let Some(var) = defs.get(&c.env).filter(|v| v.conditional) else {
+        for &berths in set {
+            let Some(var) = defs.get(berths).filter(|v| v.conditional) else {
                 continue;
             };
             if !defs.refers_to(&var.value, name, 0) {
                 continue;
             }
+            let or_declare = match project.components.iter().find(|c| c.env == berths) {
+                Some(c) => format!(
+                    ", or `repositoryEnv: {name}` on component `{}` in {}",
+                    c.name, project.file
+                ),
+                None => String::new(),
+            };
             out.push(format!(
-                "`{name}={value}` ({command_line}) feeds the Makefile's `{} {} {}` ({}), but berth sets `{}` for the command, which wins over that line, so the word would change nothing: give the override to berth (`{}=…`, or `repositoryEnv: {name}` on component `{}` in {})",
-                var.name, var.op, var.value, var.at, c.env, c.env, c.name, project.file
+                "`{name}={value}` ({command_line}) feeds the Makefile's `{} {} {}` ({}), but berth sets `{berths}` for the command, which wins over that line, so the word would change nothing: give the override to berth (`{berths}=…`{or_declare})",
+                var.name, var.op, var.value, var.at
             ));
         }
     }
@@ -537,6 +548,7 @@ mod tests {
                 word("EPP_TAG", "x"),
                 word("V", "1"),
             ],
+            &["EPP_IMAGE", "EPP_TAG"],
             "command line of `make`",
         );
         assert_eq!(
@@ -555,6 +567,7 @@ mod tests {
             &project,
             &named,
             &[word("CONTROLLER_IMG", "ctl")],
+            &["CONTROLLER_IMAGE"],
             "command line of `make`",
         );
         assert_eq!(

@@ -226,6 +226,44 @@ pub fn untagged_builds(project: &Project, named: &[NameOnly]) -> Vec<Warning> {
     out
 }
 
+/// Under `berth env -- make`: a component make builds with a tag variable
+/// (`${KO_DOCKER_REPO}/${GRPC_IMG}:${TAG}`) that make does not get at the
+/// component's own tag (`set`: what make sees, its command line's words first,
+/// then what `berth env` hands it; `tag_of`: each component's resolved tag). With `--tag grpc=fix` and a shared `TAG` the
+/// other components keep at `latest`, make would build `…:latest` while berth
+/// deploys `…:fix`: one warning each, before make runs.
+pub fn untold_tags(
+    project: &Project,
+    named: &[NameOnly],
+    set: &[(String, String)],
+    tag_of: &dyn Fn(&str) -> Option<String>,
+) -> Vec<Warning> {
+    let mut out = Vec::new();
+    for n in named {
+        let (Some(var), Some(c)) = (&n.tag, component_of(project, n)) else {
+            continue;
+        };
+        let Some(tag) = tag_of(&c.name) else {
+            continue; // a digest alone: make's tag is not berth's concern
+        };
+        let handed = set.iter().find(|(name, _)| name == var).map(|(_, v)| v);
+        if handed == Some(&tag) {
+            continue;
+        }
+        let given = match handed {
+            Some(value) => format!("hands make `{var}={value}`"),
+            None => {
+                format!("leaves `{var}` as it is (the components it sets resolved different tags)")
+            }
+        };
+        out.push(Warning::at(Code::MakefileDefault, n.at.clone(), format_args!(
+            "make builds component `{}` as {}, but berth deploys it at tag `{tag}` and {given}, so make would build another tag: give make the tag (`make … {var}={tag}`), or give it to every component that follows `{var}`",
+            c.name, composed(n)
+        )));
+    }
+    out
+}
+
 /// The component a name-only variable stands for: the one whose `env:` is
 /// `<STEM>_IMAGE`, else whose repository ends in the variable's value.
 pub fn component_of<'p>(project: &'p Project, n: &NameOnly) -> Option<&'p berth_core::Component> {
@@ -349,5 +387,38 @@ mod tests {
         );
         let alone = berth_core::project::parse("berth.yaml", "/p".into(), &text("")).unwrap();
         assert!(untagged_builds(&alone, &named).is_empty());
+    }
+
+    #[test]
+    fn a_tag_variable_berth_env_does_not_hand_make_at_the_components_tag_is_said() {
+        let project = berth_core::project::parse(
+            "berth.yaml",
+            "/p".into(),
+            "name: x\ntag: {env: TAG}\nimages:\n  grpc: {image: docker.io/kserve/custom-model-grpc:latest}\n",
+        )
+        .unwrap();
+        let vars = make_vars("kserve-images.env", IMAGES);
+        let named = name_only(&vars, &texts());
+        let set = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            (pairs.iter())
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let lines = |handed: &[(&str, &str)], tag: Option<&str>| -> Vec<String> {
+            let tag_of = |_: &str| tag.map(str::to_string);
+            (untold_tags(&project, &named, &set(handed), &tag_of).iter())
+                .map(ToString::to_string)
+                .collect()
+        };
+        assert!(lines(&[("TAG", "fix")], Some("fix")).is_empty());
+        assert!(lines(&[], None).is_empty(), "a digest alone");
+        assert_eq!(
+            lines(&[], Some("fix")),
+            ["kserve-images.env:4: make builds component `grpc` as `${KO_DOCKER_REPO}/${GRPC_IMG}:${TAG}`, but berth deploys it at tag `fix` and leaves `TAG` as it is (the components it sets resolved different tags), so make would build another tag: give make the tag (`make … TAG=fix`), or give it to every component that follows `TAG` [makefile-default]"]
+        );
+        assert_eq!(
+            lines(&[("TAG", "latest")], Some("fix"))[0].split(", so").next(),
+            Some("kserve-images.env:4: make builds component `grpc` as `${KO_DOCKER_REPO}/${GRPC_IMG}:${TAG}`, but berth deploys it at tag `fix` and hands make `TAG=latest`")
+        );
     }
 }

@@ -130,8 +130,13 @@ pub enum Command {
     Images(ImagesArgs),
     /// Run a command with every component's image variable set to its resolved value.
     ///
-    /// Example: `berth env -- make deploy`. The command's exit status is passed through;
-    /// 127 if it is not found, 126 if it cannot be run.
+    /// Also set, to what berth resolved: each component's `tagEnv`, `repositoryEnv` and
+    /// `variantEnv`, and `tag.env` and `registry.env` when their components share one tag
+    /// and prefix (`--registry` always), so a Makefile that builds `$(IMG):$(IMG_VERSION)`
+    /// builds what berth deploys.
+    ///
+    /// Example: `berth env --tag server=v2 -- make deploy`. The command's exit status is
+    /// passed through; 127 if it is not found, 126 if it cannot be run.
     Env(EnvArgs),
     /// Render manifests with every component's image resolved.
     ///

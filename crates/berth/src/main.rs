@@ -74,8 +74,9 @@ fn main() -> ExitCode {
 }
 
 /// `berth env -- CMD`: the command line's variables (make's `NAME=VALUE` words)
-/// join the resolution; a make word the Makefile would feed into a variable
-/// berth sets is refused, never overridden silently.
+/// join the resolution; the command gets every variable berth can answer
+/// ([`berth_core::Resolution::command_variables`]); a make word the Makefile
+/// would feed into one of them is refused, never overridden silently.
 fn env(cli: &Cli, args: &cli::EnvArgs) -> Result<u8> {
     let project = project_file::load(cli.project.as_deref())?;
     let command = settings::env_command(args);
@@ -83,17 +84,30 @@ fn env(cli: &Cli, args: &cli::EnvArgs) -> Result<u8> {
     let mut overrides = settings::overrides(&args.resolve, lock);
     (overrides.command_line, overrides.command_line_name) =
         settings::command_line_variables(&project, command);
-    let words = settings::make_words(command);
-    if !words.is_empty() {
+    let registry_flag = overrides.registry.clone();
+    let name = overrides.command_line_name.clone();
+    let resolution = pipeline::resolve(&project, overrides)?;
+    let variables = resolution.command_variables(&project.catalog(), registry_flag.as_deref());
+    if settings::is_make(command) {
         let makefiles = project_file::makefiles(&project);
-        let name = &overrides.command_line_name;
-        let shadowed = berth_make::shadowed_words(&project, &makefiles, &words, name);
+        let words = settings::make_words(command);
+        let set: Vec<&str> = variables.iter().map(|(n, _)| n.as_str()).collect();
+        let shadowed = berth_make::shadowed_words(&project, &makefiles, &words, &set, &name);
         if !shadowed.is_empty() {
             anyhow::bail!("{}", shadowed.join("\n"));
         }
+        let tag_of = |component: &str| {
+            (resolution.images.iter())
+                .find(|image| image.component.name == component)
+                .and_then(|image| image.reference.tag().map(ToString::to_string))
+        };
+        // What make sees: its command line's words, then what berth hands it.
+        let seen: Vec<(String, String)> = words.into_iter().chain(variables.clone()).collect();
+        let named = makefiles.name_only();
+        let untold = berth_make::untold_tags(&project, &named, &seen, &tag_of);
+        pipeline::print_warnings(&project, untold);
     }
-    let resolution = pipeline::resolve(&project, overrides)?;
-    commands::env::run(command, &resolution)
+    commands::env::run(command, &variables)
 }
 
 /// Runs the command: one arm per command, the one list of all of them, each a

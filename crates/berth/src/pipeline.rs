@@ -188,7 +188,7 @@ fn run<T>(
     // A profile's `variants:` select the family members its manifests run.
     let profile = (settings.profile.as_deref())
         .and_then(|name| project.profiles.iter().find(|p| p.name == name));
-    let resolution = &*resolution.for_profile(profile, &project.file);
+    let resolution = &*resolution.for_profile(profile, &project.file)?;
     let charts = crate::helm::local::charts(project, manifests);
     let values: Vec<_> = charts.iter().map(|(_, v)| v).collect();
     let scoped = render::values_for_charts(resolution, &values)

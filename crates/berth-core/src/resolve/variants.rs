@@ -72,8 +72,10 @@ pub struct ResolvedVariant {
     /// An override that did not reach it, and why.
     pub ignored: Option<String>,
     /// When a full or repository override is set: the member as it is when it is
-    /// the one selected (those overrides name the selected member's image).
-    pub when_selected: Option<Box<ResolvedVariant>>,
+    /// the one selected (those overrides name the selected member's image), or
+    /// why it cannot be (the overrides disagree for this member alone: an error
+    /// only if a profile selects it).
+    pub when_selected: Option<Result<Box<ResolvedVariant>, ResolveError>>,
 }
 
 impl ResolvedVariant {
@@ -100,9 +102,13 @@ impl ResolvedVariant {
         }
     }
 
-    /// The member as it is when selected.
-    pub fn as_selected(&self) -> &ResolvedVariant {
-        self.when_selected.as_deref().unwrap_or(self)
+    /// The member as it is when selected, or why the overrides cannot select it.
+    pub fn as_selected(&self) -> Result<&ResolvedVariant, &ResolveError> {
+        match &self.when_selected {
+            Some(Ok(member)) => Ok(member),
+            Some(Err(error)) => Err(error),
+            None => Ok(self),
+        }
     }
 }
 
@@ -151,10 +157,10 @@ impl<'p> super::Resolution<'p> {
         &self,
         profile: Option<&crate::project::Profile>,
         file: &str,
-    ) -> std::borrow::Cow<'_, super::Resolution<'p>> {
+    ) -> Result<std::borrow::Cow<'_, super::Resolution<'p>>, ResolveError> {
         use std::borrow::Cow;
         let Some(profile) = profile.filter(|p| !p.variants.is_empty()) else {
-            return Cow::Borrowed(self);
+            return Ok(Cow::Borrowed(self));
         };
         let mut out = self.clone();
         for image in &mut out.images {
@@ -166,13 +172,10 @@ impl<'p> super::Resolution<'p> {
             let (Some((_, name, pos)), false) = (entry, explicit) else {
                 continue;
             };
-            let Some(member) = image
-                .member(name)
-                .map(ResolvedVariant::as_selected)
-                .cloned()
-            else {
+            let Some(member) = image.member(name) else {
                 continue; // the loader refused a name that is not a member
             };
+            let member = member.as_selected().map_err(Clone::clone)?.clone();
             image.reference = member.reference;
             image.origins = member.origins;
             image.ignored = member.ignored;
@@ -184,7 +187,7 @@ impl<'p> super::Resolution<'p> {
                 },
             });
         }
-        Cow::Owned(out)
+        Ok(Cow::Owned(out))
     }
 }
 

@@ -137,7 +137,7 @@ fn selection_order_is_flag_variable_profile_default() {
     let rocm = p.profiles.iter().find(|x| x.name == "rocm");
     let selected = |env: &[(&str, &str)], flag: &[(&str, &str)], profile| {
         let r = resolved(&p, env, flag).unwrap();
-        let r = r.for_profile(profile, "berth.yaml");
+        let r = r.for_profile(profile, "berth.yaml").unwrap();
         let s = r.images[0].variant.clone().unwrap();
         (
             s.name.clone(),

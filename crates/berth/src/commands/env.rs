@@ -1,26 +1,25 @@
-//! `berth env -- CMD`: run a command with every component's variable set.
+//! `berth env -- CMD`: run a command with every component's variables set.
 
 use std::io::ErrorKind;
 use std::process::Command;
 
 use anyhow::{anyhow, Result};
-use berth_core::Resolution;
 
 /// Exit status when the command is not found, as POSIX shells and env(1) use.
 pub const NOT_FOUND: u8 = 127;
 /// Exit status when the command exists but cannot be run.
 pub const CANNOT_RUN: u8 = 126;
 
-/// Runs the command; returns its exit status (or never returns, on Unix, once
-/// the command has replaced this process).
-pub fn run(command_line: &[std::ffi::OsString], resolution: &Resolution<'_>) -> Result<u8> {
+/// Runs the command with `variables` set; returns its exit status (or never
+/// returns, on Unix, once the command has replaced this process).
+pub fn run(command_line: &[std::ffi::OsString], variables: &[(String, String)]) -> Result<u8> {
     let (program, rest) = command_line.split_first().ok_or_else(|| {
         anyhow!("no command given; write it after `--`, e.g. `berth env -- make deploy`")
     })?;
     let mut command = Command::new(program);
     command.args(rest);
-    for (variable, image) in resolution.variables() {
-        command.env(variable, image);
+    for (variable, value) in variables {
+        command.env(variable, value);
     }
     let shown = program.to_string_lossy();
     let failure = |e: std::io::Error| -> Result<u8> {

@@ -117,15 +117,19 @@ pub fn command_line_variables(
 /// The `NAME=VALUE` words of a `make` (or `gmake`) command line, every one;
 /// none for another program.
 pub fn make_words(command: &[OsString]) -> Vec<(String, String)> {
-    let is_make = command.first().is_some_and(|p| {
-        let name = std::path::Path::new(p).file_name().unwrap_or(p);
-        name == "make" || name == "gmake"
-    });
-    if is_make {
+    if is_make(command) {
         assignments(command)
     } else {
         Vec::new()
     }
+}
+
+/// Whether `command` runs GNU make (`make`, `gmake`, by any path).
+pub fn is_make(command: &[OsString]) -> bool {
+    command.first().is_some_and(|p| {
+        let name = std::path::Path::new(p).file_name().unwrap_or(p);
+        name == "make" || name == "gmake"
+    })
 }
 
 /// The `NAME=VALUE` words `command` gives its program as variables.

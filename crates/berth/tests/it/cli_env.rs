@@ -6,6 +6,28 @@ use common::{berth, project};
 
 const PROJECT: &str = "name: demo\nimages:\n  web: {image: nginx}\n";
 
+/// `berth ARGS` in `dir`, which must succeed: its stdout.
+fn stdout_of(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = berth(dir).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `berth ARGS` in `dir` is refused with `message` before the command runs.
+fn refused(dir: &std::path::Path, args: &[&str], message: &str) {
+    let out = berth(dir).args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty(), "the command did not run");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("error: {message}\n")
+    );
+}
+
 #[test]
 fn runs_the_command_with_variables_and_passes_the_exit_status() {
     let dir = project(PROJECT);
@@ -75,22 +97,10 @@ fn a_make_word_berth_would_shadow_is_refused() {
         "EPP_IMAGE_TAG_BASE ?= ghcr.io/llm-d/epp\nEPP_TAG ?= dev\nEPP_IMAGE ?= $(EPP_IMAGE_TAG_BASE):$(EPP_TAG)\nenv:\n\t@echo $(EPP_IMAGE)\n",
     )
     .unwrap();
-    let out = berth(dir.path())
-        .args([
-            "env",
-            "--",
-            "make",
-            "-s",
-            "env",
-            "EPP_IMAGE_TAG_BASE=quay.io/me/epp",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(out.stdout.is_empty(), "make did not run");
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
-        "error: `EPP_IMAGE_TAG_BASE=quay.io/me/epp` (command line of `make`) feeds the Makefile's `EPP_IMAGE ?= $(EPP_IMAGE_TAG_BASE):$(EPP_TAG)` (Makefile:3), but berth sets `EPP_IMAGE` for the command, which wins over that line, so the word would change nothing: give the override to berth (`EPP_IMAGE=…`, or `repositoryEnv: EPP_IMAGE_TAG_BASE` on component `epp` in berth.yaml)\n"
+    refused(
+        dir.path(),
+        &["env", "--", "make", "-s", "env", "EPP_IMAGE_TAG_BASE=quay.io/me/epp"],
+        "`EPP_IMAGE_TAG_BASE=quay.io/me/epp` (command line of `make`) feeds the Makefile's `EPP_IMAGE ?= $(EPP_IMAGE_TAG_BASE):$(EPP_TAG)` (Makefile:3), but berth sets `EPP_IMAGE` for the command, which wins over that line, so the word would change nothing: give the override to berth (`EPP_IMAGE=…`, or `repositoryEnv: EPP_IMAGE_TAG_BASE` on component `epp` in berth.yaml)",
     );
 }
 
@@ -134,15 +144,26 @@ fn a_name_only_make_variable_is_understood() {
         String::from_utf8_lossy(&agreed.stdout),
         "quay.io/me/kserve-controller quay.io/me/kserve-controller:latest\n"
     );
-    let renamed = berth(d)
-        .args(["env", "--", "make", "-s", "print", "CONTROLLER_IMG=ctl"])
-        .output()
-        .unwrap();
-    assert_eq!(renamed.status.code(), Some(1));
-    assert!(renamed.stdout.is_empty(), "make did not run");
+    // The registry flag reaches make's registry variable.
     assert_eq!(
-        String::from_utf8_lossy(&renamed.stderr),
-        "error: `CONTROLLER_IMG=ctl` (command line of `make`) renames the image make builds (`${KO_DOCKER_REPO}/${CONTROLLER_IMG}`), but berth deploys component `controller` as `docker.io/kserve/kserve-controller`, so make and berth would disagree: give berth the whole image (`CONTROLLER_IMAGE=…`), or change `images.controller.image` in berth.yaml\n"
+        stdout_of(
+            d,
+            &[
+                "env",
+                "--registry",
+                "quay.io/you",
+                "--",
+                "make",
+                "-s",
+                "print"
+            ]
+        ),
+        "quay.io/you/kserve-controller quay.io/you/kserve-controller:latest\n"
+    );
+    refused(
+        d,
+        &["env", "--", "make", "-s", "print", "CONTROLLER_IMG=ctl"],
+        "`CONTROLLER_IMG=ctl` (command line of `make`) renames the image make builds (`${KO_DOCKER_REPO}/${CONTROLLER_IMG}`), but berth deploys component `controller` as `docker.io/kserve/kserve-controller`, so make and berth would disagree: give berth the whole image (`CONTROLLER_IMAGE=…`), or change `images.controller.image` in berth.yaml",
     );
     std::fs::write(d.join("images.env"), "CONTROLLER_IMG ?= kserve-ctl\n").unwrap();
     let validate = berth(d).arg("validate").output().unwrap();
@@ -260,5 +281,124 @@ fn a_deploy_recipe_that_sets_the_image_from_another_variable_is_named() {
         validate.status.success() && validate.stderr.is_empty(),
         "{}",
         String::from_utf8_lossy(&validate.stderr)
+    );
+}
+
+/// model-registry's shape: make builds `$(IMG):$(IMG_VERSION)` from a
+/// repository variable and a tag variable (berth.yaml's `repositoryEnv:` and
+/// `tagEnv:`). `berth env` hands make both, as berth resolved them, so make
+/// builds what `berth render` deploys under `--tag` and `--registry` (the
+/// registry flag reaches `registry.env` too); a `berth` the command runs
+/// resolves the same images; a make word that only feeds the tag variable's
+/// `?=` line is refused. Real GNU make.
+#[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
+fn make_gets_the_repository_and_tag_variables_berth_resolved() {
+    crate::common::require_program(crate::common::Group::Tools, "make");
+    let dir = project(
+        "name: x\nregistry: {env: IMAGE_REGISTRY}\nimages:\n  server:\n    image: ghcr.io/example/server:main\n    repositoryEnv: IMG\n    tagEnv: IMG_VERSION\n  ui: {image: ghcr.io/example/ui:v1}\n",
+    );
+    let d = dir.path();
+    std::fs::write(
+        d.join("Makefile"),
+        "IMAGE_REGISTRY ?= ghcr.io/example\nVERSION ?= main\nIMG ?= $(IMAGE_REGISTRY)/server\nIMG_VERSION ?= $(VERSION)\nprint:\n\t@echo $(IMG):$(IMG_VERSION) $(IMAGE_REGISTRY)/ui:$(UI_TAG)\n",
+    )
+    .unwrap();
+    let make = |flags: &[&str]| {
+        stdout_of(
+            d,
+            &[&["env"][..], flags, &["--", "make", "-s", "print"]].concat(),
+        )
+    };
+    assert_eq!(
+        make(&[]),
+        "ghcr.io/example/server:main ghcr.io/example/ui:v1\n"
+    );
+    assert_eq!(
+        make(&["--tag", "server=v2"]),
+        "ghcr.io/example/server:v2 ghcr.io/example/ui:v1\n"
+    );
+    assert_eq!(
+        make(&["--registry", "quay.io/me"]),
+        "quay.io/me/server:main quay.io/me/ui:v1\n"
+    );
+    // A berth the command runs answers as the one that started it.
+    let run = |args: &[&str]| stdout_of(d, args);
+    let flags = ["--tag", "server=v2", "--registry", "quay.io/me"];
+    let nested_berth = common::berth_path().to_string_lossy().into_owned();
+    let direct = run(&[&["images", "--output", "env"][..], &flags].concat());
+    let nested = run(&[
+        &["env"][..],
+        &flags,
+        &["--", nested_berth.as_str(), "images", "--output", "env"],
+    ]
+    .concat());
+    assert_eq!(
+        direct,
+        "SERVER_IMAGE=quay.io/me/server:v2\nUI_IMAGE=quay.io/me/ui:v1\n"
+    );
+    assert_eq!(nested, direct);
+    // `VERSION=v3` feeds `IMG_VERSION ?= $(VERSION)`, which berth sets.
+    refused(
+        d,
+        &["env", "--", "make", "-s", "print", "VERSION=v3"],
+        "`VERSION=v3` (command line of `make`) feeds the Makefile's `IMG_VERSION ?= $(VERSION)` (Makefile:4), but berth sets `IMG_VERSION` for the command, which wins over that line, so the word would change nothing: give the override to berth (`IMG_VERSION=…`)",
+    );
+    assert_eq!(
+        run(&["env", "--", "make", "-s", "print", "IMG_VERSION=v3"]),
+        "ghcr.io/example/server:v3 ghcr.io/example/ui:v1\n"
+    );
+}
+
+/// KServe's shape with a shared tag: make builds `${KO_DOCKER_REPO}/${GRPC_IMG}:${TAG}`.
+/// `--tag grpc=fix` moves one component, so berth has no one `TAG` to hand
+/// make: it says so before make runs, with the fix; `TAG=fix` on make's command
+/// line is the fix, and silences it. With no override, berth hands make the
+/// registry and tag every component shares. Real GNU make.
+#[test]
+#[cfg_attr(
+    not(feature = "test-tools"),
+    ignore = "needs test-tools (run scripts/test)"
+)]
+fn a_shared_tag_berth_cannot_hand_make_is_said() {
+    crate::common::require_program(crate::common::Group::Tools, "make");
+    let dir = project("name: x\nregistry: {env: KO_DOCKER_REPO}\ntag: {env: TAG}\nimages:\n  grpc: {image: docker.io/kserve/custom-model-grpc:latest}\n  controller: {image: docker.io/kserve/kserve-controller:latest}\n");
+    let d = dir.path();
+    common::write(
+        d,
+        "images.env",
+        "TAG ?= latest\nGRPC_IMG ?= custom-model-grpc\n",
+    );
+    common::write(
+        d,
+        "Makefile",
+        "include images.env\nprint:\n\t@echo ${KO_DOCKER_REPO}/${GRPC_IMG}:${TAG}\n",
+    );
+    assert_eq!(
+        stdout_of(d, &["env", "--", "make", "-s", "print"]),
+        "docker.io/kserve/custom-model-grpc:latest\n"
+    );
+    let out = berth(d)
+        .args(["env", "--tag", "grpc=fix", "--", "make", "-s", "print"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "warning: images.env:2: make builds component `grpc` as `${KO_DOCKER_REPO}/${GRPC_IMG}:${TAG}`, but berth deploys it at tag `fix` and leaves `TAG` as it is (the components it sets resolved different tags), so make would build another tag: give make the tag (`make … TAG=fix`), or give it to every component that follows `TAG` [makefile-default]\n"
+    );
+    let quiet = berth(d)
+        .args([
+            "env", "--tag", "grpc=fix", "--", "make", "-s", "print", "TAG=fix",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&quiet.stderr), "");
+    assert_eq!(
+        String::from_utf8_lossy(&quiet.stdout),
+        "docker.io/kserve/custom-model-grpc:fix\n"
     );
 }
