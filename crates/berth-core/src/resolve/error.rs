@@ -62,6 +62,18 @@ pub enum ResolveError {
         /// What the lock pins for the component instead, if anything.
         pinned: Option<String>,
     },
+    /// A profile selects a family member the overrides cannot give.
+    #[error("profile `{profile}` ({at}) selects variant `{variant}`, for which {source}")]
+    ProfileSelection {
+        /// The profile.
+        profile: String,
+        /// Where its `variants:` entry is written.
+        at: String,
+        /// The member it selects.
+        variant: String,
+        /// Why the overrides cannot give it.
+        source: Box<ResolveError>,
+    },
     /// One source overrides a component twice.
     #[error("{source_name} is given twice for component `{name}`; keep one")]
     Repeated {

@@ -175,7 +175,15 @@ impl<'p> super::Resolution<'p> {
             let Some(member) = image.member(name) else {
                 continue; // the loader refused a name that is not a member
             };
-            let member = member.as_selected().map_err(Clone::clone)?.clone();
+            let at = format!("{file}:{pos}");
+            let member = (member.as_selected())
+                .map_err(|error| ResolveError::ProfileSelection {
+                    profile: profile.name.clone(),
+                    at: at.clone(),
+                    variant: name.clone(),
+                    source: Box::new(error.clone()),
+                })?
+                .clone();
             image.reference = member.reference;
             image.origins = member.origins;
             image.ignored = member.ignored;
@@ -183,7 +191,7 @@ impl<'p> super::Resolution<'p> {
                 name: name.clone(),
                 by: SelectedBy::Profile {
                     name: profile.name.clone(),
-                    at: format!("{file}:{pos}"),
+                    at,
                 },
             });
         }
