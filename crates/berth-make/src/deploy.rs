@@ -179,7 +179,7 @@ pub fn kustomize_dirs(line: &str) -> Vec<&str> {
 
 /// The rules of `target` and of every target it needs, as deep as make's
 /// expansion goes, each once.
-fn reached<'r>(defs: &Defs<'_>, rules: &'r [Rule], target: &str) -> Vec<&'r Rule> {
+pub(crate) fn reached<'r>(defs: &Defs<'_>, rules: &'r [Rule], target: &str) -> Vec<&'r Rule> {
     let mut names = vec![target.to_string()];
     let mut visited: BTreeSet<String> = BTreeSet::new();
     let mut out = Vec::new();

@@ -20,7 +20,7 @@ mod sites;
 mod targets;
 pub use deploy::{deploy_disagreements, deploy_edits, kustomize_dirs, DeployEdit};
 pub use named::{
-    built_images, component_of, composed, name_disagreements, name_only, untold_tags, NameOnly,
+    built_images, component_of, composed, name_disagreements, name_only, untold_images, NameOnly,
 };
 pub use read::make_vars;
 pub use sites::{tag_sites, TagSite};

@@ -6,7 +6,7 @@
 //! ends in that name, compares the two, and tells `berth init` which variable
 //! moves the registry and which tag make appends.
 
-use crate::{Defs, MakeVar};
+use crate::{Defs, MakeVar, Makefiles};
 use berth_core::warning::{Code, Warning};
 use berth_core::{Place, Project};
 
@@ -226,42 +226,158 @@ pub fn untagged_builds(project: &Project, named: &[NameOnly]) -> Vec<Warning> {
     out
 }
 
-/// Under `berth env -- make`: a component make builds with a tag variable
-/// (`${KO_DOCKER_REPO}/${GRPC_IMG}:${TAG}`) that make does not get at the
-/// component's own tag (`set`: what make sees, its command line's words first,
-/// then what `berth env` hands it; `tag_of`: each component's resolved tag). With `--tag grpc=fix` and a shared `TAG` the
-/// other components keep at `latest`, make would build `…:latest` while berth
-/// deploys `…:fix`: one warning each, before make runs.
-pub fn untold_tags(
+/// Under `berth env -- make`: a component make builds from parts
+/// (`${KO_DOCKER_REPO}/${GRPC_IMG}:${TAG}`) into another image than berth
+/// deploys (`deployed`: each component's resolved reference). `outside`
+/// reads what make gets from outside the Makefile — its command line's words
+/// first, then what `berth env` hands it, then the environment. With `--tag
+/// grpc=fix` and a shared `TAG` the other components keep at `latest`, make
+/// would build `…:latest` while berth deploys `…:fix`: one warning each, before
+/// make runs. A part make computes (`$(shell …)`) is not judged, nor an image
+/// no recipe of `goals` (make's goals; none: its default goal) builds.
+pub fn untold_images(
     project: &Project,
-    named: &[NameOnly],
-    set: &[(String, String)],
-    tag_of: &dyn Fn(&str) -> Option<String>,
+    makefiles: &Makefiles,
+    goals: &[String],
+    outside: &dyn Fn(&str) -> Option<String>,
+    deployed: &dyn Fn(&str) -> Option<berth_ref::Reference>,
 ) -> Vec<Warning> {
+    let defs = Defs::new(&makefiles.vars);
+    let recipes = goal_recipes(&defs, &makefiles.texts, goals);
+    let named = makefiles.name_only();
+    // Only the images the goals' recipes (and those of the targets they need) build.
+    let named = named.iter().filter(|n| {
+        (recipes.iter()).any(|line| line.contains(&n.var) || defs.refers_to(line, &n.var, 0))
+    });
+    // make's value: a word on its command line, else an unconditional line of
+    // the Makefile, else the environment, else the `?=` default; unset is empty.
+    let make_value = |var: &str| -> Option<String> {
+        let def = defs.get(var);
+        let own = || match defs.value(var) {
+            Some(Ok(value)) if !value.contains("$(shell") && !value.contains("${shell") => {
+                Some(value)
+            }
+            Some(_) => None,
+            None => Some(String::new()),
+        };
+        match (outside(var), def) {
+            (Some(value), Some(d)) if d.conditional => Some(value),
+            (Some(value), None) => Some(value),
+            _ => own(),
+        }
+    };
     let mut out = Vec::new();
     for n in named {
-        let (Some(var), Some(c)) = (&n.tag, component_of(project, n)) else {
+        let Some(c) = component_of(project, n) else {
             continue;
         };
-        let Some(tag) = tag_of(&c.name) else {
-            continue; // a digest alone: make's tag is not berth's concern
+        let (Some(berths), Some(made)) = (deployed(&c.name), Made::of(n, &make_value)) else {
+            continue;
         };
-        let handed = set.iter().find(|(name, _)| name == var).map(|(_, v)| v);
-        if handed == Some(&tag) {
+        // The tag is judged where make appends one (`untagged_builds` says
+        // the rest in validate) and berth has one (not a digest alone).
+        let tag = berths.tag().map(|t| t.as_str()).filter(|_| n.tag.is_some());
+        let same = berth_ref::Reference::parse(&made.image).is_ok_and(|image| {
+            image.repository() == berths.repository()
+                && tag.is_none_or(|tag| image.tag().is_some_and(|t| t.as_str() == tag))
+        });
+        if same {
             continue;
         }
-        let given = match handed {
-            Some(value) => format!("hands make `{var}={value}`"),
-            None => {
-                format!("leaves `{var}` as it is (the components it sets resolved different tags)")
-            }
+        let last = berths.repository().last_component();
+        let fix = match made.fix(n, &berths, tag) {
+            words if words.is_empty() || made.name != last => format!(
+                "make names it `{}` ({}), so give berth an image of that name",
+                made.name, n.var
+            ),
+            words => format!("give make the parts (`make … {words}`)"),
         };
         out.push(Warning::at(Code::MakefileDefault, n.at.clone(), format_args!(
-            "make builds component `{}` as {}, but berth deploys it at tag `{tag}` and {given}, so make would build another tag: give make the tag (`make … {var}={tag}`), or give it to every component that follows `{var}`",
-            c.name, composed(n)
+            "make builds component `{}` as {}, which is `{}` here, but berth deploys `{}`: {fix}, so both build and deploy one image",
+            c.name, composed(n), made.image, berths.without_digest()
         )));
     }
     out
+}
+
+/// The recipe lines `goals` run (none: make's default goal, the first target
+/// that does not start with `.`), with those of the targets they need.
+fn goal_recipes(defs: &Defs<'_>, texts: &[(String, String)], goals: &[String]) -> Vec<String> {
+    let rules = crate::rules::rules(texts);
+    let default = (rules.iter())
+        .find(|r| !r.target.starts_with('.') && !r.target.contains('%'))
+        .map(|r| r.target.clone());
+    let goals: Vec<String> = match goals.is_empty() {
+        true => default.into_iter().collect(),
+        false => goals.to_vec(),
+    };
+    let mut out = Vec::new();
+    for goal in &goals {
+        for rule in crate::deploy::reached(defs, &rules, goal) {
+            out.extend(rule.lines.iter().map(|(_, line)| line.clone()));
+        }
+    }
+    out
+}
+
+/// What make builds from a name-only variable's parts, as make reads them.
+struct Made {
+    /// The registry part (empty when unset, or when make puts none).
+    registry: String,
+    /// The name part (the image's last path component).
+    name: String,
+    /// The tag part, where make appends one.
+    tag: Option<String>,
+    /// The whole image (`docker.io/kserve/custom-model-grpc:latest`, `/x:1`).
+    image: String,
+}
+
+impl Made {
+    /// `None` when make computes a part (`$(shell …)`).
+    fn of(n: &NameOnly, make_value: &dyn Fn(&str) -> Option<String>) -> Option<Made> {
+        let registry = match n.registry.as_deref() {
+            Some(var) => make_value(var)?,
+            None => String::new(),
+        };
+        let name = Some(make_value(&n.var)?)
+            .filter(|name| !name.is_empty())
+            .unwrap_or_else(|| n.name.clone());
+        let tag = match n.tag.as_deref() {
+            Some(var) => Some(make_value(var)?),
+            None => None,
+        };
+        let mut image = match n.registry {
+            Some(_) => format!("{registry}/{name}"),
+            None => name.clone(),
+        };
+        if let Some(tag) = &tag {
+            image.push(':');
+            image.push_str(tag);
+        }
+        Some(Made {
+            registry,
+            name,
+            tag,
+            image,
+        })
+    }
+
+    /// The make words that give make berth's image: the registry variable
+    /// (when make puts one before the name) and the tag variable, those that differ.
+    fn fix(&self, n: &NameOnly, berths: &berth_ref::Reference, tag: Option<&str>) -> String {
+        let repository = berths.repository().to_string();
+        let prefix = repository.rsplit_once('/').map_or("", |(prefix, _)| prefix);
+        let mut words = Vec::new();
+        if let Some(var) = n.registry.as_deref().filter(|_| self.registry != prefix) {
+            words.push(format!("{var}={prefix}"));
+        }
+        if let (Some(var), Some(tag)) = (n.tag.as_deref(), tag) {
+            if self.tag.as_deref() != Some(tag) {
+                words.push(format!("{var}={tag}"));
+            }
+        }
+        words.join(" ")
+    }
 }
 
 /// The component a name-only variable stands for: the one whose `env:` is
@@ -390,35 +506,84 @@ mod tests {
     }
 
     #[test]
-    fn a_tag_variable_berth_env_does_not_hand_make_at_the_components_tag_is_said() {
+    fn an_image_make_builds_from_parts_other_than_berths_is_said() {
         let project = berth_core::project::parse(
             "berth.yaml",
             "/p".into(),
-            "name: x\ntag: {env: TAG}\nimages:\n  grpc: {image: docker.io/kserve/custom-model-grpc:latest}\n",
+            "name: x\ntag: {env: TAG}\nimages:\n  grpc: {image: docker.io/kserve/custom-model-grpc:latest}\n  controller: {image: docker.io/kserve/kserve-controller:latest}\n",
         )
         .unwrap();
-        let vars = make_vars("kserve-images.env", IMAGES);
-        let named = name_only(&vars, &texts());
-        let set = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
-            (pairs.iter())
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        };
-        let lines = |handed: &[(&str, &str)], tag: Option<&str>| -> Vec<String> {
-            let tag_of = |_: &str| tag.map(str::to_string);
-            (untold_tags(&project, &named, &set(handed), &tag_of).iter())
+        let mut makefiles = Makefiles::default();
+        makefiles.add("kserve-images.env", IMAGES);
+        makefiles.add("Makefile", &format!("{MAKEFILE}grpc-build:\n\tdocker build -t ${{GRPC_IMG_TAG}} .\nall: docker-build grpc-build\n"));
+        // (goals, what make gets from outside, grpc's image, controller's image)
+        let lines = |makefiles: &Makefiles,
+                     goals: &[&str],
+                     outside: &[(&str, &str)],
+                     grpc: &str,
+                     controller: &str|
+         -> Vec<String> {
+            let goals: Vec<String> = goals.iter().map(|g| g.to_string()).collect();
+            let outside = |var: &str| {
+                (outside.iter())
+                    .find(|(k, _)| *k == var)
+                    .map(|(_, v)| v.to_string())
+            };
+            let deployed = |c: &str| {
+                berth_ref::Reference::parse(if c == "grpc" { grpc } else { controller }).ok()
+            };
+            (untold_images(&project, makefiles, &goals, &outside, &deployed).iter())
                 .map(ToString::to_string)
                 .collect()
         };
-        assert!(lines(&[("TAG", "fix")], Some("fix")).is_empty());
-        assert!(lines(&[], None).is_empty(), "a digest alone");
-        assert_eq!(
-            lines(&[], Some("fix")),
-            ["kserve-images.env:4: make builds component `grpc` as `${KO_DOCKER_REPO}/${GRPC_IMG}:${TAG}`, but berth deploys it at tag `fix` and leaves `TAG` as it is (the components it sets resolved different tags), so make would build another tag: give make the tag (`make … TAG=fix`), or give it to every component that follows `TAG` [makefile-default]"]
+        let kserve = [("KO_DOCKER_REPO", "docker.io/kserve")];
+        let latest = "docker.io/kserve/kserve-controller:latest";
+        let fix = "docker.io/kserve/custom-model-grpc:fix";
+        let grpc = ["grpc-build"];
+        assert!(lines(&makefiles, &grpc, &[kserve[0], ("TAG", "fix")], fix, latest).is_empty());
+        assert!(
+            lines(&makefiles, &grpc, &[kserve[0], ("TAG", "latest")], "docker.io/kserve/custom-model-grpc:latest@sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", latest).is_empty(),
+            "the digest is berth's; the tag agrees"
         );
         assert_eq!(
-            lines(&[("TAG", "latest")], Some("fix"))[0].split(", so").next(),
-            Some("kserve-images.env:4: make builds component `grpc` as `${KO_DOCKER_REPO}/${GRPC_IMG}:${TAG}`, but berth deploys it at tag `fix` and hands make `TAG=latest`")
+            lines(&makefiles, &grpc, &kserve, fix, latest),
+            ["kserve-images.env:4: make builds component `grpc` as `${KO_DOCKER_REPO}/${GRPC_IMG}:${TAG}`, which is `docker.io/kserve/custom-model-grpc:latest` here, but berth deploys `docker.io/kserve/custom-model-grpc:fix`: give make the parts (`make … TAG=fix`), so both build and deploy one image [makefile-default]"]
         );
+        // Only what the goals build: `docker-build` builds the controller alone;
+        // the default goal is the first target (`docker-build`); `all` needs both.
+        assert!(lines(&makefiles, &["docker-build"], &kserve, fix, latest).is_empty());
+        assert!(lines(&makefiles, &[], &kserve, fix, latest).is_empty());
+        assert_eq!(lines(&makefiles, &["all"], &kserve, fix, latest).len(), 1);
+        // make's own default counts: `TAG ?= latest` gives grpc berth's `latest`.
+        assert!(lines(
+            &makefiles,
+            &grpc,
+            &kserve,
+            "docker.io/kserve/custom-model-grpc:latest",
+            latest
+        )
+        .is_empty());
+        // A registry make does not get: `/custom-model-grpc`.
+        assert!(lines(&makefiles, &grpc, &[("TAG", "fix")], fix, latest)[0]
+            .contains("which is `/custom-model-grpc:fix` here"));
+        // Where make appends no tag, the repository is judged: a whole image
+        // elsewhere leaves make's registry variable unset.
+        let build = ["docker-build"];
+        assert!(lines(
+            &makefiles,
+            &build,
+            &kserve,
+            fix,
+            "docker.io/kserve/kserve-controller:fix"
+        )
+        .is_empty());
+        assert_eq!(
+            lines(&makefiles, &build, &[("TAG", "latest")], fix, "quay.io/x/kserve-controller:fix"),
+            ["kserve-images.env:2: make builds component `controller` as `${KO_DOCKER_REPO}/${CONTROLLER_IMG}`, which is `/kserve-controller` here, but berth deploys `quay.io/x/kserve-controller:fix`: give make the parts (`make … KO_DOCKER_REPO=quay.io/x`), so both build and deploy one image [makefile-default]"]
+        );
+        assert!(lines(&makefiles, &build, &[], fix, "quay.io/x/other:fix")[0].contains(": make names it `kserve-controller` (CONTROLLER_IMG), so give berth an image of that name, so both"));
+        // A tag make computes is not judged.
+        makefiles.add("tag.mk", "TAG := $(shell git describe)\n");
+        assert!(lines(&makefiles, &grpc, &kserve, fix, latest).is_empty());
     }
 }

@@ -96,16 +96,24 @@ fn env(cli: &Cli, args: &cli::EnvArgs) -> Result<u8> {
         if !shadowed.is_empty() {
             anyhow::bail!("{}", shadowed.join("\n"));
         }
-        let tag_of = |component: &str| {
+        let deployed = |component: &str| {
             (resolution.images.iter())
                 .find(|image| image.component.name == component)
-                .and_then(|image| image.reference.tag().map(ToString::to_string))
+                .map(|image| image.reference.clone())
         };
-        // What make sees: its command line's words, then what berth hands it.
-        let seen: Vec<(String, String)> = words.into_iter().chain(variables.clone()).collect();
-        let named = makefiles.name_only();
-        let untold = berth_make::untold_tags(&project, &named, &seen, &tag_of);
-        pipeline::print_warnings(&project, untold);
+        // What make gets from outside its files: its command line's words,
+        // then what berth hands it, then the environment berth runs in.
+        let outside = |var: &str| {
+            (words.iter().chain(&variables))
+                .find(|(name, _)| name == var)
+                .map(|(_, value)| value.clone())
+                .or_else(|| std::env::var(var).ok())
+        };
+        if let Some(goals) = settings::make_goals(command) {
+            let untold =
+                berth_make::untold_images(&project, &makefiles, &goals, &outside, &deployed);
+            pipeline::print_warnings(&project, untold);
+        }
     }
     commands::env::run(command, &variables)
 }

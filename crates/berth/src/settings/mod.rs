@@ -18,7 +18,11 @@ use berth_registry::Platform;
 
 use crate::cli;
 
+mod command_line;
 mod copy;
+#[cfg(test)]
+use command_line::assignments;
+pub use command_line::{command_line_variables, is_make, make_goals, make_words};
 pub use copy::{Mirror, Promote};
 
 /// How the CLI's flags are named in the core's messages.
@@ -81,100 +85,6 @@ pub fn argocd_variables(
         found,
         format!("`ARGOCD_ENV_` of Argo CD Application `{app}`"),
     )
-}
-
-/// The `NAME=VALUE` words of the command `berth env` runs that set one of the
-/// project's variables (make's `make test EPP_TAG=x`, `env EPP_TAG=x cmd`), and how
-/// messages name them: `command line of `make``. make gives its command-line
-/// variables precedence over the environment, so the resolution must see them.
-///
-/// Only words the program really takes as variables count: make's (and
-/// gmake's) `NAME=VALUE` arguments, and env's leading assignments (then the
-/// command env runs, looked at the same way). `docker run X=y`, `helm --set
-/// X=y` or `sh -c 'X=y'` set no variable of the program's environment.
-pub fn command_line_variables(
-    project: &Project,
-    command: &[OsString],
-) -> (Vec<(String, String)>, String) {
-    let variables = project.variables();
-    let words = assignments(command)
-        .into_iter()
-        .filter(|(name, _)| variables.contains(&name.as_str()))
-        .collect();
-    let program = command
-        .first()
-        .map(|p| {
-            std::path::Path::new(p)
-                .file_name()
-                .unwrap_or(p)
-                .to_string_lossy()
-                .into_owned()
-        })
-        .unwrap_or_default();
-    (words, format!("command line of `{program}`"))
-}
-
-/// The `NAME=VALUE` words of a `make` (or `gmake`) command line, every one;
-/// none for another program.
-pub fn make_words(command: &[OsString]) -> Vec<(String, String)> {
-    if is_make(command) {
-        assignments(command)
-    } else {
-        Vec::new()
-    }
-}
-
-/// Whether `command` runs GNU make (`make`, `gmake`, by any path).
-pub fn is_make(command: &[OsString]) -> bool {
-    command.first().is_some_and(|p| {
-        let name = std::path::Path::new(p).file_name().unwrap_or(p);
-        name == "make" || name == "gmake"
-    })
-}
-
-/// The `NAME=VALUE` words `command` gives its program as variables.
-fn assignments(command: &[OsString]) -> Vec<(String, String)> {
-    let Some(program) = command.first() else {
-        return Vec::new();
-    };
-    let program = std::path::Path::new(program)
-        .file_name()
-        .unwrap_or(program)
-        .to_string_lossy()
-        .into_owned();
-    let assignment = |word: &OsString| -> Option<(String, String)> {
-        let (name, value) = word.to_str()?.split_once('=')?;
-        let valid = !name.is_empty()
-            && !name.starts_with(|c: char| c.is_ascii_digit())
-            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-        valid.then(|| (name.to_string(), value.to_string()))
-    };
-    match program.as_str() {
-        "make" | "gmake" => command[1..].iter().filter_map(assignment).collect(),
-        "env" => {
-            let mut out = Vec::new();
-            let mut rest = command[1..].iter().enumerate();
-            while let Some((i, word)) = rest.next() {
-                let text = word.to_string_lossy();
-                if matches!(
-                    text.as_ref(),
-                    "-u" | "--unset" | "-C" | "--chdir" | "-S" | "--split-string"
-                ) {
-                    rest.next(); // the option's argument
-                } else if text.starts_with('-') {
-                    // -i, --ignore-environment, --unset=NAME, -0 …
-                } else if let Some(pair) = assignment(word) {
-                    out.push(pair);
-                } else {
-                    // The command env runs, with its own words.
-                    out.extend(assignments(&command[i + 1..]));
-                    break;
-                }
-            }
-            out
-        }
-        _ => Vec::new(),
-    }
 }
 
 /// What to render and how (`render`, `validate`, `apply`, `diff`, and the

@@ -57,3 +57,27 @@ fn argo_cds_plugin_variables_lose_their_prefix_only_inside_a_plugin() {
     let (found, _) = argocd_variables(vars(&[("ARGOCD_ENV_EPP_TAG", "x")]));
     assert!(found.is_empty());
 }
+
+/// make's goals, for `berth env` to judge only what they build.
+#[test]
+fn make_goals_are_the_words_that_are_neither_options_nor_variables() {
+    let goals = |line: &str| -> Option<Vec<String>> {
+        let command: Vec<OsString> = line.split(' ').map(OsString::from).collect();
+        make_goals(&command)
+    };
+    let some = |v: &[&str]| Some(v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    let table: &[(&str, Option<Vec<String>>)] = &[
+        ("make", some(&[])),
+        ("make -s docker-build TAG=x", some(&["docker-build"])),
+        ("make -j 4 all -k", some(&["all"])),
+        ("make -j all", some(&["all"])),
+        ("make -o prep -W x.go build", some(&["build"])),
+        ("make -f other.mk build", None),
+        ("make -C sub build", None),
+        ("make --directory=sub build", None),
+        ("make -Csub", None),
+    ];
+    for (line, want) in table {
+        assert_eq!(&goals(line), want, "{line}");
+    }
+}

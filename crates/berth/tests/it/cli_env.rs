@@ -388,7 +388,7 @@ fn a_shared_tag_berth_cannot_hand_make_is_said() {
     assert!(out.status.success());
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        "warning: images.env:2: make builds component `grpc` as `${KO_DOCKER_REPO}/${GRPC_IMG}:${TAG}`, but berth deploys it at tag `fix` and leaves `TAG` as it is (the components it sets resolved different tags), so make would build another tag: give make the tag (`make … TAG=fix`), or give it to every component that follows `TAG` [makefile-default]\n"
+        "warning: images.env:2: make builds component `grpc` as `${KO_DOCKER_REPO}/${GRPC_IMG}:${TAG}`, which is `docker.io/kserve/custom-model-grpc:latest` here, but berth deploys `docker.io/kserve/custom-model-grpc:fix`: give make the parts (`make … TAG=fix`), so both build and deploy one image [makefile-default]\n"
     );
     let quiet = berth(d)
         .args([
