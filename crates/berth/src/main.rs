@@ -88,33 +88,7 @@ fn env(cli: &Cli, args: &cli::EnvArgs) -> Result<u8> {
     let name = overrides.command_line_name.clone();
     let resolution = pipeline::resolve(&project, overrides)?;
     let variables = resolution.command_variables(&project.catalog(), registry_flag.as_deref());
-    if settings::is_make(command) {
-        let makefiles = project_file::makefiles(&project);
-        let words = settings::make_words(command);
-        let set: Vec<&str> = variables.iter().map(|(n, _)| n.as_str()).collect();
-        let shadowed = berth_make::shadowed_words(&project, &makefiles, &words, &set, &name);
-        if !shadowed.is_empty() {
-            anyhow::bail!("{}", shadowed.join("\n"));
-        }
-        let deployed = |component: &str| {
-            (resolution.images.iter())
-                .find(|image| image.component.name == component)
-                .map(|image| image.reference.clone())
-        };
-        // What make gets from outside its files: its command line's words,
-        // then what berth hands it, then the environment berth runs in.
-        let outside = |var: &str| {
-            (words.iter().chain(&variables))
-                .find(|(name, _)| name == var)
-                .map(|(_, value)| value.clone())
-                .or_else(|| std::env::var(var).ok())
-        };
-        if let Some(goals) = settings::make_goals(command) {
-            let untold =
-                berth_make::untold_images(&project, &makefiles, &goals, &outside, &deployed);
-            pipeline::print_warnings(&project, untold);
-        }
-    }
+    commands::env::check_make(&project, command, &name, &resolution, &variables)?;
     commands::env::run(command, &variables)
 }
 

@@ -4,6 +4,9 @@ use std::io::ErrorKind;
 use std::process::Command;
 
 use anyhow::{anyhow, Result};
+use berth_core::{Project, Resolution};
+
+use crate::{pipeline, project_file, settings};
 
 /// Exit status when the command is not found, as POSIX shells and env(1) use.
 pub const NOT_FOUND: u8 = 127;
@@ -49,4 +52,45 @@ pub fn run(command_line: &[std::ffi::OsString], variables: &[(String, String)]) 
             Err(e) => failure(e),
         }
     }
+}
+
+/// Under `berth env -- make …`: refuses a make word the Makefile would feed
+/// into a variable berth sets (it would change nothing), and warns, before
+/// make runs, of each image make's goals would build from parts into another
+/// image than berth deploys. `name` names make's command line in messages.
+pub fn check_make(
+    project: &Project,
+    command: &[std::ffi::OsString],
+    name: &str,
+    resolution: &Resolution<'_>,
+    variables: &[(String, String)],
+) -> Result<()> {
+    if !settings::is_make(command) {
+        return Ok(());
+    }
+    let makefiles = project_file::makefiles(project);
+    let words = settings::make_words(command);
+    let set: Vec<&str> = variables.iter().map(|(n, _)| n.as_str()).collect();
+    let shadowed = berth_make::shadowed_words(project, &makefiles, &words, &set, name);
+    if !shadowed.is_empty() {
+        anyhow::bail!("{}", shadowed.join("\n"));
+    }
+    let deployed = |component: &str| {
+        (resolution.images.iter())
+            .find(|image| image.component.name == component)
+            .map(|image| image.reference.clone())
+    };
+    // What make gets from outside its files: its command line's words,
+    // then what berth hands it, then the environment berth runs in.
+    let outside = |var: &str| {
+        (words.iter().chain(variables))
+            .find(|(name, _)| name == var)
+            .map(|(_, value)| value.clone())
+            .or_else(|| std::env::var(var).ok())
+    };
+    if let Some(goals) = settings::make_goals(command) {
+        let untold = berth_make::untold_images(project, &makefiles, &goals, &outside, &deployed);
+        pipeline::print_warnings(project, untold);
+    }
+    Ok(())
 }
