@@ -11,7 +11,7 @@ use crate::project::DEFAULT_VARIANT;
 impl Resolution<'_> {
     /// What `berth env` sets, in order: [`Resolution::variables`] (each
     /// component's `<NAME>_IMAGE`, then its variants'), then per component its
-    /// `variantEnv` (the selected member, for a family), `tagEnv` (the family's
+    /// `variantEnv` (the member a flag or variable selected, for a family), `tagEnv` (the family's
     /// tag) and `repositoryEnv` (the selected image's repository), then
     /// `tag.env` when every component that follows it resolved one tag, and
     /// `registry.env`: `registry_flag` (`--registry`) when given, else the
@@ -30,7 +30,9 @@ impl Resolution<'_> {
         let mut out = self.variables();
         for image in &self.images {
             let component = image.component;
-            if let Some(selection) = &image.variant {
+            // A default selection is left to the command: a `berth render
+            // --profile` it runs may select another member.
+            if let Some(selection) = image.variant.as_ref().filter(|s| s.by.is_explicit()) {
                 out.push((component.variant_env.clone(), selection.name.clone()));
             }
             if let Some(tag) = family_tag(image) {

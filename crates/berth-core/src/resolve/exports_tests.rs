@@ -99,12 +99,13 @@ fn berth_env_hands_on_every_variable_it_can_answer_and_a_nested_berth_agrees() {
                 "IMG=ghcr.io/example/server",
                 "IMG_VERSION=v1.2.0",
                 "UI_TAG=v1.2.0",
-                "MODEL_VARIANT=default",
                 "MODEL_TAG=v0.7.0",
                 "REDIS_TAG=7",
+                "IMAGE_REGISTRY=ghcr.io/example",
             ],
-            // components that follow `tag.env` resolved different tags; a digest has no tag
-            &["RELEASE_TAG", "PINNED_TAG"],
+            // components that follow `tag.env` resolved different tags; a digest
+            // has no tag; a default selection is left to the command
+            &["RELEASE_TAG", "PINNED_TAG", "MODEL_VARIANT"],
         ),
         (
             "a tag flag reaches make's tag variable",
