@@ -430,7 +430,17 @@ pub(super) fn components(
         images.push(Proposed { name, why, ..entry });
     }
     if by_repo.is_empty() {
-        notes.push("images: none found in the manifests' pods; add `images:` by hand".into());
+        notes.push(none_found(facts));
     }
     images
+}
+
+/// Why `images:` is empty, and what to do: when kustomizations were left out
+/// because their inputs are generated (opendatahub-operator's
+/// `config/manager/kustomization.yaml`), they are where the images are.
+fn none_found(facts: &Facts) -> String {
+    match facts.generated_inputs.len() {
+        0 => "images: none found in the manifests' pods; add `images:` by hand".into(),
+        n => format!("images: none found in the pods of what builds here; the {n} kustomization(s) left out above for generated inputs likely run the project's images: generate those inputs (as said above), then `berth init` again, or add `images:` by hand"),
+    }
 }

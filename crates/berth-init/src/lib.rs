@@ -75,6 +75,9 @@ pub struct Facts {
     /// Candidate kustomizations ([`candidates`]) that did not build: (directory,
     /// why, in one line).
     pub unbuildable: Vec<(String, String)>,
+    /// Of [`Facts::unbuildable`], the directories whose inputs are generated
+    /// (gitignored, written by a make target): where the images likely are.
+    pub generated_inputs: Vec<String>,
     /// Charts `helm template` refuses with their own values (a value only
     /// their user can give): (directory, why, in one line).
     pub unrenderable: Vec<(String, String)>,

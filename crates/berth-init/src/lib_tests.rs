@@ -693,3 +693,31 @@ fn a_third_party_image_each_application_pins_its_own_way_is_left_alone() {
         plan.notes
     );
 }
+
+/// opendatahub-operator in a fresh clone: its overlays' inputs are generated
+/// (gitignored, `make manager-kustomization`), so no pod is found; the note
+/// points at them instead of only "add `images:` by hand".
+#[test]
+fn no_images_with_overlays_left_out_for_generated_inputs_points_at_them() {
+    let note = |generated: &[&str]| -> String {
+        let facts = Facts {
+            generated_inputs: generated.iter().map(|d| d.to_string()).collect(),
+            ..Facts::default()
+        };
+        let plan = propose(&facts);
+        let found = plan
+            .notes
+            .iter()
+            .find(|n| n.starts_with("images: none found"));
+        found.cloned().unwrap_or_default()
+    };
+    assert_eq!(
+        note(&[]),
+        "images: none found in the manifests' pods; add `images:` by hand"
+    );
+    assert!(
+        note(&["config/default", "config/rhoai"]).contains("the 2 kustomization(s) left out above for generated inputs likely run the project's images: generate those inputs (as said above), then `berth init` again"),
+        "{}",
+        note(&["config/default"])
+    );
+}

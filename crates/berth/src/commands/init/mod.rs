@@ -320,10 +320,13 @@ fn unbuildable(root: &Path, facts: &mut Facts, notes: &mut Vec<String>) -> Vec<(
     for (dir, result) in results {
         match result {
             Some(Ok(yaml)) => built.push((dir, yaml)),
-            Some(Err(why)) => {
-                let why = generated(root, facts, &dir).unwrap_or(why);
-                failed.push((dir, why))
-            }
+            Some(Err(why)) => match generated(root, facts, &dir) {
+                Some(inputs) => {
+                    facts.generated_inputs.push(dir.clone());
+                    failed.push((dir, inputs));
+                }
+                None => failed.push((dir, why)),
+            },
             None => {}
         }
     }
