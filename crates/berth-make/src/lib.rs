@@ -21,6 +21,7 @@ mod targets;
 pub use deploy::{deploy_disagreements, deploy_edits, kustomize_dirs, DeployEdit};
 pub use named::{
     built_images, component_of, composed, name_disagreements, name_only, untold_images, NameOnly,
+    Outside,
 };
 pub use read::make_vars;
 pub use sites::{tag_sites, TagSite};

@@ -226,11 +226,22 @@ pub fn untagged_builds(project: &Project, named: &[NameOnly]) -> Vec<Warning> {
     out
 }
 
+/// A variable's value from outside the Makefile (see [`untold_images`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outside {
+    /// The value.
+    pub value: String,
+    /// Whether it is a `NAME=VALUE` word of make's command line.
+    pub on_command_line: bool,
+}
+
 /// Under `berth env -- make`: a component make builds from parts
 /// (`${KO_DOCKER_REPO}/${GRPC_IMG}:${TAG}`) into another image than berth
 /// deploys (`deployed`: each component's resolved reference). `outside`
 /// reads what make gets from outside the Makefile — its command line's words
-/// first, then what `berth env` hands it, then the environment. With `--tag
+/// first, then what `berth env` hands it, then the environment — and whether
+/// it is a command-line word (which wins over every line of the Makefile; the
+/// environment wins over `?=` lines only). With `--tag
 /// grpc=fix` and a shared `TAG` the other components keep at `latest`, make
 /// would build `…:latest` while berth deploys `…:fix`: one warning each, before
 /// make runs. A part make computes (`$(shell …)`) is not judged, nor an image
@@ -239,7 +250,7 @@ pub fn untold_images(
     project: &Project,
     makefiles: &Makefiles,
     goals: &[String],
-    outside: &dyn Fn(&str) -> Option<String>,
+    outside: &dyn Fn(&str) -> Option<Outside>,
     deployed: &dyn Fn(&str) -> Option<berth_ref::Reference>,
 ) -> Vec<Warning> {
     let defs = Defs::new(&makefiles.vars);
@@ -261,8 +272,8 @@ pub fn untold_images(
             None => Some(String::new()),
         };
         match (outside(var), def) {
-            (Some(value), Some(d)) if d.conditional => Some(value),
-            (Some(value), None) => Some(value),
+            (Some(given), Some(d)) if given.on_command_line || d.conditional => Some(given.value),
+            (Some(given), None) => Some(given.value),
             _ => own(),
         }
     };
@@ -527,7 +538,10 @@ mod tests {
             let outside = |var: &str| {
                 (outside.iter())
                     .find(|(k, _)| *k == var)
-                    .map(|(_, v)| v.to_string())
+                    .map(|(_, v)| Outside {
+                        value: v.to_string(),
+                        on_command_line: false,
+                    })
             };
             let deployed = |c: &str| {
                 berth_ref::Reference::parse(if c == "grpc" { grpc } else { controller }).ok()
@@ -585,5 +599,25 @@ mod tests {
         // A tag make computes is not judged.
         makefiles.add("tag.mk", "TAG := $(shell git describe)\n");
         assert!(lines(&makefiles, &grpc, &kserve, fix, latest).is_empty());
+        // An unconditional line wins over the environment, a make word over both.
+        makefiles.add("tag.mk", "TAG := latest\n");
+        let judged = |on_command_line: bool| {
+            let outside = |var: &str| {
+                let value = match var {
+                    "TAG" => "fix",
+                    "KO_DOCKER_REPO" => "docker.io/kserve",
+                    _ => return None,
+                };
+                let value = value.to_string();
+                Some(Outside {
+                    value,
+                    on_command_line,
+                })
+            };
+            let deployed = |_: &str| berth_ref::Reference::parse(fix).ok();
+            let goals = ["grpc-build".to_string()];
+            untold_images(&project, &makefiles, &goals, &outside, &deployed).len()
+        };
+        assert_eq!((judged(false), judged(true)), (1, 0));
     }
 }

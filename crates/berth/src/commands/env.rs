@@ -83,10 +83,18 @@ pub fn check_make(
     // What make gets from outside its files: its command line's words,
     // then what berth hands it, then the environment berth runs in.
     let outside = |var: &str| {
-        (words.iter().chain(variables))
-            .find(|(name, _)| name == var)
-            .map(|(_, value)| value.clone())
-            .or_else(|| std::env::var(var).ok())
+        let word = words.iter().rev().find(|(name, _)| name == var);
+        let handed = || variables.iter().find(|(name, _)| name == var);
+        match word {
+            Some((_, value)) => Some((value.clone(), true)),
+            None => (handed().map(|(_, value)| value.clone()))
+                .or_else(|| std::env::var(var).ok())
+                .map(|value| (value, false)),
+        }
+        .map(|(value, on_command_line)| berth_make::Outside {
+            value,
+            on_command_line,
+        })
     };
     if let Some(goals) = settings::make_goals(command) {
         let untold = berth_make::untold_images(project, &makefiles, &goals, &outside, &deployed);
