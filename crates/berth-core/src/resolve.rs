@@ -26,9 +26,11 @@ use crate::suggest::hint;
 
 mod error;
 mod exports;
+mod handed;
 mod origin;
 mod variants;
 pub use error::{RepositoryConflict, ResolveError, TagConflict};
+pub use handed::HANDED;
 pub use origin::{Given, Origin, Origins, SourceNames, Var, VarSource};
 pub use variants::{ResolvedVariant, SelectedBy, Selection};
 
@@ -201,6 +203,10 @@ pub fn resolve_catalog<'p>(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Resolution<'p>, ResolveError> {
     let read = |name: &str| read_variable(overrides, env, name);
+    // The command's own settings: what `berth env` handed, unchanged, is its
+    // answer, already in the images it handed (`handed`).
+    let handed = handed::Handed::read(env);
+    let own = |name: &str| read(name).filter(|(var, value)| !handed.still(var, value));
     let image_flags = per_component(&project, &overrides.names.image, &overrides.images)?;
     let tag_flags = per_component(&project, &overrides.names.tag, &overrides.tags)?;
     let variant_flags = per_component(&project, &overrides.names.variant, &overrides.variants)?;
@@ -209,7 +215,7 @@ pub fn resolve_catalog<'p>(
             Origin::Registry(Given::new(&overrides.names.registry, "")),
             prefix.clone(),
         )),
-        (None, Some(var)) => read(var).map(|(v, value)| (Origin::RegistryEnv(v), value)),
+        (None, Some(var)) => own(var).map(|(v, value)| (Origin::RegistryEnv(v), value)),
         (None, None) => None,
     };
     let registry = registry
@@ -218,7 +224,7 @@ pub fn resolve_catalog<'p>(
         .map(|(origin, _, prefix)| (origin, prefix));
     let shared_tag = project
         .tag_env
-        .and_then(&read)
+        .and_then(&own)
         .map(|(v, value)| (Origin::TagEnv(v), value));
 
     // Unlocked resolutions, filled in dependency order: a `sameAs` component's
@@ -235,26 +241,31 @@ pub fn resolve_catalog<'p>(
             &mut unlocked,
             &|component, default| {
                 let name = &component.name;
+                let source = component
+                    .same_as
+                    .as_deref()
+                    .and_then(|s| project.component(s));
+                let default = handed.base(&read, component, source)?.unwrap_or(default);
                 let full = match find(&image_flags, name) {
                     Some(value) => Some((
                         Origin::Image(Given::new(&overrides.names.image, name)),
                         value.to_string(),
                     )),
-                    None => read(&component.env).map(|(v, value)| (Origin::ImageEnv(v), value)),
+                    None => own(&component.env).map(|(v, value)| (Origin::ImageEnv(v), value)),
                 };
                 let tag = match find(&tag_flags, name) {
                     Some(value) => Some((
                         Origin::Tag(Given::new(&overrides.names.tag, name)),
                         value.to_string(),
                     )),
-                    None => read(&component.tag_env)
+                    None => own(&component.tag_env)
                         .map(|(v, value)| (Origin::TagEnv(v), value))
                         .or_else(|| shared_tag.clone().filter(|_| component.follows_tag)),
                 };
                 let repository = component
                     .repository_env
                     .as_ref()
-                    .and_then(|var| read(var))
+                    .and_then(|var| own(var))
                     .map(|(v, value)| (Origin::RepositoryEnv(v), value));
                 let given = Partial {
                     full,
@@ -271,7 +282,9 @@ pub fn resolve_catalog<'p>(
                     flag.map(|v| (Given::new(&overrides.names.variant, name), v)),
                     read(&component.variant_env),
                 )?;
-                resolve_family(project.file, component, default, given, selection)
+                let members = handed.members(&read, component)?;
+                let file = project.file;
+                variants::resolve_family(file, component, default, given, selection, members)
             },
         )?;
     }
@@ -349,97 +362,6 @@ fn own_default(project: &Catalog<'_>, component: &Component) -> Base {
         digest: reference.digest().map(|_| origin.clone()),
     };
     (reference, origins)
-}
-
-/// A family: every member resolved with the registry and the family tag, the
-/// selected one with the full and repository overrides too.
-fn resolve_family<'p>(
-    file: &str,
-    component: &'p Component,
-    default: Base,
-    given: Partial<'_>,
-    selection: Option<Selection>,
-) -> Result<ResolvedImage<'p>, ResolveError> {
-    let selected = selection
-        .as_ref()
-        .map_or(crate::project::DEFAULT_VARIANT, |s| s.name.as_str());
-    let mut ignored = Vec::new();
-    let mut members = Vec::new();
-    let file: std::sync::Arc<str> = file.into();
-    let names = std::iter::once(None).chain(component.variants.iter().map(Some));
-    for variant in names {
-        let name = variant.map_or(crate::project::DEFAULT_VARIANT, |v| v.name.as_str());
-        let mut not_applied = Vec::new();
-        let (base, tag) = match variant {
-            None => (default.clone(), given.tag.clone()),
-            Some(v) => (
-                variants::base(&file, component, v, &default),
-                variants::tag_for(v, given.tag.clone(), &mut not_applied),
-            ),
-        };
-        let plain = Partial {
-            full: None,
-            tag: tag.clone(),
-            repository: None,
-            registry: given.registry,
-        };
-        // The full and repository overrides name the selected member's image: a
-        // profile may select another one later (`Resolution::for_profile`).
-        let overridden = given.full.is_some() || given.repository.is_some();
-        let member = resolve_one(
-            component,
-            if overridden { base.clone() } else { base },
-            plain,
-        )?;
-        let when_selected = if overridden {
-            let partial = Partial {
-                full: given.full.clone(),
-                tag,
-                repository: given.repository.clone(),
-                registry: given.registry,
-            };
-            let base = match variant {
-                None => default.clone(),
-                Some(v) => variants::base(&file, component, v, &default),
-            };
-            // Overrides that agree for the selected member may disagree for
-            // another (a tag suffix): an error only if a profile selects it.
-            match resolve_one(component, base, partial) {
-                Ok(resolved) => Some(Ok(Box::new(ResolvedVariant::new(
-                    name,
-                    resolved,
-                    &not_applied,
-                )))),
-                Err(error) if name == selected => return Err(error),
-                Err(error) => Some(Err(error)),
-            }
-        } else {
-            None
-        };
-        if name == selected {
-            ignored.extend(not_applied.iter().cloned());
-        }
-        let mut member = ResolvedVariant::new(name, member, &not_applied);
-        member.when_selected = when_selected;
-        members.push(member);
-    }
-    let chosen = (members.iter().find(|m| m.name == selected))
-        .map(|m| m.as_selected().map_err(Clone::clone))
-        .transpose()?
-        .cloned();
-    // `select` refused a name that is not a member.
-    let chosen = chosen.ok_or_else(|| ResolveError::UnknownVariant {
-        selection: selected.to_string(),
-        problem: crate::project::unknown_variant(component, selected),
-    })?;
-    Ok(ResolvedImage {
-        component,
-        reference: chosen.reference,
-        origins: chosen.origins,
-        ignored: chosen.ignored,
-        variant: selection,
-        variants: members,
-    })
 }
 
 /// The overrides of one component that were set, with their sources.

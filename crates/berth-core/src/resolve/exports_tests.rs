@@ -227,7 +227,139 @@ fn berth_env_hands_on_every_variable_it_can_answer_and_a_nested_berth_agrees() {
         );
         let nested = resolved(&p, &handed, &Overrides::default());
         assert_eq!(answer(&nested), answer(&first), "{case}: the round trip");
+        // A `berth render --profile arm` the command runs deploys what the
+        // first berth would under that profile.
+        assert_eq!(
+            with_profile(&nested),
+            with_profile(&first),
+            "{case}: a profile the command selects"
+        );
     }
+}
+
+/// The answer under profile `arm` (which selects the family member `arm`), or its error.
+fn with_profile(r: &Resolution<'_>) -> Result<Vec<String>, String> {
+    let p = project();
+    let profile = p.profiles.iter().find(|x| x.name == "arm");
+    (r.for_profile(profile, "berth.yaml"))
+        .map(|r| answer(&r))
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn a_command_under_berth_env_moves_the_answers_it_was_handed_with_its_own_overrides() {
+    let p = project();
+    // (case, first berth's --tag and --registry, the command's changes to the
+    // environment, its --image and --tag, component, image it resolves)
+    type Case<'a> = (
+        &'a str,
+        &'a [(&'a str, &'a str)],
+        Option<&'a str>,
+        &'a [(&'a str, &'a str)],
+        &'a [(&'a str, &'a str)],
+        &'a [(&'a str, &'a str)],
+        &'a str,
+        &'a str,
+    );
+    let cases: &[Case] = &[
+        (
+            "its own tag moves the handed image (no clash with the handed tag)",
+            &[("server", "dev")],
+            None,
+            &[],
+            &[],
+            &[("server", "v9")],
+            "server",
+            "ghcr.io/example/server:v9",
+        ),
+        (
+            "its own tag keeps the handed registry",
+            &[],
+            Some("quay.io/me"),
+            &[],
+            &[],
+            &[("ui", "v9")],
+            "ui",
+            "quay.io/me/ui:v9",
+        ),
+        (
+            "its own full override wins over the handed tag",
+            &[("ui", "dev")],
+            None,
+            &[],
+            &[("ui", "ghcr.io/fork/ui:z")],
+            &[],
+            "ui",
+            "ghcr.io/fork/ui:z",
+        ),
+        (
+            "a variable it changed is its own",
+            &[],
+            None,
+            &[("UI_TAG", "v3")],
+            &[],
+            &[],
+            "ui",
+            "ghcr.io/example/ui:v3",
+        ),
+        (
+            "a sameAs copy follows its source as the command moves it",
+            &[],
+            None,
+            &[("UI_TAG", "v3")],
+            &[],
+            &[],
+            "copy",
+            "ghcr.io/example/ui:v3",
+        ),
+        (
+            "a family's members move with the command's tag, suffix kept",
+            &[("model", "v0.8.0")],
+            None,
+            &[],
+            &[],
+            &[("model", "v0.9.0")],
+            "model",
+            "ghcr.io/example/cuda:v0.9.0",
+        ),
+    ];
+    for (case, tags, registry, changed, images, own_tags, component, want) in cases {
+        let first = Overrides {
+            tags: pairs(tags),
+            registry: registry.map(str::to_string),
+            ..Overrides::default()
+        };
+        let first = resolved(&p, &[], &first);
+        let mut env = first.command_variables(&p.catalog(), *registry);
+        env.extend(pairs(changed));
+        let own = Overrides {
+            images: pairs(images),
+            tags: pairs(own_tags),
+            ..Overrides::default()
+        };
+        // The last value wins: the command's change.
+        let env: HashMap<&str, &str> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let nested = resolve(&p, &own, &|k| env.get(k).map(|v| v.to_string()))
+            .unwrap_or_else(|e| panic!("{case}: {e}"));
+        let image = (nested.images.iter())
+            .find(|i| i.component.name == *component)
+            .unwrap();
+        assert_eq!(image.reference.to_string(), *want, "{case}");
+    }
+    // The family's `arm` member under the command's tag, selected by a profile.
+    let first = resolved(&p, &[], &Overrides::default());
+    let env = first.command_variables(&p.catalog(), None);
+    let own = Overrides {
+        tags: pairs(&[("model", "v0.9.0")]),
+        ..Overrides::default()
+    };
+    let env: HashMap<&str, &str> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let nested = resolve(&p, &own, &|k| env.get(k).map(|v| v.to_string())).unwrap();
+    let selected = with_profile(&nested).unwrap();
+    assert!(
+        selected.contains(&"model ghcr.io/example/cuda:v0.9.0-arm64 Some(\"arm\")".to_string()),
+        "{selected:?}"
+    );
 }
 
 #[test]
@@ -274,6 +406,8 @@ fn a_lock_digest_and_a_controllers_components_hand_on_nothing_unanswerable() {
     let r = crate::resolve::resolve_catalog(catalog, &Overrides::default(), &|_| None).unwrap();
     let mut named = r.variables();
     named.retain(|(name, _)| !name.is_empty());
+    let listed: Vec<String> = named.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    named.push((crate::resolve::HANDED.to_string(), listed.join(" ")));
     assert_eq!(r.command_variables(&catalog, Some("quay.io/me")), named);
 }
 

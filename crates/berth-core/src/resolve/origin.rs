@@ -10,6 +10,9 @@ pub enum VarSource {
     Environment,
     /// A command line's `NAME=VALUE` word; the text names the command line.
     CommandLine(String),
+    /// The environment, set by the `berth env` that runs this berth, and
+    /// unchanged since ([`super::HANDED`]).
+    Handed,
 }
 
 /// A variable and where its value was read.
@@ -34,6 +37,7 @@ impl Var {
         match &self.source {
             VarSource::Environment => "environment".into(),
             VarSource::CommandLine(name) => name.clone(),
+            VarSource::Handed => "set by `berth env`".into(),
         }
     }
 }

@@ -9,7 +9,7 @@ use std::fmt;
 
 use berth_ref::Reference;
 
-use super::{Base, Given, Origin, Origins, ResolveError, Var};
+use super::{Base, Given, Origin, Origins, Partial, ResolveError, ResolvedImage, Var};
 use crate::project::{unknown_variant, Component, Variant, DEFAULT_VARIANT};
 
 /// What selected a component's variant.
@@ -197,6 +197,91 @@ impl<'p> super::Resolution<'p> {
         }
         Ok(Cow::Owned(out))
     }
+}
+
+/// A family: every member resolved with the registry and the family tag, the
+/// selected one with the full and repository overrides too. `handed`: the
+/// members whose image the `berth env` that runs this berth handed, which is
+/// their base ([`super::handed`]).
+pub(super) fn resolve_family<'p>(
+    file: &str,
+    component: &'p Component,
+    default: Base,
+    given: Partial<'_>,
+    selection: Option<Selection>,
+    handed: Vec<(String, Base)>,
+) -> Result<ResolvedImage<'p>, ResolveError> {
+    let selected = selection
+        .as_ref()
+        .map_or(crate::project::DEFAULT_VARIANT, |s| s.name.as_str());
+    let mut ignored = Vec::new();
+    let mut members = Vec::new();
+    let file: std::sync::Arc<str> = file.into();
+    let names = std::iter::once(None).chain(component.variants.iter().map(Some));
+    for variant in names {
+        let name = variant.map_or(crate::project::DEFAULT_VARIANT, |v| v.name.as_str());
+        let mut not_applied = Vec::new();
+        let (start, tag) = match variant {
+            None => (default.clone(), given.tag.clone()),
+            Some(v) => (
+                (handed.iter().find(|(member, _)| *member == v.name))
+                    .map(|(_, start)| start.clone())
+                    .unwrap_or_else(|| base(&file, component, v, &default)),
+                tag_for(v, given.tag.clone(), &mut not_applied),
+            ),
+        };
+        let plain = Partial {
+            full: None,
+            tag: tag.clone(),
+            repository: None,
+            registry: given.registry,
+        };
+        // The full and repository overrides name the selected member's image: a
+        // profile may select another one later (`Resolution::for_profile`).
+        let overridden = given.full.is_some() || given.repository.is_some();
+        let (member, when_selected) = if overridden {
+            let member = super::resolve_one(component, start.clone(), plain)?;
+            let partial = Partial {
+                full: given.full.clone(),
+                tag,
+                repository: given.repository.clone(),
+                registry: given.registry,
+            };
+            // Overrides that agree for the selected member may disagree for
+            // another (a tag suffix): an error only if a profile selects it.
+            let when_selected = match super::resolve_one(component, start, partial) {
+                Ok(resolved) => Ok(Box::new(ResolvedVariant::new(name, resolved, &not_applied))),
+                Err(error) if name == selected => return Err(error),
+                Err(error) => Err(error),
+            };
+            (member, Some(when_selected))
+        } else {
+            (super::resolve_one(component, start, plain)?, None)
+        };
+        if name == selected {
+            ignored.extend(not_applied.iter().cloned());
+        }
+        let mut member = ResolvedVariant::new(name, member, &not_applied);
+        member.when_selected = when_selected;
+        members.push(member);
+    }
+    let chosen = (members.iter().find(|m| m.name == selected))
+        .map(|m| m.as_selected().map_err(Clone::clone))
+        .transpose()?
+        .cloned();
+    // `select` refused a name that is not a member.
+    let chosen = chosen.ok_or_else(|| ResolveError::UnknownVariant {
+        selection: selected.to_string(),
+        problem: crate::project::unknown_variant(component, selected),
+    })?;
+    Ok(ResolvedImage {
+        component,
+        reference: chosen.reference,
+        origins: chosen.origins,
+        ignored: chosen.ignored,
+        variant: selection,
+        variants: members,
+    })
 }
 
 /// The selection for `component` by a flag or a variable, the highest that gives

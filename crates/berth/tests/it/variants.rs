@@ -181,6 +181,60 @@ fn env_exports_every_member_and_honours_a_command_lines_selection() {
     );
 }
 
+/// A `berth render` that `berth env`'s command runs (a Makefile's deploy
+/// recipe) deploys what it would alone: the profile's member, moved by the
+/// outer flags, and its own flags move them again without a clash.
+#[test]
+fn a_berth_under_env_renders_the_profiles_member_and_takes_its_own_flags() {
+    let dir = tree();
+    let berth_bin = crate::common::berth_path();
+    let nested = |outer: &[&str], inner: &str| {
+        let out = berth(dir.path())
+            .arg("env")
+            .args(outer)
+            .args(["--", "sh", "-c"])
+            .arg(format!("'{}' render {inner}", berth_bin.display()))
+            .output()
+            .unwrap();
+        images(&out)
+    };
+    assert_eq!(
+        nested(&[], "--profile rocm"),
+        [
+            "ghcr.io/llm-d/llm-d-rocm:v0.7.0",
+            "docker.io/library/redis:7"
+        ],
+        "the profile's member, not the default member's image under its name"
+    );
+    assert_eq!(
+        nested(&["--tag", "modelserver=v0.8.0"], "--profile rocm"),
+        [
+            "ghcr.io/llm-d/llm-d-rocm:v0.8.0",
+            "docker.io/library/redis:7"
+        ]
+    );
+    assert_eq!(
+        nested(
+            &["--tag", "modelserver=v0.8.0"],
+            "--profile rocm --tag modelserver=v0.9.0"
+        ),
+        [
+            "ghcr.io/llm-d/llm-d-rocm:v0.9.0",
+            "docker.io/library/redis:7"
+        ],
+        "its own tag moves berth env's answer; no clash with the tag berth env handed"
+    );
+    // Without `berth env`, the same: its answers are the ones handed.
+    let alone = berth(dir.path())
+        .args(["render", "--profile", "rocm", "--tag", "modelserver=v0.9.0"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        nested(&[], "--profile rocm --tag modelserver=v0.9.0"),
+        images(&alone)
+    );
+}
+
 /// A family in the tests' registry: `llm-d-cuda:v0.7.0` (an index), the
 /// arm64 build under `-arm64` (`arm64` says whether it is an index with
 /// linux/arm64, or a single linux/amd64 image), `llm-d-rocm` at the family
