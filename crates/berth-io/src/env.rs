@@ -61,7 +61,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SOURCE_DATE_EPOCH", kind: Kind::Caller, meaning: "`berth push`: the artifact's `created` time, for reproducible pushes." },
     Variable { name: "ARGOCD_APP_NAME", kind: Kind::Caller, meaning: "Set by Argo CD for a plugin: `render` defaults to `--gitops argocd` and messages name the Application." },
     Variable { name: "ARGOCD_ENV_*", kind: Kind::Caller, meaning: "An Argo CD Application's `plugin.env`: `ARGOCD_ENV_EPP_TAG` is read as `EPP_TAG`, ahead of the environment." },
-    Variable { name: "BERTH_HANDED", kind: Kind::Caller, meaning: "Set by `berth env` for its command: the variables it set to its answers (`NAME=VALUE` words); a berth the command runs applies its own overrides to those answers while they are unchanged (docs/images.md)." },
+    Variable { name: "BERTH_HANDED", kind: Kind::Caller, meaning: "Set by `berth env` for its command (and exported by `berth images --output shell`): the variables it set to its answers (`NAME=VALUE` words); a berth the command runs applies its own overrides to those answers while they are unchanged (docs/images.md)." },
     Variable { name: "HELM_PLUGIN_NAME", kind: Kind::Caller, meaning: "Set by Helm 4 for a plugin: berth's messages go to Helm's stderr (Helm hides a post-renderer plugin's own)." },
     Variable { name: "POD_NAME", kind: Kind::Controller, meaning: "The controller's identity in its Lease (the downward API sets it; else the host name and process id)." },
     Variable { name: "POD_NAMESPACE", kind: Kind::Controller, meaning: "Where the controller's Lease lives when `--lease-namespace` is not given (else `--namespace`, else `default`)." },

@@ -56,10 +56,8 @@ impl Resolution<'_> {
         }
         // A `Berth`'s components have no variables (`Component::from_spec`).
         out.retain(|(name, _)| !name.is_empty());
-        let handed = self.handed(&out);
-        if !handed.is_empty() {
-            out.push((super::HANDED.to_string(), handed));
-        }
+        let handed = self.handed_variable(&out);
+        out.extend(handed);
         out
     }
 

@@ -142,12 +142,12 @@ fn handed_base(var: &str, value: &str) -> Result<Base, ResolveError> {
 }
 
 impl Resolution<'_> {
-    /// The value of [`HANDED`] for `variables` (what `berth env` sets): every
-    /// one but the variant variables and, for a family whose selected member a
-    /// full or repository override named, its image and repository variables;
-    /// then the default member's image of each family whose `<NAME>_IMAGE`
-    /// does not hold it as such.
-    pub(super) fn handed(&self, variables: &[(String, String)]) -> String {
+    /// [`HANDED`] for `variables` (what `berth env` sets, what `berth images
+    /// --output shell` exports), when there is one: every one but the variant
+    /// variables and, for a family whose selected member a full or repository
+    /// override named, its image and repository variables; then the default
+    /// member's image of each family whose `<NAME>_IMAGE` does not hold it as such.
+    pub fn handed_variable(&self, variables: &[(String, String)]) -> Option<(String, String)> {
         let mut kept: Vec<String> = Vec::new();
         let mut defaults = Vec::new();
         for image in &self.images {
@@ -180,6 +180,6 @@ impl Resolution<'_> {
             // a tag, a prefix), so this drops nothing berth resolved.
             .filter(|word| !word.contains(char::is_whitespace))
             .collect();
-        words.join(" ")
+        (!words.is_empty()).then(|| (HANDED.to_string(), words.join(" ")))
     }
 }

@@ -584,7 +584,7 @@ pub struct ImagesArgs {
 pub enum ImagesFormat {
     /// `EPP_IMAGE=ref` lines, one per component in file order.
     Env,
-    /// `export EPP_IMAGE='ref'` lines, for `eval`.
+    /// `export EPP_IMAGE='ref'` lines and `BERTH_HANDED`, for `eval`.
     Shell,
     /// `EPP_IMAGE := ref` lines, for `include` in a Makefile.
     Make,

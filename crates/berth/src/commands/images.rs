@@ -11,7 +11,12 @@ use crate::settings::Images;
 pub fn run(args: &Images, resolution: &Resolution<'_>) -> Result<()> {
     let format = args.output;
     let images = &resolution.images;
-    let variables = resolution.variables();
+    let mut variables = resolution.variables();
+    if format == ImagesFormat::Shell {
+        // Exported, the images reach every berth the script runs next: it
+        // takes them as its base, not as overrides (docs/images.md).
+        variables.extend(resolution.handed_variable(&variables));
+    }
     // One string, pushed to piece by piece: a Makefile runs this on every call,
     // and a `format!` per line cost more than the rest of the output.
     let lines = |pieces: &dyn Fn(&str, &str, &mut String)| -> String {

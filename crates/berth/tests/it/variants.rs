@@ -235,6 +235,32 @@ fn a_berth_under_env_renders_the_profiles_member_and_takes_its_own_flags() {
     );
 }
 
+/// A script that `eval`s `berth images --output shell` and then renders a
+/// profile deploys the profile's member: the exported images are its base.
+#[test]
+fn a_script_that_evals_the_shell_output_renders_the_profiles_member() {
+    let dir = tree();
+    let berth_bin = crate::common::berth_path();
+    let script = format!(
+        "set -e; b='{}'; images=$(\"$b\" images --tag modelserver=v0.8.0 --output shell); eval \"$images\"; \"$b\" render --profile rocm",
+        berth_bin.display()
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .output()
+        .unwrap();
+    assert_eq!(
+        images(&out),
+        [
+            "ghcr.io/llm-d/llm-d-rocm:v0.8.0",
+            "docker.io/library/redis:7"
+        ]
+    );
+}
+
 /// A family in the tests' registry: `llm-d-cuda:v0.7.0` (an index), the
 /// arm64 build under `-arm64` (`arm64` says whether it is an index with
 /// linux/arm64, or a single linux/amd64 image), `llm-d-rocm` at the family
