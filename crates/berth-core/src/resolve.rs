@@ -210,18 +210,7 @@ pub fn resolve_catalog<'p>(
     let image_flags = per_component(&project, &overrides.names.image, &overrides.images)?;
     let tag_flags = per_component(&project, &overrides.names.tag, &overrides.tags)?;
     let variant_flags = per_component(&project, &overrides.names.variant, &overrides.variants)?;
-    let registry = match (&overrides.registry, project.registry_env) {
-        (Some(prefix), _) => Some((
-            Origin::Registry(Given::new(&overrides.names.registry, "")),
-            prefix.clone(),
-        )),
-        (None, Some(var)) => own(var).map(|(v, value)| (Origin::RegistryEnv(v), value)),
-        (None, None) => None,
-    };
-    let registry = registry
-        .map(|(origin, value)| parsed(origin, value, RegistryPrefix::parse))
-        .transpose()?
-        .map(|(origin, _, prefix)| (origin, prefix));
+    let registry = registry_override(&project, overrides, &own)?;
     let shared_tag = project
         .tag_env
         .and_then(&own)
@@ -301,6 +290,27 @@ pub fn resolve_catalog<'p>(
         locked_charts: overrides.lock.as_ref().map(|lock| lock.charts.clone()),
         warnings: Vec::new(),
     })
+}
+
+/// The registry prefix that moves every component: `--registry`, else the
+/// `registry.env` variable (`own`: as the command set it), parsed.
+fn registry_override(
+    project: &Catalog<'_>,
+    overrides: &Overrides,
+    own: &dyn Fn(&str) -> Option<(Var, String)>,
+) -> Result<Option<(Origin, RegistryPrefix)>, ResolveError> {
+    let registry = match (&overrides.registry, project.registry_env) {
+        (Some(prefix), _) => Some((
+            Origin::Registry(Given::new(&overrides.names.registry, "")),
+            prefix.clone(),
+        )),
+        (None, Some(var)) => own(var).map(|(v, value)| (Origin::RegistryEnv(v), value)),
+        (None, None) => None,
+    };
+    Ok(registry
+        .map(|(origin, value)| parsed(origin, value, RegistryPrefix::parse))
+        .transpose()?
+        .map(|(origin, _, prefix)| (origin, prefix)))
 }
 
 /// The default a component's overrides apply to, and where its parts came from.

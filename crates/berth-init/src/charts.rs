@@ -37,6 +37,8 @@ pub struct Chart {
     pub library: bool,
     /// `dependencies:` of its Chart.yaml: (name or alias, repository as written).
     pub dependencies: Vec<(String, String)>,
+    /// Its template files, joined: what an empty tag defaults to.
+    pub templates: String,
 }
 
 /// One image found in a chart's values.
@@ -120,6 +122,7 @@ pub(super) fn values_images(
     let root = merged.as_ref().unwrap_or(root);
     let mut walk = Walk {
         chart,
+        root,
         file: &file,
         found: Vec::new(),
         lists: Vec::new(),
@@ -161,6 +164,8 @@ fn release(name: &str) -> String {
 
 struct Walk<'a> {
     chart: &'a Chart,
+    /// The whole values: what an empty tag's default may name.
+    root: &'a Node,
     file: &'a str,
     found: Vec<ValuesImage>,
     /// Lists holding images: (path, where), one each.
@@ -259,16 +264,35 @@ impl Walk<'_> {
             None => repository.to_string(),
         };
         let at = format!("{}:{}", self.file, node.get(repo_key).unwrap_or(node).pos);
+        let defaulted =
+            berth_core::render::empty_default(&self.chart.templates, &join(path, "tag"));
+        let other = match defaulted {
+            Some(berth_core::render::EmptyDefault::Value(other)) => {
+                let value = (other.split('.'))
+                    .try_fold(self.root, |node, key| node.get(key))
+                    .and_then(Node::as_str)
+                    .filter(|v| !v.is_empty());
+                value.map(|v| (other, v.to_string()))
+            }
+            _ => None,
+        };
         let tag = match (
             part("tag").filter(|t| !t.is_empty()),
+            other,
             &self.chart.app_version,
         ) {
-            (Some(tag), _) => Some(tag.to_string()),
-            (None, Some(app)) => {
+            (Some(tag), _, _) => Some(tag.to_string()),
+            (None, Some((other, value)), _) => {
+                self.notes.push(format!(
+                    "{at}: no tag: `{other}` (`{value}`), as its templates default it"
+                ));
+                Some(value)
+            }
+            (None, None, Some(app)) => {
                 self.notes.push(format!("{at}: no tag: the chart's appVersion `{app}` (Chart.yaml), as charts default it"));
                 Some(app.clone())
             }
-            (None, None) => None,
+            (None, None, None) => None,
         };
         if let Some(tag) = tag {
             text = format!("{text}:{tag}");

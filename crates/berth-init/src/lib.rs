@@ -10,6 +10,7 @@ mod chart_variants;
 mod charts;
 pub mod check;
 mod components;
+mod composed;
 mod config_images;
 mod deployed;
 mod families;
@@ -81,6 +82,10 @@ pub struct Facts {
     /// Charts `helm template` refuses with their own values (a value only
     /// their user can give): (directory, why, in one line).
     pub unrenderable: Vec<(String, String)>,
+    /// What each other chart renders with its own values, `(directory, YAML)`:
+    /// an image its templates join from two values (Kubeflow's katib:
+    /// `global.imageRegistry` and `controller.image.repository`) is read there.
+    pub chart_outputs: Vec<(String, String)>,
     /// JSON files (`(relative path, text)`), read when a manifest sets
     /// `RELATED_IMAGE_*` variables: where an operator may keep the images
     /// those stand for.
@@ -131,16 +136,25 @@ fn chart_images(facts: &Facts, notes: &mut Vec<String>) -> Vec<Found> {
         users.is_empty() || users.iter().any(|u| !refused(u))
     };
     for chart in facts.charts.iter().filter(renders) {
-        found.extend(
-            charts::images(chart, &facts.charts, notes)
-                .into_iter()
-                .map(|i| Found {
-                    reference: i.reference,
-                    at: i.at,
-                    helm_values: i.helm_values,
-                    in_chart: true,
-                }),
-        );
+        let mut images = charts::images(chart, &facts.charts, notes);
+        let output = (facts.chart_outputs.iter()).find(|(dir, _)| *dir == chart.dir);
+        if let Some(values) = &chart.values {
+            let rendered = output.map(|(_, o)| composed::rendered_images(o));
+            for image in &mut images {
+                let seen = rendered
+                    .as_ref()
+                    .is_some_and(|rendered| composed::as_rendered(image, values, rendered, notes));
+                if !seen {
+                    composed::joined_in_templates(image, values, &chart.templates, notes);
+                }
+            }
+        }
+        found.extend(images.into_iter().map(|i| Found {
+            reference: i.reference,
+            at: i.at,
+            helm_values: i.helm_values,
+            in_chart: true,
+        }));
     }
     found
 }

@@ -24,7 +24,8 @@ pub(super) const HELM_KEYS: &[&str] = &[
 ];
 
 /// The keys of `helmValues:`.
-pub(super) const HELM_VALUE_KEYS: &[&str] = &["image", "registry", "repository", "tag", "digest"];
+pub(super) const HELM_VALUE_KEYS: &[&str] =
+    &["image", "registry", "repository", "name", "tag", "digest"];
 
 /// One `helm:` entry of `manifests:`: what `helm template` renders.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,11 +68,16 @@ impl HelmChart {
 pub enum HelmPart {
     /// The whole reference (`ghcr.io/acme/web:v1@sha256:…`).
     Image,
-    /// The registry host (`ghcr.io`).
+    /// The registry host (`ghcr.io`); with [`HelmPart::Name`], everything
+    /// before the image's last path component (`ghcr.io/kubeflow/katib`).
     Registry,
     /// The repository: the path after the registry when `registry:` is given
     /// too, else the whole name (`ghcr.io/acme/web`).
     Repository,
+    /// The image's last path component (`katib-controller`), for a chart that
+    /// joins it to a registry prefix another value holds (Kubeflow's katib:
+    /// `global.imageRegistry`/`controller.image.repository`).
+    Name,
     /// The tag (with `@digest` after it when the chart has no `digest:` value).
     Tag,
     /// The digest (`sha256:…`).
@@ -84,6 +90,7 @@ impl HelmPart {
             "image" => HelmPart::Image,
             "registry" => HelmPart::Registry,
             "repository" => HelmPart::Repository,
+            "name" => HelmPart::Name,
             "tag" => HelmPart::Tag,
             "digest" => HelmPart::Digest,
             _ => return None,
@@ -208,6 +215,14 @@ impl Loader<'_> {
                 context,
                 "image",
                 "`image:` is the whole reference; give it alone, or the parts (`registry:`, `repository:`, `tag:`, `digest:`) without it",
+            ));
+        }
+        if has(HelmPart::Name) && has(HelmPart::Repository) {
+            return Err(self.invalid(
+                node,
+                context,
+                "name",
+                "`name:` is the repository's last path component and `registry:` the rest; give `repository:` or `name:`, not both",
             ));
         }
         if out.is_empty() {

@@ -255,8 +255,9 @@ fn resource(description: &str) -> Value {
 fn helm_value(key: &str) -> Option<Value> {
     Some(text_or_texts(match key {
         "image" => "The values path (dotted) that takes the whole reference.",
-        "registry" => "The values path that takes the registry host.",
+        "registry" => "The values path that takes the registry host (with `name:`, everything before the image's last path component).",
         "repository" => "The values path that takes the repository (without the registry when `registry:` is given).",
+        "name" => "The values path that takes the image's last path component, for a chart that joins it to a registry prefix (`global.imageRegistry`).",
         "tag" => "The values path that takes the tag.",
         "digest" => "The values path that takes the digest (sha256:…).",
         _ => return None,

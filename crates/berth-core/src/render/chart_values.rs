@@ -8,6 +8,7 @@
 use berth_yaml::{Node, Pos};
 
 use super::helm::insert;
+use super::tag_default::{empty_default, EmptyDefault};
 use crate::place::{How, Place, Via};
 use crate::project::HelmPart;
 use crate::resolve::{Resolution, ResolvedImage};
@@ -79,6 +80,8 @@ pub struct ChartValues {
     /// The layers the user gives the chart (`values:` files, `set:`), by name for messages;
     /// they count as places too.
     pub given: Vec<(Layer, Node)>,
+    /// Its template files, joined: what an empty value defaults to ([`empty_default`]).
+    pub templates: String,
 }
 
 impl ChartValues {
@@ -251,7 +254,12 @@ fn defaults_named(chart: &ChartValues, image: &ResolvedImage<'_>) -> Vec<String>
     };
     let paths = image.component.helm_values.iter();
     paths
-        .filter(|(part, _)| matches!(part, HelmPart::Repository | HelmPart::Image))
+        .filter(|(part, _)| {
+            matches!(
+                part,
+                HelmPart::Repository | HelmPart::Name | HelmPart::Image
+            )
+        })
         .filter_map(|(_, path)| lookup(tree, path).and_then(Node::as_str))
         .filter_map(|d| d.split('@').next()?.rsplit('/').next()?.split(':').next())
         .filter(|d| !d.is_empty())
@@ -306,7 +314,8 @@ pub fn default_drift(chart: &ChartValues, resolution: &Resolution<'_>, file: &st
                 let Some(text) = found.as_str() else { continue };
                 // A chart composes `registry/repository` (`ghcr.io/llm-d` and `epp`), which
                 // berth splits elsewhere (`ghcr.io`, `llm-d/epp`): compared composed, once.
-                if *part == HelmPart::Registry && has(HelmPart::Repository) {
+                if *part == HelmPart::Registry && (has(HelmPart::Repository) || has(HelmPart::Name))
+                {
                     continue;
                 }
                 let registry = has(HelmPart::Registry).then(|| {
@@ -316,8 +325,10 @@ pub fn default_drift(chart: &ChartValues, resolution: &Resolution<'_>, file: &st
                         .and_then(|n| n.as_str().map(str::to_string))
                         .filter(|r| !r.is_empty())
                 });
-                let app_version = chart.app_version.as_deref().filter(|_| prefix.is_empty());
-                let Some((shown, same)) = judge(*part, text, c, app_version, registry) else {
+                let empty = (text.is_empty() && *part == HelmPart::Tag && prefix.is_empty())
+                    .then(|| empty_tag(chart, path, tree))
+                    .flatten();
+                let Some((shown, same)) = judge(*part, text, c, empty, registry) else {
                     continue;
                 };
                 if same {
@@ -333,16 +344,33 @@ pub fn default_drift(chart: &ChartValues, resolution: &Resolution<'_>, file: &st
     out
 }
 
+/// What the empty tag at `path` of the chart's values `tree` renders as, per
+/// its templates, as a message shows it, with the tag: the appVersion, or
+/// another value's; `None` when the templates do not say.
+fn empty_tag(chart: &ChartValues, path: &str, tree: &Node) -> Option<(String, String)> {
+    match empty_default(&chart.templates, path)? {
+        EmptyDefault::AppVersion => {
+            let app = chart.app_version.clone()?;
+            Some((format!("empty (the chart's appVersion `{app}`)"), app))
+        }
+        EmptyDefault::Value(other) => {
+            let tag = lookup(tree, &other)?.as_str()?.to_string();
+            Some((format!("empty (`{other}`: `{tag}`)"), tag))
+        }
+    }
+}
+
 /// How a chart's default `text` at a `part` path reads in a message, and whether
 /// it names what component `c`'s image does; `None` when there is nothing to
-/// compare (an empty value without an appVersion, a digest, text that is no
-/// reference). `registry`: the chart's registry value beside a repository path
-/// (`Some(None)` when that path is empty), `None` when the component has none.
+/// compare (an empty value whose default the templates do not say, a digest,
+/// text that is no reference). `empty`: what an empty tag stands for, shown
+/// and as a tag. `registry`: the chart's registry value beside a repository
+/// path (`Some(None)` when that path is empty), `None` when the component has none.
 fn judge(
     part: HelmPart,
     text: &str,
     c: &crate::Component,
-    app_version: Option<&str>,
+    empty: Option<(String, String)>,
     registry: Option<Option<String>>,
 ) -> Option<(String, bool)> {
     let quoted = |t: &str| format!("`{}`", berth_io_free_shown(t));
@@ -353,16 +381,17 @@ fn judge(
     };
     Some(match part {
         HelmPart::Tag if text.is_empty() => {
-            let (app, tag) = (app_version?, c.image.tag()?);
-            (
-                format!("empty (the chart's appVersion `{app}`)"),
-                app == tag.as_str(),
-            )
+            let ((shown, default), tag) = (empty?, c.image.tag()?);
+            (shown, default == tag.as_str())
         }
         _ if text.is_empty() => return None,
         HelmPart::Tag => (quoted(text), text == c.image.tag()?.as_str()),
         HelmPart::Registry => (quoted(text), text == c.image.domain()),
-        HelmPart::Repository => match registry {
+        HelmPart::Name if registry.is_none() => {
+            let last = c.image.repository().last_component();
+            (quoted(text), text == last)
+        }
+        HelmPart::Repository | HelmPart::Name => match registry {
             Some(registry) => {
                 let composed = match &registry {
                     Some(registry) => format!("{registry}/{text}"),

@@ -84,6 +84,7 @@ fn a_charts_own_default_that_differs_from_berth_yaml_is_drift() {
         app_version: Some("v0.20.0".into()),
         dependencies: vec![("router".into(), Some(("charts/x/charts/router/values.yaml".into(), tree("epp:\n  tag: dev\n"))))],
         given: Vec::new(),
+        templates: "image: {{ .Values.kserve.image }}:{{ .Values.kserve.tag | default .Chart.AppVersion }}\n".into(),
     };
     let warnings = default_drift(&chart, &resolution, "berth.yaml");
     let texts: Vec<&str> = warnings.iter().map(|w| w.text.as_str()).collect();
@@ -176,4 +177,44 @@ fn two_charts_that_read_one_path_each_get_the_image_their_defaults_name() {
         Err(crate::render::HelmValuesError::Clash { .. })
     ));
     assert!(values_for_charts(&resolution, &[&katib, &ChartValues::default()]).is_err());
+}
+
+/// Kubeflow's katib chart joins `global.imageRegistry` to each image's name and
+/// defaults an empty tag to `global.imageTag`: compared as it renders, the
+/// defaults agree with berth.yaml; an empty tag whose default the templates do
+/// not say is not judged.
+#[test]
+fn a_joined_name_and_a_tag_defaulted_to_another_value_are_compared_as_rendered() {
+    let project = parse(
+        "berth.yaml",
+        "/p".into(),
+        "name: x\nimages:\n  controller:\n    image: ghcr.io/kubeflow/katib/katib-controller:v0.19.0\n    helmValues: {registry: global.imageRegistry, name: controller.image.repository, tag: controller.image.tag}\n  ui:\n    image: ghcr.io/kubeflow/katib/katib-ui:v0.19.0\n    helmValues: {tag: ui.image.tag}\n",
+    )
+    .unwrap();
+    let resolution = resolution_of(&project);
+    let chart = |image_tag: &str| {
+        ChartValues {
+        opened: true,
+        own: Some((
+            "charts/katib/values.yaml".into(),
+            tree(&format!("global:\n  imageRegistry: ghcr.io/kubeflow/katib\n  imageTag: {image_tag}\ncontroller:\n  image:\n    repository: katib-controller\n    tag: ''\nui:\n  image:\n    repository: katib-ui\n    tag: ''\n")),
+        )),
+        app_version: Some("0.16.0".into()),
+        templates: "image: {{ include \"katib.image\" (dict \"registry\" .Values.global.imageRegistry \"repository\" .Values.controller.image.repository \"tag\" (.Values.controller.image.tag | default .Values.global.imageTag)) }}\nimage: {{ .Values.ui.image.tag }}\n".into(),
+        ..ChartValues::default()
+    }
+    };
+    let texts = |c: &ChartValues| -> Vec<String> {
+        (default_drift(c, &resolution, "berth.yaml").into_iter())
+            .map(|w| w.text)
+            .collect()
+    };
+    assert_eq!(texts(&chart("v0.19.0")), Vec::<String>::new());
+    let moved = texts(&chart("v0.18.0"));
+    assert_eq!(moved.len(), 1, "{moved:#?}");
+    assert!(
+        moved[0].contains("the chart's default for `controller.image.tag` is empty (`global.imageTag`: `v0.18.0`)"),
+        "{}",
+        moved[0]
+    );
 }

@@ -68,7 +68,17 @@ pub(super) fn image_values_of(
         for (part, path) in parts {
             let value = match part {
                 HelmPart::Image => reference.to_string(),
+                HelmPart::Registry if has(HelmPart::Name) => {
+                    // Everything before the last component: the domain, then
+                    // the path's leading components (none for `ghcr.io/web`).
+                    let repository = reference.repository();
+                    match repository.path().rsplit_once('/') {
+                        Some((owner, _)) => format!("{}/{owner}", repository.domain()),
+                        None => repository.domain().to_string(),
+                    }
+                }
                 HelmPart::Registry => reference.domain().to_string(),
+                HelmPart::Name => reference.repository().last_component().to_string(),
                 HelmPart::Repository if has(HelmPart::Registry) => reference.path().to_string(),
                 HelmPart::Repository => reference.repository().to_string(),
                 HelmPart::Digest => match reference.digest() {

@@ -32,6 +32,30 @@ fn split_and_whole_forms_take_the_parts_of_the_resolved_reference() {
 }
 
 #[test]
+fn a_name_takes_the_last_component_and_the_registry_the_rest() {
+    // Kubeflow's katib: `global.imageRegistry` joined to each image's name;
+    // components that share the prefix write it once, and agree.
+    let text = "name: x\nimages:\n  controller:\n    image: ghcr.io/kubeflow/katib/katib-controller:v0.19.0\n    helmValues: {registry: global.imageRegistry, name: controller.image.repository, tag: controller.image.tag}\n  ui:\n    image: ghcr.io/kubeflow/katib/katib-ui:v0.19.0\n    helmValues: {registry: global.imageRegistry, name: ui.image.repository}\n  flat:\n    image: ghcr.io/web:1\n    helmValues: {registry: flat.registry, name: flat.name}\n";
+    assert_eq!(
+        values(text).unwrap().unwrap(),
+        "global:\n  imageRegistry: ghcr.io/kubeflow/katib\n\
+         controller:\n  image:\n    repository: katib-controller\n    tag: v0.19.0\n\
+         ui:\n  image:\n    repository: katib-ui\n\
+         flat:\n  registry: ghcr.io\n  name: web\n"
+    );
+    // One moved elsewhere clashes at the shared prefix: said, never half-applied.
+    let moved = text.replace("ghcr.io/kubeflow/katib/katib-ui", "quay.io/me/katib-ui");
+    assert!(matches!(values(&moved), Err(HelmValuesError::Clash { .. })));
+    let both = "name: x\nimages:\n  a: {image: a:1, helmValues: {repository: a.repository, name: a.name}}\n";
+    let project = parse("berth.yaml", "/p".into(), both);
+    let error = project.unwrap_err().to_string();
+    assert!(
+        error.contains("give `repository:` or `name:`, not both"),
+        "{error}"
+    );
+}
+
+#[test]
 fn clashes_nesting_and_a_lone_digest_are_errors() {
     let clash = "name: x\nimages:\n  a: {image: a:1, helmValues: {tag: image.tag}}\n  b: {image: b:2, helmValues: {tag: image.tag}}\n";
     assert!(matches!(values(clash), Err(HelmValuesError::Clash { .. })));

@@ -21,6 +21,7 @@ pub mod pods;
 mod refs;
 pub mod related;
 mod spec;
+mod tag_default;
 mod workloads;
 
 use std::ops::Range;
@@ -44,6 +45,7 @@ use pass::{transform, Transformed, UsedIn};
 pub use placeholders::{unfilled_placeholders, Unfilled};
 pub use refs::{for_each_reference, referenced, ConfigRewriter, Site, CONFIG_HASH_ANNOTATION};
 pub use spec::{Definition, Spec};
+pub use tag_default::{empty_default, EmptyDefault};
 pub use workloads::{workloads, workloads_of, PodSelector, Workload};
 
 /// Render settings beyond the project and the resolution.

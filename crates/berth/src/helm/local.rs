@@ -58,7 +58,38 @@ fn read(project: &Project, chart: &HelmChart, manifest: &Manifest) -> ChartValue
         .and_then(Node::as_str)
         .map(str::to_string);
     values.dependencies = dependencies(project, &dir, shown, meta.as_ref());
+    values.templates = templates(&dir.join("templates"));
     values
+}
+
+/// The chart's template files (under `templates/`, in name order), joined:
+/// what core reads an empty tag's default from. A file that cannot be read is
+/// passed over (helm reports a broken chart); links are not followed.
+fn templates(dir: &Path) -> String {
+    let mut out = String::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let mut entries: Vec<_> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .collect();
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                pending.push(entry.path());
+            } else if kind.is_file() {
+                if let Ok(bytes) = crate::fs_source::read_bounded(&entry.path()) {
+                    out.push_str(&String::from_utf8_lossy(&bytes));
+                    out.push('\n');
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Each dependency of the chart in `dir` (shown as `shown`) by the key its values sit under

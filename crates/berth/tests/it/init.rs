@@ -338,6 +338,82 @@ spec:
     );
 }
 
+/// A chart shaped like Kubeflow's katib: each image's values hold only its
+/// name, which the templates join to `global.imageRegistry`, and an empty tag
+/// defaults to `global.imageTag` (not the appVersion); the UI is off by
+/// default, its image made in a helper. Before, init proposed
+/// `docker.io/library/katib-controller:0.16.0`, and render deployed
+/// `ghcr.io/kubeflow/katib/docker.io/library/katib-controller:0.16.0`.
+#[test]
+#[cfg_attr(
+    not(feature = "test-plane"),
+    ignore = "needs test-plane (run scripts/test)"
+)]
+fn a_chart_that_joins_a_registry_value_to_each_name_gets_both_values() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = &temp.path().join("katib-repo");
+    write(
+        dir,
+        "charts/katib/Chart.yaml",
+        "apiVersion: v2\nname: katib\nversion: 0.16.0\nappVersion: 0.16.0\n",
+    );
+    write(
+        dir,
+        "charts/katib/values.yaml",
+        "global:\n  imageRegistry: ghcr.io/kubeflow/katib\n  imageTag: v0.19.0\ncontroller:\n  image:\n    repository: katib-controller\n    tag: \"\"\nui:\n  enabled: false\n  image:\n    repository: katib-ui\n    tag: \"\"\n",
+    );
+    write(
+        dir,
+        "charts/katib/templates/_helpers.tpl",
+        "{{- define \"katib.ui.image\" -}}\n{{- $registry := .Values.global.imageRegistry -}}\n{{- $repository := .Values.ui.image.repository -}}\n{{- $tag := .Values.ui.image.tag | default .Values.global.imageTag -}}\n{{- printf \"%s/%s:%s\" $registry $repository $tag }}\n{{- end }}\n",
+    );
+    write(
+        dir,
+        "charts/katib/templates/deployment.yaml",
+        r#"apiVersion: apps/v1
+kind: Deployment
+metadata: {name: katib-controller}
+spec:
+  selector: {matchLabels: {app: katib}}
+  template:
+    metadata: {labels: {app: katib}}
+    spec:
+      containers:
+        - name: controller
+          image: "{{ .Values.global.imageRegistry }}/{{ .Values.controller.image.repository }}:{{ .Values.controller.image.tag | default .Values.global.imageTag }}"
+{{- if .Values.ui.enabled }}
+        - name: ui
+          image: {{ include "katib.ui.image" . }}
+{{- end }}
+"#,
+    );
+    let out = crate::helm_source::berth(dir, &["init"], &[]);
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{said}");
+    let yaml = std::fs::read_to_string(dir.join("berth.yaml")).unwrap();
+    assert!(
+        yaml.contains("  katib-controller:\n    image: ghcr.io/kubeflow/katib/katib-controller:v0.19.0\n    helmValues:\n      registry: global.imageRegistry\n      name: controller.image.repository\n      tag: controller.image.tag\n")
+            && yaml.contains("  katib-ui:\n    image: ghcr.io/kubeflow/katib/katib-ui:v0.19.0\n    helmValues:\n      registry: global.imageRegistry\n      name: ui.image.repository\n      tag: ui.image.tag\n")
+            && !yaml.contains("docker.io"),
+        "{yaml}\n{said}"
+    );
+    let run =
+        |args: &[&str]| crate::helm_source::berth(dir, args, &[("IMAGE_REGISTRY", "quay.io/me")]);
+    let validated = run(&["validate"]);
+    assert!(
+        validated.status.success() && validated.stderr.is_empty(),
+        "{}",
+        crate::common::transcript(&validated)
+    );
+    let rendered = String::from_utf8_lossy(&run(&["render"]).stdout).into_owned();
+    assert!(
+        rendered.contains("image: \"quay.io/me/katib-controller:v0.19.0\""),
+        "{rendered}"
+    );
+    let ui = run(&["render", "--tag", "katib-ui=v0.20.0"]);
+    assert!(ui.status.success(), "{}", crate::common::transcript(&ui));
+}
+
 /// #36 item 1: YAML under docs/, test/, install/ (a released archive) and the
 /// like is not what the project deploys: no component and no manifests come
 /// from it, and a line says what was left out.

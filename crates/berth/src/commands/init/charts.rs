@@ -3,17 +3,21 @@
 //! `.Values.router.modelServers.matchLabels is required`) would be a profile
 //! that fails `berth validate`, so init renders each first — through berth's
 //! one helm runner — and leaves those out of the profiles, saying why. Their
-//! images are still found in their values.
+//! images are still found in their values. What the others render is kept:
+//! an image a chart joins from two values (a registry prefix and a name) is
+//! read from it.
 
 use std::path::Path;
 
 use berth_init::Facts;
 
 /// `(chart directory, why)` for each chart helm refuses to render with its
-/// own values. A chart whose dependencies are not built is not judged (init
-/// names the command that builds them), nor is anything when helm is missing.
-pub(super) fn unrenderable(root: &Path, facts: &Facts) -> Vec<(String, String)> {
+/// own values, and `(chart directory, output)` for each that renders. A chart
+/// whose dependencies are not built is not judged (init names the command that
+/// builds them), nor is anything when helm is missing.
+pub(super) fn render(root: &Path, facts: &Facts) -> Rendered {
     let mut out = Vec::new();
+    let mut outputs = Vec::new();
     for chart in facts.charts.iter().filter(|c| !c.library) {
         if !super::missing_dependencies(root, chart).is_empty() {
             continue;
@@ -33,8 +37,13 @@ pub(super) fn unrenderable(root: &Path, facts: &Facts) -> Vec<(String, String)> 
             continue;
         };
         let given = crate::helm::Given::default();
-        let Err(e) = crate::helm::template(&project, helm, &chart.dir, given) else {
-            continue;
+        let e = match crate::helm::template(&project, helm, &chart.dir, given) {
+            Ok(inputs) => {
+                let text = inputs.into_iter().map(|input| input.text).collect();
+                outputs.push((chart.dir.clone(), text));
+                continue;
+            }
+            Err(e) => e,
         };
         let message = e.to_string();
         // Only the chart's own refusal (`required`, `fail`): helm missing or
@@ -50,5 +59,8 @@ pub(super) fn unrenderable(root: &Path, facts: &Facts) -> Vec<(String, String)> 
         };
         out.push((chart.dir.clone(), berth_io::shown(&why)));
     }
-    out
+    (out, outputs)
 }
+
+/// What [`render`] found: the charts helm refused, and the others' output.
+pub(super) type Rendered = (Vec<(String, String)>, Vec<(String, String)>);

@@ -26,8 +26,7 @@ pub fn check(dir: Option<&Path>, project: Option<&Path>) -> Result<u8> {
     }
     let kept = crate::project_file::load(Some(&target))?;
     let mut skipped = Vec::new();
-    let mut facts = gather(&root, &mut skipped)?;
-    facts.unbuildable = unbuildable(&root, &mut facts, &mut skipped);
+    let facts = facts(&root, &mut skipped)?;
     // Compared as decided: the proposal is not written and read back.
     let proposal = berth_init::propose(&facts);
     let differences = berth_init::check::differences(&kept, &proposal);
@@ -93,9 +92,7 @@ pub fn run(dir: Option<&Path>, project: Option<&Path>) -> Result<u8> {
         );
     }
     let mut skipped = Vec::new();
-    let mut facts = gather(&root, &mut skipped)?;
-    facts.unbuildable = unbuildable(&root, &mut facts, &mut skipped);
-    facts.unrenderable = charts::unrenderable(&root, &facts);
+    let facts = facts(&root, &mut skipped)?;
     let proposal = berth_init::propose(&facts);
     let mut notes = proposal.notes().to_vec();
     // What it writes must load: an entry that does not is left out with its
@@ -135,6 +132,49 @@ pub fn run(dir: Option<&Path>, project: Option<&Path>) -> Result<u8> {
 /// The facts: kustomizations, Kubernetes YAML, Makefile variables. What cannot
 /// be read (a directory or file without permission, a file over the size limit
 /// or not UTF-8) is named in `skipped`, never dropped silently.
+/// Files one file's text under what it is.
+fn record(facts: &mut Facts, kind: Kind, relative: String, text: String) {
+    match kind {
+        Kind::Kustomization => {
+            let dir = Path::new(&relative)
+                .parent()
+                .map(|p| p.to_string_lossy().into_owned())
+                .filter(|d| !d.is_empty())
+                .unwrap_or_else(|| ".".into());
+            facts.kustomizations.push(kustomization(dir, &text));
+        }
+        Kind::Makefile => {
+            facts
+                .make_vars
+                .extend(berth_init::make_vars(&relative, &text));
+            facts.make_texts.push((relative, text));
+        }
+        Kind::Yaml if text.contains("apiVersion:") && text.contains("kind:") => {
+            facts.manifests.push((relative, text))
+        }
+        Kind::Yaml => {}
+        Kind::Chart(dir) => read_chart_yaml(chart(&mut facts.charts, &dir), &text),
+        Kind::Values(dir) => chart(&mut facts.charts, &dir).values = Some(text),
+        Kind::VariantValues(dir, file) => {
+            (chart(&mut facts.charts, &dir).variant_values).push((file, text));
+        }
+        Kind::Template(dir) => {
+            let templates = &mut chart(&mut facts.charts, &dir).templates;
+            templates.push_str(&text);
+            templates.push('\n');
+        }
+    }
+}
+
+/// What init decides from, for `init` and `init --check` alike: the files,
+/// then what the kustomizations build and the charts render.
+fn facts(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
+    let mut facts = gather(root, skipped)?;
+    facts.unbuildable = unbuildable(root, &mut facts, skipped);
+    (facts.unrenderable, facts.chart_outputs) = charts::render(root, &facts);
+    Ok(facts)
+}
+
 fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
     let name = root
         .canonicalize()
@@ -176,31 +216,7 @@ fn gather(root: &Path, skipped: &mut Vec<String>) -> Result<Facts> {
         let Some(text) = read_text(&path, &relative, skipped) else {
             continue;
         };
-        match kind {
-            Kind::Kustomization => {
-                let dir = Path::new(&relative)
-                    .parent()
-                    .map(|p| p.to_string_lossy().into_owned())
-                    .filter(|d| !d.is_empty())
-                    .unwrap_or_else(|| ".".into());
-                facts.kustomizations.push(kustomization(dir, &text));
-            }
-            Kind::Makefile => {
-                facts
-                    .make_vars
-                    .extend(berth_init::make_vars(&relative, &text));
-                facts.make_texts.push((relative, text));
-            }
-            Kind::Yaml if text.contains("apiVersion:") && text.contains("kind:") => {
-                facts.manifests.push((relative, text))
-            }
-            Kind::Yaml => {}
-            Kind::Chart(dir) => read_chart_yaml(chart(&mut facts.charts, &dir), &text),
-            Kind::Values(dir) => chart(&mut facts.charts, &dir).values = Some(text),
-            Kind::VariantValues(dir, file) => {
-                (chart(&mut facts.charts, &dir).variant_values).push((file, text));
-            }
-        }
+        record(&mut facts, kind, relative, text);
     }
     ignored::read_reached(root, &walked, &mut facts, skipped);
     included_makefiles(root, &mut facts, skipped);
@@ -465,7 +481,9 @@ fn kind_of(relative: &str, file: &str, charts: &[String]) -> Option<Kind> {
             f if !f.contains('/') && berth_init::variant_of_file(f).is_some() => {
                 Some(Kind::VariantValues(dir.clone(), f.to_string()))
             }
-            _ => None, // templates, subcharts, helpers: helm renders them
+            // How its templates default a value (an empty tag), read as text.
+            t if t.starts_with("templates/") => Some(Kind::Template(dir.clone())),
+            _ => None, // subcharts, helpers: helm renders them
         };
     }
     if crate::kustomize::is_file_name(file) {
@@ -540,6 +558,8 @@ enum Kind {
     Values(String),
     /// A chart's values file for one accelerator or platform: (chart, file name).
     VariantValues(String, String),
+    /// A file under a chart's `templates/`.
+    Template(String),
 }
 
 /// The directories (relative, `.` for the root) that hold a Chart.yaml and are
