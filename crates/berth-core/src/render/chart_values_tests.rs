@@ -218,3 +218,27 @@ fn a_joined_name_and_a_tag_defaulted_to_another_value_are_compared_as_rendered()
         moved[0]
     );
 }
+
+/// A chart that joins its own registry value to what berth set at a
+/// `repository:` path renders the component's whole repository after a prefix:
+/// said at the container's image, with the `helmValues:` that fixes it.
+#[test]
+fn a_chart_image_that_joins_a_prefix_to_a_components_repository_is_said() {
+    let project = parse(
+        "berth.yaml",
+        "/p".into(),
+        "name: x\nimages:\n  katib-controller:\n    image: docker.io/library/katib-controller:0.16.0\n    helmValues: {repository: controller.image.repository, tag: controller.image.tag}\n",
+    )
+    .unwrap();
+    let resolution = resolution_of(&project);
+    let mut object = tree("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: c}\nspec:\n  template:\n    spec:\n      containers:\n      - name: controller\n        image: ghcr.io/kubeflow/katib/docker.io/library/katib-controller:0.16.0\n      - name: fine\n        image: docker.io/library/katib-controller:0.16.0\n");
+    let at = |pos| crate::place::Place::file("helm template katib").at(pos);
+    let mut out = Vec::new();
+    crate::render::findings::joined_images(&mut object, "Deployment", &at, &resolution, &mut out);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(
+        out[0].1.starts_with("image `ghcr.io/kubeflow/katib/docker.io/library/katib-controller:0.16.0` of container `controller` ends in component `katib-controller`'s repository `docker.io/library/katib-controller` after a prefix: the chart joins the value berth sets at `controller.image.repository`"),
+        "{}",
+        out[0].1
+    );
+}

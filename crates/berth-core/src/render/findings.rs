@@ -150,6 +150,56 @@ pub(super) fn strays(
     }
 }
 
+/// Container images in a chart's output (rendered with berth's image values,
+/// `resolution`) that end in a component's whole repository after a prefix:
+/// `ghcr.io/kubeflow/katib/docker.io/library/katib-controller:0.16.0`, where
+/// the chart joins the value berth set at the component's `repository:` path
+/// to a registry value of its own. No component is that image, so nothing else
+/// would say so: the pod would pull an image that does not exist.
+pub(super) fn joined_images(
+    object: &mut Node,
+    kind: &str,
+    at: &dyn Fn(berth_yaml::Pos) -> crate::place::Place,
+    resolution: &Resolution<'_>,
+    out: &mut Vec<(crate::place::Place, String)>,
+) {
+    let mut found: Vec<(Node, String)> = Vec::new();
+    for_each_pod(object, kind, &mut |mut pod| {
+        let Some(spec) = pod.spec() else { return };
+        for_each_container(spec, &mut |container| {
+            let name = container
+                .get("name")
+                .and_then(Node::as_str)
+                .unwrap_or_default();
+            if let Some(image) = container.get("image") {
+                found.push((image.clone(), name.to_string()));
+            }
+        });
+    });
+    for (node, container) in found {
+        let Some(reference) = node
+            .as_str()
+            .and_then(|t| berth_ref::Reference::parse(t).ok())
+        else {
+            continue;
+        };
+        let repository = reference.repository().to_string();
+        let joined = resolution.images.iter().find(|image| {
+            let own = image.reference.repository().to_string();
+            repository.len() > own.len() && repository.ends_with(&format!("/{own}"))
+        });
+        let Some(image) = joined else { continue };
+        let c = image.component;
+        let path = (c.helm_values.iter())
+            .find(|(part, _)| *part == crate::project::HelmPart::Repository)
+            .map_or("repository".to_string(), |(_, path)| path.clone());
+        out.push((at(node.pos).about(c.name.clone()), format!(
+            "image `{reference}` of container `{container}` ends in component `{}`'s repository `{}` after a prefix: the chart joins the value berth sets at `{path}` to a registry value of its own, so the pod runs an image no registry has; name that value `registry:` and `{path}` `name:` in `images.{}.helmValues` (`berth init` writes them), and berth sets both",
+            c.name, image.reference.repository(), c.name
+        )));
+    }
+}
+
 /// Whether `origin` moves every component alike (the registry prefix, the
 /// shared tag variable, the lock) rather than `component` alone.
 fn shared(origin: &Origin, project: &Project, component: &crate::project::Component) -> bool {
@@ -288,6 +338,9 @@ impl super::Findings {
         out.extend(untagged_warnings(&self.untagged, resolution));
         for (at, problem) in &self.trust {
             out.push(Warning::at(Code::TrustVariable, at.clone(), problem));
+        }
+        for (at, problem) in &self.joined_images {
+            out.push(Warning::at(Code::Copy, at.clone(), problem));
         }
         for (at, problem) in &self.variant_resources {
             out.push(Warning::at(Code::VariantResource, at.clone(), problem));

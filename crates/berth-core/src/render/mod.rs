@@ -115,6 +115,9 @@ pub struct Findings {
     /// `(where, what)`: a container that does not request the extended resource
     /// the family member it runs needs, or requests another member's.
     pub variant_resources: Vec<(crate::place::Place, String)>,
+    /// Container images of a chart's output that join a prefix to a component's
+    /// whole repository (a `repository:` path the chart completes), with the text.
+    pub joined_images: Vec<(crate::place::Place, String)>,
     /// Repositories spelt without a tag in text an `imagePaths` entry reaches,
     /// of components an override touched (where, component index): the program
     /// appends its own tag there.
@@ -369,6 +372,7 @@ impl Findings {
             containers: t.containers,
             replaced_keys: t.replaced_keys,
             variant_resources: t.variant_resources,
+            joined_images: t.joined_images,
             untagged: t.untagged,
         }
     }

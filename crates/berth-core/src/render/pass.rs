@@ -39,6 +39,7 @@ pub(super) struct Transformed {
     pub(super) operator_missing: Option<related::RelatedFinding>,
     pub(super) trust: Vec<(crate::place::Place, String)>,
     pub(super) variant_resources: Vec<(crate::place::Place, String)>,
+    pub(super) joined_images: Vec<(crate::place::Place, String)>,
     pub(super) containers: std::collections::BTreeSet<String>,
     pub(super) replaced_keys: Vec<ReplacedKey>,
     pub(super) untagged: Vec<(Place, usize)>,
@@ -88,6 +89,7 @@ struct Pass<'s, 'r> {
     unparsed: Vec<(crate::place::Place, String)>,
     drifted: Vec<DriftFinding>,
     variant_resources: Vec<(Place, String)>,
+    joined_images: Vec<(Place, String)>,
     strays: Vec<Stray>,
     missing_keys: Vec<MissingKeyFinding>,
     related_findings: Vec<related::RelatedFinding>,
@@ -116,6 +118,7 @@ impl<'s, 'r> Pass<'s, 'r> {
             unparsed: Vec::new(),
             drifted: Vec::new(),
             variant_resources: Vec::new(),
+            joined_images: Vec::new(),
             strays: Vec::new(),
             missing_keys: Vec::new(),
             related_findings: Vec::new(),
@@ -185,6 +188,10 @@ impl<'s, 'r> Pass<'s, 'r> {
             input.values_set.then_some(spec.resolution),
             &mut self.strays,
         );
+        if input.values_set {
+            let joined = &mut self.joined_images;
+            findings::joined_images(&mut object, &kind, &at, spec.resolution, joined);
+        }
         self.injector
             .inject(&mut object, &kind, &at, &mut self.trust);
         let namespace = metadata_text(&object, "namespace").map(str::to_string);
@@ -247,6 +254,7 @@ impl<'s, 'r> Pass<'s, 'r> {
             containers: self.injector.containers_seen,
             replaced_keys: self.replaced_keys,
             variant_resources: self.variant_resources,
+            joined_images: self.joined_images,
             untagged: self.untagged,
         }
     }
