@@ -115,35 +115,27 @@ pub(super) fn strays(
         return;
     }
     let mut envs: Vec<(Node, String)> = Vec::new();
-    for_each_pod(object, kind, &mut |mut pod| {
-        let Some(spec) = pod.spec() else { return };
-        for_each_container(spec, &mut |container| {
-            let name = container
-                .get("name")
-                .and_then(Node::as_str)
-                .unwrap_or_default()
-                .to_string();
-            for item in container
-                .get("env")
+    each_named_container(object, kind, &mut |container, name| {
+        for item in container
+            .get("env")
+            .and_then(Node::as_seq)
+            .unwrap_or_default()
+        {
+            if let Some(value) = item.get("value") {
+                let var = item.get("name").and_then(Node::as_str).unwrap_or_default();
+                envs.push((value.clone(), format!("env `{var}` of container `{name}`")));
+            }
+        }
+        // A chart (or a hand-written manifest) that copies the image into a flag.
+        for field in ["command", "args"] {
+            let items = container
+                .get(field)
                 .and_then(Node::as_seq)
-                .unwrap_or_default()
-            {
-                if let Some(value) = item.get("value") {
-                    let var = item.get("name").and_then(Node::as_str).unwrap_or_default();
-                    envs.push((value.clone(), format!("env `{var}` of container `{name}`")));
-                }
+                .unwrap_or_default();
+            for (i, item) in items.iter().enumerate() {
+                envs.push((item.clone(), format!("{field}[{i}] of container `{name}`")));
             }
-            // A chart (or a hand-written manifest) that copies the image into a flag.
-            for field in ["command", "args"] {
-                let items = container
-                    .get(field)
-                    .and_then(Node::as_seq)
-                    .unwrap_or_default();
-                for (i, item) in items.iter().enumerate() {
-                    envs.push((item.clone(), format!("{field}[{i}] of container `{name}`")));
-                }
-            }
-        });
+        }
     });
     for (value, place) in envs {
         push(&value, place, None);
@@ -164,17 +156,10 @@ pub(super) fn joined_images(
     out: &mut Vec<(crate::place::Place, String)>,
 ) {
     let mut found: Vec<(Node, String)> = Vec::new();
-    for_each_pod(object, kind, &mut |mut pod| {
-        let Some(spec) = pod.spec() else { return };
-        for_each_container(spec, &mut |container| {
-            let name = container
-                .get("name")
-                .and_then(Node::as_str)
-                .unwrap_or_default();
-            if let Some(image) = container.get("image") {
-                found.push((image.clone(), name.to_string()));
-            }
-        });
+    each_named_container(object, kind, &mut |container, name| {
+        if let Some(image) = container.get("image") {
+            found.push((image.clone(), name.to_string()));
+        }
     });
     for (node, container) in found {
         let Some(reference) = node
@@ -198,6 +183,20 @@ pub(super) fn joined_images(
             c.name, image.reference.repository(), c.name
         )));
     }
+}
+
+/// Each container of `object`'s pods, with its name (empty when it has none).
+fn each_named_container(object: &mut Node, kind: &str, f: &mut dyn FnMut(&Node, &str)) {
+    for_each_pod(object, kind, &mut |mut pod| {
+        let Some(spec) = pod.spec() else { return };
+        for_each_container(spec, &mut |container| {
+            let name = container
+                .get("name")
+                .and_then(Node::as_str)
+                .unwrap_or_default();
+            f(container, name);
+        });
+    });
 }
 
 /// Whether `origin` moves every component alike (the registry prefix, the
