@@ -365,12 +365,7 @@ fn own_default(project: &Catalog<'_>, component: &Component) -> Base {
         component: component.name.as_str().into(),
     };
     let reference = component.image.clone();
-    let origins = Origins {
-        registry: origin.clone(),
-        name: origin.clone(),
-        tag: reference.tag().map(|_| origin.clone()),
-        digest: reference.digest().map(|_| origin.clone()),
-    };
+    let origins = Origins::of(origin, &reference);
     (reference, origins)
 }
 
@@ -526,12 +521,7 @@ fn resolve_full<'p>(
     });
     Ok(ResolvedImage {
         component,
-        origins: Origins {
-            registry: full_origin.clone(),
-            name: full_origin.clone(),
-            tag: reference.tag().map(|_| full_origin.clone()),
-            digest: reference.digest().map(|_| full_origin.clone()),
-        },
+        origins: Origins::of(full_origin, &reference),
         reference,
         ignored,
         variant: None,

@@ -268,8 +268,7 @@ impl Walk<'_> {
             berth_core::render::empty_default(&self.chart.templates, &join(path, "tag"));
         let other = match defaulted {
             Some(berth_core::render::EmptyDefault::Value(other)) => {
-                let value = (other.split('.'))
-                    .try_fold(self.root, |node, key| node.get(key))
+                let value = berth_core::render::lookup(self.root, &other)
                     .and_then(Node::as_str)
                     .filter(|v| !v.is_empty());
                 value.map(|v| (other, v.to_string()))

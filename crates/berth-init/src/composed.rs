@@ -211,11 +211,9 @@ fn mentions(line: &str, needle: &str) -> bool {
 
 /// The string at the dotted `path` of `root`.
 fn lookup(root: &Node, path: &str) -> Option<String> {
-    let mut node = root;
-    for key in path.split('.') {
-        node = node.get(key)?;
-    }
-    node.as_str().map(str::to_string)
+    berth_core::render::lookup(root, path)?
+        .as_str()
+        .map(str::to_string)
 }
 
 /// The dotted path of the first string value under `node` equal to `text`

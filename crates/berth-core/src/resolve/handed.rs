@@ -132,12 +132,7 @@ fn handed_base(var: &str, value: &str) -> Result<Base, ResolveError> {
         value: value.to_string(),
         source,
     })?;
-    let origins = Origins {
-        registry: origin.clone(),
-        name: origin.clone(),
-        tag: reference.tag().map(|_| origin.clone()),
-        digest: reference.digest().map(|_| origin.clone()),
-    };
+    let origins = Origins::of(origin, &reference);
     Ok((reference, origins))
 }
 

@@ -187,6 +187,17 @@ pub struct Origins {
 }
 
 impl Origins {
+    /// Every part of `reference` from `origin` (berth.yaml's `image:`, a full
+    /// override, an image `berth env` handed).
+    pub fn of(origin: Origin, reference: &berth_ref::Reference) -> Origins {
+        Origins {
+            registry: origin.clone(),
+            name: origin.clone(),
+            tag: reference.tag().map(|_| origin.clone()),
+            digest: reference.digest().map(|_| origin.clone()),
+        }
+    }
+
     /// Whether any part came from somewhere other than berth.yaml's `image:` (a
     /// variable, a flag, the registry prefix, the lock).
     pub fn overridden(&self) -> bool {
