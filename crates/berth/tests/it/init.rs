@@ -257,6 +257,21 @@ fn i38_i33_names_are_numbered_and_project_names_the_file() {
     assert!(!yaml.contains("web-2-2"), "{yaml}");
 }
 
+/// `berth validate` in `dir`, which must pass and say nothing, then `berth
+/// render`, both under `IMAGE_REGISTRY=quay.io/me` with the test plane's helm:
+/// the rendered YAML.
+fn validated_render(dir: &Path) -> String {
+    let run =
+        |args: &[&str]| crate::helm_source::berth(dir, args, &[("IMAGE_REGISTRY", "quay.io/me")]);
+    let validated = run(&["validate"]);
+    assert!(
+        validated.status.success() && validated.stderr.is_empty(),
+        "{}",
+        crate::common::transcript(&validated)
+    );
+    String::from_utf8_lossy(&run(&["render"]).stdout).into_owned()
+}
+
 /// #35 item 2: a repository with a Helm chart (shaped like llm-d's router: the
 /// EPP in `image.repository` with an empty tag meaning the chart's appVersion,
 /// copied into a sidecar's args; a sidecar as a whole reference; model servers
@@ -316,15 +331,7 @@ spec:
             && said.contains("images in the list `decode.containers`"),
         "{said}"
     );
-    let run =
-        |args: &[&str]| crate::helm_source::berth(dir, args, &[("IMAGE_REGISTRY", "quay.io/me")]);
-    let validated = run(&["validate"]);
-    assert!(
-        validated.status.success() && validated.stderr.is_empty(),
-        "{}",
-        crate::common::transcript(&validated)
-    );
-    let rendered = String::from_utf8_lossy(&run(&["render"]).stdout).into_owned();
+    let rendered = validated_render(dir);
     assert_eq!(
         rendered.matches("quay.io/me/epp:v0.3.0").count(),
         2,
@@ -397,20 +404,12 @@ spec:
             && !yaml.contains("docker.io"),
         "{yaml}\n{said}"
     );
-    let run =
-        |args: &[&str]| crate::helm_source::berth(dir, args, &[("IMAGE_REGISTRY", "quay.io/me")]);
-    let validated = run(&["validate"]);
-    assert!(
-        validated.status.success() && validated.stderr.is_empty(),
-        "{}",
-        crate::common::transcript(&validated)
-    );
-    let rendered = String::from_utf8_lossy(&run(&["render"]).stdout).into_owned();
+    let rendered = validated_render(dir);
     assert!(
         rendered.contains("image: \"quay.io/me/katib-controller:v0.19.0\""),
         "{rendered}"
     );
-    let ui = run(&["render", "--tag", "katib-ui=v0.20.0"]);
+    let ui = crate::helm_source::berth(dir, &["render", "--tag", "katib-ui=v0.20.0"], &[]);
     assert!(ui.status.success(), "{}", crate::common::transcript(&ui));
 }
 
