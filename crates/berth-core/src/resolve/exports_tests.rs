@@ -433,3 +433,32 @@ fn overrides_that_disagree_only_for_an_unselected_member_are_an_error_only_when_
         "{error}"
     );
 }
+
+/// A malformed `BERTH_HANDED` word names nothing and is passed over; a listed
+/// value that is no reference is an error that says `berth env` set it.
+#[test]
+fn a_handed_list_that_is_off_is_passed_over_or_named() {
+    let p = project();
+    let env = |handed: &str, image: &str| -> HashMap<String, String> {
+        [("BERTH_HANDED", handed), ("UI_IMAGE", image)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let run = |env: HashMap<String, String>| {
+        resolve(&p, &Overrides::default(), &|k| env.get(k).cloned()).map(|r| {
+            let ui = r.images.iter().find(|i| i.component.name == "ui").unwrap();
+            ui.reference.to_string()
+        })
+    };
+    // `noequals` and `=x` name no variable; UI_IMAGE is then the user's.
+    let passed = run(env("noequals =x", "ghcr.io/example/ui:v9"));
+    assert_eq!(passed.unwrap(), "ghcr.io/example/ui:v9");
+    let error = run(env("UI_IMAGE=Bad:Ref", "Bad:Ref"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("`UI_IMAGE=Bad:Ref` (set by `berth env`)"),
+        "{error}"
+    );
+}
